@@ -1,0 +1,225 @@
+//! Helpers shared by adapters whose payloads are JSON objects (most of them are
+//! Claude-shaped): reading fields, capping values, the attention message.
+//!
+//! Nothing here knows a particular harness; a quirk belongs in its adapter file.
+
+use super::MapError;
+use crate::job::Job;
+use crate::paths::tilde;
+use crate::protocol::valid_session_id;
+use serde_json::{Map, Value};
+
+/// The largest `input` or `output` carried on a tool event, as serialised JSON.
+pub const MAX_TOOL_VALUE_BYTES: usize = 64 * 1024;
+/// The longest attention message.
+pub const MAX_MESSAGE_CHARS: usize = 200;
+/// The longest error text on a tool event.
+pub const MAX_ERROR_CHARS: usize = 2000;
+
+/// The payload as a JSON object, or why it is not one.
+pub fn payload_object(job: &Job) -> Result<Map<String, Value>, MapError> {
+    if job.dropped > 0 {
+        return Err(MapError(format!(
+            "the payload was cut at {} bytes ({} more dropped)",
+            job.payload.len(),
+            job.dropped
+        )));
+    }
+    if job.payload.iter().all(u8::is_ascii_whitespace) {
+        return Err("the payload is empty".into());
+    }
+    match serde_json::from_slice::<Value>(&job.payload) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err("the payload is JSON but not an object".into()),
+        Err(e) => Err(MapError(format!("the payload is not JSON: {e}"))),
+    }
+}
+
+/// A non-empty string field.
+pub fn str_of(p: &Map<String, Value>, key: &str) -> Option<String> {
+    p.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// A non-negative integer field (accepts a whole float, as JS writes numbers).
+pub fn u64_of(p: &Map<String, Value>, key: &str) -> Option<u64> {
+    match p.get(key)? {
+        Value::Number(n) => n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|f| *f >= 0.0 && f.fract() == 0.0)
+                .map(|f| f as u64)
+        }),
+        _ => None,
+    }
+}
+
+/// The session id of a payload, checked against the protocol's charset.
+pub fn session_id(p: &Map<String, Value>, key: &str) -> Result<String, MapError> {
+    let id = str_of(p, key).ok_or_else(|| MapError(format!("the payload has no {key}")))?;
+    if valid_session_id(&id) {
+        Ok(id)
+    } else {
+        Err(MapError(format!(
+            "session id {id:?} is not a valid protocol session id"
+        )))
+    }
+}
+
+/// A folder for `session.cwd`, with the harness's home written `~`.
+pub fn cwd_for(job: &Job, folder: &str) -> String {
+    tilde(folder, job.home().as_deref())
+}
+
+/// A tool's `input`/`output`, cut to `MAX_TOOL_VALUE_BYTES` of JSON. A value over
+/// the bound becomes a string holding the start of its JSON and a marker.
+pub fn capped(v: &Value) -> Value {
+    let json = v.to_string();
+    if json.len() <= MAX_TOOL_VALUE_BYTES {
+        return v.clone();
+    }
+    let marker = format!("…[cut: {} bytes]", json.len());
+    let keep = floor_char_boundary(&json, MAX_TOOL_VALUE_BYTES - marker.len());
+    Value::String(format!("{}{marker}", &json[..keep]))
+}
+
+/// `s` cut to at most `max` characters, ending in `…` when cut.
+pub fn cut_chars(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// A one-line message naming a tool call: `Bash cat /x`, `Read ~/a.txt`.
+/// Whitespace runs become one space; at most 200 characters.
+pub fn tool_message(tool: &str, input: Option<&Value>) -> String {
+    const KEYS: &[&str] = &[
+        "command",
+        "cmd",
+        "file_path",
+        "path",
+        "url",
+        "pattern",
+        "query",
+        "description",
+        "prompt",
+    ];
+    let summary = input.and_then(|i| {
+        let obj = i.as_object()?;
+        KEYS.iter()
+            .find_map(|k| obj.get(*k).and_then(Value::as_str))
+            .or_else(|| obj.values().find_map(Value::as_str))
+            .map(str::to_string)
+    });
+    let text = match summary {
+        Some(s) if !s.trim().is_empty() => format!("{tool} {s}"),
+        _ => tool.to_string(),
+    };
+    one_line(&text, MAX_MESSAGE_CHARS)
+}
+
+/// Collapses whitespace runs to one space, trims, and cuts to `max` characters.
+pub fn one_line(s: &str, max: usize) -> String {
+    let joined = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    cut_chars(&joined, max)
+}
+
+/// Number of characters in a string (Unicode scalar values).
+pub fn char_count(s: &str) -> u64 {
+    s.chars().count() as u64
+}
+
+/// The harness version in `AI_AGENT` (`claude-code_2-1-332_harness` → `2.1.332`),
+/// when it names `harness`.
+pub fn version_from_ai_agent(job: &Job, harness: &str) -> Option<String> {
+    let mut parts = job.env("AI_AGENT")?.split('_');
+    if parts.next()? != harness {
+        return None;
+    }
+    let version = parts.next()?.replace('-', ".");
+    let plausible = !version.is_empty()
+        && version.len() <= 64
+        && version
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.');
+    plausible.then_some(version)
+}
+
+/// True for a canonical 8-4-4-4-12 hex UUID.
+pub fn is_uuid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tool_messages() {
+        let input = json!({"command": "cat /x\n  && ls", "description": "d"});
+        assert_eq!(tool_message("Bash", Some(&input)), "Bash cat /x && ls");
+        assert_eq!(
+            tool_message("Read", Some(&json!({"file_path": "/a"}))),
+            "Read /a"
+        );
+        assert_eq!(
+            tool_message("Weird", Some(&json!({"n": 1, "z": "zed"}))),
+            "Weird zed"
+        );
+        assert_eq!(tool_message("Nothing", Some(&json!({"n": 1}))), "Nothing");
+        let long = tool_message("Bash", Some(&json!({"command": "x".repeat(500)})));
+        assert_eq!(long.chars().count(), 200);
+        assert!(long.ends_with('…'));
+    }
+
+    #[test]
+    fn capping_keeps_small_values_and_cuts_big_ones_on_a_char_boundary() {
+        let small = json!({"a": "b"});
+        assert_eq!(capped(&small), small);
+        let big = json!({"s": "é".repeat(70_000)});
+        let cut = capped(&big);
+        let s = cut.as_str().unwrap();
+        assert!(s.len() <= MAX_TOOL_VALUE_BYTES);
+        assert!(s.ends_with("bytes]"));
+    }
+
+    #[test]
+    fn version_from_the_agent_variable() {
+        let mut job = Job::default();
+        job.env
+            .insert("AI_AGENT".into(), "claude-code_2-1-332_harness".into());
+        assert_eq!(
+            version_from_ai_agent(&job, "claude-code").as_deref(),
+            Some("2.1.332")
+        );
+        assert_eq!(version_from_ai_agent(&job, "codex"), None);
+        job.env
+            .insert("AI_AGENT".into(), "claude-code_2 1;x_harness".into());
+        assert_eq!(version_from_ai_agent(&job, "claude-code"), None);
+    }
+
+    #[test]
+    fn uuids() {
+        assert!(is_uuid("3bd5639e-04f7-44e6-a4c2-2f9bb68adad6"));
+        assert!(!is_uuid("frill-vulture"));
+        assert!(!is_uuid("3bd5639e04f744e6a4c22f9bb68adad6"));
+    }
+}

@@ -1,0 +1,84 @@
+//! One adapter per harness: the only vendor-specific code in sessionpipe.
+//!
+//! An adapter turns one hook call (a `Job`) into protocol events and says where its
+//! harness's hooks are installed. It is pure: no I/O while mapping (facts and
+//! transcripts from the harness's files are the worker's), no seq, no ids, no clock
+//! but the job's. Adding a harness is one file here, its fixtures under
+//! `conformance/harness/<name>/`, and one line in `REGISTRY`.
+
+mod claude_code;
+pub mod common;
+
+use crate::install::HookInstall;
+use crate::job::Job;
+use crate::protocol::{EventData, SessionBlock};
+use serde_json::{Map, Value};
+
+pub use claude_code::ClaudeCode;
+
+/// Every harness sessionpipe has an adapter for.
+pub static REGISTRY: &[&dyn Adapter] = &[&ClaudeCode];
+
+/// The adapter registered under `name`.
+pub fn lookup(name: &str) -> Option<&'static dyn Adapter> {
+    REGISTRY.iter().copied().find(|a| a.name() == name)
+}
+
+/// Per-session scratch an adapter keeps between hook calls (stored in the outbox
+/// with the session, so it survives restarts).
+pub type Memo = Map<String, Value>;
+
+pub trait Adapter: Sync {
+    /// The protocol's `harness.name`.
+    fn name(&self) -> &'static str;
+    /// Turns one hook call into events of one session, from the call alone.
+    fn map(&self, job: &Job) -> Result<Mapped, MapError>;
+    /// Adjusts a call's events with what the adapter remembers of the session
+    /// (a compaction reported twice, a fallback that only counts when hooks are
+    /// off). Runs after `map`, with the session's memo; most adapters need none.
+    fn remember(&self, _job: &Job, _events: &mut Vec<EventData>, _memo: &mut Memo) {}
+    /// How this harness's hooks are written, when sessionpipe installs them.
+    fn hooks(&self) -> Option<&dyn HookInstall> {
+        None
+    }
+}
+
+/// What one hook call becomes.
+#[derive(Debug)]
+pub enum Mapped {
+    /// Events of one session, in order (possibly none).
+    Events(Box<Mapping>),
+    /// A call that reports nothing, on purpose; the reason is for logs and tests.
+    Ignored(String),
+}
+
+#[derive(Debug, Default)]
+pub struct Mapping {
+    pub session_id: String,
+    /// What the call says of the session (id and seq are filled in later).
+    pub block: SessionBlock,
+    pub harness_version: Option<String>,
+    pub events: Vec<EventData>,
+}
+
+/// A call that cannot be read at all: quarantined with this reason, never retried.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapError(pub String);
+
+impl std::fmt::Display for MapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for MapError {
+    fn from(s: String) -> Self {
+        MapError(s)
+    }
+}
+
+impl From<&str> for MapError {
+    fn from(s: &str) -> Self {
+        MapError(s.to_string())
+    }
+}

@@ -1,0 +1,192 @@
+//! The `sessionpipe` command line: argument parsing and output, over the library.
+//!
+//! Exit codes: 0 ok, 1 failure, 2 usage. `--json` prints one JSON document (or one
+//! per line for streams). Human output honours `NO_COLOR`.
+
+mod status;
+
+use crate::install::{self, Host, Installer};
+use crate::paths::StatePaths;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "sessionpipe",
+    version,
+    about = "Watches your coding agents through their hooks and turns them into sessionpipe events."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Write sessionpipe's hooks into the config of every harness found.
+    Install {
+        /// Only this harness (repeatable).
+        #[arg(long = "harness", value_name = "NAME")]
+        harnesses: Vec<String>,
+        /// Say what would change and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove exactly sessionpipe's hook entries.
+    Uninstall {
+        #[arg(long = "harness", value_name = "NAME")]
+        harnesses: Vec<String>,
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Hooks per harness, the daemon, the outbox.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the outbox as a destination at a tier would see it.
+    Tail {
+        /// Privacy tier 0–3 (default 3: everything, secrets removed).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
+        tier: u8,
+        /// Also run pii@1 (emails, phone numbers, home paths, machine name).
+        #[arg(long)]
+        pii: bool,
+        /// One envelope per line.
+        #[arg(long)]
+        json: bool,
+        /// Print what is there and exit.
+        #[arg(long)]
+        no_follow: bool,
+        /// Only this session (`ID` or `harness:ID`).
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// When following, how many earlier events to show first.
+        #[arg(short = 'n', long = "lines", default_value_t = 20)]
+        lines: usize,
+    },
+    /// Run the daemon in the foreground.
+    Daemon {
+        /// Take the spool and exit once idle (what a hook starts when no daemon runs).
+        #[arg(long)]
+        drain: bool,
+    },
+    /// Run conformance fixtures and vectors (files or folders).
+    Conformance {
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+    },
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("sessionpipe: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(command: Command) -> Result<ExitCode, String> {
+    let paths = StatePaths::from_env()?;
+    match command {
+        Command::Install {
+            harnesses,
+            dry_run,
+            json,
+        } => hooks_command(&paths, &harnesses, dry_run, json, |i, a| i.install(a)),
+        Command::Uninstall {
+            harnesses,
+            dry_run,
+            json,
+        } => hooks_command(&paths, &harnesses, dry_run, json, |i, a| i.uninstall(a)),
+        Command::Status { json } => status::run(&paths, json),
+        Command::Tail {
+            tier,
+            pii,
+            json,
+            no_follow,
+            session,
+            lines,
+        } => {
+            let opts = crate::tail::TailOptions {
+                tier,
+                pii,
+                json,
+                follow: !no_follow,
+                session,
+                last: Some(lines),
+            };
+            crate::tail::run(&paths.outbox(), &opts).map(|_| ExitCode::SUCCESS)
+        }
+        Command::Daemon { drain } => {
+            let opts = crate::daemon::Options {
+                drain,
+                ..Default::default()
+            };
+            crate::daemon::run(&paths, &opts).map(|_| ExitCode::SUCCESS)
+        }
+        Command::Conformance { paths: files } => {
+            let ok = crate::conformance::run_and_print(&files, &mut std::io::stdout())?;
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+    }
+}
+
+fn hooks_command(
+    paths: &StatePaths,
+    names: &[String],
+    dry_run: bool,
+    json: bool,
+    action: impl Fn(
+        &Installer<'_>,
+        &dyn crate::adapters::Adapter,
+    ) -> Result<install::HarnessReport, String>,
+) -> Result<ExitCode, String> {
+    let adapters = install::select(names).map_err(|e| {
+        eprintln!("sessionpipe: {e}");
+        e
+    });
+    let Ok(adapters) = adapters else {
+        return Ok(ExitCode::from(2));
+    };
+    let host = Host::from_env()?;
+    let hook_bin = install::hook_binary()?;
+    let installer = Installer {
+        host: &host,
+        state_dir: &paths.root,
+        hook_bin: &hook_bin,
+        dry_run,
+    };
+    let mut reports = Vec::new();
+    for a in adapters {
+        reports.push(action(&installer, a)?);
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&reports).expect("reports serialise")
+        );
+    } else {
+        for r in &reports {
+            println!("{}", r.line());
+        }
+    }
+    let skipped = reports.iter().any(|r| r.summary == "skipped");
+    Ok(if skipped {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,335 @@
+//! The outbox: an append-only SQLite store of envelopes, and the session records.
+//!
+//! It owns `session.seq`: a seq is assigned once, at append, monotonic per
+//! (harness, session), starting at 1 (0 is `session.backfill`'s). It also records
+//! which spool jobs are committed, so a job deleted late (the daemon killed between
+//! commit and unlink) is never appended twice. It does not filter, redact or
+//! deliver; readers (tail, sinks) read envelopes back in append order.
+
+use crate::protocol::Envelope;
+use crate::session::SessionRecord;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use std::path::Path;
+use std::time::Duration;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS events (
+    rowid    INTEGER PRIMARY KEY,
+    harness  TEXT NOT NULL,
+    session  TEXT NOT NULL,
+    seq      INTEGER NOT NULL,
+    type     TEXT NOT NULL,
+    time     TEXT NOT NULL,
+    envelope TEXT NOT NULL,
+    UNIQUE (harness, session, seq)
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    harness  TEXT NOT NULL,
+    session  TEXT NOT NULL,
+    next_seq INTEGER NOT NULL DEFAULT 1,
+    record   TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (harness, session)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS jobs_done (
+    name    TEXT PRIMARY KEY,
+    outcome TEXT NOT NULL,
+    at_ms   INTEGER NOT NULL
+) WITHOUT ROWID;
+";
+
+/// How long a job's name is remembered after its commit. A job file still in the
+/// spool after this long would be appended again; no crash leaves one that long.
+const JOBS_DONE_KEEP_MS: i64 = 7 * 24 * 3600 * 1000;
+
+pub type Result<T> = std::result::Result<T, rusqlite::Error>;
+
+pub struct Outbox {
+    conn: Connection,
+}
+
+/// One stored event as read back.
+#[derive(Clone, Debug)]
+pub struct StoredEvent {
+    pub rowid: i64,
+    pub envelope: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub events: i64,
+    pub sessions: i64,
+    pub last_rowid: i64,
+}
+
+impl Outbox {
+    /// Opens (creating when needed) the outbox for writing.
+    pub fn open(path: &Path) -> Result<Outbox> {
+        let conn = Connection::open(path)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+        }
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // FULL: a commit is on disk before its job file is unlinked.
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(Outbox { conn })
+    }
+
+    /// Opens an existing outbox for reading only (tail, status).
+    pub fn open_readonly(path: &Path) -> Result<Outbox> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        Ok(Outbox { conn })
+    }
+
+    /// Starts a write transaction (taken at once, so concurrent writers queue).
+    pub fn begin(&mut self) -> Result<OutboxTx<'_>> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        Ok(OutboxTx { tx })
+    }
+
+    /// Appends one envelope in its own transaction and returns its seq.
+    pub fn append(&mut self, envelope: &mut Envelope) -> Result<u64> {
+        let tx = self.begin()?;
+        let seq = tx.append(envelope)?;
+        tx.commit()?;
+        Ok(seq)
+    }
+
+    /// Up to `limit` events stored after `rowid`, oldest first.
+    pub fn events_after(&self, rowid: i64, limit: usize) -> Result<Vec<StoredEvent>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT rowid, envelope FROM events WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![rowid, limit as i64], |r| {
+            Ok(StoredEvent {
+                rowid: r.get(0)?,
+                envelope: r.get(1)?,
+            })
+        })?;
+        rows.collect()
+    }
+
+    /// SQLite's change counter for this connection's view; it moves when another
+    /// connection commits, so a follower polls this instead of the table.
+    pub fn data_version(&self) -> Result<i64> {
+        self.conn.query_row("PRAGMA data_version", [], |r| r.get(0))
+    }
+
+    pub fn counts(&self) -> Result<Counts> {
+        let (events, last_rowid) = self.conn.query_row(
+            "SELECT count(*), coalesce(max(rowid), 0) FROM events",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let sessions = self
+            .conn
+            .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))?;
+        Ok(Counts {
+            events,
+            sessions,
+            last_rowid,
+        })
+    }
+
+    /// Forgets committed job names older than a week.
+    pub fn prune_jobs_done(&self, now_ms: i64) -> Result<usize> {
+        self.conn.execute(
+            "DELETE FROM jobs_done WHERE at_ms < ?1",
+            params![now_ms - JOBS_DONE_KEEP_MS],
+        )
+    }
+}
+
+/// A write transaction: session records, appends and job bookkeeping commit together.
+pub struct OutboxTx<'a> {
+    tx: rusqlite::Transaction<'a>,
+}
+
+impl OutboxTx<'_> {
+    /// The outcome recorded for a job committed earlier, if any.
+    pub fn job_outcome(&self, name: &str) -> Result<Option<String>> {
+        self.tx
+            .query_row(
+                "SELECT outcome FROM jobs_done WHERE name = ?1",
+                params![name],
+                |r| r.get(0),
+            )
+            .optional()
+    }
+
+    pub fn mark_job(&self, name: &str, outcome: &str, at_ms: i64) -> Result<()> {
+        self.tx.execute(
+            "INSERT OR REPLACE INTO jobs_done (name, outcome, at_ms) VALUES (?1, ?2, ?3)",
+            params![name, outcome, at_ms],
+        )?;
+        Ok(())
+    }
+
+    pub fn load_session(&self, harness: &str, session: &str) -> Result<SessionRecord> {
+        let json: Option<String> = self
+            .tx
+            .query_row(
+                "SELECT record FROM sessions WHERE harness = ?1 AND session = ?2",
+                params![harness, session],
+                |r| r.get(0),
+            )
+            .optional()?;
+        // A record this version cannot read starts over rather than stopping ingest.
+        Ok(json
+            .and_then(|j| serde_json::from_str(&j).ok())
+            .unwrap_or_default())
+    }
+
+    pub fn save_session(&self, harness: &str, session: &str, record: &SessionRecord) -> Result<()> {
+        let json = serde_json::to_string(record).expect("a session record serialises");
+        self.tx.execute(
+            "INSERT INTO sessions (harness, session, record) VALUES (?1, ?2, ?3)
+             ON CONFLICT (harness, session) DO UPDATE SET record = excluded.record",
+            params![harness, session, json],
+        )?;
+        Ok(())
+    }
+
+    /// Assigns the next seq of the envelope's session, sets it, and stores it.
+    pub fn append(&self, envelope: &mut Envelope) -> Result<u64> {
+        let seq: i64 = self.tx.query_row(
+            "INSERT INTO sessions (harness, session, next_seq) VALUES (?1, ?2, 2)
+             ON CONFLICT (harness, session) DO UPDATE SET next_seq = next_seq + 1
+             RETURNING next_seq - 1",
+            params![envelope.harness.name, envelope.session.id],
+            |r| r.get(0),
+        )?;
+        envelope.session.seq = seq as u64;
+        let json = serde_json::to_string(envelope).expect("an envelope serialises");
+        self.tx.execute(
+            "INSERT INTO events (harness, session, seq, type, time, envelope)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                envelope.harness.name,
+                envelope.session.id,
+                seq,
+                envelope.kind,
+                envelope.time,
+                json
+            ],
+        )?;
+        Ok(seq as u64)
+    }
+
+    pub fn commit(self) -> Result<()> {
+        self.tx.commit()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{EventData, SessionBlock, TurnEndReason, TurnEnded};
+    use crate::session::{Stamp, envelope};
+
+    fn sample(session: &str) -> Envelope {
+        let block = SessionBlock::default();
+        let stamp = Stamp {
+            harness: "claude-code",
+            harness_event: None,
+            version: None,
+            session_id: session,
+            block: &block,
+            time_ms: 0,
+        };
+        envelope(
+            &stamp,
+            0,
+            EventData::TurnEnded(TurnEnded::new(None, TurnEndReason::Stop)),
+        )
+    }
+
+    #[test]
+    fn seq_starts_at_one_and_counts_per_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ob = Outbox::open(&dir.path().join("o.db")).unwrap();
+        assert_eq!(ob.append(&mut sample("a")).unwrap(), 1);
+        assert_eq!(ob.append(&mut sample("a")).unwrap(), 2);
+        assert_eq!(ob.append(&mut sample("b")).unwrap(), 1);
+        let stored = ob.events_after(0, 10).unwrap();
+        assert_eq!(stored.len(), 3);
+        let env: Envelope = serde_json::from_str(&stored[1].envelope).unwrap();
+        assert_eq!(env.session.seq, 2);
+    }
+
+    #[test]
+    fn seq_is_monotonic_and_unique_under_concurrent_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("o.db");
+        Outbox::open(&path).unwrap();
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let mut ob = Outbox::open(&path).unwrap();
+                    let mut seen = Vec::new();
+                    for _ in 0..50 {
+                        seen.push(ob.append(&mut sample("shared")).unwrap());
+                    }
+                    seen
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for t in threads {
+            let seen = t.join().unwrap();
+            assert!(
+                seen.windows(2).all(|w| w[0] < w[1]),
+                "not monotonic within a writer"
+            );
+            all.extend(seen);
+        }
+        all.sort();
+        assert_eq!(all, (1..=400).collect::<Vec<u64>>());
+        let ob = Outbox::open_readonly(&path).unwrap();
+        let rows = ob.events_after(0, 1000).unwrap();
+        let seqs: Vec<u64> = rows
+            .iter()
+            .map(|r| {
+                serde_json::from_str::<Envelope>(&r.envelope)
+                    .unwrap()
+                    .session
+                    .seq
+            })
+            .collect();
+        assert!(
+            seqs.windows(2).all(|w| w[0] < w[1]),
+            "append order is seq order"
+        );
+    }
+
+    #[test]
+    fn session_records_and_job_marks_commit_together() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ob = Outbox::open(&dir.path().join("o.db")).unwrap();
+        {
+            let tx = ob.begin().unwrap();
+            let mut rec = tx.load_session("h", "s").unwrap();
+            rec.started = true;
+            tx.save_session("h", "s", &rec).unwrap();
+            tx.mark_job("j1", "ok", 5).unwrap();
+            // dropped without commit
+        }
+        let tx = ob.begin().unwrap();
+        assert_eq!(tx.job_outcome("j1").unwrap(), None);
+        assert!(!tx.load_session("h", "s").unwrap().started);
+        tx.mark_job("j1", "ok", 5).unwrap();
+        tx.commit().unwrap();
+        let tx = ob.begin().unwrap();
+        assert_eq!(tx.job_outcome("j1").unwrap().as_deref(), Some("ok"));
+    }
+}

@@ -1,0 +1,276 @@
+//! What sessionpipe remembers of a session between hook calls, and the protocol
+//! rules that need that memory: `session.started` comes first, an attention is
+//! open until it is cleared or the session's next hook event, the session block
+//! is merged and never blanked.
+//!
+//! Pure: the outbox loads and saves a `SessionRecord` around `apply_rules`, and
+//! `envelope` wraps one event once the outbox has given it its `seq`.
+
+use crate::adapters::Memo;
+use crate::protocol::*;
+use serde::{Deserialize, Serialize};
+
+/// The rulesets every stored event has been through (see `ingest`).
+pub const STORED_RULESETS: &[&str] = &["secrets@1"];
+/// Events are stored whole; a sink's filter lowers this to its own tier.
+pub const STORED_TIER: u8 = 3;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// Everything known of the session (id and seq unused here).
+    #[serde(default)]
+    pub block: SessionBlock,
+    #[serde(default)]
+    pub version: Option<String>,
+    /// The adapter's own scratch.
+    #[serde(default)]
+    pub memo: Memo,
+    #[serde(default)]
+    pub open: Vec<OpenAttention>,
+    #[serde(default)]
+    pub started: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpenAttention {
+    pub id: String,
+    #[serde(default)]
+    pub agent_id: Option<String>,
+}
+
+/// Applies the session rules to one hook call's events and returns what to append.
+pub fn apply_rules(record: &mut SessionRecord, events: Vec<EventData>) -> Vec<EventData> {
+    let Some(first) = events.first() else {
+        return events;
+    };
+    let mut out = Vec::with_capacity(events.len() + 1);
+    let opens_session = matches!(
+        first,
+        EventData::SessionStarted(_) | EventData::SessionBackfill(_)
+    );
+    if !record.started && !opens_session {
+        // The hooks were installed mid-session, or its start was lost to a full
+        // disk: a receiver still needs a start before anything else.
+        out.push(EventData::SessionStarted(SessionStarted {
+            source: StartSource::Unknown,
+        }));
+    }
+    record.started = true;
+
+    if !matches!(
+        first,
+        EventData::AttentionNeeded(_) | EventData::AttentionCleared(_)
+    ) {
+        let agent = agent_of(first);
+        let everyone = matches!(first, EventData::SessionEnded(_));
+        let how = cleared_how(first);
+        record.open.retain(|a| {
+            if everyone || a.agent_id.as_deref() == agent {
+                out.push(EventData::AttentionCleared(AttentionCleared {
+                    attention_id: a.id.clone(),
+                    how,
+                }));
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    for ev in events {
+        match &ev {
+            EventData::AttentionNeeded(a) => {
+                if record.open.iter().any(|o| o.id == a.attention_id) {
+                    continue; // the same prompt asked again: one attention
+                }
+                record.open.push(OpenAttention {
+                    id: a.attention_id.clone(),
+                    agent_id: a.agent_id.clone(),
+                });
+            }
+            EventData::AttentionCleared(c) => record.open.retain(|o| o.id != c.attention_id),
+            _ => {}
+        }
+        out.push(ev);
+    }
+    out
+}
+
+fn agent_of(ev: &EventData) -> Option<&str> {
+    match ev {
+        EventData::ToolStarted(t) => t.agent_id.as_deref(),
+        EventData::ToolEnded(t) => t.agent_id.as_deref(),
+        _ => None,
+    }
+}
+
+/// How an attention ended, judged by the session's next event.
+fn cleared_how(next: &EventData) -> ClearedHow {
+    match next {
+        EventData::ToolStarted(_) | EventData::ToolEnded(_) => ClearedHow::Answered,
+        EventData::TurnEnded(t) if t.reason == TurnEndReason::Interrupt => ClearedHow::Cancelled,
+        EventData::SessionEnded(_) => ClearedHow::Cancelled,
+        _ => ClearedHow::Unknown,
+    }
+}
+
+/// What the envelope of one event needs besides its data.
+pub struct Stamp<'a> {
+    pub harness: &'a str,
+    pub harness_event: Option<&'a str>,
+    pub version: Option<&'a str>,
+    pub session_id: &'a str,
+    pub block: &'a SessionBlock,
+    pub time_ms: i64,
+}
+
+/// Wraps one event in its envelope, with a fresh ULID and the given `seq`.
+pub fn envelope(stamp: &Stamp<'_>, seq: u64, event: EventData) -> Envelope {
+    let (kind, data) = event.into_parts();
+    let mut session = stamp.block.clone();
+    session.id = stamp.session_id.to_string();
+    session.seq = seq;
+    Envelope {
+        protocol: PROTOCOL_VERSION,
+        id: ulid::Ulid::generate().to_string(),
+        kind,
+        time: crate::time::rfc3339_ms(stamp.time_ms),
+        tier: STORED_TIER,
+        harness: HarnessRef {
+            name: stamp.harness.to_string(),
+            version: stamp.version.map(str::to_string),
+            event: stamp
+                .harness_event
+                .filter(|e| !e.is_empty())
+                .map(str::to_string),
+        },
+        session,
+        privacy: Privacy {
+            rulesets: STORED_RULESETS.iter().map(|s| s.to_string()).collect(),
+            pii: false,
+        },
+        data,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool_started(agent: Option<&str>) -> EventData {
+        EventData::ToolStarted(ToolStarted {
+            tool: "Bash".into(),
+            agent_id: agent.map(str::to_string),
+            ..Default::default()
+        })
+    }
+
+    fn permission(id: &str, agent: Option<&str>) -> EventData {
+        EventData::AttentionNeeded(AttentionNeeded {
+            attention_id: id.into(),
+            kind: AttentionKind::Permission,
+            tool: None,
+            message: None,
+            agent_id: agent.map(str::to_string),
+        })
+    }
+
+    fn kinds(evs: &[EventData]) -> Vec<&'static str> {
+        evs.iter().map(EventData::kind).collect()
+    }
+
+    #[test]
+    fn a_session_without_its_start_gets_one_first() {
+        let mut r = SessionRecord::default();
+        let out = apply_rules(&mut r, vec![tool_started(None)]);
+        assert_eq!(kinds(&out), ["session.started", "tool.started"]);
+        let out = apply_rules(&mut r, vec![tool_started(None)]);
+        assert_eq!(kinds(&out), ["tool.started"]);
+        let mut fresh = SessionRecord::default();
+        let start = EventData::SessionStarted(SessionStarted {
+            source: StartSource::Startup,
+        });
+        assert_eq!(
+            kinds(&apply_rules(&mut fresh, vec![start])),
+            ["session.started"]
+        );
+        assert!(apply_rules(&mut SessionRecord::default(), vec![]).is_empty());
+    }
+
+    #[test]
+    fn the_next_hook_event_clears_an_open_attention_once() {
+        let mut r = SessionRecord {
+            started: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            kinds(&apply_rules(&mut r, vec![permission("p1", None)])),
+            ["attention.needed"]
+        );
+        // The same request again is the same attention.
+        assert!(apply_rules(&mut r, vec![permission("p1", None)]).is_empty());
+        let out = apply_rules(&mut r, vec![tool_started(None)]);
+        assert_eq!(kinds(&out), ["attention.cleared", "tool.started"]);
+        let EventData::AttentionCleared(c) = &out[0] else {
+            panic!()
+        };
+        assert_eq!(
+            (c.attention_id.as_str(), c.how),
+            ("p1", ClearedHow::Answered)
+        );
+        assert_eq!(
+            kinds(&apply_rules(&mut r, vec![tool_started(None)])),
+            ["tool.started"]
+        );
+    }
+
+    #[test]
+    fn a_subagents_events_do_not_clear_the_parents_attention() {
+        let mut r = SessionRecord {
+            started: true,
+            ..Default::default()
+        };
+        apply_rules(&mut r, vec![permission("main", None)]);
+        apply_rules(&mut r, vec![permission("sub", Some("a1"))]);
+        let out = apply_rules(&mut r, vec![tool_started(Some("a1"))]);
+        assert_eq!(kinds(&out), ["attention.cleared", "tool.started"]);
+        assert_eq!(r.open.len(), 1);
+        let end = EventData::SessionEnded(SessionEnded {
+            reason: EndReason::Exit,
+        });
+        let out = apply_rules(&mut r, vec![end]);
+        assert_eq!(kinds(&out), ["attention.cleared", "session.ended"]);
+        let EventData::AttentionCleared(c) = &out[0] else {
+            panic!()
+        };
+        assert_eq!(c.how, ClearedHow::Cancelled);
+        assert!(r.open.is_empty());
+    }
+
+    #[test]
+    fn envelopes_carry_the_block_seq_and_job_time() {
+        let block = SessionBlock {
+            cwd: Some("~/x".into()),
+            machine: Some("m".into()),
+            ..Default::default()
+        };
+        let stamp = Stamp {
+            harness: "claude-code",
+            harness_event: Some("Stop"),
+            version: None,
+            session_id: "s-1",
+            block: &block,
+            time_ms: 1_790_561_103_861,
+        };
+        let env = envelope(
+            &stamp,
+            7,
+            EventData::TurnEnded(TurnEnded::new(None, TurnEndReason::Stop)),
+        );
+        assert_eq!(env.session.seq, 7);
+        assert_eq!(env.session.id, "s-1");
+        assert_eq!(env.time, "2026-09-28T02:05:03.861Z");
+        assert_eq!(env.harness.event.as_deref(), Some("Stop"));
+        validate_envelope(&env).unwrap();
+    }
+}

@@ -1,0 +1,185 @@
+//! `sessionpipe tail`: the outbox as a tier-N destination would see it.
+//!
+//! Reads the outbox directly (read-only; SQLite's WAL lets it read while the daemon
+//! writes), so it works with or without a daemon. Follows by polling SQLite's
+//! change counter, which costs nothing while nothing changes.
+
+use crate::outbox::Outbox;
+use crate::privacy::filter;
+use crate::protocol::Envelope;
+use serde_json::Value;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::time::Duration;
+
+pub struct TailOptions {
+    pub tier: u8,
+    pub pii: bool,
+    pub json: bool,
+    pub follow: bool,
+    /// Only this session: its id, or `harness:id`.
+    pub session: Option<String>,
+    /// When following, how many earlier events to print first (`None`: all).
+    pub last: Option<usize>,
+}
+
+const POLL: Duration = Duration::from_millis(150);
+
+/// Prints events until done (or forever when following). A closed stdout ends it.
+pub fn run(outbox_path: &Path, opts: &TailOptions) -> Result<(), String> {
+    let color =
+        !opts.json && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let home = crate::paths::home_dir().map(|h| h.to_string_lossy().into_owned());
+    let outbox = loop {
+        match outbox_path
+            .exists()
+            .then(|| Outbox::open_readonly(outbox_path))
+        {
+            Some(Ok(o)) => break o,
+            Some(Err(e)) => return Err(format!("cannot open {}: {e}", outbox_path.display())),
+            None if opts.follow => std::thread::sleep(POLL),
+            None => return Ok(()),
+        }
+    };
+    let db = |e: rusqlite::Error| format!("outbox: {e}");
+    let mut out = std::io::stdout().lock();
+    let mut print = |env: &Envelope| -> bool {
+        let line = if opts.json {
+            serde_json::to_string(env).expect("an envelope serialises")
+        } else {
+            human_line(env, color)
+        };
+        writeln!(out, "{line}").and_then(|_| out.flush()).is_ok()
+    };
+    let mut cursor = 0i64;
+    let mut version = -1;
+    let mut first = true;
+    loop {
+        let v = outbox.data_version().map_err(db)?;
+        if v != version {
+            version = v;
+            let (last, events) =
+                visible_after(&outbox, cursor, opts, home.as_deref()).map_err(db)?;
+            // The first read of a follow shows only the newest `last` events.
+            let skip = match (first, opts.follow, opts.last) {
+                (true, true, Some(n)) => events.len().saturating_sub(n),
+                _ => 0,
+            };
+            first = false;
+            cursor = last;
+            for env in &events[skip..] {
+                if !print(env) {
+                    return Ok(()); // the reader went away (`| head`)
+                }
+            }
+        }
+        if !opts.follow {
+            return Ok(());
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// The events after `from` that this tail shows, and the last rowid read.
+fn visible_after(
+    outbox: &Outbox,
+    from: i64,
+    opts: &TailOptions,
+    home: Option<&str>,
+) -> rusqlite::Result<(i64, Vec<Envelope>)> {
+    let mut out = Vec::new();
+    let mut cursor = from;
+    loop {
+        let batch = outbox.events_after(cursor, 1000)?;
+        let Some(last) = batch.last() else {
+            return Ok((cursor, out));
+        };
+        cursor = last.rowid;
+        out.extend(
+            batch
+                .iter()
+                .filter_map(|r| visible(&r.envelope, opts, home)),
+        );
+    }
+}
+
+fn visible(json: &str, opts: &TailOptions, home: Option<&str>) -> Option<Envelope> {
+    let env: Envelope = serde_json::from_str(json).ok()?;
+    if let Some(want) = &opts.session {
+        let qualified = format!("{}:{}", env.harness.name, env.session.id);
+        if *want != env.session.id && *want != qualified {
+            return None;
+        }
+    }
+    filter(&env, opts.tier, opts.pii, home)
+}
+
+/// `19:12:03.541 claude-code 10027113 #3 tool.ended Bash ok 466ms`
+pub fn human_line(env: &Envelope, color: bool) -> String {
+    let (dim, bold, reset) = if color {
+        ("\x1b[2m", "\x1b[1m", "\x1b[0m")
+    } else {
+        ("", "", "")
+    };
+    let clock = env.time.get(11..23).unwrap_or(&env.time);
+    let short: String = env.session.id.chars().take(8).collect();
+    format!(
+        "{dim}{clock}{reset} {} {short} #{} {bold}{}{reset} {}",
+        env.harness.name,
+        env.session.seq,
+        env.kind,
+        summary(env)
+    )
+    .trim_end()
+    .to_string()
+}
+
+fn summary(env: &Envelope) -> String {
+    let s = |k: &str| {
+        env.data
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let cut = |t: String| crate::adapters::common::one_line(&t, 80);
+    let parts: Vec<String> = match env.kind.as_str() {
+        "session.started" => vec![s("source"), env.session.cwd.clone().unwrap_or_default()],
+        "session.ended" => vec![s("reason")],
+        "turn.started" => vec![
+            env.data
+                .get("prompt_chars")
+                .map(|n| format!("{n} chars"))
+                .unwrap_or_default(),
+        ],
+        "turn.ended" => vec![s("reason"), s("error")],
+        "tool.started" => vec![s("tool")],
+        "tool.ended" => vec![
+            s("tool"),
+            match env.data.get("ok").and_then(Value::as_bool) {
+                Some(true) => "ok".into(),
+                Some(false) => format!("failed {}", cut(s("error"))),
+                None => String::new(),
+            },
+            env.data
+                .get("ms")
+                .map(|m| format!("{m}ms"))
+                .unwrap_or_default(),
+        ],
+        "attention.needed" => vec![s("kind"), cut(s("message"))],
+        "attention.cleared" => vec![s("how")],
+        "subagent.started" | "subagent.ended" => vec![s("agent_type"), s("agent_id")],
+        "context.compacted" => vec![s("trigger")],
+        "turn.transcript" => vec![format!(
+            "user: {} | assistant: {}",
+            cut(s("user")),
+            cut(s("assistant"))
+        )],
+        _ => vec![cut(Value::Object(env.data.clone()).to_string())],
+    };
+    parts
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,69 @@
+//! `sessionpipe-hook <harness> <event>`: the only program a coding agent waits on.
+//!
+//! It owns the hook path and nothing else: read the payload from stdin, write it as
+//! one job file into the spool (atomically: a hidden temp file renamed into place),
+//! wake the daemon over its local socket, start a detached drain worker when no
+//! daemon answers, print what the harness parses (almost always nothing) and exit 0.
+//!
+//! It must not parse the payload, talk to the network, take a lock, wait for the
+//! daemon, or fail in any way a harness could see: every error ends in exit 0 and
+//! silence. It depends on std alone so that it starts in about a millisecond.
+//!
+//! The job file format is shared with `sessionpipe_core::job` (the reader):
+//! the raw payload bytes, then `\n`, then one line of JSON (the trailer) and `\n`.
+
+mod job;
+mod stdout_rule;
+mod wake;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+fn main() {
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let harness = args.first().map(String::as_str).unwrap_or("");
+    let event = args.get(1).map(String::as_str).unwrap_or("");
+
+    match state_dir() {
+        Some(dir) => match job::spool_stdin(&dir, &args) {
+            Ok(_) => wake::wake_or_start_worker(&dir),
+            // A full disk or an unwritable state dir loses this payload, silently:
+            // the harness must not notice. Read what is left so it never blocks.
+            Err(_) => job::drain_stdin(),
+        },
+        None => job::drain_stdin(),
+    }
+
+    if let Some(answer) = stdout_rule::answer(harness, event) {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(answer.as_bytes());
+        let _ = out.flush();
+    }
+    // Exit 0 whatever happened above: the hook path is invisible.
+}
+
+/// Where the spool lives; the same rule as `sessionpipe_core::paths::state_dir`.
+fn state_dir() -> Option<PathBuf> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(dir) = var("SESSIONPIPE_STATE_DIR") {
+        return Some(dir);
+    }
+    if cfg!(windows) {
+        return var("LOCALAPPDATA").map(|d| d.join("sessionpipe"));
+    }
+    let home = var("HOME");
+    if cfg!(target_os = "macos") {
+        return home.map(|h| h.join("Library/Application Support/sessionpipe"));
+    }
+    if let Some(xdg) = var("XDG_STATE_HOME").filter(|p| p.is_absolute()) {
+        return Some(xdg.join("sessionpipe"));
+    }
+    home.map(|h| h.join(".local/state/sessionpipe"))
+}

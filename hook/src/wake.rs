@@ -1,0 +1,57 @@
+//! Waking the daemon, or starting a drain worker when none answers.
+//!
+//! The wake is one datagram to `<state>/wake.sock`: no connection, no reply, never
+//! a wait. A full socket buffer means a daemon is alive and busy, which is enough.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+pub fn wake_or_start_worker(state_dir: &Path) {
+    if !daemon_answers(state_dir) {
+        start_worker(state_dir);
+    }
+}
+
+#[cfg(unix)]
+fn daemon_answers(state_dir: &Path) -> bool {
+    use std::io::ErrorKind;
+    use std::os::unix::net::UnixDatagram;
+    let Ok(sock) = UnixDatagram::unbound() else {
+        return false;
+    };
+    let _ = sock.set_nonblocking(true);
+    match sock.send_to(b"j", state_dir.join("wake.sock")) {
+        Ok(_) => true,
+        Err(e) => e.kind() == ErrorKind::WouldBlock,
+    }
+}
+
+#[cfg(not(unix))]
+fn daemon_answers(_state_dir: &Path) -> bool {
+    // No datagram socket in std here: the worker finds the daemon itself and exits.
+    false
+}
+
+/// Starts `sessionpipe daemon --drain` detached: its own process group, no stdio,
+/// never waited for. It drains the spool and exits once idle.
+fn start_worker(state_dir: &Path) {
+    let bin = match std::env::var_os("SESSIONPIPE_BIN").filter(|v| !v.is_empty()) {
+        Some(b) => b.into(),
+        None => match std::env::current_exe() {
+            Ok(exe) => exe.with_file_name(format!("sessionpipe{}", std::env::consts::EXE_SUFFIX)),
+            Err(_) => return,
+        },
+    };
+    let mut cmd = Command::new(bin);
+    cmd.args(["daemon", "--drain"])
+        .env("SESSIONPIPE_STATE_DIR", state_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
+    let _ = cmd.spawn();
+}

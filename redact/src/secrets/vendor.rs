@@ -1,0 +1,371 @@
+//! Vendor token shapes of `secrets@1`: credentials recognisable by their own form
+//! (`ghp_…`, `sk-…`, `AKIA…`, JWTs, webhook URLs), wherever they appear.
+//!
+//! It owns the table of shapes, the one combined regex built from it (linear time,
+//! literal prefilter) and the check that keeps placeholders such as
+//! `sk-xxxxxxxxxxxxxxxxxxxx` out. It must not look at names or sentences around a
+//! token (`context` does) nor at private key blocks (`pem` does).
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::spans::Spans;
+use crate::values::REDACTED;
+
+/// What a matched token must also contain to count (placeholders like `sk-your-key`
+/// have the shape but no randomness).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// The shape is specific enough.
+    Shape,
+    /// A letter and a digit after the prefix.
+    Alnum,
+    /// Upper case, lower case and a digit after the prefix.
+    Mixed,
+}
+
+/// One vendor token shape.
+struct Shape {
+    /// Regex of the whole token; non-capturing groups only. The combined regex puts
+    /// an ASCII word boundary in front of every shape.
+    pattern: &'static str,
+    /// Literal starts of a match, used to tell which shape matched.
+    leads: &'static [&'static str],
+    /// Literals one of which every match contains, for the quick pre-check.
+    hints: &'static [&'static str],
+    check: Check,
+    /// For URLs: the text up to and including the first of these stays
+    /// (`https://hooks.slack.com/services/[redacted]`).
+    keep: &'static [&'static str],
+}
+
+/// A shape whose leads are also its pre-check hints. `_vendor` names the issuer.
+const fn shape(
+    _vendor: &'static str,
+    pattern: &'static str,
+    leads: &'static [&'static str],
+    check: Check,
+) -> Shape {
+    Shape {
+        pattern,
+        leads,
+        hints: leads,
+        check,
+        keep: &[],
+    }
+}
+
+const AWS_LEADS: &[&str] = &[
+    "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA",
+];
+const DIGITS: &[&str] = &["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+const WEBHOOK_KEEP: &[&str] = &["/services/", "/workflows/", "/triggers/", "/webhooks/"];
+
+static SHAPES: &[Shape] = &[
+    shape(
+        "GitHub",
+        r"gh[pousr]_[A-Za-z0-9]{30,}",
+        &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
+        Check::Alnum,
+    ),
+    shape(
+        "GitHub fine-grained",
+        r"github_pat_[A-Za-z0-9_]{22,}",
+        &["github_pat_"],
+        Check::Alnum,
+    ),
+    shape(
+        "GitLab",
+        r"gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt)-[A-Za-z0-9_-]{20,}",
+        &[
+            "glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-", "glsoat-", "glft-", "glimt-",
+        ],
+        Check::Alnum,
+    ),
+    shape(
+        "Slack",
+        r"xox[abposre]-[A-Za-z0-9-]{10,}",
+        &[
+            "xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-",
+        ],
+        Check::Alnum,
+    ),
+    shape(
+        "Slack app",
+        r"xapp-[0-9]-[A-Za-z0-9-]{10,}",
+        &["xapp-"],
+        Check::Alnum,
+    ),
+    // Slack webhook
+    Shape {
+        pattern: r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{8,}",
+        leads: &["https://hooks.slack.com/"],
+        hints: &["hooks.slack.com/"],
+        check: Check::Shape,
+        keep: WEBHOOK_KEEP,
+    },
+    // Discord webhook
+    Shape {
+        pattern: r"https://(?:(?:canary|ptb)\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,}/[A-Za-z0-9_-]{20,}",
+        leads: &["https://"],
+        hints: &["/api/webhooks/"],
+        check: Check::Shape,
+        keep: WEBHOOK_KEEP,
+    },
+    // OpenAI, Anthropic and others: `sk-`, `sk-proj-`, `sk-ant-api03-`.
+    shape("sk- keys", r"sk-[A-Za-z0-9_-]{20,}", &["sk-"], Check::Mixed),
+    shape(
+        "Stripe",
+        r"[sr]k_(?:live|test)_[A-Za-z0-9]{10,}",
+        &["sk_live_", "sk_test_", "rk_live_", "rk_test_"],
+        Check::Alnum,
+    ),
+    shape(
+        "webhook signing secret",
+        r"whsec_[A-Za-z0-9+/=]{20,}",
+        &["whsec_"],
+        Check::Alnum,
+    ),
+    shape(
+        "Google API key",
+        r"AIza[A-Za-z0-9_-]{35,}",
+        &["AIza"],
+        Check::Shape,
+    ),
+    shape(
+        "Google OAuth token",
+        r"ya29\.[A-Za-z0-9_-]{20,}",
+        &["ya29."],
+        Check::Shape,
+    ),
+    shape(
+        "Google OAuth client secret",
+        r"GOCSPX-[A-Za-z0-9_-]{20,}",
+        &["GOCSPX-"],
+        Check::Shape,
+    ),
+    shape(
+        "AWS key id",
+        r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}(?-u:\b)",
+        AWS_LEADS,
+        Check::Shape,
+    ),
+    shape("xAI", r"xai-[A-Za-z0-9]{20,}", &["xai-"], Check::Alnum),
+    shape("Groq", r"gsk_[A-Za-z0-9]{20,}", &["gsk_"], Check::Alnum),
+    shape(
+        "Perplexity",
+        r"pplx-[A-Za-z0-9]{20,}",
+        &["pplx-"],
+        Check::Alnum,
+    ),
+    shape(
+        "Hugging Face",
+        r"hf_[A-Za-z0-9]{30,}",
+        &["hf_"],
+        Check::Alnum,
+    ),
+    shape(
+        "Pinecone",
+        r"pcsk_[A-Za-z0-9_]{20,}",
+        &["pcsk_"],
+        Check::Alnum,
+    ),
+    shape("npm", r"npm_[A-Za-z0-9]{36,}", &["npm_"], Check::Alnum),
+    shape("PyPI", r"pypi-[A-Za-z0-9_-]{40,}", &["pypi-"], Check::Alnum),
+    shape(
+        "SendGrid",
+        r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
+        &["SG."],
+        Check::Shape,
+    ),
+    shape(
+        "Shopify",
+        r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32,}",
+        &["shpat_", "shpca_", "shppa_", "shpss_"],
+        Check::Shape,
+    ),
+    shape(
+        "DigitalOcean",
+        r"do[opr]_v1_[a-f0-9]{64}",
+        &["doo_v1_", "dop_v1_", "dor_v1_"],
+        Check::Shape,
+    ),
+    shape(
+        "Linear",
+        r"lin_(?:api|oauth)_[A-Za-z0-9]{32,}",
+        &["lin_api_", "lin_oauth_"],
+        Check::Alnum,
+    ),
+    shape(
+        "Notion",
+        r"(?:secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,})",
+        &["secret_", "ntn_"],
+        Check::Alnum,
+    ),
+    shape(
+        "Supabase",
+        r"(?:sbp_[a-f0-9]{40,}|sb_secret_[A-Za-z0-9_-]{20,})",
+        &["sbp_", "sb_secret_"],
+        Check::Alnum,
+    ),
+    shape(
+        "Figma",
+        r"figd_[A-Za-z0-9_-]{30,}",
+        &["figd_"],
+        Check::Alnum,
+    ),
+    shape(
+        "Doppler",
+        r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{30,}",
+        &["dp."],
+        Check::Alnum,
+    ),
+    // The sessionpipe vectors' own vendor (`ss_` + 48 hex); not in PROTOCOL-NOTES §4.
+    shape("spacesheep", r"ss_[0-9a-f]{48}", &["ss_"], Check::Alnum),
+    // Telegram bot
+    Shape {
+        pattern: r"[0-9]{8,10}:AA[A-Za-z0-9_-]{30,}",
+        leads: DIGITS,
+        hints: &[":AA"],
+        check: Check::Shape,
+        keep: &[],
+    },
+    shape(
+        "JWT",
+        r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
+        &["eyJ"],
+        Check::Shape,
+    ),
+];
+
+/// All shapes in one regex: `\b(?:shape1|shape2|…)`, leftmost-first.
+static TOKENS: LazyLock<Regex> = LazyLock::new(|| {
+    let alternation: Vec<String> = SHAPES
+        .iter()
+        .map(|s| format!("(?:{})", s.pattern))
+        .collect();
+    Regex::new(&format!(r"(?-u:\b)(?:{})", alternation.join("|"))).expect("vendor regex")
+});
+
+/// The literals whose absence rules out every vendor shape (for the pre-check).
+pub(super) fn hints() -> impl Iterator<Item = &'static str> {
+    SHAPES.iter().flat_map(|s| s.hints.iter().copied())
+}
+
+/// Records every vendor token in `s`.
+pub(super) fn collect(s: &str, spans: &mut Spans) {
+    for m in TOKENS.find_iter(s) {
+        let text = m.as_str();
+        let Some(shape) = SHAPES
+            .iter()
+            .find(|sh| sh.leads.iter().any(|l| text.starts_with(l)))
+        else {
+            continue;
+        };
+        let lead = shape
+            .leads
+            .iter()
+            .filter(|l| text.starts_with(*l))
+            .map(|l| l.len())
+            .max()
+            .unwrap_or(0);
+        if !passes(shape.check, &text[lead..]) {
+            continue;
+        }
+        let kept = shape
+            .keep
+            .iter()
+            .filter_map(|k| text.find(k).map(|i| i + k.len()))
+            .min()
+            .unwrap_or(0);
+        spans.push(m.start() + kept, m.end(), REDACTED);
+    }
+}
+
+fn passes(check: Check, body: &str) -> bool {
+    let has = |f: fn(&u8) -> bool| body.as_bytes().iter().any(f);
+    match check {
+        Check::Shape => true,
+        Check::Alnum => has(u8::is_ascii_digit) && has(u8::is_ascii_alphabetic),
+        Check::Mixed => {
+            has(u8::is_ascii_digit) && has(u8::is_ascii_uppercase) && has(u8::is_ascii_lowercase)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(s: &str) -> String {
+        let mut sp = Spans::new();
+        collect(s, &mut sp);
+        sp.apply(s).into_owned()
+    }
+
+    /// A token body like the vectors' generator makes: every character class.
+    fn body(n: usize) -> String {
+        let abc = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        (0..n)
+            .map(|i| abc[(i * 7 + 3) % abc.len()] as char)
+            .collect()
+    }
+
+    #[test]
+    fn every_shape_has_a_lead_and_a_hint() {
+        for s in SHAPES {
+            assert!(!s.leads.is_empty() && !s.hints.is_empty(), "{}", s.pattern);
+        }
+    }
+
+    #[test]
+    fn tokens_go_and_the_sentence_stays() {
+        let cases = [
+            format!("ghp_{}", body(36)),
+            format!("sk-ant-api03-{}", body(60)),
+            format!("xai-{}", body(40)),
+            format!("hf_{}", body(34)),
+            format!("AIza{}", body(35)),
+            format!("GOCSPX-{}", body(28)),
+            format!("glpat-{}", body(20)),
+            format!("lin_api_{}", body(40)),
+            format!("dp.pt.{}", body(43)),
+            format!("SG.{}.{}", body(22), body(43)),
+            format!("dop_v1_{}", "0a".repeat(32)),
+        ];
+        for tok in cases {
+            assert_eq!(run(&format!("use {tok}.")), "use [redacted].", "{tok}");
+        }
+    }
+
+    #[test]
+    fn webhook_urls_keep_their_host_and_path_start() {
+        let s = "post to https://hooks.slack.com/services/T000/B000/XXXXabcd1234 now";
+        assert_eq!(
+            run(s),
+            "post to https://hooks.slack.com/services/[redacted] now"
+        );
+        let s = format!("https://discord.com/api/webhooks/123456789/{}", body(60));
+        assert_eq!(run(&s), "https://discord.com/api/webhooks/[redacted]");
+    }
+
+    #[test]
+    fn placeholders_with_a_vendor_prefix_stay() {
+        for s in [
+            "sk-xxxxxxxxxxxxxxxxxxxxxxxx",
+            "sk-your-openai-key-goes-here",
+            "ghp_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+            "task-manager-component-library-v2",
+            "ghp_short",
+        ] {
+            assert_eq!(run(s), s);
+        }
+    }
+
+    #[test]
+    fn a_prefix_inside_a_word_is_not_a_token() {
+        let s = format!("xghp_{}", body(36));
+        assert_eq!(run(&s), s);
+    }
+}

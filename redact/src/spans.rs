@@ -1,0 +1,108 @@
+//! Replacement spans: the rules report byte ranges of the input to replace, and this
+//! module merges them and writes the output once.
+//!
+//! It owns overlap handling (a vendor token inside an assignment's value becomes one
+//! replacement, not two) and the `Cow::Borrowed` guarantee when nothing changes. It
+//! must not decide what is sensitive: that is the rules' business.
+
+use std::borrow::Cow;
+
+/// One byte range of the input and the text that replaces it.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: usize,
+    end: usize,
+    with: &'static str,
+}
+
+/// The replacements found in one string, in any order, possibly overlapping.
+#[derive(Debug, Default)]
+pub(crate) struct Spans {
+    v: Vec<Span>,
+}
+
+impl Spans {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records that `start..end` (byte offsets on char boundaries) becomes `with`.
+    /// Empty ranges are ignored.
+    pub(crate) fn push(&mut self, start: usize, end: usize, with: &'static str) {
+        if start < end {
+            self.v.push(Span { start, end, with });
+        }
+    }
+
+    /// Writes `s` with every recorded range replaced. Overlapping ranges become one
+    /// replacement (the text of the one that starts first); touching ranges with the
+    /// same replacement merge too, so a rule never produces `[redacted][redacted]`.
+    pub(crate) fn apply(mut self, s: &str) -> Cow<'_, str> {
+        if self.v.is_empty() {
+            return Cow::Borrowed(s);
+        }
+        self.v
+            .sort_unstable_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+        let mut out = String::with_capacity(s.len());
+        let mut at = 0;
+        let mut cur = self.v[0];
+        for next in &self.v[1..] {
+            let overlaps = next.start < cur.end;
+            let touches = next.start == cur.end && next.with == cur.with;
+            if overlaps || touches {
+                cur.end = cur.end.max(next.end);
+            } else {
+                write_one(s, &mut out, &mut at, cur);
+                cur = *next;
+            }
+        }
+        write_one(s, &mut out, &mut at, cur);
+        out.push_str(&s[at..]);
+        if out == s {
+            Cow::Borrowed(s)
+        } else {
+            Cow::Owned(out)
+        }
+    }
+}
+
+fn write_one(s: &str, out: &mut String, at: &mut usize, span: Span) {
+    out.push_str(&s[*at..span.start]);
+    out.push_str(span.with);
+    *at = span.end;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_recorded_borrows() {
+        assert!(matches!(Spans::new().apply("abc"), Cow::Borrowed("abc")));
+    }
+
+    #[test]
+    fn overlapping_and_touching_spans_merge() {
+        let mut sp = Spans::new();
+        sp.push(2, 5, "[x]");
+        sp.push(4, 7, "[x]");
+        sp.push(7, 8, "[x]");
+        sp.push(9, 9, "[x]");
+        assert_eq!(sp.apply("0123456789"), "01[x]89");
+    }
+
+    #[test]
+    fn touching_spans_of_different_kinds_stay_apart() {
+        let mut sp = Spans::new();
+        sp.push(0, 2, "[a]");
+        sp.push(2, 4, "[b]");
+        assert_eq!(sp.apply("0123"), "[a][b]");
+    }
+
+    #[test]
+    fn replacing_with_the_same_text_borrows() {
+        let mut sp = Spans::new();
+        sp.push(1, 2, "b");
+        assert!(matches!(sp.apply("abc"), Cow::Borrowed(_)));
+    }
+}
