@@ -76,6 +76,14 @@ pub fn run(paths: &StatePaths, opts: &Options) -> Result<(), String> {
     spool.sweep_stale_temps();
     let _ = outbox.prune_jobs_done(crate::time::now_ms());
     let mut ingest = Ingest::new(outbox, spool, crate::ingest::machine_name());
+    if let Some(dir) = std::env::var_os("SESSIONPIPE_JOB_ARCHIVE").filter(|d| !d.is_empty()) {
+        let dir = std::path::PathBuf::from(dir);
+        crate::log::warn(&format!(
+            "SESSIONPIPE_JOB_ARCHIVE is set: every hook payload is kept in {}",
+            dir.display()
+        ));
+        ingest.keep_jobs_in(dir);
+    }
     let wake = wake::Socket::bind(&paths.wake_socket())
         .map_err(|e| format!("cannot bind {}: {e}", paths.wake_socket().display()))?;
     if !opts.drain {

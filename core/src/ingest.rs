@@ -23,6 +23,9 @@ pub struct Ingest {
     outbox: Outbox,
     spool: Spool,
     machine: String,
+    /// Where committed jobs are moved instead of removed (a diagnostic, and how
+    /// the project records fixtures from real harnesses).
+    archive: Option<std::path::PathBuf>,
 }
 
 /// What became of one job.
@@ -63,7 +66,14 @@ impl Ingest {
             outbox,
             spool,
             machine,
+            archive: None,
         }
+    }
+
+    /// Keeps every committed job in `dir`. Payloads hold prompts and tool output:
+    /// only for diagnostics and recording fixtures.
+    pub fn keep_jobs_in(&mut self, dir: std::path::PathBuf) {
+        self.archive = Some(dir);
     }
 
     /// Takes every job in the spool, batch by batch, until none is left.
@@ -87,9 +97,10 @@ impl Ingest {
                     }
                     Outcome::Ignored(_) => {}
                 }
-                let done = match &outcome {
-                    Outcome::Quarantined(why) => self.spool.quarantine(&name, why),
-                    _ => self.spool.remove(&name),
+                let done = match (&outcome, &self.archive) {
+                    (Outcome::Quarantined(why), _) => self.spool.quarantine(&name, why),
+                    (_, Some(dir)) => self.spool.archive(&name, dir),
+                    (_, None) => self.spool.remove(&name),
                 };
                 if let Err(e) = done {
                     // Committed already: the next drain finds it in jobs_done.

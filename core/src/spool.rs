@@ -74,6 +74,15 @@ impl Spool {
         }
     }
 
+    /// Moves a committed job into `dir` instead of removing it (the job archive).
+    pub fn archive(&self, name: &str, dir: &Path) -> io::Result<()> {
+        crate::paths::create_private_dir(dir)?;
+        match fs::rename(self.path(name), dir.join(name)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     /// Moves a job into the quarantine with a `.reason` file beside it.
     pub fn quarantine(&self, name: &str, reason: &str) -> io::Result<()> {
         crate::paths::create_private_dir(&self.quarantine)?;

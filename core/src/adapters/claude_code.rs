@@ -71,13 +71,14 @@ impl Adapter for ClaudeCode {
     /// One compaction is one event: a PreCompact reports it and the PostCompact
     /// that follows reports nothing; a PostCompact alone (its PreCompact hook did
     /// not run) still reports it.
+    /// Hooks fire between the two (the compaction's own SubagentStop, a
+    /// SessionStart with source `compact`), so only they touch the mark.
     fn remember(&self, job: &Job, events: &mut Vec<EventData>, memo: &mut Memo) {
-        let pending = memo.remove("compacting").is_some();
         match job.event.as_str() {
             "PreCompact" => {
                 memo.insert("compacting".into(), Value::Bool(true));
             }
-            "PostCompact" if pending => events.clear(),
+            "PostCompact" if memo.remove("compacting").is_some() => events.clear(),
             _ => {}
         }
     }

@@ -6,7 +6,7 @@
 //! but the job's. Adding a harness is one file here, its fixtures under
 //! `conformance/harness/<name>/`, and one line in `REGISTRY`.
 
-mod claude_code;
+pub mod claude_code;
 pub mod common;
 
 use crate::install::HookInstall;

@@ -102,3 +102,65 @@ fn job_of(fixture: &Value) -> Result<Job, String> {
         ..Default::default()
     })
 }
+
+/// Environment variables a recorded fixture keeps: what the adapters read, less
+/// the recording machine's home and data dirs (the fixture's home is not the
+/// test's, so `cwd` stays absolute when it runs).
+const FIXTURE_ENV_DROPPED: &[&str] = &["HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"];
+
+/// A fixture, in the conformance format, for one real hook call: its input as the
+/// hook received it and, as `expect`, the events the adapter makes of it today
+/// (ids, times, tiers and seq wildcarded). Review the expectation before keeping
+/// it: recording proves the payload is real, not that the mapping is right.
+pub fn fixture_from_job(job: &Job, harness_version: &str, how: &str) -> Result<Value, String> {
+    let mut replay = job.clone();
+    let env: serde_json::Map<String, Value> = job
+        .env
+        .iter()
+        .filter(|(k, _)| !FIXTURE_ENV_DROPPED.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    replay.env = env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+        .collect();
+    let stdin = String::from_utf8(job.payload.clone()).map_err(|_| "the payload is not UTF-8")?;
+    let adapter = adapters::lookup(&job.harness).ok_or("no adapter")?;
+    let expect: Vec<Value> = match adapter.map(&replay).map_err(|e| e.0)? {
+        Mapped::Ignored(_) => vec![],
+        Mapped::Events(m) => {
+            let mut events = m.events;
+            adapter.remember(&replay, &mut events, &mut Memo::new());
+            events
+                .into_iter()
+                .map(|ev| {
+                    let (kind, data) = ev.into_parts();
+                    let mut session = serde_json::to_value(&m.block).expect("a block serialises");
+                    let s = session.as_object_mut().expect("a block is an object");
+                    s.insert("id".into(), Value::String(m.session_id.clone()));
+                    s.insert("seq".into(), Value::String("*".into()));
+                    s.remove("machine");
+                    let mut harness = serde_json::json!({"name": job.harness, "event": job.event});
+                    if let Some(v) = &m.harness_version {
+                        harness["version"] = Value::String(v.clone());
+                    }
+                    serde_json::json!({
+                        "id": "*", "time": "*", "tier": "*", "type": kind,
+                        "harness": harness, "session": session, "data": data,
+                    })
+                })
+                .collect()
+        }
+    };
+    Ok(serde_json::json!({
+        "harness": job.harness,
+        "event": job.event,
+        "recorded": {
+            "at": crate::time::rfc3339_ms(job.at_ms()),
+            "harness_version": harness_version,
+            "how": how,
+        },
+        "input": {"argv": job.argv, "stdin": stdin, "env": env, "cwd": job.cwd},
+        "expect": expect,
+    }))
+}

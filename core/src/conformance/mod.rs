@@ -5,7 +5,7 @@
 //! vector file (`cases`). One line per fixture or case, then `N passed, M failed`.
 //! This module runs checks; it never writes the outbox.
 
-mod harness;
+pub mod harness;
 pub mod matching;
 
 use serde_json::Value;
