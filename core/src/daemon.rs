@@ -153,10 +153,16 @@ fn acquire_lock(paths: &StatePaths, opts: &Options) -> Result<Option<File>, Stri
                 return Ok(None);
             }
         } else if started.elapsed() > START_PATIENCE {
-            let holder = running(paths)
-                .map(|(pid, _)| format!(" (pid {pid})"))
-                .unwrap_or_default();
-            return Err(format!("another sessionpipe daemon is running{holder}"));
+            // A drain worker lets go within seconds of the spool running dry.
+            match running(paths) {
+                Some((_, mode)) if mode == "drain" && started.elapsed() < WORKER_PATIENCE => {}
+                holder => {
+                    let pid = holder
+                        .map(|(pid, _)| format!(" (pid {pid})"))
+                        .unwrap_or_default();
+                    return Err(format!("another sessionpipe daemon is running{pid}"));
+                }
+            }
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -69,8 +69,7 @@ pub fn spool_stdin(state_dir: &Path, args: &[String]) -> io::Result<String> {
     };
     let trailer = trailer(args, at_ns, pid, len, dropped);
     let finish = file
-        .write_all(b"\n")
-        .and_then(|_| file.write_all(trailer.as_bytes()))
+        .write_all(trailer.as_bytes())
         .and_then(|_| fs::rename(&tmp_path, spool.join(&name)));
     if let Err(e) = finish {
         let _ = fs::remove_file(&tmp_path);
@@ -131,7 +130,7 @@ fn copy_stdin(file: &mut File) -> io::Result<(u64, u64)> {
 
 fn trailer(args: &[String], at_ns: u128, pid: u32, len: u64, dropped: u64) -> String {
     let mut t = String::with_capacity(512);
-    t.push_str("{\"v\":1,\"harness\":");
+    t.push_str("\n{\"v\":1,\"harness\":");
     push_json_str(&mut t, args.first().map(String::as_str).unwrap_or(""));
     t.push_str(",\"event\":");
     push_json_str(&mut t, args.get(1).map(String::as_str).unwrap_or(""));
@@ -207,8 +206,8 @@ mod tests {
         let args = vec!["claude-code".to_string(), "Stop\n".to_string()];
         let t = trailer(&args, 7, 1, 2, 3);
         assert!(t.ends_with("}\n"));
-        assert_eq!(t.matches('\n').count(), 1);
-        assert!(t.starts_with("{\"v\":1,\"harness\":\"claude-code\",\"event\":\"Stop\\n\""));
+        assert_eq!(t.matches('\n').count(), 2, "the separator and the end");
+        assert!(t.starts_with("\n{\"v\":1,\"harness\":\"claude-code\",\"event\":\"Stop\\n\""));
         assert!(t.contains("\"at_ns\":7,\"len\":2,\"dropped\":3"));
     }
 }

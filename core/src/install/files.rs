@@ -36,6 +36,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 pub struct Ledger {
     state_dir: PathBuf,
     pub state: InstallState,
+    changed: bool,
 }
 
 impl Ledger {
@@ -50,10 +51,15 @@ impl Ledger {
         Ok(Ledger {
             state_dir: state_dir.to_path_buf(),
             state,
+            changed: false,
         })
     }
 
+    /// Writes the ledger when anything in it changed.
     pub fn save(&self) -> Result<(), String> {
+        if !self.changed {
+            return Ok(());
+        }
         let path = self.state_dir.join("install.json");
         let json = serde_json::to_vec_pretty(&self.state).expect("install state serialises");
         crate::paths::create_private_dir(&self.state_dir)
@@ -93,6 +99,7 @@ impl Ledger {
             }
             None => None,
         };
+        self.changed = true;
         self.state.files.insert(
             key(file),
             FileRecord {
@@ -108,6 +115,7 @@ impl Ledger {
     pub fn set_written(&mut self, file: &Path, bytes: &[u8]) {
         if let Some(r) = self.state.files.get_mut(&key(file)) {
             r.written = sha256_hex(bytes);
+            self.changed = true;
         }
     }
 
@@ -123,8 +131,11 @@ impl Ledger {
 
     /// Forgets a file after uninstall, with its backup.
     pub fn forget(&mut self, file: &Path) {
-        if let Some(rel) = self.state.files.remove(&key(file)).and_then(|r| r.backup) {
-            let _ = fs::remove_file(self.state_dir.join(rel));
+        if let Some(r) = self.state.files.remove(&key(file)) {
+            self.changed = true;
+            if let Some(rel) = r.backup {
+                let _ = fs::remove_file(self.state_dir.join(rel));
+            }
         }
     }
 }

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh Debian 12 machine: installs what it needs
+# (apt packages for the Tauri shell, the real harnesses and the UI toolchain from
+# npm), then checks formatting and lints, builds everything, and runs every test
+# against the real Claude Code. Usage: scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '\n== %s\n' "$*"; }
+
+# apt: the Tauri shell's build dependencies (see the README).
+APT_PACKAGES=(build-essential pkg-config file libwebkit2gtk-4.1-dev
+  libayatana-appindicator3-dev librsvg2-dev libssl-dev libxdo-dev libsoup-3.0-dev
+  libgtk-3-dev)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  say "apt-get install ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+say "npm ci: the real harnesses (e2e/) and the UI toolchain (ui/)"
+(cd e2e && npm ci --no-audit --no-fund --loglevel=error)
+(cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
+
+say "cargo fmt --check"
+cargo fmt --all -- --check
+
+say "cargo clippy (workspace, all targets, warnings are errors)"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+say "cargo build (the binaries the tests run)"
+cargo build --workspace --bins --quiet
+
+say "cargo test (the real Claude Code is required here)"
+SESSIONPIPE_REQUIRE_HARNESSES=1 cargo test --workspace --quiet
+
+say "conformance: the project's fixtures, and the shared data when it is beside the repo"
+paths=(conformance)
+for shared in ../shared/conformance/harness/claude-code ../shared/conformance/redaction; do
+  [ -d "$shared" ] && paths+=("$shared")
+done
+target/debug/sessionpipe conformance "${paths[@]}" | tail -n 1
+
+say "all green"
