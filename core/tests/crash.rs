@@ -47,7 +47,7 @@ fn sigkill_while_hooks_fire_loses_and_duplicates_nothing() {
                 }
                 // Every other round a daemon comes back; in between, the hooks'
                 // own drain workers carry the load.
-                if round % 2 == 0 {
+                if round.is_multiple_of(2) {
                     restarted.push(
                         sb.command(bin("sessionpipe"))
                             .arg("daemon")

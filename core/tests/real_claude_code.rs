@@ -84,10 +84,10 @@ fn prompt_id_from_transcript(home: &Path, session: &str) -> String {
         if let Ok(text) = std::fs::read_to_string(&file) {
             for line in text.lines() {
                 let rec: Value = serde_json::from_str(line).unwrap_or(Value::Null);
-                if rec["type"] == "user" {
-                    if let Some(id) = rec["promptId"].as_str() {
-                        return id.to_string();
-                    }
+                if rec["type"] == "user"
+                    && let Some(id) = rec["promptId"].as_str()
+                {
+                    return id.to_string();
                 }
             }
         }

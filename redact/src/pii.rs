@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use sha2::{Digest, Sha256};
 
-use crate::spans::Spans;
+use crate::spans::{Spans, is_replacement_end, is_replacement_start};
 
 pub(crate) const EMAIL: &str = "[email]";
 pub(crate) const PHONE: &str = "[phone]";
@@ -53,12 +53,12 @@ pub(crate) fn redact<'a>(s: &'a str, home: Option<&str>) -> Cow<'a, str> {
 }
 
 /// `/Users/alice` at a path boundary on both sides (not `/Users/alice2`, not
-/// `/data/Users/alice`).
+/// `/data/Users/alice`, not `~/Users/alice`, a folder inside the home).
 fn homes(s: &str, home: &str, spans: &mut Spans) {
     let b = s.as_bytes();
     for (i, _) in s.match_indices(home) {
         let end = i + home.len();
-        let before_ok = i == 0 || !is_path_char(b[i - 1]);
+        let before_ok = i == 0 || !(is_path_char(b[i - 1]) || is_replacement_end(b[i - 1]));
         let after_ok = b.get(end).is_none_or(|&c| !is_path_char(c));
         if before_ok && after_ok {
             spans.push(i, end, HOME);
@@ -90,11 +90,13 @@ fn phones(s: &str, spans: &mut Spans) {
         let digits = m.as_str().bytes().filter(u8::is_ascii_digit).count();
         let before_ok = m.start() == 0 || {
             let c = b[m.start() - 1];
-            !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'+' | b'-' | b'.' | b'/'))
+            !(c.is_ascii_alphanumeric()
+                || matches!(c, b'_' | b'+' | b'-' | b'.' | b'/')
+                || is_replacement_end(c))
         };
         let after_ok = match b.get(m.end()) {
             None => true,
-            Some(&c) if c.is_ascii_alphanumeric() || c == b'_' => false,
+            Some(&c) if c.is_ascii_alphanumeric() || c == b'_' || is_replacement_start(c) => false,
             Some(b'.' | b'-') => !b.get(m.end() + 1).is_some_and(u8::is_ascii_digit),
             Some(_) => true,
         };

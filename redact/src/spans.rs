@@ -66,6 +66,25 @@ impl Spans {
     }
 }
 
+/// True for the last byte of a replacement (`~`, `[email]`, `[redacted]`). A match
+/// glued to one was glued to the text it replaced (which ends in a letter or digit),
+/// so rules treat it as glued on a second pass too, and stay idempotent, alone and
+/// one after the other.
+pub(crate) fn is_replacement_end(c: u8) -> bool {
+    matches!(c, b'~' | b']')
+}
+
+/// True for the first byte of a replacement (`[email]`, `[phone]`, `[redacted]`).
+pub(crate) fn is_replacement_start(c: u8) -> bool {
+    c == b'['
+}
+
+/// True when the text before byte `pos` of `s` ends a replacement (see
+/// `is_replacement_end`): a match starting at `pos` is glued to it.
+pub(crate) fn follows_replacement(s: &str, pos: usize) -> bool {
+    pos > 0 && is_replacement_end(s.as_bytes()[pos - 1])
+}
+
 fn write_one(s: &str, out: &mut String, at: &mut usize, span: Span) {
     out.push_str(&s[*at..span.start]);
     out.push_str(span.with);

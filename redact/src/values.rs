@@ -12,6 +12,11 @@ use crate::names::{is_secret_name, words};
 /// What replaces a secret value.
 pub(crate) const REDACTED: &str = "[redacted]";
 
+/// What both rulesets write. A value holding one is a placeholder, and a marker is
+/// read whole (its `]` does not end a value), so that `secrets@1` gives the same
+/// answer on text `pii@1` already went through.
+const MARKERS: &[&str] = &[REDACTED, crate::pii::EMAIL, crate::pii::PHONE];
+
 /// The longest quoted value looked at; a longer one counts as unterminated.
 const MAX_QUOTED: usize = 4096;
 
@@ -35,58 +40,108 @@ pub(crate) struct Found {
     pub quoted: bool,
 }
 
-/// Finds the value that starts at byte `pos`. With `scheme`, a leading scheme word
-/// (`Bearer `, `Basic `, `Token `) is skipped and stays in the text.
-pub(crate) fn value_at(s: &str, pos: usize, stop: Stop, scheme: bool) -> Option<Found> {
-    let b = s.as_bytes();
-    let (open, quote) = match (b.get(pos), b.get(pos + 1)) {
-        (Some(b'\\'), Some(&q @ (b'"' | b'\''))) => (2, Some((q, true))),
-        (Some(&q @ (b'"' | b'\'' | b'`')), _) => (1, Some((q, false))),
-        _ => (0, None),
-    };
-    let mut start = pos + open;
-    if scheme {
-        start = skip_scheme(b, start);
-    }
-    if let Some((q, escaped)) = quote
-        && let Some(end) = closing_quote(b, start, q, escaped)
-    {
-        return Some(Found {
-            start,
-            end,
-            quoted: true,
-        });
-    }
-    let end = unquoted_end(s, start, stop);
-    (end > start).then_some(Found {
-        start,
-        end,
-        quoted: false,
-    })
+/// Finds values in one string. Remembers the last unquoted run it measured, so that
+/// many names inside one long run (`token=token=token=…`) cost one walk of it, not
+/// one each: every rule that looks for values stays linear.
+pub(crate) struct Values<'s> {
+    s: &'s str,
+    run: Option<Run>,
 }
 
-/// The end of an unquoted value: a placeholder `<...>` or `[redacted]` is taken
-/// whole, anything else runs to the first stop byte, without trailing `.`/`:` (and,
-/// in prose, other sentence punctuation).
-fn unquoted_end(s: &str, start: usize, stop: Stop) -> usize {
-    let rest = &s[start..];
-    if rest.starts_with(REDACTED) {
-        return start + REDACTED.len();
+/// A measured unquoted run: no stop byte of `stop` in `from..raw_end`; `end` is
+/// `raw_end` without the trailing punctuation.
+#[derive(Clone, Copy)]
+struct Run {
+    from: usize,
+    raw_end: usize,
+    end: usize,
+    stop: Stop,
+}
+
+impl<'s> Values<'s> {
+    pub(crate) fn new(s: &'s str) -> Self {
+        Self { s, run: None }
     }
-    if rest.starts_with('<')
-        && let Some(close) = rest.bytes().take(128).position(|c| c == b'>')
-    {
-        return start + close + 1;
+
+    /// Finds the value that starts at byte `pos`. With `scheme`, a leading scheme
+    /// word (`Bearer `, `Basic `, `Token `) is skipped and stays in the text.
+    pub(crate) fn at(&mut self, pos: usize, stop: Stop, scheme: bool) -> Option<Found> {
+        let b = self.s.as_bytes();
+        let (open, quote) = match (b.get(pos), b.get(pos + 1)) {
+            (Some(b'\\'), Some(&q @ (b'"' | b'\''))) => (2, Some((q, true))),
+            (Some(&q @ (b'"' | b'\'' | b'`')), _) => (1, Some((q, false))),
+            _ => (0, None),
+        };
+        let mut start = pos + open;
+        if scheme {
+            start = skip_scheme(b, start);
+        }
+        if let Some((q, escaped)) = quote
+            && let Some(end) = closing_quote(b, start, q, escaped)
+        {
+            return Some(Found {
+                start,
+                end,
+                quoted: true,
+            });
+        }
+        let end = self.unquoted_end(start, stop);
+        (end > start).then_some(Found {
+            start,
+            end,
+            quoted: false,
+        })
     }
-    let len = rest
-        .bytes()
-        .position(|c| is_stop(c, stop))
-        .unwrap_or(rest.len());
-    let trailing: &[char] = match stop {
-        Stop::Prose => &['.', ',', ';', ':', ')', ']', '}', '?'],
-        Stop::Assign | Stop::Query => &['.', ':'],
-    };
-    start + rest[..len].trim_end_matches(trailing).len()
+
+    /// The end of an unquoted value: a placeholder `<...>` is taken whole, anything
+    /// else runs to the first stop byte (reading markers whole), without trailing
+    /// `.`/`:` (and, in prose, other sentence punctuation).
+    fn unquoted_end(&mut self, start: usize, stop: Stop) -> usize {
+        let rest = &self.s[start..];
+        if rest.starts_with('<')
+            && let Some(close) = rest.bytes().take(128).position(|c| c == b'>')
+        {
+            return start + close + 1;
+        }
+        if let Some(run) = self.run
+            && run.stop == stop
+            && (run.from..run.raw_end).contains(&start)
+        {
+            return run.end.max(start);
+        }
+        let len = run_len(rest, stop);
+        let trailing: &[char] = match stop {
+            Stop::Prose => &['.', ',', ';', ':', ')', ']', '}', '?'],
+            Stop::Assign | Stop::Query => &['.', ':'],
+        };
+        let end = start + rest[..len].trim_end_matches(trailing).len();
+        self.run = Some(Run {
+            from: start,
+            raw_end: start + len,
+            end,
+            stop,
+        });
+        end
+    }
+}
+
+/// The length of the run at the start of `rest` without a stop byte; a marker
+/// counts as part of the run.
+fn run_len(rest: &str, stop: Stop) -> usize {
+    let b = rest.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'['
+            && let Some(m) = MARKERS.iter().find(|m| rest[i..].starts_with(**m))
+        {
+            i += m.len();
+        } else if is_stop(b[i], stop) {
+            break;
+        } else {
+            i += 1;
+        }
+    }
+    i
 }
 
 fn is_stop(c: u8, stop: Stop) -> bool {
@@ -166,7 +221,7 @@ pub(crate) fn is_placeholder(v: &str) -> bool {
     const STAND_INS: &[&str] = &["redacted", "hidden", "masked", "removed", "omitted"];
     let lower = v.to_ascii_lowercase();
     v.is_empty()
-        || v.contains(REDACTED)
+        || MARKERS.iter().any(|m| v.contains(m))
         || v.starts_with('$')
         || v.starts_with("{{")
         || (v.len() > 2 && v.starts_with('%') && v.ends_with('%'))
@@ -179,14 +234,16 @@ pub(crate) fn is_placeholder(v: &str) -> bool {
         || is_mask(v)
 }
 
-/// `****`, `xxxx`, `....`, `•••`: one masking character repeated.
+/// `***`, `xxxx`, `....`, `•••`, `…`: a masking character, repeated at least three
+/// times (`…` alone counts; a lone `x` is a value).
 fn is_mask(v: &str) -> bool {
     let mut chars = v.chars();
     let first = chars.next();
-    matches!(
+    let masking = matches!(
         first,
         Some('*' | 'x' | 'X' | '.' | '#' | '-' | '_' | '?' | '•' | '…')
-    ) && chars.all(|c| Some(c) == first)
+    );
+    masking && (v == "…" || v.chars().count() >= 3) && chars.all(|c| Some(c) == first)
 }
 
 /// True for an unquoted value that is code or a word, not a secret: a type or literal
@@ -303,10 +360,10 @@ pub(crate) fn looks_generated(v: &str) -> bool {
     if !(6..=256).contains(&n) || v.chars().any(char::is_whitespace) {
         return false;
     }
-    let letter = v.bytes().any(|c| c.is_ascii_alphabetic());
-    let digit = v.bytes().any(|c| c.is_ascii_digit());
-    let upper = v.bytes().any(|c| c.is_ascii_uppercase());
-    let lower = v.bytes().any(|c| c.is_ascii_lowercase());
+    let letter = v.chars().any(char::is_alphabetic);
+    let digit = v.chars().any(char::is_numeric);
+    let upper = v.chars().any(char::is_uppercase);
+    let lower = v.chars().any(char::is_lowercase);
     let symbol = v.bytes().any(|c| c.is_ascii_punctuation());
     letter && (digit || (upper && lower && symbol)) && !is_placeholder(v) && !is_code_or_word(v)
 }
@@ -316,7 +373,9 @@ mod tests {
     use super::*;
 
     fn val(s: &str, stop: Stop) -> Option<&str> {
-        value_at(s, 0, stop, false).map(|f| &s[f.start..f.end])
+        Values::new(s)
+            .at(0, stop, false)
+            .map(|f| &s[f.start..f.end])
     }
 
     #[test]
@@ -333,7 +392,8 @@ mod tests {
         assert_eq!(val("Hunter2! then", Stop::Prose), Some("Hunter2!"));
         assert_eq!(val("Tr0ub4dor&3.", Stop::Prose), Some("Tr0ub4dor&3"));
         assert_eq!(val("<your-secret> x", Stop::Assign), Some("<your-secret>"));
-        assert_eq!(val("[redacted]x", Stop::Assign), Some("[redacted]"));
+        assert_eq!(val("[redacted], x", Stop::Assign), Some("[redacted]"));
+        assert_eq!(val("a[phone]b] x", Stop::Assign), Some("a[phone]b"));
         assert_eq!(
             val("\"unterminated rest", Stop::Assign),
             Some("unterminated")
@@ -345,11 +405,24 @@ mod tests {
     #[test]
     fn scheme_words_are_skipped() {
         let s = "Bearer abc123";
-        let f = value_at(s, 0, Stop::Assign, true).unwrap();
+        let f = Values::new(s).at(0, Stop::Assign, true).unwrap();
         assert_eq!(&s[f.start..f.end], "abc123");
         let s = "Bearerabc";
-        let f = value_at(s, 0, Stop::Assign, true).unwrap();
+        let f = Values::new(s).at(0, Stop::Assign, true).unwrap();
         assert_eq!(&s[f.start..f.end], "Bearerabc");
+    }
+
+    #[test]
+    fn a_measured_run_answers_for_later_starts_inside_it() {
+        let s = "ab:cd..:: x";
+        let mut v = Values::new(s);
+        let one = v.at(0, Stop::Assign, false).unwrap();
+        assert_eq!(&s[one.start..one.end], "ab:cd");
+        let two = v.at(3, Stop::Assign, false).unwrap();
+        assert_eq!(&s[two.start..two.end], "cd");
+        assert_eq!(v.at(6, Stop::Assign, false), None);
+        let other = v.at(3, Stop::Prose, false).unwrap();
+        assert_eq!(&s[other.start..other.end], "cd");
     }
 
     #[test]
@@ -363,6 +436,7 @@ mod tests {
             "%API_KEY%",
             "process.env.KEY",
             "[redacted]",
+            "x[email]",
             "****",
             "your_api_key",
         ] {
@@ -392,7 +466,13 @@ mod tests {
 
     #[test]
     fn generated_looking() {
-        for v in ["Hunter2!", "Tr0ub4dor&3", "Summer2026", "P@ss-Word"] {
+        for v in [
+            "Hunter2!",
+            "Tr0ub4dor&3",
+            "Summer2026",
+            "P@ss-Word",
+            "Пароль2024",
+        ] {
             assert!(looks_generated(v), "{v}");
         }
         for v in ["yesterday", "refreshToken", "200000", "abc1", "[redacted]"] {

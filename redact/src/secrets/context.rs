@@ -12,50 +12,73 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::names::{is_authorization, is_secret_name};
-use crate::spans::Spans;
-use crate::values::{REDACTED, Stop, is_code_or_word, is_placeholder, looks_generated, value_at};
+use crate::spans::{Spans, follows_replacement};
+use crate::values::{
+    Found, REDACTED, Stop, Values, is_code_or_word, is_placeholder, looks_generated,
+};
 
-/// Case-insensitive stems every secret name contains (`names` has the final say).
-const NAME_STEMS: &str = "pass|secret|token|key|auth";
+/// Stems every secret name contains, matched case-insensitively (`names` has the
+/// final say). Unicode case folding (`(?i:`) rather than ASCII (`(?i-u:`): the regex
+/// crate turns the former into a literal prefilter and runs about four times faster.
+pub(super) const NAME_STEMS: &str = "(?i:pass|secret|token|key|auth)";
+
+/// Characters of a name (`DB_PASSWORD`, `x-api-key`, `config.token`).
+const NAME_CHARS: &str = "[A-Za-z0-9_.-]";
+
+/// How far left of its stem a name is read.
+const MAX_NAME_HEAD: usize = 256;
 
 fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("context regex")
 }
 
 /// `scheme://user:password@`: group 1 is the password.
+/// The user part cannot hold `[` or `]` (RFC 3986 delimiters; and `[email]` there
+/// means `pii@1` took an `@` out, which must not make a new match).
 static URL_PASSWORD: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@?#]*:([^\s/@?#]+)@"));
+    LazyLock::new(|| re(r"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@?#\[\]]*:([^\s/@?#]+)@"));
 
-/// A secret-looking name, the closing quote of a quoted key, and a separator
-/// (`=`, `:`, `:=`, `=>`). The value starts where the match ends.
+/// From a secret stem to the end of a separator: the rest of the name, the closing
+/// quote of a quoted key, and `=`, `:`, `:=` or `=>`. The value starts where the match
+/// ends; the name's head, left of the stem, is read by hand (`name_start`), which
+/// keeps the regex's literal prefilter.
 static ASSIGNMENT: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r#"[A-Za-z0-9_.-]*(?i-u:{NAME_STEMS})[A-Za-z0-9_.-]*(?:\\?["'`])?\??[ \t]{{0,32}}(?::=|=>|=|:)[ \t]{{0,32}}"#
+        r#"{NAME_STEMS}{NAME_CHARS}*(?:\\?["'`])?\??[ \t]{{0,32}}(?::=|=>|=|:)[ \t]{{0,32}}"#
     ))
 });
 
 /// `--secret-name value` (the `--name=value` form is an assignment).
 static FLAG: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"(?-u:\B)--[A-Za-z0-9_.-]*(?i-u:{NAME_STEMS})[A-Za-z0-9_.-]*[ \t]+"
+        r"(?-u:\B)--{NAME_CHARS}*{NAME_STEMS}{NAME_CHARS}*[ \t]+"
     ))
 });
 
+/// The scheme words a free-standing credential follows, in their usual cases.
+const SCHEME_WORDS: &[&str] = &["Bearer", "bearer", "BEARER", "Basic", "basic", "BASIC"];
+
 /// A `Bearer` or `Basic` credential outside an `Authorization` header.
-static SCHEME: LazyLock<Regex> = LazyLock::new(|| re(r"(?-u:\b)(?i-u:bearer|basic)[ \t]{1,4}"));
+static SCHEME: LazyLock<Regex> = LazyLock::new(|| {
+    re(&format!(
+        r"(?-u:\b)(?:{})[ \t]{{1,4}}",
+        SCHEME_WORDS.join("|")
+    ))
+});
 
 /// A secret noun in prose, then up to two linking words (`is`, `to`, `is now`).
 static PROSE: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
-        r"(?-u:\b)(?i-u:password|passwd|passphrase|secret|token)(?-u:\b)[ \t]{1,4}",
-        r"(?:(?i-u:is|was|to|be|now|are|:|=)[ \t]{1,4}){0,2}",
+        r"(?-u:\b)(?i:password|passwd|passphrase|secret|token)(?-u:\b)[ \t]{1,4}",
+        r"(?:(?i:is|was|to|be|now|are|:|=)[ \t]{1,4}){0,2}",
     ))
 });
 
-/// Literals whose absence rules out every rule here (for the pre-check).
-pub(super) const HINTS: &[&str] = &[
-    "://", "bearer", "basic", "pass", "secret", "token", "key", "auth",
-];
+/// Literals one of which every match here contains, besides a stem of
+/// `NAME_STEMS` (for the pre-check).
+pub(super) fn hint_literals() -> impl Iterator<Item = &'static str> {
+    SCHEME_WORDS.iter().copied().chain(["://"])
+}
 
 /// Records every context secret in `s`.
 pub(super) fn collect(s: &str, spans: &mut Spans) {
@@ -68,20 +91,25 @@ pub(super) fn collect(s: &str, spans: &mut Spans) {
 
 fn url_passwords(s: &str, spans: &mut Spans) {
     for c in URL_PASSWORD.captures_iter(s) {
-        let Some(pass) = c.get(1) else { continue };
-        if !is_placeholder(pass.as_str()) {
+        let (Some(all), Some(pass)) = (c.get(0), c.get(1)) else {
+            continue;
+        };
+        if !follows_replacement(s, all.start()) && !is_placeholder(pass.as_str()) {
             spans.push(pass.start(), pass.end(), REDACTED);
         }
     }
 }
 
 fn assignments(s: &str, spans: &mut Spans) {
+    let mut values = Values::new(s);
+    let mut done = 0;
     for m in ASSIGNMENT.find_iter(s) {
-        let name = m
-            .as_str()
+        let start = name_start(s, m.start(), done);
+        done = m.end();
+        let name = s[start..m.end()]
             .trim_end_matches([' ', '\t', ':', '=', '>', '?', '"', '\'', '`', '\\']);
-        let before = &s[..m.start()];
-        if before.ends_with("://") || !is_secret_name(name) {
+        let before = &s[..start];
+        if before.ends_with("://") || follows_replacement(s, start) || !is_secret_name(name) {
             continue; // `https://token:x@host` is a URL's user, not an assignment
         }
         if s[m.end()..].starts_with(['=', '>']) {
@@ -92,35 +120,61 @@ fn assignments(s: &str, spans: &mut Spans) {
         } else {
             Stop::Assign
         };
-        push_value(
-            s,
-            spans,
-            m.end(),
-            stop,
-            is_authorization(name),
-            Judge::Assigned,
-        );
+        let found = values.at(m.end(), stop, is_authorization(name));
+        push(s, spans, found, Judge::Assigned);
     }
+}
+
+/// Where the name around a stem at `stem` starts: name characters are read leftwards,
+/// at most `MAX_NAME_HEAD` of them and never before `floor` (the end of the previous
+/// match), so every byte is read a bounded number of times.
+fn name_start(s: &str, stem: usize, floor: usize) -> usize {
+    let floor = floor.max(stem.saturating_sub(MAX_NAME_HEAD));
+    let head = s.as_bytes()[floor..stem]
+        .iter()
+        .rev()
+        .take_while(|&&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
+        .count();
+    stem - head
 }
 
 fn flags(s: &str, spans: &mut Spans) {
-    for m in FLAG.find_iter(s) {
-        let name = m.as_str().trim_end_matches([' ', '\t']);
-        if is_secret_name(name) && !s[m.end()..].starts_with('-') {
-            push_value(s, spans, m.end(), Stop::Assign, false, Judge::Assigned);
-        }
-    }
+    let secret_flag = |m: &str, rest: &str| {
+        is_secret_name(m.trim_end_matches([' ', '\t'])) && !rest.starts_with('-')
+    };
+    values_after(s, spans, &FLAG, secret_flag, Stop::Assign, Judge::Assigned);
 }
 
 fn schemes(s: &str, spans: &mut Spans) {
-    for m in SCHEME.find_iter(s) {
-        push_value(s, spans, m.end(), Stop::Assign, false, Judge::Credential);
-    }
+    values_after(
+        s,
+        spans,
+        &SCHEME,
+        |_, _| true,
+        Stop::Assign,
+        Judge::Credential,
+    );
 }
 
 fn prose(s: &str, spans: &mut Spans) {
-    for m in PROSE.find_iter(s) {
-        push_value(s, spans, m.end(), Stop::Prose, false, Judge::Generated);
+    values_after(s, spans, &PROSE, |_, _| true, Stop::Prose, Judge::Generated);
+}
+
+/// Judges the value after every match of `re` that `accept` takes (given the match
+/// and the text after it) and that is not glued to a replacement.
+fn values_after(
+    s: &str,
+    spans: &mut Spans,
+    re: &Regex,
+    accept: impl Fn(&str, &str) -> bool,
+    stop: Stop,
+    judge: Judge,
+) {
+    let mut values = Values::new(s);
+    for m in re.find_iter(s) {
+        if !follows_replacement(s, m.start()) && accept(m.as_str(), &s[m.end()..]) {
+            push(s, spans, values.at(m.end(), stop, false), judge);
+        }
     }
 }
 
@@ -137,21 +191,29 @@ enum Judge {
     Generated,
 }
 
-/// Finds the value at `pos` and records it when `judge` says it is a secret.
-fn push_value(s: &str, spans: &mut Spans, pos: usize, stop: Stop, scheme: bool, judge: Judge) {
-    let Some(v) = value_at(s, pos, stop, scheme) else {
-        return;
-    };
+/// Values longer than this (in bytes) are judged by their length alone: a secret
+/// after a name or a scheme word, never a generated-looking word in prose. Placeholders,
+/// types and code are short, and a bound here keeps many names inside one long value
+/// (`token=token=…`) linear.
+const MAX_JUDGED: usize = 256;
+
+/// Records the value `found` when `judge` says it is a secret.
+fn push(s: &str, spans: &mut Spans, found: Option<Found>, judge: Judge) {
+    let Some(v) = found else { return };
     let text = &s[v.start..v.end];
-    let secret = !is_placeholder(text)
-        && match judge {
-            Judge::Assigned => v.quoted || !is_code_or_word(text),
-            Judge::Credential => {
-                let n = text.chars().count();
-                n >= 20 || (n >= 8 && looks_generated(text))
+    let secret = if text.len() > MAX_JUDGED {
+        judge != Judge::Generated
+    } else {
+        !is_placeholder(text)
+            && match judge {
+                Judge::Assigned => v.quoted || !is_code_or_word(text),
+                Judge::Credential => {
+                    let n = text.chars().count();
+                    n >= 20 || (n >= 8 && looks_generated(text))
+                }
+                Judge::Generated => looks_generated(text),
             }
-            Judge::Generated => looks_generated(text),
-        };
+    };
     if secret {
         spans.push(v.start, v.end, REDACTED);
     }

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::spans::Spans;
+use crate::spans::{Spans, follows_replacement};
 use crate::values::REDACTED;
 
 /// What a matched token must also contain to count (placeholders like `sk-your-key`
@@ -19,9 +19,9 @@ use crate::values::REDACTED;
 enum Check {
     /// The shape is specific enough.
     Shape,
-    /// A letter and a digit after the prefix.
+    /// A letter and a digit after the lead.
     Alnum,
-    /// Upper case, lower case and a digit after the prefix.
+    /// Upper case, lower case and a digit after the lead.
     Mixed,
 }
 
@@ -32,15 +32,16 @@ struct Shape {
     pattern: &'static str,
     /// Literal starts of a match, used to tell which shape matched.
     leads: &'static [&'static str],
-    /// Literals one of which every match contains, for the quick pre-check.
-    hints: &'static [&'static str],
     check: Check,
     /// For URLs: the text up to and including the first of these stays
     /// (`https://hooks.slack.com/services/[redacted]`).
     keep: &'static [&'static str],
+    /// Searched by a regex of its own. Set for a shape without a literal start, which
+    /// would deny the combined regex its literal prefilter.
+    alone: bool,
 }
 
-/// A shape whose leads are also its pre-check hints. `_vendor` names the issuer.
+/// A shape; `_vendor` names its issuer.
 const fn shape(
     _vendor: &'static str,
     pattern: &'static str,
@@ -50,17 +51,25 @@ const fn shape(
     Shape {
         pattern,
         leads,
-        hints: leads,
         check,
         keep: &[],
+        alone: false,
     }
 }
 
-const AWS_LEADS: &[&str] = &[
-    "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA",
-];
-const DIGITS: &[&str] = &["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
-const WEBHOOK_KEEP: &[&str] = &["/services/", "/workflows/", "/triggers/", "/webhooks/"];
+impl Shape {
+    const fn keep(mut self, keep: &'static [&'static str]) -> Self {
+        self.keep = keep;
+        self
+    }
+
+    const fn alone(mut self) -> Self {
+        self.alone = true;
+        self
+    }
+}
+
+const WEBHOOK_PATHS: &[&str] = &["/services/", "/workflows/", "/triggers/", "/webhooks/"];
 
 static SHAPES: &[Shape] = &[
     shape(
@@ -97,22 +106,21 @@ static SHAPES: &[Shape] = &[
         &["xapp-"],
         Check::Alnum,
     ),
-    // Slack webhook
-    Shape {
-        pattern: r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{8,}",
-        leads: &["https://hooks.slack.com/"],
-        hints: &["hooks.slack.com/"],
-        check: Check::Shape,
-        keep: WEBHOOK_KEEP,
-    },
-    // Discord webhook
-    Shape {
-        pattern: r"https://(?:(?:canary|ptb)\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,}/[A-Za-z0-9_-]{20,}",
-        leads: &["https://"],
-        hints: &["/api/webhooks/"],
-        check: Check::Shape,
-        keep: WEBHOOK_KEEP,
-    },
+    // From the host on: `https://` starts every URL, a poor prefilter.
+    shape(
+        "Slack webhook",
+        r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{8,}",
+        &["hooks.slack.com/"],
+        Check::Shape,
+    )
+    .keep(WEBHOOK_PATHS),
+    shape(
+        "Discord webhook",
+        r"(?:(?:canary|ptb)\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,}/[A-Za-z0-9_-]{20,}",
+        &["discord", "canary.discord", "ptb.discord"],
+        Check::Shape,
+    )
+    .keep(WEBHOOK_PATHS),
     // OpenAI, Anthropic and others: `sk-`, `sk-proj-`, `sk-ant-api03-`.
     shape("sk- keys", r"sk-[A-Za-z0-9_-]{20,}", &["sk-"], Check::Mixed),
     shape(
@@ -145,10 +153,12 @@ static SHAPES: &[Shape] = &[
         &["GOCSPX-"],
         Check::Shape,
     ),
+    // Access key ids (long-term, temporary, and the two service-specific kinds);
+    // user, role and group ids (`AIDA`, `AROA`, `AGPA`) are not credentials.
     shape(
-        "AWS key id",
-        r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}(?-u:\b)",
-        AWS_LEADS,
+        "AWS access key id",
+        r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?-u:\b)",
+        &["AKIA", "ASIA", "ABIA", "ACCA"],
         Check::Shape,
     ),
     shape("xAI", r"xai-[A-Za-z0-9]{20,}", &["xai-"], Check::Alnum),
@@ -221,16 +231,15 @@ static SHAPES: &[Shape] = &[
         &["dp."],
         Check::Alnum,
     ),
-    // The sessionpipe vectors' own vendor (`ss_` + 48 hex); not in PROTOCOL-NOTES §4.
+    // The vectors' own vendor (`ss_` + 48 hex); not in PROTOCOL-NOTES §4's list.
     shape("spacesheep", r"ss_[0-9a-f]{48}", &["ss_"], Check::Alnum),
-    // Telegram bot
-    Shape {
-        pattern: r"[0-9]{8,10}:AA[A-Za-z0-9_-]{30,}",
-        leads: DIGITS,
-        hints: &[":AA"],
-        check: Check::Shape,
-        keep: &[],
-    },
+    shape(
+        "Telegram bot",
+        r"[0-9]{8,10}:AA[A-Za-z0-9_-]{30,}",
+        &["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"],
+        Check::Shape,
+    )
+    .alone(),
     shape(
         "JWT",
         r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
@@ -239,23 +248,26 @@ static SHAPES: &[Shape] = &[
     ),
 ];
 
-/// All shapes in one regex: `\b(?:shape1|shape2|…)`, leftmost-first.
-static TOKENS: LazyLock<Regex> = LazyLock::new(|| {
-    let alternation: Vec<String> = SHAPES
-        .iter()
-        .map(|s| format!("(?:{})", s.pattern))
-        .collect();
-    Regex::new(&format!(r"(?-u:\b)(?:{})", alternation.join("|"))).expect("vendor regex")
+/// The shapes with a literal start in one regex, `\b(?:shape1|shape2|…)`
+/// (leftmost-first), then one regex per `alone` shape.
+static TOKENS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
+    let compile = |group: Vec<&Shape>| {
+        let alternation: Vec<String> = group.iter().map(|s| format!("(?:{})", s.pattern)).collect();
+        Regex::new(&format!(r"(?-u:\b)(?:{})", alternation.join("|"))).expect("vendor regex")
+    };
+    let (alone, together): (Vec<&Shape>, Vec<&Shape>) = SHAPES.iter().partition(|s| s.alone);
+    std::iter::once(together)
+        .chain(alone.into_iter().map(|s| vec![s]))
+        .map(compile)
+        .collect()
 });
-
-/// The literals whose absence rules out every vendor shape (for the pre-check).
-pub(super) fn hints() -> impl Iterator<Item = &'static str> {
-    SHAPES.iter().flat_map(|s| s.hints.iter().copied())
-}
 
 /// Records every vendor token in `s`.
 pub(super) fn collect(s: &str, spans: &mut Spans) {
-    for m in TOKENS.find_iter(s) {
+    for m in TOKENS.iter().flat_map(|re| re.find_iter(s)) {
+        if follows_replacement(s, m.start()) {
+            continue;
+        }
         let text = m.as_str();
         let Some(shape) = SHAPES
             .iter()
@@ -313,9 +325,9 @@ mod tests {
     }
 
     #[test]
-    fn every_shape_has_a_lead_and_a_hint() {
+    fn every_shape_has_a_lead() {
         for s in SHAPES {
-            assert!(!s.leads.is_empty() && !s.hints.is_empty(), "{}", s.pattern);
+            assert!(!s.leads.is_empty(), "{}", s.pattern);
         }
     }
 
