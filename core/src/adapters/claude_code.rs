@@ -12,7 +12,7 @@ use super::common::{
     payload_object, session_id, str_of, tool_message, u64_of, version_from_ai_agent,
 };
 use super::{Adapter, MapError, Mapped, Mapping, Memo};
-use crate::install::{HookEvent, HookInstall, HooksLayout, Host};
+use crate::install::{ClaudeHooks, HookEvent, HookInstall, HooksLayout, Host, Target};
 use crate::job::Job;
 use crate::protocol::*;
 use serde_json::{Map, Value};
@@ -314,37 +314,36 @@ fn error_text(v: Option<&Value>) -> Option<String> {
     }
 }
 
-static HOOKS: HooksLayout = HooksLayout {
-    events: &[
-        HookEvent::plain("SessionStart"),
-        HookEvent::plain("UserPromptSubmit"),
-        HookEvent::matched("PreToolUse"),
-        HookEvent::matched("PostToolUse"),
-        HookEvent::matched("PostToolUseFailure"),
-        HookEvent::matched("PermissionRequest"),
-        HookEvent::plain("Notification"),
-        HookEvent::plain("Stop"),
-        HookEvent::plain("StopFailure"),
-        HookEvent::plain("SubagentStart"),
-        HookEvent::plain("SubagentStop"),
-        HookEvent::plain("PreCompact"),
-        HookEvent::plain("PostCompact"),
-        HookEvent::plain("SessionEnd"),
-    ],
-    timeout_s: 5,
-    timeout_unit_ms: false,
-    handler_name: None,
+static HOOKS: ClaudeHooks = ClaudeHooks {
+    layout: HooksLayout {
+        events: &[
+            HookEvent::plain("SessionStart"),
+            HookEvent::plain("UserPromptSubmit"),
+            HookEvent::matched("PreToolUse"),
+            HookEvent::matched("PostToolUse"),
+            HookEvent::matched("PostToolUseFailure"),
+            HookEvent::matched("PermissionRequest"),
+            HookEvent::plain("Notification"),
+            HookEvent::plain("Stop"),
+            HookEvent::plain("StopFailure"),
+            HookEvent::plain("SubagentStart"),
+            HookEvent::plain("SubagentStop"),
+            HookEvent::plain("PreCompact"),
+            HookEvent::plain("PostCompact"),
+            HookEvent::plain("SessionEnd"),
+        ],
+        timeout_s: 5,
+        timeout_unit_ms: false,
+        handler_name: None,
+    },
+    accepted_events: None,
 };
 
 impl HookInstall for ClaudeCode {
-    fn layout(&self) -> &'static HooksLayout {
-        &HOOKS
-    }
-
     /// `settings.json` of every config dir: `~/.claude`, `$CLAUDE_CONFIG_DIR`, and
     /// each `~/.claude-*` holding `projects/` or `settings.json`. Not found when
     /// none of them exists and `claude` is not on `PATH`.
-    fn config_files(&self, host: &Host) -> Vec<PathBuf> {
+    fn targets(&self, host: &Host) -> Vec<Target> {
         let mut dirs: Vec<PathBuf> = Vec::new();
         let default = host.home.join(".claude");
         if default.is_dir() {
@@ -366,9 +365,13 @@ impl HookInstall for ClaudeCode {
         if dirs.is_empty() && host.on_path("claude") {
             dirs.push(default);
         }
-        let mut files: Vec<PathBuf> = dirs.into_iter().map(|d| d.join("settings.json")).collect();
-        files.dedup();
-        files
+        dirs.dedup();
+        dirs.into_iter()
+            .map(|d| Target {
+                path: d.join("settings.json"),
+                format: &HOOKS,
+            })
+            .collect()
     }
 }
 

@@ -106,7 +106,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
             harnesses,
             dry_run,
             json,
-        } => hooks_command(&paths, &harnesses, dry_run, json, |i, a| i.uninstall(a)),
+        } => hooks_command(&paths, &harnesses, dry_run, json, |i, a| {
+            i.uninstall(a).map(|r| (r, None))
+        }),
         Command::Status { json } => status::run(&paths, json),
         Command::Tail {
             tier,
@@ -152,7 +154,7 @@ fn hooks_command(
     action: impl Fn(
         &Installer<'_>,
         &dyn crate::adapters::Adapter,
-    ) -> Result<install::HarnessReport, String>,
+    ) -> Result<(install::HarnessReport, Option<&'static str>), String>,
 ) -> Result<ExitCode, String> {
     let adapters = install::select(names).map_err(|e| {
         eprintln!("sessionpipe: {e}");
@@ -170,8 +172,11 @@ fn hooks_command(
         dry_run,
     };
     let mut reports = Vec::new();
+    let mut notes = Vec::new();
     for a in adapters {
-        reports.push(action(&installer, a)?);
+        let (report, note) = action(&installer, a)?;
+        notes.extend(note.map(|n| format!("{}: {n}", report.harness)));
+        reports.push(report);
     }
     if json {
         println!(
@@ -182,6 +187,10 @@ fn hooks_command(
         for r in &reports {
             println!("{}", r.line());
         }
+    }
+    // Notes go to stderr so that stdout stays one line per harness.
+    for n in notes {
+        eprintln!("note: {n}");
     }
     let skipped = reports.iter().any(|r| r.summary == "skipped");
     Ok(if skipped {

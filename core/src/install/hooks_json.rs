@@ -7,9 +7,66 @@
 //! removal emptied it and the original file did not have it.
 
 use super::jsonedit::{Doc, Edits, Node};
-use super::{HookEvent, HooksLayout};
+use super::{ConfigFormat, Ctx, EntryState};
 use serde_json::{Map, Value, json};
 use std::path::Path;
+
+/// One event we register, and its matcher when the harness wants one there.
+#[derive(Clone, Copy, Debug)]
+pub struct HookEvent {
+    pub name: &'static str,
+    pub matcher: Option<&'static str>,
+    /// Overrides the layout's timeout (seconds) for this event.
+    pub timeout_s: Option<u64>,
+}
+
+impl HookEvent {
+    pub const fn plain(name: &'static str) -> HookEvent {
+        HookEvent {
+            name,
+            matcher: None,
+            timeout_s: None,
+        }
+    }
+    /// An event with the match-everything matcher `""`.
+    pub const fn matched(name: &'static str) -> HookEvent {
+        HookEvent {
+            name,
+            matcher: Some(""),
+            timeout_s: None,
+        }
+    }
+    pub const fn with_matcher(name: &'static str, matcher: &'static str) -> HookEvent {
+        HookEvent {
+            name,
+            matcher: Some(matcher),
+            timeout_s: None,
+        }
+    }
+    pub const fn timeout(mut self, seconds: u64) -> HookEvent {
+        self.timeout_s = Some(seconds);
+        self
+    }
+}
+
+/// How a harness wants its Claude-shaped hook entries written.
+#[derive(Debug)]
+pub struct HooksLayout {
+    pub events: &'static [HookEvent],
+    /// Timeout in seconds.
+    pub timeout_s: u64,
+    /// The harness reads timeouts in milliseconds.
+    pub timeout_unit_ms: bool,
+    /// A `name` the harness wants on each handler.
+    pub handler_name: Option<&'static str>,
+}
+
+impl HooksLayout {
+    pub fn timeout_for(&self, e: &HookEvent) -> u64 {
+        let s = e.timeout_s.unwrap_or(self.timeout_s);
+        if self.timeout_unit_ms { s * 1000 } else { s }
+    }
+}
 
 /// The command a harness runs: the hook's quoted absolute path, harness, event.
 pub fn command(hook_bin: &Path, harness: &str, event: &str) -> String {
@@ -151,14 +208,6 @@ fn group_value(g: &Value) -> (Value, Option<Value>) {
     (g["hooks"][0].clone(), g.get("matcher").cloned())
 }
 
-/// The state of our entries in a file's text.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum EntryState {
-    Current,
-    Missing,
-    Outdated(String),
-}
-
 pub fn judge(found: &[Found], layout: &HooksLayout) -> EntryState {
     if found.is_empty() {
         return EntryState::Missing;
@@ -294,6 +343,54 @@ pub fn add_ours(
     } else {
         text
     })
+}
+
+/// Claude-shaped hooks in a JSON file, written to one harness's layout.
+pub struct ClaudeHooks {
+    pub layout: HooksLayout,
+    /// The only event names the harness accepts in the whole file, when it
+    /// rejects a file that names any other (Devin does).
+    pub accepted_events: Option<&'static [&'static str]>,
+}
+
+impl ConfigFormat for ClaudeHooks {
+    fn judge(&self, text: &str, ctx: &Ctx<'_>) -> Result<EntryState, String> {
+        let doc = Doc::parse(text)?;
+        if !doc.root.is_object() {
+            return Err("the file's top level is not a JSON object".into());
+        }
+        Ok(judge(
+            &find(&doc, &self.layout, ctx.harness, ctx.hook_bin),
+            &self.layout,
+        ))
+    }
+
+    fn add(&self, text: &str, ctx: &Ctx<'_>) -> Result<String, String> {
+        add_ours(text, &self.layout, ctx.harness, ctx.hook_bin)
+    }
+
+    fn remove(&self, text: &str, original: Option<&str>, ctx: &Ctx<'_>) -> Result<String, String> {
+        remove_ours(text, ctx.harness, original)
+    }
+
+    fn inactive(&self, text: &str) -> Option<String> {
+        let accepted = self.accepted_events?;
+        let v: Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).ok()?;
+        let unknown: Vec<&String> = v
+            .get("hooks")?
+            .as_object()?
+            .keys()
+            .filter(|k| !accepted.contains(&k.as_str()))
+            .collect();
+        if unknown.is_empty() {
+            return None;
+        }
+        let names: Vec<&str> = unknown.iter().map(|s| s.as_str()).collect();
+        Some(format!(
+            "the file names events the harness does not know ({}), so it loads none of the hooks in it",
+            names.join(", ")
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -12,12 +12,12 @@ pub mod hooks_json;
 pub mod jsonedit;
 
 use crate::adapters::{self, Adapter};
-use hooks_json::EntryState;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use files::write_atomic;
+pub use hooks_json::{ClaudeHooks, HookEvent, HooksLayout};
 
 /// The machine as an installer sees it: the home, the environment, `PATH`.
 /// Tests build one by hand; the CLI reads the process's.
@@ -60,69 +60,53 @@ impl Host {
     }
 }
 
-/// One event we register, and its matcher when the harness wants one there.
-#[derive(Clone, Copy, Debug)]
-pub struct HookEvent {
-    pub name: &'static str,
-    pub matcher: Option<&'static str>,
-    /// Overrides the layout's timeout (seconds) for this event.
-    pub timeout_s: Option<u64>,
+/// What a format needs to know to find and write our entries.
+pub struct Ctx<'a> {
+    pub harness: &'a str,
+    /// The hook binary our entries run (absolute).
+    pub hook_bin: &'a Path,
 }
 
-impl HookEvent {
-    pub const fn plain(name: &'static str) -> HookEvent {
-        HookEvent {
-            name,
-            matcher: None,
-            timeout_s: None,
-        }
-    }
-    /// An event with the match-everything matcher `""`.
-    pub const fn matched(name: &'static str) -> HookEvent {
-        HookEvent {
-            name,
-            matcher: Some(""),
-            timeout_s: None,
-        }
-    }
-    pub const fn with_matcher(name: &'static str, matcher: &'static str) -> HookEvent {
-        HookEvent {
-            name,
-            matcher: Some(matcher),
-            timeout_s: None,
-        }
-    }
-    pub const fn timeout(mut self, seconds: u64) -> HookEvent {
-        self.timeout_s = Some(seconds);
-        self
+/// What our entries look like in a file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EntryState {
+    Current,
+    Missing,
+    Outdated(String),
+}
+
+/// How our entries live in one kind of config file. Implementations edit text
+/// (never re-serialise the person's file) and say why when they cannot.
+pub trait ConfigFormat: Sync {
+    /// Our entries in `text` (a file that exists and is not blank). `Err`: the
+    /// file cannot be read as this format, and is skipped with that reason.
+    fn judge(&self, text: &str, ctx: &Ctx<'_>) -> Result<EntryState, String>;
+    /// `text` (empty for a new file) with our entries added; it holds none now.
+    fn add(&self, text: &str, ctx: &Ctx<'_>) -> Result<String, String>;
+    /// `text` without our entries. `original` is the file before our first
+    /// write, so a container it had is kept even when our removal empties it.
+    fn remove(&self, text: &str, original: Option<&str>, ctx: &Ctx<'_>) -> Result<String, String>;
+    /// Why the harness would not run our entries even though they are current.
+    fn inactive(&self, _text: &str) -> Option<String> {
+        None
     }
 }
 
-/// How a harness wants its Claude-shaped hook entries written.
-#[derive(Debug)]
-pub struct HooksLayout {
-    pub events: &'static [HookEvent],
-    /// Timeout in seconds.
-    pub timeout_s: u64,
-    /// The harness reads timeouts in milliseconds.
-    pub timeout_unit_ms: bool,
-    /// A `name` the harness wants on each handler.
-    pub handler_name: Option<&'static str>,
-}
-
-impl HooksLayout {
-    pub fn timeout_for(&self, e: &HookEvent) -> u64 {
-        let s = e.timeout_s.unwrap_or(self.timeout_s);
-        if self.timeout_unit_ms { s * 1000 } else { s }
-    }
+/// One config file and its format.
+pub struct Target {
+    pub path: PathBuf,
+    pub format: &'static dyn ConfigFormat,
 }
 
 /// What an adapter says about installing its harness's hooks.
 pub trait HookInstall: Sync {
-    fn layout(&self) -> &'static HooksLayout;
-    /// The config files the hooks go into on this machine. Empty: the harness is
-    /// not found, and nothing is written for it.
-    fn config_files(&self, host: &Host) -> Vec<PathBuf>;
+    /// The files our entries go into on this machine. Empty: the harness is not
+    /// found, and nothing is written for it.
+    fn targets(&self, host: &Host) -> Vec<Target>;
+    /// Said once, when the hooks are first installed (what the person should know).
+    fn note(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// The state of one file, for `status`, or what `install`/`uninstall` did to it.
@@ -297,81 +281,85 @@ fn read(path: &Path) -> Read {
 
 impl Installer<'_> {
     pub fn status(&self, adapter: &dyn Adapter) -> HarnessReport {
-        self.each_file(adapter, |path, hooks| {
-            self.file_status(adapter.name(), path, hooks)
-        })
+        self.each_target(adapter, |t, ctx| self.file_status(t, ctx))
     }
 
-    pub fn install(&self, adapter: &dyn Adapter) -> Result<HarnessReport, String> {
+    pub fn install(
+        &self,
+        adapter: &dyn Adapter,
+    ) -> Result<(HarnessReport, Option<&'static str>), String> {
         let mut ledger = files::Ledger::load(self.state_dir)?;
-        let report = self.each_file(adapter, |path, hooks| {
-            self.install_file(&mut ledger, adapter.name(), path, hooks)
-        });
+        let report = self.each_target(adapter, |t, ctx| self.install_file(&mut ledger, t, ctx));
         if !self.dry_run {
             ledger.save()?;
         }
-        Ok(report)
+        let first_install = report.files.iter().any(|f| f.state == FileState::Installed);
+        let note = adapter
+            .hooks()
+            .and_then(|h| h.note())
+            .filter(|_| first_install);
+        Ok((report, note))
     }
 
     pub fn uninstall(&self, adapter: &dyn Adapter) -> Result<HarnessReport, String> {
         let mut ledger = files::Ledger::load(self.state_dir)?;
-        let report = self.each_file(adapter, |path, _| {
-            self.uninstall_file(&mut ledger, adapter.name(), path)
-        });
+        let report = self.each_target(adapter, |t, ctx| self.uninstall_file(&mut ledger, t, ctx));
         if !self.dry_run {
             ledger.save()?;
         }
         Ok(report)
     }
 
-    fn each_file(
+    fn each_target(
         &self,
         adapter: &dyn Adapter,
-        mut act: impl FnMut(&Path, &dyn HookInstall) -> FileState,
+        mut act: impl FnMut(&Target, &Ctx<'_>) -> FileState,
     ) -> HarnessReport {
         let hooks = adapter
             .hooks()
             .expect("select() keeps adapters with installers");
+        let ctx = Ctx {
+            harness: adapter.name(),
+            hook_bin: self.hook_bin,
+        };
         let files = hooks
-            .config_files(self.host)
+            .targets(self.host)
             .iter()
-            .map(|p| FileReport {
-                path: self.host.show(p),
-                state: act(p, hooks),
+            .map(|t| FileReport {
+                path: self.host.show(&t.path),
+                state: act(t, &ctx),
             })
             .collect();
         HarnessReport::new(adapter.name(), files)
     }
 
-    fn file_status(&self, harness: &str, path: &Path, hooks: &dyn HookInstall) -> FileState {
-        let text = match read(path) {
+    fn file_status(&self, target: &Target, ctx: &Ctx<'_>) -> FileState {
+        let text = match read(&target.path) {
             Read::Absent => return FileState::Missing,
             Read::Text(t) if t.trim().is_empty() => return FileState::Missing,
             Read::Text(t) => t,
             Read::Unreadable(why) => return FileState::Skipped(why),
         };
-        let doc = match jsonedit::Doc::parse(&text) {
-            Ok(d) => d,
-            Err(why) => return FileState::Skipped(why),
-        };
-        let found = hooks_json::find(&doc, hooks.layout(), harness, self.hook_bin);
-        match hooks_json::judge(&found, hooks.layout()) {
-            EntryState::Current => FileState::Current,
-            EntryState::Missing => FileState::Missing,
-            EntryState::Outdated(why) => FileState::Outdated(why),
+        match target.format.judge(&text, ctx) {
+            Err(why) => FileState::Skipped(why),
+            Ok(EntryState::Current) => match target.format.inactive(&text) {
+                Some(why) => FileState::Inactive(why),
+                None => FileState::Current,
+            },
+            Ok(EntryState::Missing) => FileState::Missing,
+            Ok(EntryState::Outdated(why)) => FileState::Outdated(why),
         }
     }
 
     fn install_file(
         &self,
         ledger: &mut files::Ledger,
-        harness: &str,
-        path: &Path,
-        hooks: &dyn HookInstall,
+        target: &Target,
+        ctx: &Ctx<'_>,
     ) -> FileState {
-        let before = match self.file_status(harness, path, hooks) {
-            FileState::Current => return FileState::Current,
-            s @ FileState::Skipped(_) => return s,
+        let path = &target.path;
+        let before = match self.file_status(target, ctx) {
+            s @ (FileState::Current | FileState::Skipped(_) | FileState::Inactive(_)) => return s,
             s => s,
         };
         let current = match read(path) {
@@ -387,18 +375,19 @@ impl Installer<'_> {
         let cleaned = if before == FileState::Missing {
             Ok(text.clone())
         } else {
-            hooks_json::remove_ours(&text, harness, original.as_deref().or(current.as_deref()))
+            target
+                .format
+                .remove(&text, original.as_deref().or(current.as_deref()), ctx)
         };
-        let new_text = match cleaned
-            .and_then(|t| hooks_json::add_ours(&t, hooks.layout(), harness, self.hook_bin))
-        {
+        let new_text = match cleaned.and_then(|t| target.format.add(&t, ctx)) {
             Ok(t) => t,
             Err(why) => return FileState::Skipped(why),
         };
         if self.dry_run {
             return FileState::WouldInstall;
         }
-        if let Err(why) = ledger.keep_original(harness, path, current.as_deref().map(str::as_bytes))
+        if let Err(why) =
+            ledger.keep_original(ctx.harness, path, current.as_deref().map(str::as_bytes))
         {
             return FileState::Skipped(why);
         }
@@ -411,10 +400,19 @@ impl Installer<'_> {
             return FileState::Skipped(format!("cannot write it: {e}"));
         }
         ledger.set_written(path, new_text.as_bytes());
-        FileState::Installed
+        match target.format.inactive(&new_text) {
+            Some(why) => FileState::Inactive(why),
+            None => FileState::Installed,
+        }
     }
 
-    fn uninstall_file(&self, ledger: &mut files::Ledger, harness: &str, path: &Path) -> FileState {
+    fn uninstall_file(
+        &self,
+        ledger: &mut files::Ledger,
+        target: &Target,
+        ctx: &Ctx<'_>,
+    ) -> FileState {
+        let path = &target.path;
         let text = match read(path) {
             Read::Absent => return FileState::NotInstalled,
             Read::Text(t) => t,
@@ -423,7 +421,7 @@ impl Installer<'_> {
         if text.trim().is_empty() {
             return FileState::NotInstalled;
         }
-        if let Err(why) = jsonedit::Doc::parse(&text) {
+        if let Err(why) = target.format.judge(&text, ctx) {
             return FileState::Skipped(why);
         }
         let original = ledger.original(path);
@@ -431,7 +429,7 @@ impl Installer<'_> {
             .clone()
             .flatten()
             .and_then(|b| String::from_utf8(b).ok());
-        let removed = match hooks_json::remove_ours(&text, harness, original_text.as_deref()) {
+        let removed = match target.format.remove(&text, original_text.as_deref(), ctx) {
             Ok(t) => t,
             Err(why) => return FileState::Skipped(why),
         };
