@@ -12,7 +12,9 @@ use serde_json::Value;
 /// The view of `env` at `tier` (0–3), or `None` when the tier does not carry it.
 pub fn filter(env: &Envelope, tier: u8, pii: bool, home: Option<&str>) -> Option<Envelope> {
     let min = type_tier(&env.kind)?;
-    if min > tier {
+    // A heartbeat stands in for the actions a tier-0 destination cannot see; a
+    // destination that sees them has no use for it (PROTOCOL-NOTES §3).
+    if min > tier || (env.kind == "session.heartbeat" && tier > 0) {
         return None;
     }
     let mut out = env.clone();
@@ -157,6 +159,13 @@ mod tests {
         );
         assert!(filter(&tr, 1, false, None).is_none());
         assert_eq!(filter(&tr, 2, false, None).unwrap().tier, 2);
+    }
+
+    #[test]
+    fn heartbeats_only_below_tier_one() {
+        let hb = env("session.heartbeat", json!({}));
+        assert!(filter(&hb, 0, false, None).is_some());
+        assert!(filter(&hb, 1, false, None).is_none());
     }
 
     #[test]

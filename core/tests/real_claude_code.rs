@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 use sessionpipe_core::job::Job;
-use sessionpipe_testkit::{MockAnthropic, Sandbox, Script};
+use sessionpipe_testkit::{MockAnthropic, Sandbox, Script, sandbox::Daemon};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -101,7 +101,7 @@ struct Setup {
     claude: PathBuf,
     archive: PathBuf,
     project: PathBuf,
-    _daemon: KillOnDrop,
+    _daemon: Daemon,
 }
 
 fn setup(claude: PathBuf) -> Setup {
@@ -140,15 +140,7 @@ fn setup(claude: PathBuf) -> Setup {
         .unwrap();
     assert!(String::from_utf8_lossy(&again.stdout).contains("claude-code: current"));
 
-    let daemon = {
-        let mut c = sb.command(sessionpipe_testkit::sandbox::bin("sessionpipe"));
-        c.arg("daemon").env("SESSIONPIPE_JOB_ARCHIVE", &archive);
-        c.stderr(std::process::Stdio::null()).spawn().unwrap()
-    };
-    let daemon = KillOnDrop(daemon);
-    while !sb.state.join("wake.sock").exists() {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let daemon = sb.start_daemon_with(&[("SESSIONPIPE_JOB_ARCHIVE", archive.as_os_str())]);
     Setup {
         sb,
         claude,
@@ -386,51 +378,15 @@ fn a_failed_tool_a_refused_permission_and_a_compaction_from_real_runs() {
     }
 }
 
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn wait_for(sb: &Sandbox, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let evs = sb.events();
-        if done(&evs) || std::time::Instant::now() > deadline {
-            return evs;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    sb.wait_until(Duration::from_secs(20), done)
 }
 
 fn archived_jobs(dir: &Path) -> Vec<Job> {
-    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    names.sort();
-    names.iter().map(|p| Job::read(p).unwrap()).collect()
+    sessionpipe_core::conformance::harness::jobs_in(dir).unwrap()
 }
 
-/// Writes one fixture per hook call: `<event in kebab case>.json`.
 fn record_fixtures(jobs: &[Job], dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    let how = "claude -p against a scripted Messages API on loopback (one Bash call, then text), hooks written by `sessionpipe install`";
-    for job in jobs {
-        let fixture =
-            sessionpipe_core::conformance::harness::fixture_from_job(job, "2.1.332", how).unwrap();
-        let mut name = String::new();
-        for (i, c) in job.event.chars().enumerate() {
-            if c.is_uppercase() && i > 0 {
-                name.push('-');
-            }
-            name.push(c.to_ascii_lowercase());
-        }
-        let text = serde_json::to_string_pretty(&fixture).unwrap() + "\n";
-        std::fs::write(dir.join(format!("{name}.json")), text).unwrap();
-    }
+    let how = "claude -p against a scripted Messages API on loopback, hooks written by `sessionpipe install`";
+    sessionpipe_core::conformance::harness::record_fixtures(jobs, dir, "2.1.332", how).unwrap();
 }

@@ -6,7 +6,9 @@
 //! It is a dev-dependency only; nothing here ships.
 
 pub mod anthropic;
+pub mod gemini;
 pub mod http;
+pub mod openai;
 pub mod sandbox;
 
 pub use anthropic::{MockAnthropic, Script, Turn};

@@ -102,9 +102,15 @@ impl Sandbox {
 
     /// Starts `sessionpipe daemon` and waits until it answers wakes.
     pub fn start_daemon(&self) -> Daemon {
+        self.start_daemon_with(&[])
+    }
+
+    /// `start_daemon` with extra environment (e.g. `SESSIONPIPE_JOB_ARCHIVE`).
+    pub fn start_daemon_with(&self, env: &[(&str, &std::ffi::OsStr)]) -> Daemon {
         let child = self
             .command(bin("sessionpipe"))
             .arg("daemon")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -147,10 +153,16 @@ impl Sandbox {
 
     /// Waits until the outbox holds at least `n` events (or `timeout` passes).
     pub fn wait_for_events(&self, n: usize, timeout: Duration) -> Vec<Value> {
+        self.wait_until(timeout, |evs| evs.len() >= n)
+    }
+
+    /// Waits until `done` holds for the outbox's events (or `timeout` passes) and
+    /// returns them.
+    pub fn wait_until(&self, timeout: Duration, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
         let deadline = Instant::now() + timeout;
         loop {
             let evs = self.events();
-            if evs.len() >= n || Instant::now() > deadline {
+            if done(&evs) || Instant::now() > deadline {
                 return evs;
             }
             std::thread::sleep(Duration::from_millis(50));

@@ -8,8 +8,9 @@
 //! session id). Both report nothing here; their own adapters report them.
 
 use super::common::{
-    MAX_ERROR_CHARS, MAX_MESSAGE_CHARS, capped, char_count, cut_chars, cwd_for, is_uuid, one_line,
-    payload_object, session_id, str_of, tool_message, u64_of, version_from_ai_agent,
+    CLAUDE_TOOL_KEYS, MAX_MESSAGE_CHARS, char_count, cut_chars, cwd_for, error_text, is_uuid,
+    one_line, payload_object, session_id, str_of, tool_ended, tool_message, tool_started,
+    version_from_ai_agent,
 };
 use super::{Adapter, MapError, Mapped, Mapping, Memo};
 use crate::install::{ClaudeHooks, HookEvent, HookInstall, HooksLayout, Host, Target};
@@ -141,29 +142,16 @@ fn map_event(
                 injected: prompt.filter(|t| is_injected(t)).map(|_| true),
             }))
         }
-        "PreToolUse" => one(EventData::ToolStarted(ToolStarted {
-            tool: tool(),
-            call_id: str_of(p, "tool_use_id"),
-            turn_id: turn_id(),
-            agent_id: agent_id(),
-            input: p.get("tool_input").map(capped),
-        })),
+        "PreToolUse" => one(EventData::ToolStarted(tool_started(p, &CLAUDE_TOOL_KEYS))),
         "PostToolUse" | "PostToolUseFailure" => {
             let ok = event == "PostToolUse";
-            one(EventData::ToolEnded(ToolEnded {
-                tool: tool(),
-                call_id: str_of(p, "tool_use_id"),
-                turn_id: turn_id(),
-                agent_id: agent_id(),
-                ms: u64_of(p, "duration_ms"),
+            let error = if ok { None } else { error_text(p.get("error")) };
+            one(EventData::ToolEnded(tool_ended(
+                p,
+                &CLAUDE_TOOL_KEYS,
                 ok,
-                error: (!ok)
-                    .then(|| error_text(p.get("error")))
-                    .flatten()
-                    .map(|e| cut_chars(&e, MAX_ERROR_CHARS)),
-                input: p.get("tool_input").map(capped),
-                output: p.get("tool_response").map(capped),
-            }))
+                error,
+            )))
         }
         "PermissionRequest" => {
             let tool = tool();
@@ -233,12 +221,7 @@ fn map_event(
             one(EventData::ContextCompacted(ContextCompacted { trigger }))
         }
         "SessionEnd" => {
-            let reason = match str_of(p, "reason").as_deref() {
-                Some("clear") => EndReason::Clear,
-                Some("logout") => EndReason::Logout,
-                Some("exit" | "prompt_input_exit") => EndReason::Exit,
-                _ => EndReason::Other,
-            };
+            let reason = EndReason::from_word(&str_of(p, "reason").unwrap_or_default());
             one(EventData::SessionEnded(SessionEnded { reason }))
         }
         _ => Ok(None),
@@ -302,16 +285,6 @@ fn background(p: &Map<String, Value>, except_agent: Option<&str>) -> Option<Vec<
         .cloned()
         .collect();
     (!kept.is_empty()).then_some(kept)
-}
-
-/// An error as text: a string as is, anything else as its JSON.
-fn error_text(v: Option<&Value>) -> Option<String> {
-    match v? {
-        Value::Null => None,
-        Value::String(s) if s.is_empty() => None,
-        Value::String(s) => Some(s.clone()),
-        other => Some(other.to_string()),
-    }
 }
 
 static HOOKS: ClaudeHooks = ClaudeHooks {

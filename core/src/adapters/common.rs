@@ -6,7 +6,7 @@
 use super::MapError;
 use crate::job::Job;
 use crate::paths::tilde;
-use crate::protocol::valid_session_id;
+use crate::protocol::{ToolEnded, ToolStarted, valid_session_id};
 use serde_json::{Map, Value};
 
 /// The largest `input` or `output` carried on a tool event, as serialised JSON.
@@ -165,6 +165,74 @@ pub fn is_uuid(s: &str) -> bool {
             8 | 13 | 18 | 23 => *c == b'-',
             _ => c.is_ascii_hexdigit(),
         })
+}
+
+/// Where a Claude-shaped payload keeps a tool call's fields. Harnesses that copy
+/// Claude Code's hook payloads differ only in a few names (Codex's `turn_id`).
+pub struct ToolKeys {
+    pub tool: &'static str,
+    pub call_id: &'static str,
+    pub turn_id: &'static str,
+    pub agent_id: &'static str,
+    pub input: &'static str,
+    pub output: &'static str,
+    pub ms: &'static str,
+}
+
+/// Claude Code's own names.
+pub const CLAUDE_TOOL_KEYS: ToolKeys = ToolKeys {
+    tool: "tool_name",
+    call_id: "tool_use_id",
+    turn_id: "prompt_id",
+    agent_id: "agent_id",
+    input: "tool_input",
+    output: "tool_response",
+    ms: "duration_ms",
+};
+
+/// `tool.started` from a Claude-shaped payload; a call without a tool name is
+/// `unknown`, never dropped.
+pub fn tool_started(p: &Map<String, Value>, k: &ToolKeys) -> ToolStarted {
+    ToolStarted {
+        tool: str_of(p, k.tool).unwrap_or_else(|| "unknown".into()),
+        call_id: str_of(p, k.call_id),
+        turn_id: str_of(p, k.turn_id),
+        agent_id: str_of(p, k.agent_id),
+        input: p.get(k.input).map(capped),
+    }
+}
+
+/// `tool.ended` from a Claude-shaped payload, with the harness's verdict.
+pub fn tool_ended(
+    p: &Map<String, Value>,
+    k: &ToolKeys,
+    ok: bool,
+    error: Option<String>,
+) -> ToolEnded {
+    let started = tool_started(p, k);
+    ToolEnded {
+        tool: started.tool,
+        call_id: started.call_id,
+        turn_id: started.turn_id,
+        agent_id: started.agent_id,
+        ms: u64_of(p, k.ms),
+        ok,
+        error: error
+            .filter(|e| !e.is_empty())
+            .map(|e| cut_chars(&e, MAX_ERROR_CHARS)),
+        input: started.input,
+        output: p.get(k.output).map(capped),
+    }
+}
+
+/// An error as text: a string as is, anything else as its JSON; empty is none.
+pub fn error_text(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::Null => None,
+        Value::String(s) if s.is_empty() => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
 }
 
 #[cfg(test)]

@@ -6,18 +6,35 @@
 //! but the job's. Adding a harness is one file here, its fixtures under
 //! `conformance/harness/<name>/`, and one line in `REGISTRY`.
 
+mod antigravity;
 pub mod claude_code;
+mod codex;
 pub mod common;
+mod devin;
+mod gemini_cli;
+mod grok_build;
 
 use crate::install::HookInstall;
 use crate::job::Job;
 use crate::protocol::{EventData, SessionBlock};
 use serde_json::{Map, Value};
 
+pub use antigravity::Antigravity;
 pub use claude_code::ClaudeCode;
+pub use codex::Codex;
+pub use devin::Devin;
+pub use gemini_cli::GeminiCli;
+pub use grok_build::GrokBuild;
 
 /// Every harness sessionpipe has an adapter for.
-pub static REGISTRY: &[&dyn Adapter] = &[&ClaudeCode];
+pub static REGISTRY: &[&dyn Adapter] = &[
+    &ClaudeCode,
+    &Codex,
+    &GeminiCli,
+    &Antigravity,
+    &Devin,
+    &GrokBuild,
+];
 
 /// The adapter registered under `name`.
 pub fn lookup(name: &str) -> Option<&'static dyn Adapter> {

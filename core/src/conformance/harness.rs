@@ -164,3 +164,44 @@ pub fn fixture_from_job(job: &Job, harness_version: &str, how: &str) -> Result<V
         "expect": expect,
     }))
 }
+
+/// Every job file in `dir` (a `SESSIONPIPE_JOB_ARCHIVE`), in arrival order.
+pub fn jobs_in(dir: &std::path::Path) -> Result<Vec<Job>, String> {
+    let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "job"))
+        .collect();
+    paths.sort();
+    paths.iter().map(|p| Job::read(p)).collect()
+}
+
+/// Writes one fixture per job into `dir`, named after the hook event in kebab case
+/// (`PreToolUse` → `pre-tool-use.json`); a later job of the same event replaces
+/// an earlier one.
+pub fn record_fixtures(
+    jobs: &[Job],
+    dir: &std::path::Path,
+    version: &str,
+    how: &str,
+) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for job in jobs {
+        let fixture = fixture_from_job(job, version, how)?;
+        let mut name = String::new();
+        for (i, c) in job.event.chars().enumerate() {
+            if c.is_uppercase() && i > 0 && !name.ends_with('-') {
+                name.push('-');
+            }
+            name.push(if c == '_' {
+                '-'
+            } else {
+                c.to_ascii_lowercase()
+            });
+        }
+        let text = serde_json::to_string_pretty(&fixture).expect("a fixture serialises") + "\n";
+        std::fs::write(dir.join(format!("{name}.json")), text).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}

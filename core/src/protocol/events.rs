@@ -140,6 +140,19 @@ pub enum EndReason {
     Other,
 }
 
+impl EndReason {
+    /// A Claude-shaped `reason`: `clear`, `logout`, `exit` (and Claude Code's
+    /// `prompt_input_exit`) are themselves; anything else is `other`.
+    pub fn from_word(word: &str) -> EndReason {
+        match word {
+            "clear" => EndReason::Clear,
+            "logout" => EndReason::Logout,
+            "exit" | "prompt_input_exit" => EndReason::Exit,
+            _ => EndReason::Other,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionEnded {
     pub reason: EndReason,

@@ -1,0 +1,1 @@
+//! A scripted Gemini API (Gemini CLI). Being written.

@@ -1,0 +1,1 @@
+//! A scripted OpenAI Responses API (Codex). Being written.
