@@ -75,7 +75,18 @@ pub fn run(paths: &StatePaths, opts: &Options) -> Result<(), String> {
     let spool = Spool::new(paths.spool(), paths.quarantine());
     spool.sweep_stale_temps();
     let _ = outbox.prune_jobs_done(crate::time::now_ms());
-    let mut ingest = Ingest::new(outbox, spool, crate::ingest::machine_name());
+    let config = crate::config::Config::load(&paths.root).unwrap_or_else(|e| {
+        crate::log::warn(&format!("{e}; using the defaults"));
+        Default::default()
+    });
+    let machine = config
+        .machine
+        .clone()
+        .unwrap_or_else(crate::ingest::machine_name);
+    let mut ingest = Ingest::new(outbox, spool, machine);
+    if config.transcripts {
+        ingest.send_turns(paths.outbox());
+    }
     if let Some(dir) = std::env::var_os("SESSIONPIPE_JOB_ARCHIVE").filter(|d| !d.is_empty()) {
         let dir = std::path::PathBuf::from(dir);
         crate::log::warn(&format!(
@@ -95,15 +106,25 @@ pub fn run(paths: &StatePaths, opts: &Options) -> Result<(), String> {
 
     let mut last_work = Instant::now();
     loop {
+        let mut waiting = false;
         match ingest.drain() {
-            Ok(r) if r.jobs > 0 => last_work = Instant::now(),
-            Ok(_) => {}
+            Ok(r) => {
+                if r.jobs > 0 {
+                    last_work = Instant::now();
+                }
+                waiting = r.deferred > 0;
+            }
             Err(e) => {
                 crate::log::warn(&format!("ingest paused: {e}"));
                 std::thread::sleep(POLL);
             }
         }
-        if opts.drain && last_work.elapsed() >= opts.idle_exit {
+        if waiting {
+            // A held turn has the session: come back as soon as it is given back.
+            ingest.wait_for_sessions(Duration::from_millis(50));
+            continue;
+        }
+        if opts.drain && ingest.idle() && last_work.elapsed() >= opts.idle_exit {
             break;
         }
         let wait = if opts.drain {

@@ -8,12 +8,16 @@
 //! read is quarantined with its reason and never retried. This module does not
 //! deliver or filter; it is the only writer of the outbox's events.
 
-use crate::adapters::{self, Mapped};
+use crate::adapters::{self, Adapter, Mapped};
 use crate::job::Job;
 use crate::outbox::{Outbox, OutboxTx};
-use crate::protocol::Envelope;
-use crate::session::{self, Stamp};
+use crate::protocol::{Envelope, EventData};
+use crate::reading::{self, Turns};
+use crate::session::{self, Hold, SessionRecord, Stamp};
 use crate::spool::Spool;
+use crate::worker::{Busy, HoldTask, HoldWorker, SessionKey};
+use std::collections::HashSet;
+use std::sync::Arc;
 
 /// Jobs per transaction: large enough to amortise a commit's fsync under a hook
 /// storm, small enough that one batch stays a few milliseconds.
@@ -26,6 +30,9 @@ pub struct Ingest {
     /// Where committed jobs are moved instead of removed (a diagnostic, and how
     /// the project records fixtures from real harnesses).
     archive: Option<std::path::PathBuf>,
+    turns: Turns,
+    busy: Arc<Busy>,
+    holds: Option<HoldWorker>,
 }
 
 /// What became of one job.
@@ -58,6 +65,15 @@ pub struct DrainReport {
     pub jobs: usize,
     pub events: usize,
     pub quarantined: usize,
+    /// Jobs left for later because their session was taken (a held turn).
+    pub deferred: usize,
+}
+
+/// What ingesting one job did, beyond its outcome.
+enum Taken {
+    Done(Outcome, Option<(SessionKey, Option<HoldTask>)>),
+    /// Its session is taken: the job waits in the spool.
+    Deferred(SessionKey),
 }
 
 impl Ingest {
@@ -67,6 +83,9 @@ impl Ingest {
             spool,
             machine,
             archive: None,
+            turns: Turns::FactsOnly,
+            busy: Arc::new(Busy::default()),
+            holds: None,
         }
     }
 
@@ -76,7 +95,29 @@ impl Ingest {
         self.archive = Some(dir);
     }
 
-    /// Takes every job in the spool, batch by batch, until none is left.
+    /// Sends `turn.transcript` events (some destination takes tier 2), with a
+    /// worker that waits for a turn's words to reach the transcript file.
+    pub fn send_turns(&mut self, outbox_path: std::path::PathBuf) {
+        self.turns = Turns::Send;
+        self.holds = Some(HoldWorker::start(
+            outbox_path,
+            self.busy.clone(),
+            self.machine.clone(),
+        ));
+    }
+
+    /// True when no session is taken and no held turn waits.
+    pub fn idle(&self) -> bool {
+        self.busy.is_idle() && self.holds.as_ref().is_none_or(HoldWorker::idle)
+    }
+
+    /// Waits a little for a taken session to be given back.
+    pub fn wait_for_sessions(&self, timeout: std::time::Duration) {
+        self.busy.wait(timeout);
+    }
+
+    /// Takes every job in the spool, batch by batch, until none is left or every
+    /// job left waits for its session.
     pub fn drain(&mut self) -> Result<DrainReport, String> {
         let mut report = DrainReport::default();
         loop {
@@ -87,7 +128,9 @@ impl Ingest {
             if names.is_empty() {
                 return Ok(report);
             }
-            for (name, outcome) in self.batch(&names)? {
+            let (outcomes, deferred) = self.batch(&names)?;
+            let progressed = !outcomes.is_empty();
+            for (name, outcome) in outcomes {
                 report.jobs += 1;
                 match &outcome {
                     Outcome::Appended(n) => report.events += n,
@@ -107,30 +150,68 @@ impl Ingest {
                     crate::log::warn(&format!("cannot remove job {name}: {e}"));
                 }
             }
+            report.deferred = deferred;
+            if !progressed {
+                return Ok(report);
+            }
         }
     }
 
-    /// Commits one batch and returns each job's outcome, in order.
-    fn batch(&mut self, names: &[String]) -> Result<Vec<(String, Outcome)>, String> {
+    /// Commits one batch: each job's outcome in order, and how many were deferred.
+    fn batch(&mut self, names: &[String]) -> Result<(Vec<(String, Outcome)>, usize), String> {
         let db = |e: rusqlite::Error| format!("outbox: {e}");
-        let machine = self.machine.clone();
-        let tx = self.outbox.begin().map_err(db)?;
+        let ctx = Ctx {
+            machine: &self.machine,
+            turns: self.turns,
+            busy: &self.busy,
+        };
+        let mut taken: HashSet<SessionKey> = HashSet::new();
+        let mut deferred: HashSet<SessionKey> = HashSet::new();
+        let mut holds: Vec<HoldTask> = Vec::new();
         let mut outcomes = Vec::with_capacity(names.len());
+        let mut waiting = 0;
+        let tx = self.outbox.begin().map_err(db)?;
         for name in names {
             if let Some(done) = tx.job_outcome(name).map_err(db)? {
                 outcomes.push((name.clone(), Outcome::from_record(&done)));
                 continue;
             }
-            let outcome = match Job::read(&self.spool.path(name)) {
-                Ok(job) => ingest_job(&tx, &job, &machine).map_err(db)?,
-                Err(why) => Outcome::Quarantined(why),
+            let taken_now = match Job::read(&self.spool.path(name)) {
+                Ok(job) => ingest_job(&tx, &job, &ctx, &mut taken, &deferred).map_err(db)?,
+                Err(why) => Taken::Done(Outcome::Quarantined(why), None),
             };
-            tx.mark_job(name, &outcome.record(), crate::time::now_ms())
-                .map_err(db)?;
-            outcomes.push((name.clone(), outcome));
+            match taken_now {
+                Taken::Deferred(key) => {
+                    waiting += 1;
+                    deferred.insert(key);
+                }
+                Taken::Done(outcome, session) => {
+                    if let Some((_, Some(hold))) = session {
+                        holds.retain(|h| h.key != hold.key);
+                        holds.push(hold);
+                    }
+                    tx.mark_job(name, &outcome.record(), crate::time::now_ms())
+                        .map_err(db)?;
+                    outcomes.push((name.clone(), outcome));
+                }
+            }
         }
-        tx.commit().map_err(db)?;
-        Ok(outcomes)
+        let committed = tx.commit().map_err(db);
+        // Sessions go back once their events are committed; a held turn's session
+        // stays taken and goes to the hold worker.
+        for key in &taken {
+            if !(committed.is_ok() && holds.iter().any(|h| &h.key == key)) {
+                self.busy.give_back(key);
+            }
+        }
+        committed?;
+        for hold in holds {
+            match &self.holds {
+                Some(w) => w.submit(hold),
+                None => self.busy.give_back(&hold.key),
+            }
+        }
+        Ok((outcomes, waiting))
     }
 
     pub fn outbox(&self) -> &Outbox {
@@ -138,36 +219,93 @@ impl Ingest {
     }
 }
 
-/// Maps one job and appends its events inside `tx`.
-pub fn ingest_job(tx: &OutboxTx<'_>, job: &Job, machine: &str) -> rusqlite::Result<Outcome> {
+struct Ctx<'a> {
+    machine: &'a str,
+    turns: Turns,
+    busy: &'a Busy,
+}
+
+/// Maps one job and appends its events inside `tx`, unless its session is taken.
+fn ingest_job(
+    tx: &OutboxTx<'_>,
+    job: &Job,
+    ctx: &Ctx<'_>,
+    taken: &mut HashSet<SessionKey>,
+    deferred: &HashSet<SessionKey>,
+) -> rusqlite::Result<Taken> {
     let Some(adapter) = adapters::lookup(&job.harness) else {
-        return Ok(Outcome::Quarantined(format!(
-            "no adapter for harness {:?}",
-            job.harness
-        )));
+        let why = format!("no adapter for harness {:?}", job.harness);
+        return Ok(Taken::Done(Outcome::Quarantined(why), None));
     };
     let mapping = match adapter.map(job) {
         Ok(Mapped::Events(m)) => *m,
-        Ok(Mapped::Ignored(why)) => return Ok(Outcome::Ignored(why)),
-        Err(e) => return Ok(Outcome::Quarantined(e.0)),
+        Ok(Mapped::Ignored(why)) => return Ok(Taken::Done(Outcome::Ignored(why), None)),
+        Err(e) => return Ok(Taken::Done(Outcome::Quarantined(e.0), None)),
     };
+    let key: SessionKey = (adapter.name().to_string(), mapping.session_id.clone());
+    // Later jobs of a deferred session wait too, so its events stay in order.
+    if deferred.contains(&key) || (!taken.contains(&key) && !ctx.busy.try_take(&key)) {
+        return Ok(Taken::Deferred(key));
+    }
+    taken.insert(key.clone());
+
     let mut record = tx.load_session(adapter.name(), &mapping.session_id)?;
     let mut events = mapping.events;
     adapter.remember(job, &mut events, &mut record.memo);
     let mut block = mapping.block;
-    block.machine = Some(machine.to_string());
+    block.machine = Some(ctx.machine.to_string());
     record.block.merge(&block);
     if mapping.harness_version.is_some() {
         record.version = mapping.harness_version;
     }
-    let events = session::apply_rules(&mut record, events);
+    let tool_event = !events.is_empty()
+        && events
+            .iter()
+            .all(|e| matches!(e, EventData::ToolStarted(_) | EventData::ToolEnded(_)));
+    let files = adapter.files(job);
+    let around = reading::around_call(adapter, job, &files, tool_event, &mut record, ctx.turns);
+    let mut all = around.before;
+    all.extend(events);
+    all.extend(around.after);
+    let count = append_events(
+        tx,
+        adapter,
+        &mapping.session_id,
+        &mut record,
+        &job.event,
+        job.at_ms(),
+        all,
+    )?;
+    tx.save_session(adapter.name(), &mapping.session_id, &record)?;
+    let hold = around.hold.map(|hold| HoldTask {
+        key: key.clone(),
+        event: job.event.clone(),
+        hold,
+        since: std::time::Instant::now(),
+    });
+    Ok(Taken::Done(Outcome::Appended(count), Some((key, hold))))
+}
+
+/// Applies the session rules to `events`, stamps and redacts them, and appends
+/// them; `record` is updated, not saved.
+pub fn append_events(
+    tx: &OutboxTx<'_>,
+    adapter: &dyn Adapter,
+    session_id: &str,
+    record: &mut SessionRecord,
+    harness_event: &str,
+    time_ms: i64,
+    events: Vec<EventData>,
+) -> rusqlite::Result<usize> {
+    let events = session::apply_rules(record, events);
+    reading::track_running_turn(record, &events);
     let stamp = Stamp {
         harness: adapter.name(),
-        harness_event: Some(&job.event),
+        harness_event: Some(harness_event),
         version: record.version.as_deref(),
-        session_id: &mapping.session_id,
+        session_id,
         block: &record.block,
-        time_ms: job.at_ms(),
+        time_ms,
     };
     let count = events.len();
     for event in events {
@@ -175,8 +313,45 @@ pub fn ingest_job(tx: &OutboxTx<'_>, job: &Job, machine: &str) -> rusqlite::Resu
         redact_secrets(&mut env);
         tx.append(&mut env)?;
     }
-    tx.save_session(adapter.name(), &mapping.session_id, &record)?;
-    Ok(Outcome::Appended(count))
+    Ok(count)
+}
+
+/// One attempt of the hold worker: reads the transcript for a held turn and
+/// appends it when whole. True when there is nothing more to wait for.
+pub fn append_held_turn(
+    ob: &mut Outbox,
+    adapter: &dyn Adapter,
+    session_id: &str,
+    harness_event: &str,
+    hold: &Hold,
+    machine: &str,
+) -> Result<bool, String> {
+    let db = |e: rusqlite::Error| format!("outbox: {e}");
+    let tx = ob.begin().map_err(db)?;
+    let mut record = tx.load_session(adapter.name(), session_id).map_err(db)?;
+    if record.hold.as_ref() != Some(hold) {
+        return Ok(true); // a later hook sent it, or a newer turn holds
+    }
+    record.block.machine = Some(machine.to_string());
+    let turns = reading::held_turn(adapter, &mut record, crate::time::now_ms());
+    if turns.is_empty() {
+        return Ok(false);
+    }
+    record.hold = None;
+    append_events(
+        &tx,
+        adapter,
+        session_id,
+        &mut record,
+        harness_event,
+        crate::time::now_ms(),
+        turns,
+    )
+    .map_err(db)?;
+    tx.save_session(adapter.name(), session_id, &record)
+        .map_err(db)?;
+    tx.commit().map_err(db)?;
+    Ok(true)
 }
 
 /// `secrets@1` on every string of the event's data and on the session's title,

@@ -9,8 +9,10 @@
 
 pub mod adapters;
 pub mod cli;
+pub mod config;
 pub mod conformance;
 pub mod daemon;
+pub mod facts;
 pub mod ingest;
 pub mod install;
 pub mod job;
@@ -19,7 +21,10 @@ pub mod outbox;
 pub mod paths;
 pub mod privacy;
 pub mod protocol;
+pub mod reading;
 pub mod session;
 pub mod spool;
 pub mod tail;
+pub mod transcript;
+pub mod worker;
 pub mod time;

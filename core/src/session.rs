@@ -29,6 +29,30 @@ pub struct SessionRecord {
     pub open: Vec<OpenAttention>,
     #[serde(default)]
     pub started: bool,
+    /// The turn the hooks hold as running (its turn id), from `turn.started`
+    /// until its `turn.ended`.
+    #[serde(default)]
+    pub running_turn: Option<String>,
+    /// Where the session's transcript is read, and how far.
+    #[serde(default)]
+    pub transcript: Option<TranscriptState>,
+    /// A turn whose Stop named words the transcript did not have yet: later
+    /// non-tool hooks read for it until `until_ms`.
+    #[serde(default)]
+    pub hold: Option<Hold>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TranscriptState {
+    pub path: String,
+    pub log: crate::transcript::TurnLog,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hold {
+    pub turn_id: Option<String>,
+    pub words: String,
+    pub until_ms: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

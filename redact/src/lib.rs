@@ -8,8 +8,9 @@
 //!   machine and account.
 //!
 //! Both string rules are linear-time (the `regex` crate and hand-written scanners, no
-//! backtracking), idempotent (`f(f(s)) == f(s)`), and return `Cow::Borrowed` when
-//! nothing changed. This crate does no I/O and keeps no state, except [`vectors`],
+//! backtracking), idempotent (`f(f(s)) == f(s)`: a string a rule changed is checked
+//! again, see `spans::to_fixed_point`), and return `Cow::Borrowed` when nothing
+//! changed. This crate does no I/O and keeps no state, except [`vectors`],
 //! which reads the conformance vector files it is pointed at. It does not decide
 //! which fields an event keeps at a tier (the core's `filter` does) or which sinks get
 //! `pii@1`.
@@ -34,13 +35,13 @@ pub const PHONE: &str = pii::PHONE;
 /// `secrets@1` on one string. Replaces a secret value, keeps the sentence
 /// (`password: [redacted]`).
 pub fn secrets(s: &str) -> Cow<'_, str> {
-    secrets::redact(s)
+    spans::to_fixed_point(s, secrets::redact)
 }
 
 /// `pii@1` on one string: emails → `[email]`, phone numbers → `[phone]`, home paths →
 /// `~` (`home` given by the caller, e.g. `/Users/alice`; `None` leaves paths alone).
 pub fn pii<'a>(s: &'a str, home: Option<&str>) -> Cow<'a, str> {
-    pii::redact(s, home)
+    spans::to_fixed_point(s, |s| pii::redact(s, home))
 }
 
 /// `pii@1`'s session-block rule, in place: `machine` becomes [`machine_hash`] of it,

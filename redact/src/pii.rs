@@ -37,8 +37,9 @@ static PHONE_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// `pii@1` on one string.
 pub(crate) fn redact<'a>(s: &'a str, home: Option<&str>) -> Cow<'a, str> {
     let mut spans = Spans::new();
+    // A home is a path (`/Users/alice`, `C:\Users\alice`): not `/`, `C:\` or `~`.
     if let Some(home) = home.map(|h| h.trim_end_matches(['/', '\\']))
-        && home.len() > 1
+        && home.contains(['/', '\\'])
         && !home.starts_with('~')
     {
         homes(s, home, &mut spans);
@@ -169,6 +170,11 @@ mod tests {
         assert_eq!(run("/data/Users/alice/x"), "/data/Users/alice/x");
         assert_eq!(redact("/Users/alice/x", Some("/Users/alice/")), "~/x");
         assert_eq!(redact("/x", Some("/")), "/x");
+        assert_eq!(redact("C:\\x C:", Some("C:\\")), "C:\\x C:");
+        assert_eq!(
+            redact("C:\\Users\\alice\\x", Some("C:\\Users\\alice")),
+            "~\\x"
+        );
         assert_eq!(redact("/x", None), "/x");
     }
 

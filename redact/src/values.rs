@@ -183,16 +183,14 @@ fn closing_quote(b: &[u8], start: usize, q: u8, escaped: bool) -> Option<usize> 
 }
 
 /// Skips an authorization scheme word and the blanks after it.
-pub(crate) fn skip_scheme(b: &[u8], pos: usize) -> usize {
+fn skip_scheme(b: &[u8], pos: usize) -> usize {
     const SCHEMES: &[&[u8]] = &[b"bearer", b"basic", b"token", b"digest", b"bot", b"apikey"];
-    let word = b[pos.min(b.len())..]
-        .iter()
-        .take_while(|c| c.is_ascii_alphabetic())
-        .count();
-    let is_scheme = SCHEMES
-        .iter()
-        .any(|s| b[pos..pos + word].eq_ignore_ascii_case(s));
-    let blanks = b[pos + word..]
+    let Some(rest) = b.get(pos..) else {
+        return pos;
+    };
+    let word = rest.iter().take_while(|c| c.is_ascii_alphabetic()).count();
+    let is_scheme = SCHEMES.iter().any(|s| rest[..word].eq_ignore_ascii_case(s));
+    let blanks = rest[word..]
         .iter()
         .take_while(|&&c| c == b' ' || c == b'\t')
         .count();

@@ -48,12 +48,14 @@ pub const SUMMARY_TEXT: &str =
 pub enum Turn {
     /// A text answer, stop reason `end_turn`.
     Text(String),
-    /// One `tool_use` block, stop reason `tool_use`.
+    /// One `tool_use` block, stop reason `tool_use`; `preface` is text the model
+    /// says first, in a block of its own (words before a tool call).
     ToolUse {
         /// The tool's name as the harness offers it (`Bash`).
         name: String,
         /// The tool's input.
         input: Value,
+        preface: Option<String>,
     },
 }
 
@@ -68,6 +70,19 @@ impl Turn {
         Turn::ToolUse {
             name: name.into(),
             input,
+            preface: None,
+        }
+    }
+
+    /// This tool call, with `text` said before it in the same message.
+    pub fn after_saying(self, text: impl Into<String>) -> Turn {
+        match self {
+            Turn::ToolUse { name, input, .. } => Turn::ToolUse {
+                name,
+                input,
+                preface: Some(text.into()),
+            },
+            text_turn => text_turn,
         }
     }
 
@@ -102,15 +117,28 @@ impl Script {
     }
 }
 
-/// A turn with its tool use id fixed.
+/// A turn with its tool use id fixed: the blocks of one assistant message.
 #[derive(Clone, Debug)]
-enum Planned {
+struct Planned {
+    blocks: Vec<Block>,
+}
+
+#[derive(Clone, Debug)]
+enum Block {
     Text(String),
     ToolUse {
         id: String,
         name: String,
         input: Value,
     },
+}
+
+impl Planned {
+    fn text(text: impl Into<String>) -> Planned {
+        Planned {
+            blocks: vec![Block::Text(text.into())],
+        }
+    }
 }
 
 /// A running scripted Anthropic API. It stops when dropped.
@@ -127,19 +155,28 @@ impl MockAnthropic {
             .turns
             .into_iter()
             .map(|turn| match turn {
-                Turn::Text(text) => Planned::Text(text),
-                Turn::ToolUse { name, input } => Planned::ToolUse {
-                    id: ids.make("toolu_"),
+                Turn::Text(text) => Planned::text(text),
+                Turn::ToolUse {
                     name,
                     input,
-                },
+                    preface,
+                } => {
+                    let mut blocks: Vec<Block> = preface.into_iter().map(Block::Text).collect();
+                    blocks.push(Block::ToolUse {
+                        id: ids.make("toolu_"),
+                        name,
+                        input,
+                    });
+                    Planned { blocks }
+                }
             })
             .collect();
         let tool_use_ids = plan
             .iter()
-            .filter_map(|p| match p {
-                Planned::ToolUse { id, .. } => Some(id.clone()),
-                Planned::Text(_) => None,
+            .flat_map(|p| &p.blocks)
+            .filter_map(|b| match b {
+                Block::ToolUse { id, .. } => Some(id.clone()),
+                Block::Text(_) => None,
             })
             .collect();
         let ids = std::sync::Mutex::new(ids);
@@ -201,22 +238,16 @@ fn answer(plan: &[Planned], request: &Request, ids: &mut Ids) -> Response {
     let offers_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
     let subagent = request.header("x-claude-code-agent-id").is_some();
     let turn = if asks_for_summary(&body) {
-        Planned::Text(SUMMARY_TEXT.into())
+        Planned::text(SUMMARY_TEXT)
     } else if offers_tools && !subagent {
         let index = body["messages"]
             .as_array()
             .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
-        match plan.get(index) {
-            Some(Planned::ToolUse { id, name, input }) => Planned::ToolUse {
-                id: id.clone(),
-                name: name.clone(),
-                input: input.clone(),
-            },
-            Some(Planned::Text(text)) => Planned::Text(text.clone()),
-            None => Planned::Text(FALLBACK_TEXT.into()),
-        }
+        plan.get(index)
+            .cloned()
+            .unwrap_or_else(|| Planned::text(FALLBACK_TEXT))
     } else {
-        Planned::Text(side_text(&body))
+        Planned::text(side_text(&body))
     };
 
     let model = body["model"].as_str().unwrap_or("claude-mock").to_string();
@@ -271,10 +302,14 @@ fn estimate_tokens(body: &[u8]) -> u64 {
 }
 
 fn output_tokens(turn: &Planned) -> u64 {
-    let len = match turn {
-        Planned::Text(text) => text.len(),
-        Planned::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
-    };
+    let len: usize = turn
+        .blocks
+        .iter()
+        .map(|b| match b {
+            Block::Text(text) => text.len(),
+            Block::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
+        })
+        .sum();
     (len as u64 / 4).max(1)
 }
 
@@ -288,19 +323,28 @@ fn usage(input_tokens: u64, output_tokens: u64) -> Value {
 }
 
 fn stop_reason(turn: &Planned) -> &'static str {
-    match turn {
-        Planned::Text(_) => "end_turn",
-        Planned::ToolUse { .. } => "tool_use",
+    if turn
+        .blocks
+        .iter()
+        .any(|b| matches!(b, Block::ToolUse { .. }))
+    {
+        "tool_use"
+    } else {
+        "end_turn"
     }
 }
 
 fn whole_message(turn: &Planned, model: &str, id: &str, input_tokens: u64) -> Value {
-    let content = match turn {
-        Planned::Text(text) => json!([{"type": "text", "text": text}]),
-        Planned::ToolUse { id, name, input } => {
-            json!([{"type": "tool_use", "id": id, "name": name, "input": input}])
-        }
-    };
+    let content: Vec<Value> = turn
+        .blocks
+        .iter()
+        .map(|b| match b {
+            Block::Text(text) => json!({"type": "text", "text": text}),
+            Block::ToolUse { id, name, input } => {
+                json!({"type": "tool_use", "id": id, "name": name, "input": input})
+            }
+        })
+        .collect();
     json!({
         "id": id,
         "type": "message",
@@ -339,46 +383,48 @@ fn stream_events(turn: &Planned, model: &str, id: &str, input_tokens: u64) -> Ve
             "usage": usage(input_tokens, 1),
         }}),
     );
-    match turn {
-        Planned::Text(text) => {
-            push(
-                "content_block_start",
-                json!({"type": "content_block_start", "index": 0,
-                       "content_block": {"type": "text", "text": ""}}),
-            );
-            push("ping", json!({"type": "ping"}));
-            for piece in pieces(text, 3) {
+    for (index, block) in turn.blocks.iter().enumerate() {
+        match block {
+            Block::Text(text) => {
                 push(
-                    "content_block_delta",
-                    json!({"type": "content_block_delta", "index": 0,
-                           "delta": {"type": "text_delta", "text": piece}}),
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": index,
+                           "content_block": {"type": "text", "text": ""}}),
                 );
+                push("ping", json!({"type": "ping"}));
+                for piece in pieces(text, 3) {
+                    push(
+                        "content_block_delta",
+                        json!({"type": "content_block_delta", "index": index,
+                               "delta": {"type": "text_delta", "text": piece}}),
+                    );
+                }
+            }
+            Block::ToolUse {
+                id: tool_id,
+                name,
+                input,
+            } => {
+                push(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": index,
+                           "content_block": {"type": "tool_use", "id": tool_id, "name": name, "input": {}}}),
+                );
+                push("ping", json!({"type": "ping"}));
+                for piece in pieces(&input.to_string(), 3) {
+                    push(
+                        "content_block_delta",
+                        json!({"type": "content_block_delta", "index": index,
+                               "delta": {"type": "input_json_delta", "partial_json": piece}}),
+                    );
+                }
             }
         }
-        Planned::ToolUse {
-            id: tool_id,
-            name,
-            input,
-        } => {
-            push(
-                "content_block_start",
-                json!({"type": "content_block_start", "index": 0,
-                       "content_block": {"type": "tool_use", "id": tool_id, "name": name, "input": {}}}),
-            );
-            push("ping", json!({"type": "ping"}));
-            for piece in pieces(&input.to_string(), 3) {
-                push(
-                    "content_block_delta",
-                    json!({"type": "content_block_delta", "index": 0,
-                           "delta": {"type": "input_json_delta", "partial_json": piece}}),
-                );
-            }
-        }
+        push(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        );
     }
-    push(
-        "content_block_stop",
-        json!({"type": "content_block_stop", "index": 0}),
-    );
     push(
         "message_delta",
         json!({"type": "message_delta",

@@ -6,7 +6,10 @@
 use super::MapError;
 use crate::job::Job;
 use crate::paths::tilde;
-use crate::protocol::{ToolEnded, ToolStarted, valid_session_id};
+use crate::protocol::{
+    AttentionKind, AttentionNeeded, CompactTrigger, ToolEnded, ToolStarted, TurnStarted,
+    valid_session_id,
+};
 use serde_json::{Map, Value};
 
 /// The largest `input` or `output` carried on a tool event, as serialised JSON.
@@ -233,6 +236,67 @@ pub fn error_text(v: Option<&Value>) -> Option<String> {
         Value::String(s) => Some(s.clone()),
         other => Some(other.to_string()),
     }
+}
+
+/// `turn.started` from a Claude-shaped prompt hook: the turn id under `turn_key`
+/// and the prompt's length. Who submitted it stays unknown: only Claude Code's
+/// payload says (ADAPTERS.md, Common conventions).
+pub fn prompt_turn(p: &Map<String, Value>, turn_key: &str) -> TurnStarted {
+    TurnStarted {
+        turn_id: str_of(p, turn_key),
+        prompt_chars: p.get("prompt").and_then(Value::as_str).map(char_count),
+        ..Default::default()
+    }
+}
+
+/// A permission `attention.needed` naming the tool call of a Claude-shaped
+/// payload; the id is the caller's, since each harness has its own rule for it.
+pub fn permission_needed(
+    p: &Map<String, Value>,
+    k: &ToolKeys,
+    attention_id: String,
+) -> AttentionNeeded {
+    let tool = str_of(p, k.tool).unwrap_or_else(|| "unknown".into());
+    AttentionNeeded {
+        attention_id,
+        kind: AttentionKind::Permission,
+        message: Some(tool_message(&tool, p.get(k.input))),
+        tool: Some(tool),
+        agent_id: str_of(p, k.agent_id),
+    }
+}
+
+/// What started a compaction: `manual` when the payload's `trigger` says so, else
+/// `auto` (a harness compacts on its own unless told).
+pub fn compact_trigger(p: &Map<String, Value>) -> CompactTrigger {
+    match str_of(p, "trigger").as_deref() {
+        Some("manual") => CompactTrigger::Manual,
+        _ => CompactTrigger::Auto,
+    }
+}
+
+/// One compaction is one `context.compacted`, for a harness that fires a hook
+/// before it and one after: the PreCompact reports it, and the PostCompact that
+/// follows reports nothing; a PostCompact alone (its PreCompact hook did not run)
+/// still reports it. For an adapter's `remember`, with the session's memo.
+pub fn one_compaction(
+    event: &str,
+    events: &mut Vec<crate::protocol::EventData>,
+    memo: &mut super::Memo,
+) {
+    match event {
+        "PreCompact" => {
+            memo.insert("compacting".into(), Value::Bool(true));
+        }
+        "PostCompact" if memo.remove("compacting").is_some() => events.clear(),
+        _ => {}
+    }
+}
+
+/// A `turn.ended` error: the harness's error text (see `error_text`), cut to 200
+/// characters, since the field names the error's class and not its whole story.
+pub fn turn_error(v: Option<&Value>) -> Option<String> {
+    error_text(v).map(|e| cut_chars(&e, 200))
 }
 
 #[cfg(test)]

@@ -1,17 +1,424 @@
-//! Devin (`devin`): ADAPTERS.md's Devin row. Being written; until then every
-//! call is quarantined with the reason below rather than guessed at.
+//! Devin CLI (`devin`): ADAPTERS.md's Devin row.
+//!
+//! Owns the mapping of Devin's Claude-shaped hook payloads and where its hooks are
+//! written: the `hooks` key of the user config file. Devin's payloads differ from
+//! Claude Code's in what they lack (no `cwd`, no `transcript_path`, a word-word
+//! slug for a session id) and in `tool_response`, which is `{success, output,
+//! error}`. The folder comes from `DEVIN_PROJECT_DIR` alone.
+//!
+//! Must not register an event Devin does not know: one unknown name makes Devin
+//! reject the whole file and run none of its hooks, ours or anyone's. Must not
+//! invent what Devin does not say: no `Stop` is guaranteed, and none is made up.
 
-use super::{Adapter, MapError, Mapped};
+use super::claude_code::permission_attention_id;
+use super::common::{
+    CLAUDE_TOOL_KEYS, capped, cwd_for, error_text, payload_object, permission_needed, prompt_turn,
+    session_id, str_of, tool_ended, tool_started,
+};
+use super::{Adapter, MapError, Mapped, Mapping};
+use crate::install::{ClaudeHooks, HookEvent, HookInstall, HooksLayout, Host, Target};
 use crate::job::Job;
+use crate::protocol::*;
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
 
 pub struct Devin;
 
+const NAME: &str = "devin";
+
+/// Every event name Devin reads; any other in the file disables all of it.
+const DEVIN_EVENTS: &[&str] = &[
+    "PreToolUse",
+    "PostToolUse",
+    "UserPromptSubmit",
+    "Stop",
+    "PostCompaction",
+    "SessionStart",
+    "SessionEnd",
+    "PermissionRequest",
+];
+
 impl Adapter for Devin {
     fn name(&self) -> &'static str {
-        "devin"
+        NAME
     }
 
-    fn map(&self, _job: &Job) -> Result<Mapped, MapError> {
-        Err("the devin adapter is not written yet".into())
+    fn map(&self, job: &Job) -> Result<Mapped, MapError> {
+        let p = payload_object(job)?;
+        let session_id = session_id(&p, "session_id")?;
+        let event = if job.event.is_empty() {
+            str_of(&p, "hook_event_name").unwrap_or_default()
+        } else {
+            job.event.clone()
+        };
+        let Some(event_data) = map_event(&event, &p) else {
+            return Ok(Mapped::Ignored(format!("{event} is not mapped")));
+        };
+        // The payload never names the folder; Devin's environment is the only
+        // thing that does (ADAPTERS.md, Env). The hook's own working directory is
+        // not taken for it.
+        let block = SessionBlock {
+            cwd: job
+                .env("DEVIN_PROJECT_DIR")
+                .map(|folder| cwd_for(job, folder)),
+            ..Default::default()
+        };
+        Ok(Mapped::Events(Box::new(Mapping {
+            session_id,
+            block,
+            harness_version: None,
+            events: vec![event_data],
+        })))
+    }
+
+    fn hooks(&self) -> Option<&dyn HookInstall> {
+        Some(self)
+    }
+}
+
+fn map_event(event: &str, p: &Map<String, Value>) -> Option<EventData> {
+    Some(match event {
+        "SessionStart" => EventData::SessionStarted(SessionStarted {
+            source: StartSource::from_word(&str_of(p, "source").unwrap_or_default()),
+        }),
+        "UserPromptSubmit" => EventData::TurnStarted(prompt_turn(p, "prompt_id")),
+        "PreToolUse" => EventData::ToolStarted(tool_started(p, &CLAUDE_TOOL_KEYS)),
+        "PostToolUse" => EventData::ToolEnded(tool_result(p)),
+        "PermissionRequest" => {
+            // This payload carries the tool-use id (it follows the PreToolUse of
+            // the same id), so the attention is named by it. Minted the way Claude
+            // Code's is only if a build ever leaves it out.
+            let id = str_of(p, "tool_use_id").unwrap_or_else(|| {
+                permission_attention_id(
+                    &str_of(p, "prompt_id").unwrap_or_default(),
+                    &str_of(p, "tool_name").unwrap_or_else(|| "unknown".into()),
+                    p.get("tool_input").unwrap_or(&Value::Null),
+                )
+            });
+            EventData::AttentionNeeded(permission_needed(p, &CLAUDE_TOOL_KEYS, id))
+        }
+        "Stop" => EventData::TurnEnded(TurnEnded::new(str_of(p, "prompt_id"), TurnEndReason::Stop)),
+        // Devin has no pre-compaction hook and says nothing of who asked.
+        "PostCompaction" => EventData::ContextCompacted(ContextCompacted {
+            trigger: CompactTrigger::Auto,
+        }),
+        "SessionEnd" => EventData::SessionEnded(SessionEnded {
+            reason: EndReason::from_word(&str_of(p, "reason").unwrap_or_default()),
+        }),
+        _ => return None,
+    })
+}
+
+/// `tool.ended` from Devin's `tool_response: {success, output, error}`. A response
+/// without `success` is judged by its error; one that is not an object is the
+/// output as it stands.
+fn tool_result(p: &Map<String, Value>) -> ToolEnded {
+    let response = p.get("tool_response");
+    let field = |key: &str| response.and_then(|r| r.get(key));
+    let error = error_text(field("error"));
+    let ok = field("success")
+        .and_then(Value::as_bool)
+        .unwrap_or(error.is_none());
+    let mut ended = tool_ended(p, &CLAUDE_TOOL_KEYS, ok, error);
+    if response.is_some_and(Value::is_object) {
+        ended.output = field("output").filter(|v| !v.is_null()).map(capped);
+    }
+    ended
+}
+
+static HOOKS: ClaudeHooks = ClaudeHooks {
+    layout: HooksLayout {
+        // Exactly Devin's eight; the matcher (a regex, where `""` matches every
+        // tool) only where Devin matches on a tool name.
+        events: &[
+            HookEvent::plain("SessionStart"),
+            HookEvent::plain("UserPromptSubmit"),
+            HookEvent::matched("PreToolUse"),
+            HookEvent::matched("PostToolUse"),
+            HookEvent::matched("PermissionRequest"),
+            HookEvent::plain("Stop"),
+            HookEvent::plain("PostCompaction"),
+            HookEvent::plain("SessionEnd"),
+        ],
+        timeout_s: 5,
+        timeout_unit_ms: false,
+        handler_name: None,
+    },
+    accepted_events: Some(DEVIN_EVENTS),
+};
+
+/// Devin's config folder: `%APPDATA%\devin` on Windows, else
+/// `$XDG_CONFIG_HOME/devin` (an absolute one, as XDG asks) or `~/.config/devin`.
+fn config_dir(host: &Host) -> PathBuf {
+    if cfg!(windows)
+        && let Some(appdata) = host.var("APPDATA")
+    {
+        return Path::new(appdata).join("devin");
+    }
+    match host.var("XDG_CONFIG_HOME").map(Path::new) {
+        Some(xdg) if xdg.is_absolute() => xdg.join("devin"),
+        _ => host.home.join(".config/devin"),
+    }
+}
+
+impl HookInstall for Devin {
+    /// The user config file, the only place a user-wide Devin hook lives
+    /// (`.devin/hooks.v1.json` is per project). Not found when Devin's config
+    /// folder does not exist and `devin` is not on `PATH`.
+    fn targets(&self, host: &Host) -> Vec<Target> {
+        let dir = config_dir(host);
+        if !dir.is_dir() && !host.on_path("devin") {
+            return Vec::new();
+        }
+        vec![Target {
+            path: dir.join("config.json"),
+            format: &HOOKS,
+        }]
+    }
+
+    fn note(&self) -> Option<&'static str> {
+        Some(
+            "Devin reads its hooks when a session starts; `/hooks` inside devin lists the ones that loaded",
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::Memo;
+    use crate::session::{SessionRecord, apply_rules};
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    const CALL: &str = "call_e4ee5fa9d8e744d18ac42d8e#42f1582708a345a09d67f3e7324bcede";
+
+    fn job(event: &str, extra: Value) -> Job {
+        let mut p = json!({
+            "hook_event_name": event,
+            "session_id": "frill-vulture",
+            "prompt_id": "715ae593-e501-4349-b11f-ed487c21047f",
+        });
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        Job {
+            harness: NAME.into(),
+            event: event.into(),
+            argv: vec![NAME.into(), event.into()],
+            at_ns: 1_700_000_000_000_000_000,
+            payload: p.to_string().into_bytes(),
+            env: BTreeMap::from([
+                ("HOME".to_string(), "/home/ann".to_string()),
+                (
+                    "DEVIN_PROJECT_DIR".to_string(),
+                    "/home/ann/src/app".to_string(),
+                ),
+            ]),
+            ..Default::default()
+        }
+    }
+
+    fn mapped(j: &Job) -> Mapping {
+        match Devin.map(j).unwrap() {
+            Mapped::Events(m) => *m,
+            Mapped::Ignored(why) => panic!("ignored: {why}"),
+        }
+    }
+
+    fn only(event: &str, extra: Value) -> Value {
+        let m = mapped(&job(event, extra));
+        assert_eq!(m.session_id, "frill-vulture");
+        assert_eq!(m.block.cwd.as_deref(), Some("~/src/app"));
+        assert_eq!(m.events.len(), 1);
+        let (kind, data) = m.events[0].clone().into_parts();
+        json!({"type": kind, "data": data})
+    }
+
+    #[test]
+    fn tool_response_gives_ok_error_and_output() {
+        let failed = only(
+            "PostToolUse",
+            json!({"tool_name": "exec", "tool_use_id": CALL,
+                   "tool_response": {"success": false, "output": "", "error": "exit status 2"}}),
+        );
+        assert_eq!(failed["type"], "tool.ended");
+        assert_eq!(failed["data"]["ok"], false);
+        assert_eq!(failed["data"]["error"], "exit status 2");
+        assert_eq!(failed["data"]["output"], "");
+        assert_eq!(failed["data"]["call_id"], CALL);
+        let ok = only(
+            "PostToolUse",
+            json!({"tool_name": "read", "tool_response": {"success": true, "output": {"lines": 3}, "error": null}}),
+        );
+        assert_eq!(ok["data"]["ok"], true);
+        assert_eq!(ok["data"]["output"], json!({"lines": 3}));
+        assert!(ok["data"].get("error").is_none());
+        // No `success`: the error decides; not an object: it is the output.
+        let judged = only(
+            "PostToolUse",
+            json!({"tool_name": "x", "tool_response": {"error": "denied"}}),
+        );
+        assert_eq!(judged["data"]["ok"], false);
+        let bare = only(
+            "PostToolUse",
+            json!({"tool_name": "x", "tool_response": "plain"}),
+        );
+        assert_eq!(
+            (bare["data"]["ok"].clone(), bare["data"]["output"].clone()),
+            (json!(true), json!("plain"))
+        );
+    }
+
+    #[test]
+    fn permission_is_named_by_its_tool_use_id() {
+        let e = only(
+            "PermissionRequest",
+            json!({"tool_name": "exec", "tool_use_id": CALL, "tool_input": {"command": "rm -rf build"}}),
+        );
+        assert_eq!(
+            e["data"],
+            json!({"attention_id": CALL, "kind": "permission", "tool": "exec", "message": "exec rm -rf build"})
+        );
+        let minted = only(
+            "PermissionRequest",
+            json!({"tool_name": "exec", "tool_input": {"command": "ls"}}),
+        );
+        assert!(
+            minted["data"]["attention_id"]
+                .as_str()
+                .unwrap()
+                .starts_with("perm-")
+        );
+    }
+
+    #[test]
+    fn a_rejected_tool_without_stop_still_closes_its_attention() {
+        // Recorded order: PreToolUse, PermissionRequest (same id), SessionEnd, no Stop.
+        let mut record = SessionRecord::default();
+        let mut memo = Memo::new();
+        let mut kinds = Vec::new();
+        for (event, extra) in [
+            ("SessionStart", json!({"source": "startup"})),
+            ("UserPromptSubmit", json!({"prompt": "delete it"})),
+            (
+                "PreToolUse",
+                json!({"tool_name": "exec", "tool_use_id": CALL}),
+            ),
+            (
+                "PermissionRequest",
+                json!({"tool_name": "exec", "tool_use_id": CALL}),
+            ),
+            ("SessionEnd", json!({"reason": "other"})),
+        ] {
+            let j = job(event, extra);
+            let mut evs = mapped(&j).events;
+            Devin.remember(&j, &mut evs, &mut memo);
+            for e in apply_rules(&mut record, evs) {
+                let (kind, data) = e.into_parts();
+                kinds.push(format!(
+                    "{kind} {}",
+                    data.get("how").map_or("", |h| h.as_str().unwrap())
+                ));
+            }
+        }
+        assert_eq!(
+            kinds,
+            [
+                "session.started ",
+                "turn.started ",
+                "tool.started ",
+                "attention.needed ",
+                "attention.cleared cancelled",
+                "session.ended "
+            ]
+        );
+    }
+
+    #[test]
+    fn the_other_events() {
+        assert_eq!(
+            only("SessionStart", json!({"source": "resume"}))["data"],
+            json!({"source": "resume"})
+        );
+        assert_eq!(
+            only("UserPromptSubmit", json!({"prompt": "héllo"}))["data"],
+            json!({"turn_id": "715ae593-e501-4349-b11f-ed487c21047f", "prompt_chars": 5})
+        );
+        assert_eq!(
+            only("PostCompaction", json!({}))["data"],
+            json!({"trigger": "auto"})
+        );
+        assert_eq!(
+            only("Stop", json!({"stop_hook_active": false}))["data"]["reason"],
+            "stop"
+        );
+        assert_eq!(
+            only("SessionEnd", json!({"reason": "exit"}))["data"],
+            json!({"reason": "exit"})
+        );
+    }
+
+    #[test]
+    fn unknown_events_are_ignored_and_the_folder_comes_only_from_the_environment() {
+        assert!(matches!(
+            Devin.map(&job("Notification", json!({}))).unwrap(),
+            Mapped::Ignored(_)
+        ));
+        let mut j = job("Stop", json!({}));
+        j.env.remove("DEVIN_PROJECT_DIR");
+        j.cwd = "/home/ann/src/app".into();
+        assert_eq!(mapped(&j).block.cwd, None);
+        // A slug is a session id; one the protocol cannot carry is an error.
+        let mut bad = job("Stop", json!({}));
+        bad.payload = br#"{"session_id": "a b"}"#.to_vec();
+        assert!(Devin.map(&bad).is_err());
+    }
+
+    fn host(home: &Path, vars: &[(&str, &str)]) -> Host {
+        Host {
+            home: home.to_path_buf(),
+            vars: vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_config_file_follows_xdg_and_needs_devin_to_be_there() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        assert!(Devin.targets(&host(&home, &[("PATH", "")])).is_empty());
+        std::fs::create_dir_all(home.join(".config/devin")).unwrap();
+        let t = Devin.targets(&host(&home, &[]));
+        assert_eq!(t[0].path, home.join(".config/devin/config.json"));
+        let xdg = tmp.path().join("xdg");
+        std::fs::create_dir_all(xdg.join("devin")).unwrap();
+        let xdg_s = xdg.to_str().unwrap();
+        let t = Devin.targets(&host(&home, &[("XDG_CONFIG_HOME", xdg_s)]));
+        assert_eq!(t[0].path, xdg.join("devin/config.json"));
+        // A relative XDG_CONFIG_HOME is ignored, as the XDG spec says.
+        let t = Devin.targets(&host(&home, &[("XDG_CONFIG_HOME", "rel")]));
+        assert_eq!(t[0].path, home.join(".config/devin/config.json"));
+    }
+
+    #[test]
+    fn the_layout_registers_exactly_devins_events() {
+        let names: Vec<&str> = HOOKS.layout.events.iter().map(|e| e.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        let mut want = DEVIN_EVENTS.to_vec();
+        want.sort();
+        assert_eq!(sorted, want);
+        let matched: Vec<&str> = HOOKS
+            .layout
+            .events
+            .iter()
+            .filter(|e| e.matcher.is_some())
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(matched, ["PreToolUse", "PostToolUse", "PermissionRequest"]);
     }
 }

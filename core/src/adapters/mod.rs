@@ -9,6 +9,7 @@
 mod antigravity;
 pub mod claude_code;
 mod codex;
+mod codex_notify;
 pub mod common;
 mod devin;
 mod gemini_cli;
@@ -58,6 +59,21 @@ pub trait Adapter: Sync {
     fn hooks(&self) -> Option<&dyn HookInstall> {
         None
     }
+    /// Facts from the harness's own files for this call's session (account,
+    /// registry title, link), read by the daemon after the hook exited. Only
+    /// called on calls that are not tool events; cheap and never failing.
+    fn facts(&self, _job: &Job, _files: &SessionFiles) -> SessionBlock {
+        SessionBlock::default()
+    }
+    /// Where the call's session lives on disk and what it asks of the transcript
+    /// (read from the same payload as `map`, only when the daemon needs it).
+    fn files(&self, _job: &Job) -> SessionFiles {
+        SessionFiles::default()
+    }
+    /// How this harness's transcript is read (tier 2).
+    fn transcript(&self) -> Option<&dyn crate::transcript::TranscriptSource> {
+        None
+    }
 }
 
 /// What one hook call becomes.
@@ -76,6 +92,17 @@ pub struct Mapping {
     pub block: SessionBlock,
     pub harness_version: Option<String>,
     pub events: Vec<EventData>,
+}
+
+/// Where a call's session lives on disk, and what the call asks of its transcript.
+#[derive(Clone, Debug, Default)]
+pub struct SessionFiles {
+    /// The folder the session runs in, absolute (for facts such as the repo).
+    pub folder: Option<std::path::PathBuf>,
+    /// The session's transcript, when the call names it.
+    pub transcript: Option<std::path::PathBuf>,
+    /// What this call asks of the transcript (read only where tier 2 is wanted).
+    pub read: Option<crate::transcript::ReadPlan>,
 }
 
 /// A call that cannot be read at all: quarantined with this reason, never retried.

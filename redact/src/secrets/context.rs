@@ -32,11 +32,11 @@ fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("context regex")
 }
 
-/// `scheme://user:password@`: group 1 is the password.
-/// The user part cannot hold `[` or `]` (RFC 3986 delimiters; and `[email]` there
-/// means `pii@1` took an `@` out, which must not make a new match).
+/// `scheme://user:password@`: group 1 is the password. The user part cannot hold
+/// `[`, `]` (RFC 3986 delimiters) or `~`: `[email]` or `~` there means `pii@1` took an
+/// `@` or a `/` out, which must not make a new match.
 static URL_PASSWORD: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@?#\[\]]*:([^\s/@?#]+)@"));
+    LazyLock::new(|| re(r"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@?#\[\]~]*:([^\s/@?#]+)@"));
 
 /// From a secret stem to the end of a separator: the rest of the name, the closing
 /// quote of a quoted key, and `=`, `:`, `:=` or `=>`. The value starts where the match
@@ -74,8 +74,8 @@ static PROSE: LazyLock<Regex> = LazyLock::new(|| {
     ))
 });
 
-/// Literals one of which every match here contains, besides a stem of
-/// `NAME_STEMS` (for the pre-check).
+/// Literals one of which every match here contains that has no stem of `NAME_STEMS`
+/// (for the gate in `secrets`).
 pub(super) fn hint_literals() -> impl Iterator<Item = &'static str> {
     SCHEME_WORDS.iter().copied().chain(["://"])
 }

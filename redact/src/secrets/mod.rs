@@ -2,11 +2,12 @@
 //! them. Runs on every string of every event above tier 0, so ordinary text must cost
 //! little.
 //!
-//! It owns the order of work: each rule family (`vendor`, `pem`, `context`) runs only
-//! when its gate, a literal scan for what every match of the family contains, finds
-//! something; the families report spans on the original text, merged and written
-//! once. It must not keep state between calls, read files or clocks, or return an
-//! owned string when nothing changed.
+//! It owns the order of work and the fast path: each rule family (`vendor`, `pem`,
+//! `context`) starts with a literal scan (the vendor regex's prefilter on the shapes'
+//! starts, a substring search for `-----BEGIN `, the context gate), so ordinary text
+//! costs a few scans at GB/s; the families report spans on the original text, merged
+//! and written once. It must not keep state between calls, read files or clocks, or
+//! return an owned string when nothing changed.
 
 mod context;
 mod pem;
@@ -19,20 +20,15 @@ use regex::Regex;
 
 use crate::spans::Spans;
 
-/// Literals per gate regex. The regex crate scans for a small set of literals with a
-/// SIMD searcher (Teddy) at several GB/s and falls back to a much slower automaton
-/// for large sets, so a gate's literals are split into small sets.
-const LITERALS_PER_REGEX: usize = 16;
-
-/// The context rules' gate: regexes one of which matches wherever a context rule
-/// could (a name stem, a scheme word, `://`). Most strings that reach it are not
-/// secrets, and the context rules are the slow ones.
-static CONTEXT_GATE: LazyLock<Vec<Regex>> = LazyLock::new(|| {
+/// The context rules' gate: one of these matches wherever a context rule could (a
+/// name stem; a scheme word or `://`). Most strings that reach it hold no secret, and
+/// the context rules are the slow ones. Two regexes, not one: the case-insensitive
+/// stems alone are a small literal set the regex crate scans for with SIMD, and
+/// adding the other literals would push it onto a much slower automaton.
+static CONTEXT_GATE: LazyLock<[Regex; 2]> = LazyLock::new(|| {
     let literals: Vec<String> = context::hint_literals().map(regex::escape).collect();
-    std::iter::once(context::NAME_STEMS.to_string())
-        .chain(literals.chunks(LITERALS_PER_REGEX).map(|c| c.join("|")))
+    [context::NAME_STEMS.to_string(), literals.join("|")]
         .map(|p| Regex::new(&p).expect("gate regex"))
-        .collect()
 });
 
 /// The length of the shortest text any rule redacts something in: `token=x` and
@@ -45,8 +41,6 @@ pub(crate) fn redact(s: &str) -> Cow<'_, str> {
         return Cow::Borrowed(s);
     }
     let mut spans = Spans::new();
-    // Each a literal scan of its own: the vendor regex has a prefilter on the shapes'
-    // starts, the key block scanner looks for `-----BEGIN `.
     vendor::collect(s, &mut spans);
     pem::collect(s, &mut spans);
     if CONTEXT_GATE.iter().any(|re| re.is_match(s)) {

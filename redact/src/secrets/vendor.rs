@@ -1,8 +1,9 @@
 //! Vendor token shapes of `secrets@1`: credentials recognisable by their own form
 //! (`ghp_…`, `sk-…`, `AKIA…`, JWTs, webhook URLs), wherever they appear.
 //!
-//! It owns the table of shapes, the one combined regex built from it (linear time,
-//! literal prefilter) and the check that keeps placeholders such as
+//! It owns the table of shapes, the regexes built from it (linear time: one combined
+//! regex whose literal prefilter skips ordinary text, plus one per shape without a
+//! literal start) and the check that keeps placeholders such as
 //! `sk-xxxxxxxxxxxxxxxxxxxx` out. It must not look at names or sentences around a
 //! token (`context` does) nor at private key blocks (`pem` does).
 

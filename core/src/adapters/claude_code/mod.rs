@@ -7,15 +7,19 @@
 //! `hookEventName` + `workspaceRoot`) and Devin (no `transcript_path`, a slug for a
 //! session id). Both report nothing here; their own adapters report them.
 
+mod facts;
+mod transcript;
+
 use super::common::{
     CLAUDE_TOOL_KEYS, MAX_MESSAGE_CHARS, char_count, cut_chars, cwd_for, error_text, is_uuid,
     one_line, payload_object, session_id, str_of, tool_ended, tool_message, tool_started,
     version_from_ai_agent,
 };
-use super::{Adapter, MapError, Mapped, Mapping, Memo};
+use super::{Adapter, MapError, Mapped, Mapping, Memo, SessionFiles};
 use crate::install::{ClaudeHooks, HookEvent, HookInstall, HooksLayout, Host, Target};
 use crate::job::Job;
 use crate::protocol::*;
+use crate::transcript::{ReadPlan, TranscriptSource, Want};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
@@ -86,6 +90,48 @@ impl Adapter for ClaudeCode {
 
     fn hooks(&self) -> Option<&dyn HookInstall> {
         Some(self)
+    }
+
+    fn files(&self, job: &Job) -> SessionFiles {
+        let Ok(p) = payload_object(job) else {
+            return SessionFiles::default();
+        };
+        let plan = |want, after, hold, interruption| {
+            Some(ReadPlan {
+                want,
+                after,
+                hold,
+                interruption,
+            })
+        };
+        let read = match job.event.as_str() {
+            "UserPromptSubmit" | "PreCompact" | "SessionStart" => {
+                plan(Want::Closed, false, false, true)
+            }
+            "Stop" => match str_of(&p, "last_assistant_message") {
+                Some(words) => plan(Want::EndedWith(words), true, true, false),
+                // Ended on a tool call or a thinking block: read once, as it stands.
+                None => plan(Want::All, true, false, false),
+            },
+            "StopFailure" => plan(Want::All, true, false, false),
+            "SessionEnd" => plan(Want::All, false, false, false),
+            _ => None,
+        };
+        SessionFiles {
+            folder: str_of(&p, "cwd")
+                .or_else(|| job.env("CLAUDE_PROJECT_DIR").map(str::to_string))
+                .map(PathBuf::from),
+            transcript: str_of(&p, "transcript_path").map(PathBuf::from),
+            read,
+        }
+    }
+
+    fn transcript(&self) -> Option<&dyn TranscriptSource> {
+        Some(&transcript::ClaudeTranscript)
+    }
+
+    fn facts(&self, job: &Job, files: &SessionFiles) -> SessionBlock {
+        facts::facts(job, files)
     }
 }
 

@@ -1,0 +1,37 @@
+//! The person's settings for this machine: `config.json` in the state dir.
+//!
+//! Small and optional: a missing file is the defaults, an unreadable one is
+//! reported and the defaults used (the daemon must start regardless).
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// Read transcripts into `turn.transcript` events (tier 2). Off by default:
+    /// turned on when a destination takes tier 2, or by the person for local use.
+    pub transcripts: bool,
+    /// The machine name events carry instead of the hostname.
+    pub machine: Option<String>,
+}
+
+impl Config {
+    pub fn load(state_dir: &Path) -> Result<Config, String> {
+        let path = state_dir.join("config.json");
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| format!("{} is not valid: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+
+    pub fn save(&self, state_dir: &Path) -> Result<(), String> {
+        crate::paths::create_private_dir(state_dir).map_err(|e| e.to_string())?;
+        let path = state_dir.join("config.json");
+        let json = serde_json::to_vec_pretty(self).expect("config serialises");
+        crate::install::write_atomic(&path, &json)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+}

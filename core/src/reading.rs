@@ -1,0 +1,222 @@
+//! What the daemon reads from a harness's own files around one hook call: facts
+//! (repo, branch, title, model, account, link) and the transcript's turns.
+//!
+//! Runs after the hook exited, inside the session's turn (the ingest thread or
+//! the hold worker owns the session while it runs), on the session's record. It
+//! returns events to put before and after the call's own; it never writes the
+//! outbox and never fails: a file that cannot be read only means fewer facts.
+
+use crate::adapters::{Adapter, SessionFiles};
+use crate::job::Job;
+use crate::protocol::*;
+use crate::session::{Hold, SessionRecord, TranscriptState};
+use crate::transcript::{ReadPlan, Turn, Want};
+
+/// How long later hooks keep looking for a held turn's words.
+pub const HOLD_MS: i64 = 60_000;
+
+/// Events a read adds around a call's own, and a turn to keep re-reading for.
+#[derive(Debug, Default)]
+pub struct Around {
+    pub before: Vec<EventData>,
+    pub after: Vec<EventData>,
+    /// The Stop's turn is not whole in the file yet.
+    pub hold: Option<Hold>,
+}
+
+/// Whether turns are sent (some destination takes tier 2) or only read for facts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Turns {
+    Send,
+    FactsOnly,
+}
+
+/// Reads facts and the transcript for one call of `adapter`'s session.
+pub fn around_call(
+    adapter: &dyn Adapter,
+    job: &Job,
+    files: &SessionFiles,
+    tool_event: bool,
+    record: &mut SessionRecord,
+    turns: Turns,
+) -> Around {
+    let mut around = Around::default();
+    if !tool_event {
+        let mut facts = adapter.facts(job, files);
+        if let Some(folder) = &files.folder {
+            let (repo, branch) = crate::facts::git(folder);
+            facts.repo = facts.repo.or(repo);
+            facts.branch = facts.branch.or(branch);
+        }
+        record.block.merge(&facts);
+    }
+    let Some(source) = adapter.transcript() else {
+        return around;
+    };
+    if let Some(path) = &files.transcript {
+        let path = path.to_string_lossy().into_owned();
+        if record.transcript.as_ref().is_none_or(|t| t.path != path) {
+            record.transcript = Some(TranscriptState {
+                path,
+                log: Default::default(),
+            });
+        }
+    }
+    if record.transcript.is_none() {
+        return around;
+    }
+    let now = job.at_ms();
+    let held = record
+        .hold
+        .clone()
+        .filter(|h| now <= h.until_ms && !tool_event);
+    if files.read.is_none() && held.is_none() {
+        return around;
+    }
+    read_new(source, record);
+    let Some(state) = record.transcript.as_mut() else {
+        return around;
+    };
+    let sent = |turns_out: Vec<Turn>, place: &mut Vec<EventData>| {
+        if turns == Turns::Send {
+            place.extend(turns_out.into_iter().map(|t| transcript_event(t, now)));
+        }
+    };
+    if let Some(h) = &held {
+        let t = state.log.take(&Want::EndedWith(h.words.clone()));
+        sent(t, &mut around.before);
+    }
+    if let Some(plan) = &files.read {
+        if plan.interruption
+            && let Some(running) = record.running_turn.clone()
+            && state.log.interrupted_prompt() == Some(Some(running.clone()))
+        {
+            around.before.push(EventData::TurnEnded(TurnEnded::new(
+                Some(running),
+                TurnEndReason::Interrupt,
+            )));
+            record.running_turn = None;
+        }
+        let t = state.log.take(&plan.want);
+        let place = if plan.after {
+            &mut around.after
+        } else {
+            &mut around.before
+        };
+        sent(t, place);
+        around.hold = hold_for(plan, job, record, now);
+    }
+    if let Some(h) = &record.hold {
+        let gone = record
+            .transcript
+            .as_ref()
+            .is_some_and(|t| t.log.sent(h.turn_id.as_deref()));
+        if gone || now > h.until_ms {
+            record.hold = None;
+        }
+    }
+    if turns == Turns::FactsOnly {
+        record.hold = None;
+        around.hold = None;
+    }
+    around
+}
+
+/// Reads the transcript past its cursor into the turn log, and merges the facts
+/// it holds (a title, else the first ask, as `first-ask`).
+fn read_new(source: &dyn crate::transcript::TranscriptSource, record: &mut SessionRecord) {
+    let Some(state) = record.transcript.as_mut() else {
+        return;
+    };
+    let path = std::path::Path::new(&state.path);
+    match source.read(path, state.log.cursor) {
+        Ok(out) => {
+            state.log.feed(out.recs);
+            state.log.cursor = out.cursor;
+            let mut facts = out.facts;
+            if facts.title.is_none()
+                && let Some(ask) = &state.log.first_ask
+            {
+                facts.title = Some(crate::adapters::common::one_line(
+                    ask,
+                    source.first_ask_chars(),
+                ));
+                facts.title_source = Some(TitleSource::FirstAsk);
+            }
+            record.block.merge(&facts);
+        }
+        // The file shrank (rewritten): read it again; what was sent stays sent.
+        Err(_) if std::fs::metadata(path).is_ok_and(|m| m.len() < state.log.cursor) => {
+            state.log.restart();
+        }
+        Err(_) => {}
+    }
+}
+
+/// The hold worker's read: the held turn's transcript event when it is whole.
+pub fn held_turn(adapter: &dyn Adapter, record: &mut SessionRecord, now_ms: i64) -> Vec<EventData> {
+    let (Some(source), Some(hold)) = (adapter.transcript(), record.hold.clone()) else {
+        return vec![];
+    };
+    read_new(source, record);
+    let Some(state) = record.transcript.as_mut() else {
+        return vec![];
+    };
+    state
+        .log
+        .take(&Want::EndedWith(hold.words))
+        .into_iter()
+        .map(|t| transcript_event(t, now_ms))
+        .collect()
+}
+
+/// A Stop's turn the file does not have whole yet: hold it (ADAPTERS.md, Claude
+/// Code Transcript row: re-read for a while, then at later hooks for a minute).
+fn hold_for(plan: &ReadPlan, job: &Job, record: &mut SessionRecord, now: i64) -> Option<Hold> {
+    let Want::EndedWith(words) = &plan.want else {
+        return None;
+    };
+    if !plan.hold {
+        return None;
+    }
+    let turn_id = turn_id_of(job, record);
+    let log = &record.transcript.as_ref()?.log;
+    if log.sent(turn_id.as_deref()) || log.last_turn_whole(words) {
+        return None;
+    }
+    let hold = Hold {
+        turn_id,
+        words: words.clone(),
+        until_ms: now + HOLD_MS,
+    };
+    record.hold = Some(hold.clone());
+    Some(hold)
+}
+
+/// The turn a call ends: the running one (the hooks' own record of it).
+fn turn_id_of(_job: &Job, record: &SessionRecord) -> Option<String> {
+    record.running_turn.clone()
+}
+
+fn transcript_event(t: Turn, now_ms: i64) -> EventData {
+    EventData::TurnTranscript(TurnTranscript {
+        turn: t.n,
+        user: t.user,
+        assistant: t.assistant,
+        at: crate::time::rfc3339_ms(t.at_ms.unwrap_or(now_ms)),
+    })
+}
+
+/// Keeps `record.running_turn` in step with the events appended for a call.
+pub fn track_running_turn(record: &mut SessionRecord, events: &[EventData]) {
+    for ev in events {
+        match ev {
+            EventData::TurnStarted(t) => record.running_turn = t.turn_id.clone(),
+            EventData::TurnEnded(t) if t.turn_id.is_none() || t.turn_id == record.running_turn => {
+                record.running_turn = None
+            }
+            EventData::SessionEnded(_) => record.running_turn = None,
+            _ => {}
+        }
+    }
+}

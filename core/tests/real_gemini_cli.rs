@@ -1,0 +1,456 @@
+//! The real Gemini CLI, offline, end to end: `sessionpipe install` writes hooks
+//! into a temporary HOME's `~/.gemini/settings.json`, `gemini -p` runs a whole turn
+//! against a scripted Gemini API on loopback (one `run_shell_command` call, then
+//! text), its real hooks run the real `sessionpipe-hook`, the daemon turns them
+//! into events.
+//!
+//! Gemini CLI comes from the npm registry (`e2e/package.json`, installed by
+//! `scripts/test.sh`) and runs as `node <package>/bundle/gemini.js`. Without it, or
+//! without `node`, the test says so and passes, unless
+//! `SESSIONPIPE_REQUIRE_HARNESSES=1` (set by the test script), where it fails.
+//! With `SESSIONPIPE_RECORD_FIXTURES=DIR` it also writes the payloads it saw as
+//! conformance fixtures into DIR.
+
+use serde_json::{Value, json};
+use sessionpipe_core::conformance::harness::{fixture_from_job, jobs_in, record_fixtures};
+use sessionpipe_core::job::Job;
+use sessionpipe_testkit::gemini::MockGemini;
+use sessionpipe_testkit::{Sandbox, Turn, sandbox::Daemon};
+use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// The installed package, its version, and `node` to run its bundle with.
+struct Gemini {
+    package: PathBuf,
+    version: String,
+    node: PathBuf,
+}
+
+fn gemini() -> Option<Gemini> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let package = root.join("e2e/node_modules/@google/gemini-cli");
+    let manifest: Option<Value> = std::fs::read(package.join("package.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let node = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join("node"))
+            .find(|p| p.is_file())
+    });
+    let missing = match (&manifest, &node) {
+        (None, _) => format!("Gemini CLI is not installed at {}", package.display()),
+        (_, None) => "node is not on PATH".to_string(),
+        (Some(m), Some(node)) => {
+            return Some(Gemini {
+                version: m["version"].as_str().unwrap_or_default().to_string(),
+                package,
+                node: node.clone(),
+            });
+        }
+    };
+    if std::env::var("SESSIONPIPE_REQUIRE_HARNESSES").as_deref() == Ok("1") {
+        panic!("{missing}: run scripts/test.sh");
+    }
+    eprintln!("skipped: {missing} (npm ci in e2e/ installs it)");
+    None
+}
+
+/// A sandbox with Gemini CLI's hooks installed and set up to run offline, and a
+/// daemon keeping every job.
+struct Setup {
+    sb: Sandbox,
+    gemini: Gemini,
+    archive: PathBuf,
+    project: PathBuf,
+    _daemon: Daemon,
+}
+
+fn setup(gemini: Gemini) -> Setup {
+    let sb = Sandbox::new();
+    let archive = sb.root().join("jobs");
+    let project = sb.home.join("work/project");
+    std::fs::create_dir_all(&project).unwrap();
+
+    // `gemini` on PATH (npm's link to the bundle) is how the installer finds
+    // Gemini CLI in a fresh HOME.
+    let bin = gemini.package.join("../../.bin");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let install = sb
+        .command(sessionpipe_testkit::sandbox::bin("sessionpipe"))
+        .env("PATH", &path)
+        .args(["install", "--harness", "gemini-cli"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&install.stdout);
+    assert!(
+        install.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    assert_eq!(said, "gemini-cli: installed (~/.gemini/settings.json)\n");
+    assert!(String::from_utf8_lossy(&install.stderr).contains("telemetry.logPrompts"));
+
+    // What running offline needs, added through the file beside our entries:
+    // API-key auth (a base URL otherwise selects a gateway auth that headless
+    // mode rejects), and no telemetry, usage statistics or update checks.
+    let settings = sb.home.join(".gemini/settings.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+    let o = v.as_object_mut().unwrap();
+    o.insert(
+        "security".into(),
+        json!({"auth": {"selectedType": "gemini-api-key"}}),
+    );
+    o.insert(
+        "telemetry".into(),
+        json!({"enabled": false, "logPrompts": false}),
+    );
+    o.insert("privacy".into(), json!({"usageStatisticsEnabled": false}));
+    o.insert(
+        "general".into(),
+        json!({"enableAutoUpdate": false, "enableAutoUpdateNotification": false}),
+    );
+    std::fs::write(&settings, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    assert_current(&sb);
+
+    let daemon = sb.start_daemon_with(&[("SESSIONPIPE_JOB_ARCHIVE", archive.as_os_str())]);
+    Setup {
+        sb,
+        gemini,
+        archive,
+        project,
+        _daemon: daemon,
+    }
+}
+
+/// Our entries are all there and current (after Gemini CLI ran, too).
+fn assert_current(sb: &Sandbox) {
+    let status = sb.sessionpipe(&["status"]);
+    let said = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        said.contains("gemini-cli: current (~/.gemini/settings.json)"),
+        "{said}"
+    );
+}
+
+impl Setup {
+    /// `gemini` in the project with the mock as its API, started the way the
+    /// person's terminal would (no relaunch: the bundle runs in this process).
+    fn command(&self, api: &MockGemini) -> Command {
+        let mut c = self.sb.command(&self.gemini.node);
+        c.arg(self.bundle());
+        self.offline(&mut c, api);
+        c
+    }
+
+    fn bundle(&self) -> PathBuf {
+        self.gemini.package.join("bundle/gemini.js")
+    }
+
+    /// The folder and environment every run gets.
+    fn offline(&self, c: &mut Command, api: &MockGemini) {
+        c.current_dir(&self.project)
+            .env("GEMINI_API_KEY", "test-not-a-key")
+            .env("GOOGLE_GEMINI_BASE_URL", api.base_url())
+            .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+            .env("GEMINI_CLI_NO_RELAUNCH", "true")
+            .env("SHELL", "/bin/bash");
+    }
+
+    /// Runs `gemini -p PROMPT` headless, tools approved, and returns its JSON result.
+    fn run(&self, api: &MockGemini, prompt: &str, extra: &[&str]) -> Value {
+        let out = self
+            .command(api)
+            .args(["-p", prompt, "--approval-mode", "yolo"])
+            .args(["-m", "gemini-2.5-flash", "-o", "json"])
+            .args(extra)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("gemini runs");
+        assert!(
+            out.status.success(),
+            "gemini failed: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("gemini prints its JSON result")
+    }
+
+    fn jobs(&self) -> Vec<Job> {
+        jobs_in(&self.archive).unwrap()
+    }
+
+    fn events_when(&self, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        self.sb.wait_until(Duration::from_secs(20), done)
+    }
+
+    /// Writes one job as the fixture `DIR/<name>.json` when recording.
+    fn record_as(&self, job: &Job, name: &str) {
+        if let Ok(dir) = std::env::var("SESSIONPIPE_RECORD_FIXTURES") {
+            let fixture = fixture_from_job(job, &self.gemini.version, HOW).unwrap();
+            let text = serde_json::to_string_pretty(&fixture).unwrap() + "\n";
+            std::fs::write(Path::new(&dir).join(format!("{name}.json")), text).unwrap();
+        }
+    }
+}
+
+const HOW: &str = "gemini -p against a scripted Gemini API on loopback, hooks written by `sessionpipe install`";
+
+fn kinds(events: &[&Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_real_gemini_cli_turn_becomes_protocol_events() {
+    let Some(gemini) = gemini() else {
+        return;
+    };
+    let s = setup(gemini);
+    let api = MockGemini::shell_then_text("echo hello", "The command printed: hello");
+    let result = s.run(
+        &api,
+        "Run the shell command, then tell me what it printed.",
+        &[],
+    );
+    let session = result["session_id"].as_str().expect("a session id");
+    assert_eq!(result["response"], "The command printed: hello");
+    assert_eq!(api.stream_requests().len(), 2, "the call, then the text");
+
+    let events = s.events_when(|evs| evs.iter().any(|e| e["type"] == "session.ended"));
+    let all: Vec<&Value> = events.iter().collect();
+    assert_eq!(
+        kinds(&all),
+        [
+            "session.started",
+            "turn.started",
+            "tool.started",
+            "tool.ended",
+            "turn.ended",
+            "session.ended"
+        ],
+        "{events:#?}"
+    );
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["session"]["seq"], i as u64 + 1);
+        assert_eq!(e["session"]["id"], session);
+        assert_eq!(e["session"]["cwd"], "~/work/project");
+        assert_eq!(e["harness"]["name"], "gemini-cli");
+    }
+    let prompt = "Run the shell command, then tell me what it printed.";
+    assert_eq!(events[0]["data"], json!({"source": "startup"}));
+    // Gemini CLI's payloads carry no turn id and no tool call id.
+    assert_eq!(
+        events[1]["data"],
+        json!({"prompt_chars": prompt.chars().count()})
+    );
+    assert_eq!(
+        events[2]["data"],
+        json!({"tool": "run_shell_command", "input": {"command": "echo hello"}})
+    );
+    assert_eq!(events[3]["data"]["tool"], "run_shell_command");
+    assert_eq!(events[3]["data"]["ok"], true);
+    assert!(events[3]["data"].get("call_id").is_none());
+    assert_eq!(events[3]["data"]["output"]["returnDisplay"], "hello");
+    assert_eq!(events[4]["data"], json!({"reason": "stop"}));
+    assert_eq!(events[5]["data"], json!({"reason": "exit"}));
+
+    // PreCompress is registered for manual compressions only, so the automatic
+    // check before each model call never ran the hook: one job per event above.
+    let jobs = s.jobs();
+    let fired: Vec<&str> = jobs.iter().map(|j| j.event.as_str()).collect();
+    assert_eq!(
+        fired,
+        [
+            "SessionStart",
+            "BeforeAgent",
+            "BeforeTool",
+            "AfterTool",
+            "AfterAgent",
+            "SessionEnd"
+        ]
+    );
+    assert!(
+        jobs.iter()
+            .all(|j| j.env.get("GEMINI_SESSION_ID").map(String::as_str) == Some(session)),
+        "the hook keeps Gemini CLI's session variable"
+    );
+    assert_current(&s.sb);
+    if let Ok(dir) = std::env::var("SESSIONPIPE_RECORD_FIXTURES") {
+        record_fixtures(&jobs, Path::new(&dir), &s.gemini.version, HOW).unwrap();
+    }
+}
+
+#[test]
+fn a_failed_tool_and_a_manual_compression_from_real_runs() {
+    let Some(gemini) = gemini() else {
+        return;
+    };
+    let s = setup(gemini);
+
+    // A tool that fails: `tool_response.error`.
+    let missing = s.project.join("missing.txt");
+    let api = MockGemini::start([
+        Turn::tool_use("read_file", json!({"file_path": missing})),
+        Turn::text("There is no such file."),
+    ]);
+    let first = s.run(&api, "Read missing.txt.", &[]);
+    let session = first["session_id"].as_str().unwrap().to_string();
+
+    // The same session again, compressed by hand: `/compress` is a command
+    // headless mode runs (and then sends on as a prompt).
+    let api = MockGemini::start([]);
+    let again = s.run(&api, "/compress", &["--resume", "latest"]);
+    assert_eq!(again["session_id"], session.as_str());
+    let compressed = api.requests().iter().any(|r| {
+        r.path().ends_with(":generateContent")
+            && String::from_utf8_lossy(&r.body).contains("state_snapshot")
+    });
+    assert!(compressed, "Gemini CLI asked for a summary");
+
+    let events = s.events_when(|evs| {
+        evs.iter().filter(|e| e["type"] == "session.ended").count() >= 2
+    });
+    let ours: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["session"]["id"] == session.as_str())
+        .collect();
+    let failed = ours
+        .iter()
+        .find(|e| e["type"] == "tool.ended")
+        .expect("a tool.ended");
+    assert_eq!(failed["data"]["tool"], "read_file");
+    assert_eq!(failed["data"]["ok"], false);
+    assert_eq!(
+        failed["data"]["error"],
+        format!("File not found: {}", missing.display())
+    );
+
+    let compacted: Vec<&&Value> = ours
+        .iter()
+        .filter(|e| e["type"] == "context.compacted")
+        .collect();
+    assert_eq!(compacted.len(), 1, "{:#?}", kinds(&ours));
+    assert_eq!(compacted[0]["data"], json!({"trigger": "manual"}));
+    let sources: Vec<&str> = ours
+        .iter()
+        .filter(|e| e["type"] == "session.started")
+        .map(|e| e["data"]["source"].as_str().unwrap())
+        .collect();
+    assert_eq!(sources, ["startup", "resume"]);
+    assert_eq!(api.stream_requests().len(), 1, "the prompt's one turn");
+
+    let jobs = s.jobs();
+    let find = |event: &str, key: &str, value: &str| {
+        jobs.iter()
+            .find(|j| {
+                let p: Value = serde_json::from_slice(&j.payload).unwrap();
+                j.event == event && p[key] == value
+            })
+            .unwrap_or_else(|| panic!("no {event} with {key} {value}"))
+    };
+    s.record_as(find("AfterTool", "tool_name", "read_file"), "after-tool-error");
+    s.record_as(find("PreCompress", "trigger", "manual"), "pre-compress-manual");
+    s.record_as(find("SessionStart", "source", "resume"), "session-start-resume");
+}
+
+/// A terminal session, the one place Gemini CLI asks before running a command
+/// (headless mode drops such tools, ACP asks over its own protocol): Notification
+/// `ToolPermission`, then Esc (the call is cancelled) and Ctrl-C twice (exit).
+/// `script` (util-linux) gives Gemini CLI the terminal it needs.
+#[test]
+fn a_permission_prompt_in_a_terminal_session() {
+    let Some(gemini) = gemini() else {
+        return;
+    };
+    let s = setup(gemini);
+    let api = MockGemini::shell_then_text("touch made-by-test.txt", "Made it.");
+    let mut terminal = s.sb.command("script");
+    s.offline(&mut terminal, &api);
+    let mut child = terminal
+        .env("TERM", "xterm-256color")
+        .env("SP_NODE", &s.gemini.node)
+        .env("SP_BUNDLE", s.bundle())
+        .args(["-qfec", "exec \"$SP_NODE\" \"$SP_BUNDLE\" -m gemini-2.5-flash -i 'Make the file.'", "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script (util-linux) runs");
+    let mut keys = child.stdin.take().unwrap();
+    let mut press = |bytes: &[u8], then_ms: u64| {
+        keys.write_all(bytes).unwrap();
+        keys.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(then_ms));
+    };
+    let asked = s.events_when(|evs| evs.iter().any(|e| e["type"] == "attention.needed"));
+    press(b"\x1b", 1000);
+    press(b"\x03", 500);
+    press(b"\x03", 0);
+    // Gemini CLI exits on the second Ctrl-C; one that is stuck is killed after
+    // 15 s and the assertions below say what was missing.
+    for _ in 0..150 {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    // Every hook Gemini CLI started on its way out has spooled its job by now;
+    // wait until the daemon has taken them all.
+    std::thread::sleep(Duration::from_millis(300));
+    s.sb.wait_until(Duration::from_secs(10), |_| s.sb.spooled() == 0);
+    let events = s.events_when(|evs| evs.iter().any(|e| e["type"] == "session.ended"));
+    assert!(
+        asked.iter().any(|e| e["type"] == "attention.needed"),
+        "no permission prompt: {asked:#?}"
+    );
+
+    let all: Vec<&Value> = events.iter().collect();
+    assert_eq!(
+        kinds(&all),
+        [
+            "session.started",
+            "turn.started",
+            "tool.started",
+            "attention.needed",
+            "attention.cleared",
+            "session.ended"
+        ],
+        "{events:#?}"
+    );
+    let jobs = s.jobs();
+    let notification = jobs
+        .iter()
+        .find(|j| j.event == "Notification")
+        .expect("the Notification payload");
+    let p: Value = serde_json::from_slice(&notification.payload).unwrap();
+    assert!(
+        p.get("tool_use_id").is_none() && p["details"].get("callId").is_none(),
+        "Gemini CLI names no tool call here: {p}"
+    );
+    let id = format!("notif-{}", notification.at_ms());
+    assert_eq!(
+        events[3]["data"],
+        json!({"attention_id": id, "kind": "permission",
+               "message": "Tool Confirm Shell Command requires execution: touch made-by-test.txt"})
+    );
+    assert_eq!(
+        events[4]["data"],
+        json!({"attention_id": id, "how": "cancelled"})
+    );
+    assert!(!s.project.join("made-by-test.txt").exists());
+    // Two of Gemini CLI's exit cleanups fire SessionEnd (measured on 0.61.0):
+    // one session end all the same.
+    let ends = jobs.iter().filter(|j| j.event == "SessionEnd").count();
+    assert!(ends >= 2, "SessionEnd fired {ends} times");
+    s.record_as(notification, "notification");
+}

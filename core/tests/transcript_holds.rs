@@ -1,0 +1,229 @@
+//! Claude Code's transcript lags its hooks: a turn is held until its Stop's words
+//! are in the file, re-read for 400 ms holding the session and then every 100 ms
+//! for 5 s without it; an interrupted turn (no Stop) is ended by the next prompt.
+//! These timings cannot be forced on the real harness, so the hook calls here are
+//! hand-made in Claude Code's recorded shapes and the test writes the transcript.
+
+use serde_json::{Value, json};
+use sessionpipe_testkit::Sandbox;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const SESSION: &str = "5b1c2d3e-0000-4000-8000-00000000abcd";
+
+struct Session {
+    sb: Sandbox,
+    transcript: PathBuf,
+    _daemon: sessionpipe_testkit::sandbox::Daemon,
+}
+
+fn session() -> Session {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(&sb.state).unwrap();
+    std::fs::write(sb.state.join("config.json"), r#"{"transcripts": true}"#).unwrap();
+    let dir = sb.home.join(".claude/projects/-w");
+    std::fs::create_dir_all(&dir).unwrap();
+    let transcript = dir.join(format!("{SESSION}.jsonl"));
+    std::fs::write(&transcript, "").unwrap();
+    let daemon = sb.start_daemon();
+    Session {
+        sb,
+        transcript,
+        _daemon: daemon,
+    }
+}
+
+impl Session {
+    fn hook(&self, event: &str, extra: Value) {
+        let mut p = json!({
+            "session_id": SESSION,
+            "transcript_path": self.transcript,
+            "cwd": self.sb.home.join("w"),
+            "hook_event_name": event,
+        });
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let out = self.sb.hook("claude-code", event, p.to_string().as_bytes());
+        assert!(out.status.success() && out.stdout.is_empty());
+    }
+
+    fn write(&self, records: &[Value]) {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.transcript)
+            .unwrap();
+        for r in records {
+            writeln!(f, "{r}").unwrap();
+        }
+    }
+
+    fn wait(&self, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        self.sb.wait_until(Duration::from_secs(15), done)
+    }
+}
+
+fn ask(words: &str, prompt: &str) -> Value {
+    json!({"type": "user", "promptId": prompt, "timestamp": "2026-11-29T10:00:00.000Z", "message": {"role": "user", "content": words}})
+}
+
+fn says(words: &str) -> Value {
+    json!({"type": "assistant", "timestamp": "2026-11-29T10:00:01.000Z", "message": {"model": "claude-opus-5-5", "content": [{"type": "text", "text": words}]}})
+}
+
+fn tool_call() -> Value {
+    json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}]}})
+}
+
+fn tool_result() -> Value {
+    json!({"type": "user", "promptId": "p1", "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}]}})
+}
+
+fn kinds(evs: &[Value]) -> Vec<String> {
+    evs.iter()
+        .map(|e| e["type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn transcripts(evs: &[Value]) -> Vec<&Value> {
+    evs.iter()
+        .filter(|e| e["type"] == "turn.transcript")
+        .collect()
+}
+
+/// The Stop's words reach the file `delay` after the Stop: the turn is sent
+/// whole (never the half before the tool call), right after its `turn.ended`.
+fn words_arrive_after(delay: Duration) -> Vec<Value> {
+    let s = session();
+    s.hook("SessionStart", json!({"source": "startup"}));
+    s.hook(
+        "UserPromptSubmit",
+        json!({"prompt_id": "p1", "prompt": "check it"}),
+    );
+    s.write(&[
+        ask("check it", "p1"),
+        says("Let me check."),
+        tool_call(),
+        tool_result(),
+    ]);
+    s.hook(
+        "Stop",
+        json!({"prompt_id": "p1", "last_assistant_message": "All done."}),
+    );
+    std::thread::sleep(delay);
+    s.write(&[says("All done.")]);
+    s.wait(|evs| !transcripts(evs).is_empty())
+}
+
+#[test]
+fn words_that_arrive_while_the_session_is_held() {
+    let evs = words_arrive_after(Duration::from_millis(150));
+    assert_eq!(
+        kinds(&evs),
+        [
+            "session.started",
+            "turn.started",
+            "turn.ended",
+            "turn.transcript"
+        ]
+    );
+    let t = &evs[3]["data"];
+    assert_eq!(t["user"], "check it");
+    assert_eq!(t["assistant"], "Let me check.\n\nAll done.");
+    assert_eq!(evs[3]["session"]["title"], "check it");
+    assert_eq!(evs[3]["session"]["title_source"], "first-ask");
+    assert_eq!(evs[3]["session"]["model"], "claude-opus-5-5");
+}
+
+#[test]
+fn words_that_arrive_after_the_session_was_let_go() {
+    let evs = words_arrive_after(Duration::from_millis(1500));
+    assert_eq!(
+        kinds(&evs),
+        [
+            "session.started",
+            "turn.started",
+            "turn.ended",
+            "turn.transcript"
+        ]
+    );
+    assert_eq!(evs[3]["data"]["assistant"], "Let me check.\n\nAll done.");
+}
+
+#[test]
+fn a_later_prompt_is_not_blocked_by_a_held_turn_and_closes_it() {
+    let s = session();
+    s.hook(
+        "UserPromptSubmit",
+        json!({"prompt_id": "p1", "prompt": "one"}),
+    );
+    s.write(&[ask("one", "p1"), says("Half of it."), tool_call()]);
+    s.hook(
+        "Stop",
+        json!({"prompt_id": "p1", "last_assistant_message": "Never written."}),
+    );
+    std::thread::sleep(Duration::from_millis(600));
+    s.write(&[ask("two", "p2"), says("Second.")]);
+    s.hook(
+        "UserPromptSubmit",
+        json!({"prompt_id": "p2", "prompt": "two"}),
+    );
+    s.hook(
+        "Stop",
+        json!({"prompt_id": "p2", "last_assistant_message": "Second."}),
+    );
+    let evs = s.wait(|evs| transcripts(evs).len() >= 2);
+    let k = kinds(&evs);
+    assert_eq!(
+        k,
+        [
+            "session.started",
+            "turn.started",
+            "turn.ended",
+            "turn.transcript",
+            "turn.started",
+            "turn.ended",
+            "turn.transcript"
+        ],
+        "{evs:#?}"
+    );
+    assert_eq!(evs[3]["data"]["user"], "one");
+    assert_eq!(
+        evs[3]["data"]["assistant"], "Half of it.",
+        "closed by the next ask, as it stood"
+    );
+    assert_eq!(evs[6]["data"]["turn"], 2);
+}
+
+#[test]
+fn an_interrupted_turn_is_ended_by_the_next_prompt() {
+    let s = session();
+    s.hook(
+        "UserPromptSubmit",
+        json!({"prompt_id": "p1", "prompt": "long job"}),
+    );
+    s.write(&[ask("long job", "p1"), says("Starting."), tool_call()]);
+    s.write(&[json!({"type": "user", "promptId": "p1", "message": {"content": [{"type": "text", "text": "[Request interrupted by user for tool use]"}]}})]);
+    s.hook(
+        "UserPromptSubmit",
+        json!({"prompt_id": "p2", "prompt": "never mind"}),
+    );
+    let evs = s.wait(|evs| evs.len() >= 5);
+    assert_eq!(
+        kinds(&evs),
+        [
+            "session.started",
+            "turn.started",
+            "turn.ended",
+            "turn.transcript",
+            "turn.started"
+        ]
+    );
+    assert_eq!(
+        evs[2]["data"],
+        json!({"turn_id": "p1", "reason": "interrupt"})
+    );
+    assert_eq!(evs[3]["data"]["assistant"], "Starting.");
+    assert_eq!(evs[4]["data"]["turn_id"], "p2");
+}
