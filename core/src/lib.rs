@@ -8,6 +8,7 @@
 //! over it.
 
 pub mod adapters;
+pub mod backfill;
 pub mod cli;
 pub mod config;
 pub mod conformance;

@@ -225,6 +225,37 @@ impl OutboxTx<'_> {
         Ok(seq as u64)
     }
 
+    /// True when the outbox has the session (any event of it).
+    pub fn session_known(&self, harness: &str, session: &str) -> Result<bool> {
+        self.tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sessions WHERE harness = ?1 AND session = ?2)",
+            params![harness, session],
+            |r| r.get(0),
+        )
+    }
+
+    /// Stores a `session.backfill` at seq 0 (the envelope's), leaving the
+    /// session's live seq alone. False when it is there already.
+    pub fn append_backfill(&self, envelope: &Envelope) -> Result<bool> {
+        let json = serde_json::to_string(envelope).expect("an envelope serialises");
+        let added = self.tx.execute(
+            "INSERT OR IGNORE INTO events (harness, session, seq, type, time, envelope)
+             VALUES (?1, ?2, 0, ?3, ?4, ?5)",
+            params![
+                envelope.harness.name,
+                envelope.session.id,
+                envelope.kind,
+                envelope.time,
+                json
+            ],
+        )?;
+        self.tx.execute(
+            "INSERT OR IGNORE INTO sessions (harness, session) VALUES (?1, ?2)",
+            params![envelope.harness.name, envelope.session.id],
+        )?;
+        Ok(added == 1)
+    }
+
     pub fn commit(self) -> Result<()> {
         self.tx.commit()
     }

@@ -248,6 +248,7 @@ fn join(a: &str, b: &str) -> String {
     }
 }
 
+/// Cuts a side to `MAX_SIDE_CHARS` (redacting first: see `common::cut_chars`).
 fn cap(s: String) -> String {
     if s.chars().count() <= MAX_SIDE_CHARS {
         s
@@ -306,23 +307,35 @@ pub fn read_lines(
     cursor: u64,
     max_line: usize,
 ) -> std::io::Result<(Vec<String>, u64)> {
-    use std::io::{Seek, SeekFrom};
-    let mut f = std::io::BufReader::new(std::fs::File::open(path)?);
-    f.seek(SeekFrom::Start(cursor))?;
     let mut lines = Vec::new();
+    let end = for_each_line(path, cursor, max_line, &mut |l| lines.push(l.to_string()))?;
+    Ok((lines, end))
+}
+
+/// Calls `f` with each complete line after `cursor` (the rule of `read_lines`,
+/// without holding the lines) and returns the new cursor.
+pub fn for_each_line(
+    path: &std::path::Path,
+    cursor: u64,
+    max_line: usize,
+    f: &mut dyn FnMut(&str),
+) -> std::io::Result<u64> {
+    use std::io::{Seek, SeekFrom};
+    let mut r = std::io::BufReader::new(std::fs::File::open(path)?);
+    r.seek(SeekFrom::Start(cursor))?;
     let mut pos = cursor;
     let mut buf = Vec::new();
     loop {
         buf.clear();
-        let (n, complete) = read_line_capped(&mut f, &mut buf, max_line)?;
+        let (n, complete) = read_line_capped(&mut r, &mut buf, max_line)?;
         if n == 0 || !complete {
-            return Ok((lines, pos));
+            return Ok(pos);
         }
         pos += n as u64;
         if buf.len() <= max_line
-            && let Ok(s) = String::from_utf8(std::mem::take(&mut buf))
+            && let Ok(s) = std::str::from_utf8(&buf)
         {
-            lines.push(s);
+            f(s);
         }
     }
 }

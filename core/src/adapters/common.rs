@@ -77,22 +77,33 @@ pub fn cwd_for(job: &Job, folder: &str) -> String {
 
 /// A tool's `input`/`output`, cut to `MAX_TOOL_VALUE_BYTES` of JSON. A value over
 /// the bound becomes a string holding the start of its JSON and a marker.
+///
+/// `secrets@1` runs before the cut: a cut through a token leaves a piece that no
+/// rule recognises any more, so the whole value is redacted first.
 pub fn capped(v: &Value) -> Value {
     let json = v.to_string();
     if json.len() <= MAX_TOOL_VALUE_BYTES {
         return v.clone();
     }
+    let mut clean = v.clone();
+    sessionpipe_redact::map_strings(&mut clean, &sessionpipe_redact::secrets);
+    let json = clean.to_string();
     let marker = format!("…[cut: {} bytes]", json.len());
     let keep = floor_char_boundary(&json, MAX_TOOL_VALUE_BYTES - marker.len());
     Value::String(format!("{}{marker}", &json[..keep]))
 }
 
-/// `s` cut to at most `max` characters, ending in `…` when cut.
+/// `s` cut to at most `max` characters, ending in `…` when cut. `secrets@1` runs
+/// before a cut (see `capped`).
 pub fn cut_chars(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_string();
     }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    let clean = sessionpipe_redact::secrets(s);
+    if clean.chars().count() <= max {
+        return clean.into_owned();
+    }
+    let mut out: String = clean.chars().take(max.saturating_sub(1)).collect();
     out.push('…');
     out
 }
@@ -135,7 +146,10 @@ pub fn tool_message(tool: &str, input: Option<&Value>) -> String {
 
 /// Collapses whitespace runs to one space, trims, and cuts to `max` characters.
 pub fn one_line(s: &str, max: usize) -> String {
-    let joined = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Redact before joining lines: a multi-line secret (a PEM block) is only
+    // recognised in its own shape.
+    let clean = sessionpipe_redact::secrets(s);
+    let joined = clean.split_whitespace().collect::<Vec<_>>().join(" ");
     cut_chars(&joined, max)
 }
 
@@ -346,6 +360,17 @@ mod tests {
         job.env
             .insert("AI_AGENT".into(), "claude-code_2 1;x_harness".into());
         assert_eq!(version_from_ai_agent(&job, "claude-code"), None);
+    }
+
+    #[test]
+    fn a_cut_never_leaves_half_a_secret() {
+        let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+        let s = format!("rename the module {token} now");
+        let cut = cut_chars(&s, 30);
+        assert!(!cut.contains("ghp_0123"), "{cut}");
+        let big = json!({"stdout": format!("{}{token}", "y".repeat(MAX_TOOL_VALUE_BYTES - 10))});
+        let capped = capped(&big).to_string();
+        assert!(!capped.contains("ghp_01"), "the cut went through the token");
     }
 
     #[test]

@@ -74,6 +74,15 @@ pub trait Adapter: Sync {
     fn transcript(&self) -> Option<&dyn crate::transcript::TranscriptSource> {
         None
     }
+    /// The sessions the harness's files hold that were active since `since_ms`
+    /// (epoch ms), for `sessionpipe backfill`.
+    fn backfill(
+        &self,
+        _host: &crate::install::Host,
+        _since_ms: i64,
+    ) -> Vec<crate::backfill::Backfilled> {
+        Vec::new()
+    }
 }
 
 /// What one hook call becomes.

@@ -3,6 +3,7 @@
 //! Exit codes: 0 ok, 1 failure, 2 usage. `--json` prints one JSON document (or one
 //! per line for streams). Human output honours `NO_COLOR`.
 
+mod backfill;
 mod status;
 
 use crate::install::{self, Host, Installer};
@@ -76,6 +77,14 @@ enum Command {
         #[arg(long)]
         drain: bool,
     },
+    /// Send one `session.backfill` per past session the harnesses' files hold.
+    Backfill {
+        /// How far back, in days.
+        #[arg(long, default_value_t = 30)]
+        days: u32,
+        #[arg(long)]
+        json: bool,
+    },
     /// Run conformance fixtures and vectors (files or folders).
     Conformance {
         #[arg(required = true, value_name = "PATH")]
@@ -101,7 +110,13 @@ fn run(command: Command) -> Result<ExitCode, String> {
             harnesses,
             dry_run,
             json,
-        } => hooks_command(&paths, &harnesses, dry_run, json, |i, a| i.install(a)),
+        } => {
+            let code = hooks_command(&paths, &harnesses, dry_run, json, |i, a| i.install(a))?;
+            if !dry_run {
+                backfill::once_after_install(&paths);
+            }
+            Ok(code)
+        }
         Command::Uninstall {
             harnesses,
             dry_run,
@@ -135,6 +150,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             };
             crate::daemon::run(&paths, &opts).map(|_| ExitCode::SUCCESS)
         }
+        Command::Backfill { days, json } => backfill::run(&paths, days, json),
         Command::Conformance { paths: files } => {
             let ok = crate::conformance::run_and_print(&files, &mut std::io::stdout())?;
             Ok(if ok {

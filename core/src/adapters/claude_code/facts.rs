@@ -19,7 +19,7 @@ pub fn facts(job: &Job, files: &SessionFiles) -> SessionBlock {
         return SessionBlock::default();
     };
     let mut block = SessionBlock {
-        account_id: account_id(job, &config),
+        account_id: account_id(job.home().as_deref(), &config),
         ..Default::default()
     };
     if let Some(entry) = registry_entry(job, &config) {
@@ -59,11 +59,8 @@ fn config_dir(job: &Job, files: &SessionFiles) -> Option<PathBuf> {
 
 /// `oauthAccount.accountUuid`, else `api-<16 hex>` of a non-Anthropic
 /// `env.ANTHROPIC_BASE_URL` origin in the config dir's settings.
-fn account_id(job: &Job, config: &Path) -> Option<String> {
-    let home_default = job
-        .home()
-        .map(|h| h.join(".claude"))
-        .is_some_and(|d| d == config);
+pub fn account_id(home: Option<&Path>, config: &Path) -> Option<String> {
+    let home_default = home.map(|h| h.join(".claude")).is_some_and(|d| d == config);
     let claude_json = if home_default {
         config.parent()?.join(".claude.json")
     } else {

@@ -7,6 +7,7 @@
 //! `hookEventName` + `workspaceRoot`) and Devin (no `transcript_path`, a slug for a
 //! session id). Both report nothing here; their own adapters report them.
 
+mod backfill;
 mod facts;
 mod transcript;
 
@@ -132,6 +133,10 @@ impl Adapter for ClaudeCode {
 
     fn facts(&self, job: &Job, files: &SessionFiles) -> SessionBlock {
         facts::facts(job, files)
+    }
+
+    fn backfill(&self, host: &Host, since_ms: i64) -> Vec<crate::backfill::Backfilled> {
+        backfill::sessions(&config_dirs(host), &host.home, since_ms)
     }
 }
 
@@ -359,39 +364,46 @@ static HOOKS: ClaudeHooks = ClaudeHooks {
 };
 
 impl HookInstall for ClaudeCode {
-    /// `settings.json` of every config dir: `~/.claude`, `$CLAUDE_CONFIG_DIR`, and
-    /// each `~/.claude-*` holding `projects/` or `settings.json`. Not found when
-    /// none of them exists and `claude` is not on `PATH`.
+    /// `settings.json` of every config dir. Not found when none exists and
+    /// `claude` is not on `PATH`.
     fn targets(&self, host: &Host) -> Vec<Target> {
-        let mut dirs: Vec<PathBuf> = Vec::new();
-        let default = host.home.join(".claude");
-        if default.is_dir() {
-            dirs.push(default.clone());
-        }
-        if let Some(dir) = host.var("CLAUDE_CONFIG_DIR") {
-            dirs.push(PathBuf::from(dir));
-        }
-        if let Ok(entries) = std::fs::read_dir(&host.home) {
-            let mut extra: Vec<PathBuf> = entries
-                .flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with(".claude-"))
-                .map(|e| e.path())
-                .filter(|d| d.join("projects").is_dir() || d.join("settings.json").is_file())
-                .collect();
-            extra.sort();
-            dirs.extend(extra);
-        }
-        if dirs.is_empty() && host.on_path("claude") {
-            dirs.push(default);
-        }
-        dirs.dedup();
-        dirs.into_iter()
+        config_dirs(host)
+            .into_iter()
             .map(|d| Target {
                 path: d.join("settings.json"),
                 format: &HOOKS,
             })
             .collect()
     }
+}
+
+/// Every config dir: `~/.claude`, `$CLAUDE_CONFIG_DIR`, and each `~/.claude-*`
+/// holding `projects/` or `settings.json` (one per account). None found and
+/// `claude` on `PATH`: `~/.claude`, which Claude Code will create.
+fn config_dirs(host: &Host) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let default = host.home.join(".claude");
+    if default.is_dir() {
+        dirs.push(default.clone());
+    }
+    if let Some(dir) = host.var("CLAUDE_CONFIG_DIR") {
+        dirs.push(PathBuf::from(dir));
+    }
+    if let Ok(entries) = std::fs::read_dir(&host.home) {
+        let mut extra: Vec<PathBuf> = entries
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".claude-"))
+            .map(|e| e.path())
+            .filter(|d| d.join("projects").is_dir() || d.join("settings.json").is_file())
+            .collect();
+        extra.sort();
+        dirs.extend(extra);
+    }
+    if dirs.is_empty() && host.on_path("claude") {
+        dirs.push(default);
+    }
+    dirs.dedup();
+    dirs
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use serde_json::Value;
 use std::path::Path;
 
 /// A line this long is a pasted image, not words: it is passed over unread.
-const MAX_LINE: usize = 16 << 20;
+pub const MAX_LINE: usize = 16 << 20;
 
 pub struct ClaudeTranscript;
 
@@ -69,8 +69,15 @@ const INTERRUPTED: &[&str] = &[
 
 /// Parses one transcript line. A line that is not a JSON object says nothing.
 pub fn parse_line(line: &str) -> Line {
+    serde_json::from_str::<Value>(line)
+        .map(|v| parse_value(&v))
+        .unwrap_or_default()
+}
+
+/// Parses one transcript record.
+pub fn parse_value(v: &Value) -> Line {
     let mut out = Line::default();
-    let Ok(Value::Object(r)) = serde_json::from_str::<Value>(line) else {
+    let Some(r) = v.as_object() else {
         return out;
     };
     let flag = |k: &str| r.get(k).and_then(Value::as_bool).unwrap_or(false);
@@ -82,7 +89,7 @@ pub fn parse_line(line: &str) -> Line {
         return out;
     }
     match r.get("type").and_then(Value::as_str).unwrap_or("") {
-        "user" => user_record(&r, at_ms, &mut out),
+        "user" => user_record(r, at_ms, &mut out),
         "assistant" => {
             let msg = r.get("message");
             if let Some(model) = msg.and_then(|m| m.get("model")).and_then(Value::as_str)

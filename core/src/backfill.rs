@@ -1,0 +1,103 @@
+//! `sessionpipe backfill [--days N]`: one `session.backfill` (seq 0) per session
+//! the harnesses' own files hold from the last N days, so a receiver sees what
+//! happened before the hooks were installed.
+//!
+//! Each adapter lists its sessions (`Adapter::backfill`); this appends them.
+//! Idempotent: a session the outbox already knows (live or backfilled) is passed
+//! over, and seq 0 is unique per (harness, session). It never touches a session's
+//! live seq.
+
+use crate::adapters::{self, Adapter};
+use crate::install::Host;
+use crate::outbox::Outbox;
+use crate::protocol::{EventData, SessionBackfill, SessionBlock};
+use crate::session::{Stamp, envelope};
+use serde::Serialize;
+
+/// What a harness's files say of one past session.
+#[derive(Clone, Debug, Default)]
+pub struct Backfilled {
+    pub session_id: String,
+    pub block: SessionBlock,
+    pub version: Option<String>,
+    pub started_ms: i64,
+    pub last_ms: i64,
+    pub turns: Option<u64>,
+}
+
+/// Per harness: sessions found in the files, appended now, known already.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HarnessCount {
+    pub harness: String,
+    pub found: usize,
+    pub added: usize,
+    pub known: usize,
+}
+
+/// Appends a `session.backfill` for every session of the last `days` days that
+/// the outbox does not know. `progress` is told (harness, done, total).
+pub fn run(
+    outbox: &mut Outbox,
+    host: &Host,
+    days: u32,
+    machine: &str,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> Result<Vec<HarnessCount>, String> {
+    let since = crate::time::now_ms() - i64::from(days) * 86_400_000;
+    let db = |e: rusqlite::Error| format!("outbox: {e}");
+    let mut counts = Vec::new();
+    for adapter in adapters::REGISTRY.iter().copied() {
+        let found = adapter.backfill(host, since);
+        let mut count = HarnessCount {
+            harness: adapter.name().into(),
+            found: found.len(),
+            ..Default::default()
+        };
+        for (i, b) in found.iter().enumerate() {
+            if append(outbox, adapter, b, machine).map_err(db)? {
+                count.added += 1;
+            } else {
+                count.known += 1;
+            }
+            progress(adapter.name(), i + 1, found.len());
+        }
+        counts.push(count);
+    }
+    Ok(counts)
+}
+
+/// Appends one backfill unless the session is known. True when appended.
+fn append(
+    outbox: &mut Outbox,
+    adapter: &dyn Adapter,
+    b: &Backfilled,
+    machine: &str,
+) -> rusqlite::Result<bool> {
+    if !crate::protocol::valid_session_id(&b.session_id) {
+        return Ok(false);
+    }
+    let tx = outbox.begin()?;
+    if tx.session_known(adapter.name(), &b.session_id)? {
+        return Ok(false);
+    }
+    let mut block = b.block.clone();
+    block.machine = block.machine.or(Some(machine.to_string()));
+    let stamp = Stamp {
+        harness: adapter.name(),
+        harness_event: None,
+        version: b.version.as_deref(),
+        session_id: &b.session_id,
+        block: &block,
+        time_ms: b.last_ms,
+    };
+    let event = EventData::SessionBackfill(SessionBackfill {
+        started_at: crate::time::rfc3339_ms(b.started_ms),
+        last_at: crate::time::rfc3339_ms(b.last_ms),
+        turns: b.turns,
+    });
+    let mut env = envelope(&stamp, 0, event);
+    crate::ingest::redact_secrets(&mut env);
+    let added = tx.append_backfill(&env)?;
+    tx.commit()?;
+    Ok(added)
+}

@@ -1,0 +1,72 @@
+//! `sessionpipe backfill [--days N] [--json]`, and the one backfill `install` runs.
+
+use crate::install::Host;
+use crate::outbox::Outbox;
+use crate::paths::StatePaths;
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+pub fn run(paths: &StatePaths, days: u32, json: bool) -> Result<ExitCode, String> {
+    let counts = backfill(paths, days, !json)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&counts).expect("counts serialise")
+        );
+    } else {
+        for c in counts.iter().filter(|c| c.found > 0) {
+            println!(
+                "{}: {} sessions, {} added, {} already known",
+                c.harness, c.found, c.added, c.known
+            );
+        }
+        if counts.iter().all(|c| c.found == 0) {
+            println!("no sessions in the last {days} days");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the backfill, with a progress line on stderr when it is a terminal.
+pub fn backfill(
+    paths: &StatePaths,
+    days: u32,
+    show: bool,
+) -> Result<Vec<crate::backfill::HarnessCount>, String> {
+    paths
+        .ensure()
+        .map_err(|e| format!("{}: {e}", paths.root.display()))?;
+    let mut outbox = Outbox::open(&paths.outbox()).map_err(|e| format!("outbox: {e}"))?;
+    let host = Host::from_env()?;
+    let config = crate::config::Config::load(&paths.root)?;
+    let machine = config.machine.unwrap_or_else(crate::ingest::machine_name);
+    let tty = show && std::io::stderr().is_terminal();
+    let mut progress = |harness: &str, done: usize, total: usize| {
+        if tty && (done == total || done % 25 == 0) {
+            let width = 30;
+            let filled = done * width / total.max(1);
+            let bar = format!("{}{}", "#".repeat(filled), "-".repeat(width - filled));
+            let _ = write!(std::io::stderr(), "\r{harness:<12} [{bar}] {done}/{total}");
+            if done == total {
+                let _ = writeln!(std::io::stderr());
+            }
+        }
+    };
+    crate::backfill::run(&mut outbox, &host, days, &machine, &mut progress)
+}
+
+/// `install` backfills once per state dir: the marker says it did.
+pub fn once_after_install(paths: &StatePaths) {
+    let marker = paths.root.join("backfilled");
+    if marker.exists() {
+        return;
+    }
+    match backfill(paths, 30, true) {
+        Ok(counts) => {
+            let added: usize = counts.iter().map(|c| c.added).sum();
+            eprintln!("backfill: {added} past sessions of the last 30 days queued");
+            let _ = std::fs::write(&marker, crate::time::rfc3339_ms(crate::time::now_ms()));
+        }
+        Err(e) => eprintln!("backfill skipped: {e}"),
+    }
+}
