@@ -41,7 +41,7 @@ SESSIONPIPE_REQUIRE_HARNESSES=1 cargo test --workspace --quiet
 
 say "conformance: the project's fixtures, and the shared data when it is beside the repo"
 paths=(conformance)
-for shared in ../shared/conformance/harness/claude-code ../shared/conformance/redaction; do
+for shared in ../shared/conformance/harness ../shared/conformance/redaction; do
   [ -d "$shared" ] && paths+=("$shared")
 done
 target/debug/sessionpipe conformance "${paths[@]}" | tail -n 1

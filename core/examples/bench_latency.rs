@@ -32,7 +32,12 @@ fn main() {
     while !outbox_path.exists() {
         std::thread::sleep(Duration::from_millis(5));
     }
-    let outbox = Outbox::open_readonly(&outbox_path).unwrap();
+    let outbox = loop {
+        if let Some(o) = Outbox::open_readonly(&outbox_path).unwrap() {
+            break o;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
     let mut seen = outbox.counts().unwrap().events;
     let mut lat = Vec::with_capacity(runs);
     for i in 0..runs + 50 {

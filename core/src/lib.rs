@@ -26,6 +26,6 @@ pub mod reading;
 pub mod session;
 pub mod spool;
 pub mod tail;
+pub mod time;
 pub mod transcript;
 pub mod worker;
-pub mod time;

@@ -74,18 +74,29 @@ impl Outbox {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         // FULL: a commit is on disk before its job file is unlinked.
         conn.pragma_update(None, "synchronous", "FULL")?;
-        conn.execute_batch(SCHEMA)?;
+        // One transaction: a reader sees all the tables or none.
+        conn.execute_batch(&format!("BEGIN; {SCHEMA} COMMIT;"))?;
         Ok(Outbox { conn })
     }
 
-    /// Opens an existing outbox for reading only (tail, status).
-    pub fn open_readonly(path: &Path) -> Result<Outbox> {
+    /// Opens an existing outbox for reading only (tail, status). `None` while
+    /// there is none yet: no file, or a file whose first writer has not made its
+    /// tables yet.
+    pub fn open_readonly(path: &Path) -> Result<Option<Outbox>> {
+        if !path.exists() {
+            return Ok(None);
+        }
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(Duration::from_secs(10))?;
-        Ok(Outbox { conn })
+        let ready: bool = conn.query_row(
+            "SELECT count(*) = 2 FROM sqlite_master WHERE type = 'table' AND name IN ('events', 'sessions')",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(ready.then_some(Outbox { conn }))
     }
 
     /// Starts a write transaction (taken at once, so concurrent writers queue).
@@ -326,7 +337,7 @@ mod tests {
         }
         all.sort();
         assert_eq!(all, (1..=400).collect::<Vec<u64>>());
-        let ob = Outbox::open_readonly(&path).unwrap();
+        let ob = Outbox::open_readonly(&path).unwrap().unwrap();
         let rows = ob.events_after(0, 1000).unwrap();
         let seqs: Vec<u64> = rows
             .iter()

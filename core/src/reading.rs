@@ -89,7 +89,7 @@ pub fn around_call(
     if let Some(plan) = &files.read {
         if plan.interruption
             && let Some(running) = record.running_turn.clone()
-            && state.log.interrupted_prompt() == Some(Some(running.clone()))
+            && state.log.interrupted(&running)
         {
             around.before.push(EventData::TurnEnded(TurnEnded::new(
                 Some(running),

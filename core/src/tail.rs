@@ -31,14 +31,11 @@ pub fn run(outbox_path: &Path, opts: &TailOptions) -> Result<(), String> {
         !opts.json && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let home = crate::paths::home_dir().map(|h| h.to_string_lossy().into_owned());
     let outbox = loop {
-        match outbox_path
-            .exists()
-            .then(|| Outbox::open_readonly(outbox_path))
-        {
-            Some(Ok(o)) => break o,
-            Some(Err(e)) => return Err(format!("cannot open {}: {e}", outbox_path.display())),
-            None if opts.follow => std::thread::sleep(POLL),
-            None => return Ok(()),
+        match Outbox::open_readonly(outbox_path) {
+            Ok(Some(o)) => break o,
+            Err(e) => return Err(format!("cannot open {}: {e}", outbox_path.display())),
+            Ok(None) if opts.follow => std::thread::sleep(POLL),
+            Ok(None) => return Ok(()),
         }
     };
     let db = |e: rusqlite::Error| format!("outbox: {e}");

@@ -86,6 +86,10 @@ pub enum Want {
     /// Only turns a later ask closed, or that were interrupted (a later hook's
     /// read: the running turn is left to its own end).
     Closed,
+    /// `Closed`, for a call that starts the turn with this prompt id: a daemon
+    /// catching up can find that turn (even its end) in the file already, and it
+    /// is not this call's to send, before its own `turn.started`.
+    ClosedBefore(String),
     /// The turn a Stop ended: whole once its last words are these words and no
     /// tool call follows them.
     EndedWith(String),
@@ -154,13 +158,11 @@ impl TurnLog {
         self.turns.last_mut().filter(|t| !t.closed)
     }
 
-    /// The prompt id of the newest turn when it was interrupted and not yet sent.
-    pub fn interrupted_prompt(&self) -> Option<Option<String>> {
+    /// True when the turn with this prompt id was interrupted and is not sent yet.
+    pub fn interrupted(&self, prompt_id: &str) -> bool {
         self.turns
             .iter()
-            .rev()
-            .find(|t| t.interrupted)
-            .map(|t| t.prompt_id.clone())
+            .any(|t| t.interrupted && t.prompt_id.as_deref() == Some(prompt_id))
     }
 
     /// Takes the turns that may be sent now, oldest first.
@@ -168,9 +170,14 @@ impl TurnLog {
         let newest = self.turns.len().saturating_sub(1);
         let mut ready = 0;
         for (i, t) in self.turns.iter().enumerate() {
+            if let Want::ClosedBefore(start) = want
+                && t.prompt_id.as_deref() == Some(start.as_str())
+            {
+                break; // the call's own turn, and what follows, are not its to send
+            }
             let ok = t.closed
                 || match want {
-                    Want::Closed => false,
+                    Want::Closed | Want::ClosedBefore(_) => false,
                     Want::All => true,
                     Want::EndedWith(words) => {
                         i == newest && !t.tool_after_words && same_words(&t.last_words, words)
@@ -419,10 +426,27 @@ mod tests {
     }
 
     #[test]
+    fn a_prompt_read_late_does_not_send_its_own_turn() {
+        let mut log = TurnLog::default();
+        log.feed([
+            ask("a", "p1"),
+            reply("A"),
+            ask("b", "p2"),
+            Rec::Interrupted,
+            ask("c", "p3"),
+        ]);
+        let t = log.take(&Want::ClosedBefore("p2".into()));
+        assert_eq!(t.iter().map(|t| t.n).collect::<Vec<_>>(), [1]);
+        let t = log.take(&Want::ClosedBefore("p3".into()));
+        assert_eq!((t.len(), t[0].interrupted), (1, true));
+    }
+
+    #[test]
     fn an_interruption_ends_the_turn_as_it_stands() {
         let mut log = TurnLog::default();
         log.feed([ask("long job", "p1"), Rec::Tool, Rec::Interrupted]);
-        assert_eq!(log.interrupted_prompt(), Some(Some("p1".into())));
+        assert!(log.interrupted("p1"));
+        assert!(!log.interrupted("p2"));
         let t = log.take(&Want::Closed);
         assert_eq!(t.len(), 1);
         assert!(t[0].interrupted);

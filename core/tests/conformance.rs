@@ -37,7 +37,7 @@ fn our_recorded_fixtures_pass() {
 }
 
 #[test]
-fn the_shared_claude_code_fixtures_and_redaction_vectors_pass() {
+fn the_shared_harness_fixtures_and_redaction_vectors_pass() {
     let shared = repo().join("../shared/conformance");
     if !shared.is_dir() {
         eprintln!(
@@ -46,7 +46,7 @@ fn the_shared_claude_code_fixtures_and_redaction_vectors_pass() {
         );
         return;
     }
-    let last = all_pass(&[shared.join("harness/claude-code"), shared.join("redaction")]);
+    let last = all_pass(&[shared.join("harness"), shared.join("redaction")]);
     println!("{last}");
 }
 

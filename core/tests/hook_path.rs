@@ -64,7 +64,7 @@ fn hostile_stdin_is_invisible_and_later_hooks_still_become_events() {
         "Stop",
     );
 
-    let events = sb.wait_for_events(3, Duration::from_secs(20));
+    let events = sb.wait_for_events(3, Duration::from_secs(60));
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["session.started", "tool.ended", "turn.ended"]);
     let out = events[1]["data"]["output"]

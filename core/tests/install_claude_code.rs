@@ -253,7 +253,7 @@ fn not_found_writes_nothing_and_dry_run_writes_nothing() {
     let out = sb
         .command(bin("sessionpipe"))
         .env("PATH", "/nonexistent")
-        .arg("install")
+        .args(["install", "--harness", "claude-code"])
         .output()
         .unwrap();
     assert_eq!(
@@ -264,7 +264,7 @@ fn not_found_writes_nothing_and_dry_run_writes_nothing() {
     assert!(!sb.home.join(".claude").exists());
 
     write(&settings(&sb), OTHERS);
-    let (said, _) = run(&sb, &["install", "--dry-run"]);
+    let (said, _) = run(&sb, &["install", "--dry-run", "--harness", "claude-code"]);
     assert_eq!(
         said,
         "claude-code: would install (~/.claude/settings.json)\n"

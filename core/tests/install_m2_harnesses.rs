@@ -55,6 +55,14 @@ fn kinds(events: &[Value]) -> Vec<&str> {
     events.iter().map(|e| e["type"].as_str().unwrap()).collect()
 }
 
+/// The outbox's events once the drain worker the hooks started is done. Waiting
+/// for the worker first keeps `tail` off an outbox that is still being created
+/// (reading one then fails with "no such table").
+fn settled_events(sb: &Sandbox, n: usize) -> Vec<Value> {
+    sb.wait_idle(Duration::from_secs(20));
+    sb.wait_for_events(n, Duration::from_secs(20))
+}
+
 // ---------------------------------------------------------------- Devin
 
 const DEVIN_CONFIG: &str = "{\r\n\t\"devin\": {\r\n\t\t\"org_id\": \"org-4a1c\"\r\n\t},\r\n\t\"read_config_from\": {\r\n\t\t\"claude\": true\r\n\t},\r\n\t\"hooks\": {\r\n\t\t\"Stop\": [\r\n\t\t\t{\r\n\t\t\t\t\"hooks\": [\r\n\t\t\t\t\t{\"type\": \"command\", \"command\": \"notify-send 'Devin is done'\"}\r\n\t\t\t\t]\r\n\t\t\t}\r\n\t\t]\r\n\t}\r\n}\r\n";
@@ -71,7 +79,7 @@ fn devin_install_writes_its_eight_events_and_uninstall_restores_the_bytes() {
     let (said, out) = cli(&sb, &none, &[], &["install", "--harness", "devin"]);
     assert!(out.status.success(), "{said}");
     assert_eq!(said, "devin: installed (~/.config/devin/config.json)\n");
-    assert!(stderr(&out).contains("note: devin: Devin reads its hooks"));
+    assert!(stderr(&out).contains("note: devin: `/hooks` inside devin lists"));
 
     let text = read(&devin_config(&sb));
     assert!(!text.replace("\r\n", "").contains('\n'), "CRLF kept");
@@ -136,6 +144,11 @@ fn devin_install_writes_its_eight_events_and_uninstall_restores_the_bytes() {
     assert!(out.status.success());
     assert_eq!(said, "devin: removed (~/.config/devin/config.json)\n");
     assert_eq!(read(&devin_config(&sb)), DEVIN_CONFIG);
+    let (said, _) = cli(&sb, &none, &[], &["status"]);
+    assert!(
+        said.contains("devin: missing (~/.config/devin/config.json)"),
+        "{said}"
+    );
 }
 
 #[test]
@@ -247,7 +260,7 @@ fn a_devin_tool_it_was_refused_ends_with_the_session_and_no_stop() {
         let out = sb.hook_with("devin", event, p.to_string().as_bytes(), &env);
         assert!(out.status.success() && out.stdout.is_empty(), "{event}");
     }
-    let events = sb.wait_for_events(6, Duration::from_secs(20));
+    let events = settled_events(&sb, 6);
     assert_eq!(
         kinds(&events),
         [
@@ -324,6 +337,11 @@ fn grok_gets_a_file_of_its_own_and_loses_it_again() {
         "a file that was all ours is removed"
     );
     assert_eq!(read(&grok.join("hooks/mine.json")), theirs);
+    let (said, _) = cli(&sb, &none, &[], &["status"]);
+    assert!(
+        said.contains("grok-build: missing (~/.grok/hooks/sessionpipe.json)"),
+        "{said}"
+    );
 }
 
 #[test]
@@ -424,9 +442,7 @@ fn grok_payloads_become_events_and_the_shutdown_stop_reports_nothing() {
     );
     call("SessionEnd", "session_end", json!({"reason": "shutdown"}));
     call("Stop", "stop", json!({"reason": "shutdown"}));
-    sb.wait_for_events(5, Duration::from_secs(20));
-    sb.wait_idle(Duration::from_secs(10));
-    let events = sb.events();
+    let events = settled_events(&sb, 5);
     assert_eq!(
         kinds(&events),
         [
@@ -490,6 +506,11 @@ fn antigravity_gets_its_named_entry_and_uninstall_restores_the_bytes() {
     let (said, _) = cli(&sb, &none, &[], &["uninstall", "--harness", "antigravity"]);
     assert_eq!(said, "antigravity: removed (~/.gemini/config/hooks.json)\n");
     assert_eq!(read(&agy_hooks(&sb)), AGY_HOOKS);
+    let (said, _) = cli(&sb, &none, &[], &["status"]);
+    assert!(
+        said.contains("antigravity: missing (~/.gemini/config/hooks.json)"),
+        "{said}"
+    );
 }
 
 #[test]
@@ -576,10 +597,9 @@ fn antigravity_hooks_answer_json_and_heartbeats_reach_only_tier_zero() {
         "Stop",
         json!({"terminationReason": "model_stop", "fullyIdle": true}),
     );
-    let all = sb.wait_for_events(3, Duration::from_secs(20));
-    sb.wait_idle(Duration::from_secs(10));
+    let all = settled_events(&sb, 3);
     assert_eq!(
-        kinds(&sb.events()),
+        kinds(&all),
         ["session.started", "tool.ended", "turn.ended"],
         "{all:?}"
     );

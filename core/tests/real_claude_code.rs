@@ -15,22 +15,6 @@ use sessionpipe_testkit::{MockAnthropic, Sandbox, Script, sandbox::Daemon};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-fn claude_binary() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let bin = root.join("e2e/node_modules/@anthropic-ai/claude-code-linux-x64/claude");
-    if bin.is_file() {
-        return Some(bin);
-    }
-    if std::env::var("SESSIONPIPE_REQUIRE_HARNESSES").as_deref() == Ok("1") {
-        panic!(
-            "Claude Code is not installed at {}: run scripts/test.sh",
-            bin.display()
-        );
-    }
-    eprintln!("skipped: Claude Code is not installed (npm ci in e2e/ installs it)");
-    None
-}
-
 /// Runs one `claude -p` turn in `project` and returns its JSON result.
 fn run_claude(
     sb: &Sandbox,
@@ -152,7 +136,7 @@ fn setup(claude: PathBuf) -> Setup {
 
 #[test]
 fn a_real_claude_code_turn_becomes_protocol_events() {
-    let Some(claude) = claude_binary() else {
+    let Some(claude) = sessionpipe_testkit::harnesses::claude() else {
         return;
     };
     let Setup {
@@ -241,7 +225,7 @@ fn a_real_claude_code_turn_becomes_protocol_events() {
 
 #[test]
 fn a_failed_tool_a_refused_permission_and_a_compaction_from_real_runs() {
-    let Some(claude) = claude_binary() else {
+    let Some(claude) = sessionpipe_testkit::harnesses::claude() else {
         return;
     };
     let Setup {

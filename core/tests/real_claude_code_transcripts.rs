@@ -7,24 +7,8 @@
 
 use serde_json::Value;
 use sessionpipe_testkit::{MockAnthropic, Sandbox, Script, Turn, sandbox::bin};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
-
-fn claude_binary() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let bin = root.join("e2e/node_modules/@anthropic-ai/claude-code-linux-x64/claude");
-    if bin.is_file() {
-        return Some(bin);
-    }
-    if std::env::var("SESSIONPIPE_REQUIRE_HARNESSES").as_deref() == Ok("1") {
-        panic!(
-            "Claude Code is not installed at {}: run scripts/test.sh",
-            bin.display()
-        );
-    }
-    eprintln!("skipped: Claude Code is not installed (npm ci in e2e/ installs it)");
-    None
-}
 
 const TOKEN: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
 
@@ -57,7 +41,7 @@ fn claude(
 
 #[test]
 fn transcripts_tiers_and_facts_from_a_real_claude_code() {
-    let Some(claude_bin) = claude_binary() else {
+    let Some(claude_bin) = sessionpipe_testkit::harnesses::claude() else {
         return;
     };
     let sb = Sandbox::new();

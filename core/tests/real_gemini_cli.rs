@@ -2,7 +2,9 @@
 //! into a temporary HOME's `~/.gemini/settings.json`, `gemini -p` runs a whole turn
 //! against a scripted Gemini API on loopback (one `run_shell_command` call, then
 //! text), its real hooks run the real `sessionpipe-hook`, the daemon turns them
-//! into events.
+//! into events. Two more runs give the payloads a plain turn does not: a failing
+//! tool and a `/compress` (headless), and a permission prompt (a terminal session
+//! under util-linux's `script`).
 //!
 //! Gemini CLI comes from the npm registry (`e2e/package.json`, installed by
 //! `scripts/test.sh`) and runs as `node <package>/bundle/gemini.js`. Without it, or
@@ -16,8 +18,8 @@ use sessionpipe_core::conformance::harness::{fixture_from_job, jobs_in, record_f
 use sessionpipe_core::job::Job;
 use sessionpipe_testkit::gemini::MockGemini;
 use sessionpipe_testkit::{Sandbox, Turn, sandbox::Daemon};
-use std::path::{Path, PathBuf};
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -29,32 +31,22 @@ struct Gemini {
 }
 
 fn gemini() -> Option<Gemini> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let package = root.join("e2e/node_modules/@google/gemini-cli");
-    let manifest: Option<Value> = std::fs::read(package.join("package.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
+    let package = sessionpipe_testkit::harnesses::installed("Gemini CLI", "@google/gemini-cli")?;
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(package.join("package.json")).ok()?).ok()?;
     let node = std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)
             .map(|d| d.join("node"))
             .find(|p| p.is_file())
     });
-    let missing = match (&manifest, &node) {
-        (None, _) => format!("Gemini CLI is not installed at {}", package.display()),
-        (_, None) => "node is not on PATH".to_string(),
-        (Some(m), Some(node)) => {
-            return Some(Gemini {
-                version: m["version"].as_str().unwrap_or_default().to_string(),
-                package,
-                node: node.clone(),
-            });
-        }
+    let Some(node) = node else {
+        return sessionpipe_testkit::harnesses::missing("node is not on PATH");
     };
-    if std::env::var("SESSIONPIPE_REQUIRE_HARNESSES").as_deref() == Ok("1") {
-        panic!("{missing}: run scripts/test.sh");
-    }
-    eprintln!("skipped: {missing} (npm ci in e2e/ installs it)");
-    None
+    Some(Gemini {
+        version: manifest["version"].as_str().unwrap_or_default().to_string(),
+        package,
+        node,
+    })
 }
 
 /// A sandbox with Gemini CLI's hooks installed and set up to run offline, and a
@@ -190,16 +182,22 @@ impl Setup {
     }
 
     /// Writes one job as the fixture `DIR/<name>.json` when recording.
-    fn record_as(&self, job: &Job, name: &str) {
+    fn record_as(&self, job: &Job, name: &str, how: &str) {
         if let Ok(dir) = std::env::var("SESSIONPIPE_RECORD_FIXTURES") {
-            let fixture = fixture_from_job(job, &self.gemini.version, HOW).unwrap();
+            let how = format!(
+                "{how}, against a scripted Gemini API on loopback, hooks written by `sessionpipe install`"
+            );
+            let fixture = fixture_from_job(job, &self.gemini.version, &how).unwrap();
             let text = serde_json::to_string_pretty(&fixture).unwrap() + "\n";
+            std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(Path::new(&dir).join(format!("{name}.json")), text).unwrap();
         }
     }
 }
 
-const HOW: &str = "gemini -p against a scripted Gemini API on loopback, hooks written by `sessionpipe install`";
+/// How every fixture here was recorded, after what was run.
+const HOW: &str =
+    "against a scripted Gemini API on loopback, hooks written by `sessionpipe install`";
 
 fn kinds(events: &[&Value]) -> Vec<String> {
     events
@@ -284,7 +282,8 @@ fn a_real_gemini_cli_turn_becomes_protocol_events() {
     );
     assert_current(&s.sb);
     if let Ok(dir) = std::env::var("SESSIONPIPE_RECORD_FIXTURES") {
-        record_fixtures(&jobs, Path::new(&dir), &s.gemini.version, HOW).unwrap();
+        let how = format!("gemini -p, one run_shell_command call, {HOW}");
+        record_fixtures(&jobs, Path::new(&dir), &s.gemini.version, &how).unwrap();
     }
 }
 
@@ -315,9 +314,8 @@ fn a_failed_tool_and_a_manual_compression_from_real_runs() {
     });
     assert!(compressed, "Gemini CLI asked for a summary");
 
-    let events = s.events_when(|evs| {
-        evs.iter().filter(|e| e["type"] == "session.ended").count() >= 2
-    });
+    let events =
+        s.events_when(|evs| evs.iter().filter(|e| e["type"] == "session.ended").count() >= 2);
     let ours: Vec<&Value> = events
         .iter()
         .filter(|e| e["session"]["id"] == session.as_str())
@@ -356,9 +354,23 @@ fn a_failed_tool_and_a_manual_compression_from_real_runs() {
             })
             .unwrap_or_else(|| panic!("no {event} with {key} {value}"))
     };
-    s.record_as(find("AfterTool", "tool_name", "read_file"), "after-tool-error");
-    s.record_as(find("PreCompress", "trigger", "manual"), "pre-compress-manual");
-    s.record_as(find("SessionStart", "source", "resume"), "session-start-resume");
+    let how = "gemini -p, the model reading a missing file";
+    s.record_as(
+        find("AfterTool", "tool_name", "read_file"),
+        "after-tool-error",
+        how,
+    );
+    let how = "gemini -p /compress --resume latest";
+    s.record_as(
+        find("PreCompress", "trigger", "manual"),
+        "pre-compress-manual",
+        how,
+    );
+    s.record_as(
+        find("SessionStart", "source", "resume"),
+        "session-start-resume",
+        how,
+    );
 }
 
 /// A terminal session, the one place Gemini CLI asks before running a command
@@ -378,7 +390,11 @@ fn a_permission_prompt_in_a_terminal_session() {
         .env("TERM", "xterm-256color")
         .env("SP_NODE", &s.gemini.node)
         .env("SP_BUNDLE", s.bundle())
-        .args(["-qfec", "exec \"$SP_NODE\" \"$SP_BUNDLE\" -m gemini-2.5-flash -i 'Make the file.'", "/dev/null"])
+        .args([
+            "-qfec",
+            "exec \"$SP_NODE\" \"$SP_BUNDLE\" -m gemini-2.5-flash -i 'Make the file.'",
+            "/dev/null",
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -452,5 +468,6 @@ fn a_permission_prompt_in_a_terminal_session() {
     // one session end all the same.
     let ends = jobs.iter().filter(|j| j.event == "SessionEnd").count();
     assert!(ends >= 2, "SessionEnd fired {ends} times");
-    s.record_as(notification, "notification");
+    let how = "gemini -i in a terminal (`script`), the permission prompt cancelled with Esc";
+    s.record_as(notification, "notification", how);
 }

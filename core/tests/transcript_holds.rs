@@ -15,10 +15,19 @@ const SESSION: &str = "5b1c2d3e-0000-4000-8000-00000000abcd";
 struct Session {
     sb: Sandbox,
     transcript: PathBuf,
-    _daemon: sessionpipe_testkit::sandbox::Daemon,
+    daemon: Option<sessionpipe_testkit::sandbox::Daemon>,
+    /// Hooks leave their jobs in the spool (no daemon, no worker) until `start`.
+    stalled: bool,
 }
 
 fn session() -> Session {
+    let mut s = stalled_session();
+    s.start();
+    s
+}
+
+/// A session whose hooks spool and wait: the daemon catches up later.
+fn stalled_session() -> Session {
     let sb = Sandbox::new();
     std::fs::create_dir_all(&sb.state).unwrap();
     std::fs::write(sb.state.join("config.json"), r#"{"transcripts": true}"#).unwrap();
@@ -26,15 +35,20 @@ fn session() -> Session {
     std::fs::create_dir_all(&dir).unwrap();
     let transcript = dir.join(format!("{SESSION}.jsonl"));
     std::fs::write(&transcript, "").unwrap();
-    let daemon = sb.start_daemon();
     Session {
         sb,
         transcript,
-        _daemon: daemon,
+        daemon: None,
+        stalled: true,
     }
 }
 
 impl Session {
+    fn start(&mut self) {
+        self.stalled = false;
+        self.daemon = Some(self.sb.start_daemon());
+    }
+
     fn hook(&self, event: &str, extra: Value) {
         let mut p = json!({
             "session_id": SESSION,
@@ -45,7 +59,14 @@ impl Session {
         p.as_object_mut()
             .unwrap()
             .extend(extra.as_object().unwrap().clone());
-        let out = self.sb.hook("claude-code", event, p.to_string().as_bytes());
+        let no_worker: &[(&str, &str)] = if self.stalled {
+            &[("SESSIONPIPE_BIN", "/nonexistent")]
+        } else {
+            &[]
+        };
+        let out = self
+            .sb
+            .hook_with("claude-code", event, p.to_string().as_bytes(), no_worker);
         assert!(out.status.success() && out.stdout.is_empty());
     }
 
@@ -226,4 +247,48 @@ fn an_interrupted_turn_is_ended_by_the_next_prompt() {
     );
     assert_eq!(evs[3]["data"]["assistant"], "Starting.");
     assert_eq!(evs[4]["data"]["turn_id"], "p2");
+}
+
+#[test]
+fn a_daemon_catching_up_reads_ahead_and_keeps_the_order() {
+    let mut s = stalled_session();
+    s.hook(
+        "UserPromptSubmit",
+        json!({"prompt_id": "p1", "prompt": "first"}),
+    );
+    s.write(&[ask("first", "p1"), says("Working."), tool_call()]);
+    s.write(&[json!({"type": "user", "promptId": "p1", "message": {"content": "[Request interrupted by user]"}})]);
+    s.hook(
+        "UserPromptSubmit",
+        json!({"prompt_id": "p2", "prompt": "second"}),
+    );
+    s.write(&[ask("second", "p2"), says("Done.")]);
+    s.hook(
+        "Stop",
+        json!({"prompt_id": "p2", "last_assistant_message": "Done."}),
+    );
+    // The whole story is in the file before the daemon sees its first hook.
+    s.start();
+    let evs = s.wait(|evs| transcripts(evs).len() >= 2);
+    assert_eq!(
+        kinds(&evs),
+        [
+            "session.started",
+            "turn.started",
+            "turn.ended",
+            "turn.transcript",
+            "turn.started",
+            "turn.ended",
+            "turn.transcript"
+        ]
+    );
+    assert_eq!(evs[1]["data"]["turn_id"], "p1");
+    assert_eq!(
+        evs[2]["data"],
+        json!({"turn_id": "p1", "reason": "interrupt"})
+    );
+    assert_eq!(evs[3]["data"]["user"], "first");
+    assert_eq!(evs[4]["data"]["turn_id"], "p2");
+    assert_eq!(evs[5]["data"]["reason"], "stop");
+    assert_eq!(evs[6]["data"]["assistant"], "Done.");
 }

@@ -10,7 +10,7 @@
 //! Std only, like the rest of the hook; it must never block, print or fail.
 
 use std::iter::Peekable;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::str::Chars;
 
 /// The flag sessionpipe's notify entry puts before the person's previous notify.
@@ -29,18 +29,8 @@ pub fn run_previous(args: &[String]) {
         return;
     };
     let mut cmd = Command::new(program);
-    cmd.args(program_args)
-        .args(&args[4..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        cmd.process_group(0);
-    }
-    // Never waited for: the hook exits at once and the program is re-parented.
-    let _ = cmd.spawn();
+    cmd.args(program_args).args(&args[4..]);
+    crate::wake::spawn_detached(cmd);
 }
 
 /// A JSON array of strings (what the installer writes with serde_json), or `None`.

@@ -4,6 +4,8 @@
 //! one job file into the spool (atomically: a hidden temp file renamed into place),
 //! wake the daemon over its local socket, start a detached drain worker when no
 //! daemon answers, print what the harness parses (almost always nothing) and exit 0.
+//! One more duty, only when its arguments carry `--previous-notify`: Codex's notify
+//! entry stands in for the person's own notify, which `chain` starts, detached.
 //!
 //! It must not parse the payload, talk to the network, take a lock, wait for the
 //! daemon, or fail in any way a harness could see: every error ends in exit 0 and

@@ -44,8 +44,15 @@ fn start_worker(state_dir: &Path) {
     };
     let mut cmd = Command::new(bin);
     cmd.args(["daemon", "--drain"])
-        .env("SESSIONPIPE_STATE_DIR", state_dir)
-        .stdin(Stdio::null())
+        .env("SESSIONPIPE_STATE_DIR", state_dir);
+    spawn_detached(cmd);
+}
+
+/// Starts `cmd` in its own process group with no stdio, and never waits for it:
+/// the hook exits at once and the child is re-parented, so a harness that kills
+/// the hook's group (a timeout) or waits for its pipes never touches it.
+pub fn spawn_detached(mut cmd: Command) {
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     #[cfg(unix)]

@@ -33,7 +33,8 @@ use crate::http::{HttpServer, Request, Response};
 pub const FALLBACK_TEXT: &str = "Done.";
 
 /// The answer to a compression request.
-pub const SNAPSHOT_TEXT: &str = "<state_snapshot>Mock summary of the conversation.</state_snapshot>";
+pub const SNAPSHOT_TEXT: &str =
+    "<state_snapshot>Mock summary of the conversation.</state_snapshot>";
 
 /// A running scripted Gemini API. It stops when dropped.
 pub struct MockGemini {
@@ -105,10 +106,9 @@ fn answer(turns: &[Turn], request: &Request) -> Response {
                 &response_chunk(parts, Some(estimate_tokens(&request.body))),
             )
         }
-        ("POST", Some("countTokens")) => Response::json(
-            200,
-            &json!({"totalTokens": estimate_tokens(&request.body)}),
-        ),
+        ("POST", Some("countTokens")) => {
+            Response::json(200, &json!({"totalTokens": estimate_tokens(&request.body)}))
+        }
         _ => Response::json(
             404,
             &json!({"error": {"code": 404, "message": format!("{} is not served by the mock", request.target), "status": "NOT_FOUND"}}),
@@ -214,7 +214,12 @@ mod tests {
             json!({"name": "run_shell_command", "args": {"command": "echo hello"}})
         );
         assert_eq!(candidate["finishReason"], "STOP");
-        assert!(call[0]["usageMetadata"]["promptTokenCount"].as_u64().unwrap() >= 1);
+        assert!(
+            call[0]["usageMetadata"]["promptTokenCount"]
+                .as_u64()
+                .unwrap()
+                >= 1
+        );
 
         // Same connection: the function's response comes back, text streams.
         let second = c.post_json(
@@ -230,7 +235,11 @@ mod tests {
         assert!(text[0]["candidates"][0].get("finishReason").is_none());
         let said: String = text
             .iter()
-            .map(|c| c["candidates"][0]["content"]["parts"][0]["text"].as_str().unwrap())
+            .map(|c| {
+                c["candidates"][0]["content"]["parts"][0]["text"]
+                    .as_str()
+                    .unwrap()
+            })
             .collect();
         assert_eq!(said, "It printed hello.");
         assert_eq!(text[1]["candidates"][0]["finishReason"], "STOP");
@@ -243,7 +252,11 @@ mod tests {
         );
         let said: String = chunks(&late.body)
             .iter()
-            .map(|c| c["candidates"][0]["content"]["parts"][0]["text"].as_str().unwrap())
+            .map(|c| {
+                c["candidates"][0]["content"]["parts"][0]["text"]
+                    .as_str()
+                    .unwrap()
+            })
             .collect();
         assert_eq!(said, FALLBACK_TEXT);
         assert_eq!(mock.stream_requests().len(), 3);

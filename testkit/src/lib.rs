@@ -2,11 +2,14 @@
 //!
 //! This crate owns the fakes that let the real agent harnesses run offline inside
 //! tests: [`http`], a small std-only HTTP/1.1 server that records every request, and
-//! [`anthropic`], a scripted Anthropic Messages API built on it ([`MockAnthropic`]).
+//! scripted model APIs built on it: [`anthropic`] ([`MockAnthropic`]), [`openai`]
+//! (Codex's Responses API) and [`gemini`]; and [`sandbox`], which runs the real
+//! binaries in a temporary home.
 //! It is a dev-dependency only; nothing here ships.
 
 pub mod anthropic;
 pub mod gemini;
+pub mod harnesses;
 pub mod http;
 pub mod openai;
 pub mod sandbox;

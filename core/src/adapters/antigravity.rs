@@ -344,10 +344,7 @@ impl HookInstall for Antigravity {
         if !found {
             return Vec::new();
         }
-        vec![Target {
-            path: config.join("hooks.json"),
-            format: &HOOKS,
-        }]
+        vec![Target::shared(config.join("hooks.json"), &HOOKS)]
     }
 
     fn note(&self) -> Option<&'static str> {

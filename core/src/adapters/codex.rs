@@ -10,9 +10,9 @@
 //! --ephemeral`, Codex Desktop's background work) has no rollout: its hooks say
 //! `transcript_path: null` and report nothing. A subagent's hooks arrive with its
 //! parent's `session_id` and belong to that session: its tool calls and permission
-//! prompts carry its `agent_id`, and its own prompt and turn-end hooks report
-//! nothing, because the parent's turn is the person's and `subagent.*` says when the
-//! subagent ran.
+//! prompts carry its `agent_id`, and its own prompt, turn-end and compaction hooks
+//! report nothing, because the parent's turn and context are the person's and
+//! `subagent.*` says when the subagent ran.
 //!
 //! Mapping hooks is pure. The notify call and its `config.toml` entry live in
 //! `codex_notify`: telling the person's thread from an ephemeral or a subagent one
@@ -39,6 +39,17 @@ const NAME: &str = "codex";
 /// The memo mark of a session whose Stop hook ran: its hooks are on, so notify
 /// (which fires after the same turn's Stop) has nothing to add.
 const HOOKS_ON: &str = "stop_hook_seen";
+
+/// What a subagent's hooks report in its parent's session: its start and stop,
+/// and its tool calls and permission prompts (with its `agent_id`). Its prompt,
+/// turn end or compaction is not the parent's.
+const SUBAGENT_EVENTS: &[&str] = &[
+    "SubagentStart",
+    "SubagentStop",
+    "PreToolUse",
+    "PostToolUse",
+    "PermissionRequest",
+];
 
 /// Codex's names for a tool call's fields.
 const TOOL_KEYS: ToolKeys = ToolKeys {
@@ -73,10 +84,9 @@ impl Adapter for Codex {
             job.event.clone()
         };
         let subagent = subagent_of(&p, &session_id);
-        if subagent.is_some() && matches!(event.as_str(), "UserPromptSubmit" | "Stop" | "Interrupt")
-        {
+        if subagent.is_some() && !SUBAGENT_EVENTS.contains(&event.as_str()) {
             return Ok(Mapped::Ignored(format!(
-                "a subagent's {event}: its parent's session reports it as subagent.*"
+                "a subagent's {event}: not its parent's turn or context (subagent.* says it ran)"
             )));
         }
         let Some(events) = map_event(&event, &p, subagent)? else {
@@ -84,7 +94,7 @@ impl Adapter for Codex {
         };
         Ok(Mapped::Events(Box::new(Mapping {
             session_id,
-            block: session_facts(job, &p, "cwd"),
+            block: session_facts(job, &p),
             harness_version: None,
             events,
         })))
@@ -109,8 +119,8 @@ impl Adapter for Codex {
 }
 
 /// What a payload says of the session: its folder (`~` for the home) and model.
-fn session_facts(job: &Job, p: &Map<String, Value>, cwd_key: &str) -> SessionBlock {
-    let folder = str_of(p, cwd_key).unwrap_or_else(|| job.cwd.clone());
+fn session_facts(job: &Job, p: &Map<String, Value>) -> SessionBlock {
+    let folder = str_of(p, "cwd").unwrap_or_else(|| job.cwd.clone());
     SessionBlock {
         cwd: (!folder.is_empty()).then(|| cwd_for(job, &folder)),
         model: str_of(p, "model"),
@@ -253,14 +263,8 @@ impl HookInstall for Codex {
             return Vec::new();
         }
         vec![
-            Target {
-                path: dir.join("hooks.json"),
-                format: &HOOKS,
-            },
-            Target {
-                path: dir.join("config.toml"),
-                format: &CodexNotify,
-            },
+            Target::shared(dir.join("hooks.json"), &HOOKS),
+            Target::shared(dir.join("config.toml"), &CodexNotify),
         ]
     }
 
@@ -483,8 +487,15 @@ mod tests {
         let mut perm = by_file;
         perm["tool_use_id"] = json!(null);
         assert_eq!(only("PermissionRequest", perm)["data"]["agent_id"], SUB);
-        // Its own prompt and turn end are not the parent's turn.
-        for event in ["UserPromptSubmit", "Stop", "Interrupt"] {
+        // Its own prompt, turn end, compaction and lifecycle are not the parent's.
+        for event in [
+            "UserPromptSubmit",
+            "Stop",
+            "Interrupt",
+            "PreCompact",
+            "SessionStart",
+            "SessionEnd",
+        ] {
             let p = payload(
                 event,
                 json!({"agent_id": SUB, "agent_type": "default", "transcript_path": rollout(SUB), "prompt": "Run echo sub"}),

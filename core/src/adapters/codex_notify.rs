@@ -262,10 +262,11 @@ fn after_line(text: &str, at: usize) -> usize {
 
 fn scan(text: &str) -> Result<Scan, String> {
     let doc = Document::parse(text).map_err(|e| {
-        let first = e.to_string();
+        let message = e.to_string();
+        let first = message.lines().next().unwrap_or("").trim();
         format!(
             "not valid TOML ({})",
-            first.lines().next().unwrap_or("").trim()
+            first.trim_start_matches("TOML parse error at ")
         )
     })?;
     let root = doc.as_table();
@@ -337,10 +338,12 @@ fn walk_tables(
             }
             _ => continue,
         };
+        // As the header is written: `projects."/w"`.
+        let key = toml_edit::Key::new(name).to_string();
         let here = if path.is_empty() {
-            name.to_string()
+            key
         } else {
-            format!("{path}.{name}")
+            format!("{path}.{key}")
         };
         if !sub.is_implicit() && !sub.is_dotted() {
             headers.extend(sub.span().map(|s| s.start));
@@ -455,7 +458,11 @@ impl ConfigFormat for CodexNotify {
     fn add(&self, text: &str, ctx: &Ctx<'_>) -> Result<String, String> {
         let found = scan(text)?;
         let new_text = match &found.top {
-            Some(f) => replace(text, &f.value, &render(&wanted(ctx, Some(&f.argv)))),
+            // An empty list runs nothing: there is nothing to chain.
+            Some(f) => {
+                let previous = (!f.argv.is_empty()).then_some(f.argv.as_slice());
+                replace(text, &f.value, &render(&wanted(ctx, previous)))
+            }
             None => {
                 // The person's own notify inside a table never ran: it moves up, chained.
                 let moved = found
@@ -699,7 +706,7 @@ mod tests {
         let EntryState::Outdated(why) = CodexNotify.judge(&ours, &ctx()).unwrap() else {
             panic!()
         };
-        assert!(why.contains("[projects./w]"), "{why}");
+        assert!(why.contains(r#"[projects."/w"]"#), "{why}");
         let cleaned = CodexNotify.remove(&ours, None, &ctx()).unwrap();
         assert_eq!(
             cleaned,
@@ -726,6 +733,8 @@ mod tests {
         let old_chained = format!(
             "notify = [\"/old/sessionpipe-hook\", \"codex\", \"notify\", \"{PREVIOUS_FLAG}\", '[\"say\"]']\n"
         );
+        let empty = CodexNotify.add("notify = []\n", &ctx()).unwrap();
+        assert_eq!(top_argv(&empty).unwrap().len(), 3, "nothing to chain");
         let cleaned = CodexNotify.remove(&old_chained, None, &ctx()).unwrap();
         assert_eq!(cleaned, "notify = [\"say\"]\n");
         let again = CodexNotify.add(&cleaned, &ctx()).unwrap();

@@ -170,15 +170,12 @@ impl HookInstall for Devin {
         if !dir.is_dir() && !host.on_path("devin") {
             return Vec::new();
         }
-        vec![Target {
-            path: dir.join("config.json"),
-            format: &HOOKS,
-        }]
+        vec![Target::shared(dir.join("config.json"), &HOOKS)]
     }
 
     fn note(&self) -> Option<&'static str> {
         Some(
-            "Devin reads its hooks when a session starts; `/hooks` inside devin lists the ones that loaded",
+            "`/hooks` inside devin lists the hooks that loaded; one event name Devin does not know in config.json disables every hook in it",
         )
     }
 }

@@ -14,9 +14,12 @@
 //! - **PreCompress** fires with `trigger: auto` before every model call, before
 //!   Gemini CLI even compares the context with its threshold
 //!   (`ChatCompressionService.compress`): it is no sign of a compaction and
-//!   reports nothing. `trigger: manual` is the person's `/compress`, the one
-//!   compaction the hook can vouch for, and becomes `context.compacted` manual.
-//!   The installer registers PreCompress with the matcher `manual` (Gemini CLI
+//!   reports nothing (a real automatic compaction is therefore not reported by
+//!   the hooks). `trigger: manual` is the person's `/compress`, which Gemini CLI
+//!   carries out whatever the context's size, and becomes `context.compacted`
+//!   manual; the hook fires before the summary exists, so the rare `/compress`
+//!   that finds nothing old enough to summarise is reported all the same. The
+//!   installer registers PreCompress with the matcher `manual` (Gemini CLI
 //!   matches lifecycle events on the trigger), so the hook does not even run
 //!   before every model call: Gemini CLI waits for its hooks.
 //! - **Notification** `ToolPermission` names no tool call (`details` is the
@@ -84,6 +87,7 @@ impl Adapter for GeminiCli {
         Ok(Mapped::Events(Box::new(Mapping {
             session_id,
             block: session_facts(job, &p),
+            // Neither the payload nor the hook's environment names the version.
             harness_version: None,
             events,
         })))
@@ -91,8 +95,8 @@ impl Adapter for GeminiCli {
 
     /// A SessionEnd right after a SessionEnd is the same exit (an interactive
     /// session fires it from each of its exit cleanups): it reports nothing.
-    fn remember(&self, job: &Job, events: &mut Vec<EventData>, memo: &mut Memo) {
-        if job.event != "SessionEnd" {
+    fn remember(&self, _job: &Job, events: &mut Vec<EventData>, memo: &mut Memo) {
+        if !matches!(events.as_slice(), [EventData::SessionEnded(_)]) {
             memo.remove(ENDED);
         } else if memo.insert(ENDED.into(), Value::Bool(true)).is_some() {
             events.clear();
@@ -267,10 +271,7 @@ impl HookInstall for GeminiCli {
         if !settings.is_file() && !host.on_path("gemini") {
             return Vec::new();
         }
-        vec![Target {
-            path: settings,
-            format: &HOOKS,
-        }]
+        vec![Target::shared(settings, &HOOKS)]
     }
 
     fn note(&self) -> Option<&'static str> {
@@ -347,7 +348,10 @@ mod tests {
             ("new", "unknown"),
         ] {
             let e = only("SessionStart", json!({"source": word}));
-            assert_eq!(e, json!({"type": "session.started", "data": {"source": want}}));
+            assert_eq!(
+                e,
+                json!({"type": "session.started", "data": {"source": want}})
+            );
         }
     }
 
@@ -358,7 +362,10 @@ mod tests {
             e,
             json!({"type": "turn.started", "data": {"prompt_chars": 5}})
         );
-        let e = only("AfterAgent", json!({"prompt": "héllo", "prompt_response": "Done.", "stop_hook_active": false}));
+        let e = only(
+            "AfterAgent",
+            json!({"prompt": "héllo", "prompt_response": "Done.", "stop_hook_active": false}),
+        );
         assert_eq!(e, json!({"type": "turn.ended", "data": {"reason": "stop"}}));
     }
 
@@ -401,7 +408,10 @@ mod tests {
         );
         assert_eq!(bare["data"]["error"], "{\"type\":\"execution_failed\"}");
         for fine in [json!({"error": null}), json!("plain text"), json!({})] {
-            let e = only("AfterTool", json!({"tool_name": "t", "tool_response": fine}));
+            let e = only(
+                "AfterTool",
+                json!({"tool_name": "t", "tool_response": fine}),
+            );
             assert_eq!(e["data"]["ok"], true, "{fine}");
             assert!(e["data"].get("error").is_none());
         }
@@ -435,7 +445,10 @@ mod tests {
             json!({"notification_type": "ToolPermission", "details": {"type": "edit", "fileName": "a.txt", "filePath": "/w/a.txt"}}),
         );
         assert_eq!(edit["data"]["message"], "/w/a.txt");
-        let bare = only("Notification", json!({"notification_type": "ToolPermission"}));
+        let bare = only(
+            "Notification",
+            json!({"notification_type": "ToolPermission"}),
+        );
         assert!(bare["data"].get("message").is_none());
         assert!(ignored("Notification", json!({"notification_type": "Other"})).contains("Other"));
     }

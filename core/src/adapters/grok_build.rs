@@ -226,6 +226,7 @@ impl HookInstall for GrokBuild {
         vec![Target {
             path: home.join("hooks/sessionpipe.json"),
             format: &HOOKS,
+            owned: true,
         }]
     }
 

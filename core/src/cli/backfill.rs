@@ -42,7 +42,7 @@ pub fn backfill(
     let machine = config.machine.unwrap_or_else(crate::ingest::machine_name);
     let tty = show && std::io::stderr().is_terminal();
     let mut progress = |harness: &str, done: usize, total: usize| {
-        if tty && (done == total || done % 25 == 0) {
+        if tty && (done == total || done.is_multiple_of(25)) {
             let width = 30;
             let filled = done * width / total.max(1);
             let bar = format!("{}{}", "#".repeat(filled), "-".repeat(width - filled));

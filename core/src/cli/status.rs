@@ -22,14 +22,9 @@ pub fn run(paths: &StatePaths, as_json: bool) -> Result<ExitCode, String> {
         .collect();
     let daemon = crate::daemon::running(paths);
     let (pending, quarantined) = Spool::new(paths.spool(), paths.quarantine()).counts();
-    let outbox = if paths.outbox().exists() {
-        Some(
-            Outbox::open_readonly(&paths.outbox())
-                .and_then(|o| o.counts())
-                .map_err(|e| format!("outbox: {e}"))?,
-        )
-    } else {
-        None
+    let outbox = match Outbox::open_readonly(&paths.outbox()).map_err(|e| format!("outbox: {e}"))? {
+        Some(o) => Some(o.counts().map_err(|e| format!("outbox: {e}"))?),
+        None => None,
     };
 
     if as_json {

@@ -37,6 +37,8 @@ pub struct Ledger {
     state_dir: PathBuf,
     pub state: InstallState,
     changed: bool,
+    /// A file got its first write in this run (a first install).
+    first_write: bool,
 }
 
 impl Ledger {
@@ -52,7 +54,13 @@ impl Ledger {
             state_dir: state_dir.to_path_buf(),
             state,
             changed: false,
+            first_write: false,
         })
+    }
+
+    /// True when a file got its first write through this ledger.
+    pub fn first_write(&self) -> bool {
+        self.first_write
     }
 
     /// Writes the ledger when anything in it changed.
@@ -100,6 +108,7 @@ impl Ledger {
             None => None,
         };
         self.changed = true;
+        self.first_write = true;
         self.state.files.insert(
             key(file),
             FileRecord {

@@ -96,6 +96,30 @@ pub trait ConfigFormat: Sync {
 pub struct Target {
     pub path: PathBuf,
     pub format: &'static dyn ConfigFormat,
+    /// The whole file is sessionpipe's (Grok Build reads every file in its hooks
+    /// folder): uninstall removes it once nothing but our entries was in it.
+    pub owned: bool,
+}
+
+impl Target {
+    /// A file of the person's (or the harness's) that holds our entries.
+    pub fn shared(path: PathBuf, format: &'static dyn ConfigFormat) -> Target {
+        Target {
+            path,
+            format,
+            owned: false,
+        }
+    }
+}
+
+/// True for a JSON document that holds nothing (`{}`, or `{"hooks": {}}`).
+fn is_empty_shell(text: &str) -> bool {
+    match serde_json::from_str::<serde_json::Value>(text.trim_start_matches('\u{feff}')) {
+        Ok(serde_json::Value::Object(m)) => m
+            .values()
+            .all(|v| v.as_object().is_some_and(|o| o.is_empty())),
+        _ => false,
+    }
 }
 
 /// What an adapter says about installing its harness's hooks.
@@ -293,7 +317,9 @@ impl Installer<'_> {
         if !self.dry_run {
             ledger.save()?;
         }
-        let first_install = report.files.iter().any(|f| f.state == FileState::Installed);
+        // Said when this install wrote a file (installed, or written but switched
+        // off in the harness: the person needs the note either way).
+        let first_install = ledger.first_write();
         let note = adapter
             .hooks()
             .and_then(|h| h.note())
@@ -442,10 +468,19 @@ impl Installer<'_> {
         let untouched = ledger
             .record(path)
             .is_some_and(|r| r.written == files::sha256_hex(text.as_bytes()));
-        let result = match (untouched, original) {
+        // The original can hold entries of ours too (the state dir was reset, or an
+        // older version installed before this ledger existed): those never come back.
+        let original_clean = original_text.as_deref().map(|o| {
+            target
+                .format
+                .remove(o, Some(o), ctx)
+                .unwrap_or_else(|_| o.to_string())
+        });
+        let result = match (untouched, &original, original_clean) {
+            (_, _, _) if target.owned && is_empty_shell(&removed) => std::fs::remove_file(path),
             // Nobody wrote the file since we did: give back the original bytes.
-            (true, Some(Some(bytes))) => write_atomic(path, &bytes),
-            (true, Some(None)) => std::fs::remove_file(path),
+            (true, Some(Some(_)), Some(clean)) => write_atomic(path, clean.as_bytes()),
+            (true, Some(None), _) => std::fs::remove_file(path),
             _ => write_atomic(path, removed.as_bytes()),
         };
         if let Err(e) = result {

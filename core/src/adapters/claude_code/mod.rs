@@ -12,8 +12,8 @@ mod facts;
 mod transcript;
 
 use super::common::{
-    CLAUDE_TOOL_KEYS, MAX_MESSAGE_CHARS, char_count, cut_chars, cwd_for, error_text, is_uuid,
-    one_line, payload_object, session_id, str_of, tool_ended, tool_message, tool_started,
+    CLAUDE_TOOL_KEYS, MAX_MESSAGE_CHARS, char_count, cwd_for, error_text, is_uuid, one_line,
+    payload_object, session_id, str_of, tool_ended, tool_message, tool_started,
     version_from_ai_agent,
 };
 use super::{Adapter, MapError, Mapped, Mapping, Memo, SessionFiles};
@@ -74,19 +74,11 @@ impl Adapter for ClaudeCode {
         })))
     }
 
-    /// One compaction is one event: a PreCompact reports it and the PostCompact
-    /// that follows reports nothing; a PostCompact alone (its PreCompact hook did
-    /// not run) still reports it.
-    /// Hooks fire between the two (the compaction's own SubagentStop, a
-    /// SessionStart with source `compact`), so only they touch the mark.
+    /// One compaction is one event (`common::one_compaction`). Claude Code fires
+    /// hooks between the two (the compaction's own SubagentStop, a SessionStart
+    /// with source `compact`), measured on 2.1.332.
     fn remember(&self, job: &Job, events: &mut Vec<EventData>, memo: &mut Memo) {
-        match job.event.as_str() {
-            "PreCompact" => {
-                memo.insert("compacting".into(), Value::Bool(true));
-            }
-            "PostCompact" if memo.remove("compacting").is_some() => events.clear(),
-            _ => {}
-        }
+        super::common::one_compaction(&job.event, events, memo);
     }
 
     fn hooks(&self) -> Option<&dyn HookInstall> {
@@ -106,9 +98,11 @@ impl Adapter for ClaudeCode {
             })
         };
         let read = match job.event.as_str() {
-            "UserPromptSubmit" | "PreCompact" | "SessionStart" => {
-                plan(Want::Closed, false, false, true)
-            }
+            "UserPromptSubmit" => match str_of(&p, "prompt_id") {
+                Some(id) => plan(Want::ClosedBefore(id), false, false, true),
+                None => plan(Want::Closed, false, false, true),
+            },
+            "PreCompact" | "SessionStart" => plan(Want::Closed, false, false, true),
             "Stop" => match str_of(&p, "last_assistant_message") {
                 Some(words) => plan(Want::EndedWith(words), true, true, false),
                 // Ended on a tool call or a thinking block: read once, as it stands.
@@ -241,7 +235,7 @@ fn map_event(
         }
         "StopFailure" => {
             let mut ended = TurnEnded::new(turn_id(), TurnEndReason::Error);
-            ended.error = error_text(p.get("error")).map(|e| cut_chars(&e, 200));
+            ended.error = super::common::turn_error(p.get("error"));
             one(EventData::TurnEnded(ended))
         }
         "SubagentStart" | "SubagentStop" => {
@@ -369,10 +363,7 @@ impl HookInstall for ClaudeCode {
     fn targets(&self, host: &Host) -> Vec<Target> {
         config_dirs(host)
             .into_iter()
-            .map(|d| Target {
-                path: d.join("settings.json"),
-                format: &HOOKS,
-            })
+            .map(|d| Target::shared(d.join("settings.json"), &HOOKS))
             .collect()
     }
 }

@@ -1,0 +1,39 @@
+//! The real harnesses the tests run, from the npm registry (`e2e/package.json`).
+//!
+//! A test asks for one by its path under `e2e/node_modules`. When it is not
+//! installed the test says so in one line and passes, unless
+//! `SESSIONPIPE_REQUIRE_HARNESSES=1` (set by `scripts/test.sh`), where that is a
+//! failure: CI must never pass by skipping the real thing.
+
+use std::path::{Path, PathBuf};
+
+/// The repository's root (the parent of this crate's folder).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("testkit sits in the repository")
+        .to_path_buf()
+}
+
+/// `e2e/node_modules/<rel>` when it exists; otherwise skip or fail (see above).
+pub fn installed(what: &str, rel: &str) -> Option<PathBuf> {
+    let path = repo_root().join("e2e/node_modules").join(rel);
+    if path.exists() {
+        return Some(path);
+    }
+    missing(&format!("{what} is not installed at {}", path.display()))
+}
+
+/// Says why a real harness cannot run: a skip line, or a panic when required.
+pub fn missing<T>(why: &str) -> Option<T> {
+    if std::env::var("SESSIONPIPE_REQUIRE_HARNESSES").as_deref() == Ok("1") {
+        panic!("{why}: run scripts/test.sh");
+    }
+    eprintln!("skipped: {why} (npm ci in e2e/ installs it)");
+    None
+}
+
+/// Claude Code's native binary.
+pub fn claude() -> Option<PathBuf> {
+    installed("Claude Code", "@anthropic-ai/claude-code-linux-x64/claude")
+}
