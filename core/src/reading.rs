@@ -73,7 +73,9 @@ pub fn around_call(
     if files.read.is_none() && held.is_none() {
         return around;
     }
-    read_new(source, record);
+    if let Some(limits) = read_new(source, record) {
+        around.after.push(EventData::LimitsObserved(limits));
+    }
     let Some(state) = record.transcript.as_mut() else {
         return around;
     };
@@ -124,33 +126,39 @@ pub fn around_call(
 
 /// Reads the transcript past its cursor into the turn log, and merges the facts
 /// it holds (a title, else the first ask, as `first-ask`).
-fn read_new(source: &dyn crate::transcript::TranscriptSource, record: &mut SessionRecord) {
-    let Some(state) = record.transcript.as_mut() else {
-        return;
-    };
+fn read_new(
+    source: &dyn crate::transcript::TranscriptSource,
+    record: &mut SessionRecord,
+) -> Option<LimitsObserved> {
+    let state = record.transcript.as_mut()?;
     let path = std::path::Path::new(&state.path);
-    match source.read(path, state.log.cursor) {
-        Ok(out) => {
-            state.log.feed(out.recs);
-            state.log.cursor = out.cursor;
-            let mut facts = out.facts;
-            if facts.title.is_none()
-                && let Some(ask) = &state.log.first_ask
-            {
-                facts.title = Some(crate::adapters::common::one_line(
-                    ask,
-                    source.first_ask_chars(),
-                ));
-                facts.title_source = Some(TitleSource::FirstAsk);
-            }
-            record.block.merge(&facts);
-        }
-        // The file shrank (rewritten): read it again; what was sent stays sent.
-        Err(_) if std::fs::metadata(path).is_ok_and(|m| m.len() < state.log.cursor) => {
-            state.log.restart();
-        }
-        Err(_) => {}
+    // A file shorter than the cursor was rewritten: read it again from the
+    // start; what was sent stays sent (the log remembers the last turn).
+    if std::fs::metadata(path).is_ok_and(|m| m.len() < state.log.cursor) {
+        state.log.restart();
     }
+    let out = source.read(path, state.log.cursor).ok()?;
+    state.log.feed(out.recs);
+    state.log.cursor = out.cursor;
+    let mut facts = out.facts;
+    if facts.title.is_none()
+        && let Some(ask) = &state.log.first_ask
+    {
+        facts.title = Some(crate::adapters::common::one_line(
+            ask,
+            source.first_ask_chars(),
+        ));
+        facts.title_source = Some(TitleSource::FirstAsk);
+    }
+    record.block.merge(&facts);
+    // Limits are sent when they changed, not at every read.
+    let limits = out.limits?;
+    let seen = serde_json::to_value(&limits).ok();
+    if record.last_limits == seen {
+        return None;
+    }
+    record.last_limits = seen;
+    Some(limits)
 }
 
 /// The hold worker's read: the held turn's transcript event when it is whole.
@@ -158,7 +166,8 @@ pub fn held_turn(adapter: &dyn Adapter, record: &mut SessionRecord, now_ms: i64)
     let (Some(source), Some(hold)) = (adapter.transcript(), record.hold.clone()) else {
         return vec![];
     };
-    read_new(source, record);
+    // Limits wait for the next hook's read; this read is for the held turn.
+    let _ = read_new(source, record);
     let Some(state) = record.transcript.as_mut() else {
         return vec![];
     };

@@ -40,6 +40,9 @@ pub struct SessionRecord {
     /// non-tool hooks read for it until `until_ms`.
     #[serde(default)]
     pub hold: Option<Hold>,
+    /// The last `limits.observed` sent for the session (to send only changes).
+    #[serde(default)]
+    pub last_limits: Option<serde_json::Value>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

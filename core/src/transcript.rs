@@ -291,6 +291,9 @@ pub struct ReadOut {
     pub recs: Vec<Rec>,
     /// Facts the file holds (title, model, link), merged into the session.
     pub facts: crate::protocol::SessionBlock,
+    /// The newest account limits the file shows (Codex's `token_count`); sent
+    /// as `limits.observed` when they differ from the last ones sent.
+    pub limits: Option<crate::protocol::LimitsObserved>,
     pub cursor: u64,
 }
 
