@@ -40,7 +40,7 @@ say "cargo test (the real Claude Code is required here)"
 SESSIONPIPE_REQUIRE_HARNESSES=1 cargo test --workspace --quiet
 
 say "conformance: the project's fixtures, and the shared data when it is beside the repo"
-paths=(conformance)
+paths=(conformance/harness)
 for shared in ../shared/conformance/harness ../shared/conformance/redaction; do
   [ -d "$shared" ] && paths+=("$shared")
 done

@@ -95,6 +95,11 @@ pub fn run(paths: &StatePaths, opts: &Options) -> Result<(), String> {
         ));
         ingest.keep_jobs_in(dir);
     }
+    let notify = std::sync::Arc::new(crate::sinks::deliver::Notify::default());
+    ingest.ring_after_commit(notify.clone());
+    // A drain worker has no terminal: stdout sinks wait for a daemon.
+    let mut sinks = crate::sinks::deliver::Manager::new(paths.clone(), notify, !opts.drain);
+    sinks.refresh();
     let wake = wake::Socket::bind(&paths.wake_socket())
         .map_err(|e| format!("cannot bind {}: {e}", paths.wake_socket().display()))?;
     if !opts.drain {
@@ -124,7 +129,8 @@ pub fn run(paths: &StatePaths, opts: &Options) -> Result<(), String> {
             ingest.wait_for_sessions(Duration::from_millis(50));
             continue;
         }
-        if opts.drain && ingest.idle() && last_work.elapsed() >= opts.idle_exit {
+        sinks.refresh();
+        if opts.drain && ingest.idle() && sinks.settled() && last_work.elapsed() >= opts.idle_exit {
             break;
         }
         let wait = if opts.drain {
@@ -141,6 +147,12 @@ pub fn run(paths: &StatePaths, opts: &Options) -> Result<(), String> {
     if let Err(e) = ingest.drain() {
         crate::log::warn(&format!("final drain failed, jobs stay spooled: {e}"));
     }
+    // What came in last goes out too, unless a sink waits out an error.
+    let until = Instant::now() + Duration::from_secs(5);
+    while !sinks.settled() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    sinks.stop();
     drop(lock);
     Ok(())
 }

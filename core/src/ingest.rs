@@ -16,12 +16,12 @@ use crate::reading::{self, Turns};
 use crate::session::{self, Hold, SessionRecord, Stamp};
 use crate::spool::Spool;
 use crate::worker::{Busy, HoldTask, HoldWorker, SessionKey};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// Jobs per transaction: large enough to amortise a commit's fsync under a hook
 /// storm, small enough that one batch stays a few milliseconds.
-const BATCH: usize = 256;
+const BATCH: usize = 1024;
 
 pub struct Ingest {
     outbox: Outbox,
@@ -33,6 +33,8 @@ pub struct Ingest {
     turns: Turns,
     busy: Arc<Busy>,
     holds: Option<HoldWorker>,
+    /// Rung after each commit that appended events (the sinks wait on it).
+    notify: Option<Arc<crate::sinks::deliver::Notify>>,
 }
 
 /// What became of one job.
@@ -86,7 +88,12 @@ impl Ingest {
             turns: Turns::FactsOnly,
             busy: Arc::new(Busy::default()),
             holds: None,
+            notify: None,
         }
+    }
+
+    pub fn ring_after_commit(&mut self, notify: Arc<crate::sinks::deliver::Notify>) {
+        self.notify = Some(notify);
     }
 
     /// Keeps every committed job in `dir`. Payloads hold prompts and tool output:
@@ -121,44 +128,62 @@ impl Ingest {
     pub fn drain(&mut self) -> Result<DrainReport, String> {
         let mut report = DrainReport::default();
         loop {
+            // One listing per pass: a storm leaves thousands of files, and each
+            // listing reads them all.
             let names = self
                 .spool
-                .pending(BATCH)
+                .pending(usize::MAX)
                 .map_err(|e| format!("cannot list the spool: {e}"))?;
             if names.is_empty() {
                 return Ok(report);
             }
-            let (outcomes, deferred) = self.batch(&names)?;
-            let progressed = !outcomes.is_empty();
-            for (name, outcome) in outcomes {
-                report.jobs += 1;
-                match &outcome {
-                    Outcome::Appended(n) => report.events += n,
-                    Outcome::Quarantined(why) => {
-                        report.quarantined += 1;
-                        crate::log::warn(&format!("quarantined {name}: {why}"));
-                    }
-                    Outcome::Ignored(_) => {}
-                }
-                let done = match (&outcome, &self.archive) {
-                    (Outcome::Quarantined(why), _) => self.spool.quarantine(&name, why),
-                    (_, Some(dir)) => self.spool.archive(&name, dir),
-                    (_, None) => self.spool.remove(&name),
-                };
-                if let Err(e) = done {
-                    // Committed already: the next drain finds it in jobs_done.
-                    crate::log::warn(&format!("cannot remove job {name}: {e}"));
-                }
+            // Sessions deferred early in the pass stay deferred to its end, so
+            // a later job of theirs never goes before an earlier one.
+            let mut deferred: HashSet<SessionKey> = HashSet::new();
+            let mut progressed = false;
+            report.deferred = 0;
+            for chunk in names.chunks(BATCH) {
+                let (outcomes, waiting) = self.batch(chunk, &mut deferred)?;
+                progressed |= !outcomes.is_empty();
+                report.deferred += waiting;
+                self.finish(outcomes, &mut report);
             }
-            report.deferred = deferred;
             if !progressed {
                 return Ok(report);
             }
         }
     }
 
+    /// Removes (or archives, or quarantines) the jobs a batch committed.
+    fn finish(&self, outcomes: Vec<(String, Outcome)>, report: &mut DrainReport) {
+        for (name, outcome) in outcomes {
+            report.jobs += 1;
+            match &outcome {
+                Outcome::Appended(n) => report.events += n,
+                Outcome::Quarantined(why) => {
+                    report.quarantined += 1;
+                    crate::log::warn(&format!("quarantined {name}: {why}"));
+                }
+                Outcome::Ignored(_) => {}
+            }
+            let done = match (&outcome, &self.archive) {
+                (Outcome::Quarantined(why), _) => self.spool.quarantine(&name, why),
+                (_, Some(dir)) => self.spool.archive(&name, dir),
+                (_, None) => self.spool.remove(&name),
+            };
+            if let Err(e) = done {
+                // Committed already: the next drain finds it in jobs_done.
+                crate::log::warn(&format!("cannot remove job {name}: {e}"));
+            }
+        }
+    }
+
     /// Commits one batch: each job's outcome in order, and how many were deferred.
-    fn batch(&mut self, names: &[String]) -> Result<(Vec<(String, Outcome)>, usize), String> {
+    fn batch(
+        &mut self,
+        names: &[String],
+        deferred: &mut HashSet<SessionKey>,
+    ) -> Result<(Vec<(String, Outcome)>, usize), String> {
         let db = |e: rusqlite::Error| format!("outbox: {e}");
         let ctx = Ctx {
             machine: &self.machine,
@@ -166,7 +191,8 @@ impl Ingest {
             busy: &self.busy,
         };
         let mut taken: HashSet<SessionKey> = HashSet::new();
-        let mut deferred: HashSet<SessionKey> = HashSet::new();
+        // Each session's record is read once per batch and written at its end.
+        let mut records: HashMap<SessionKey, SessionRecord> = HashMap::new();
         let mut holds: Vec<HoldTask> = Vec::new();
         let mut outcomes = Vec::with_capacity(names.len());
         let mut waiting = 0;
@@ -177,7 +203,9 @@ impl Ingest {
                 continue;
             }
             let taken_now = match Job::read(&self.spool.path(name)) {
-                Ok(job) => ingest_job(&tx, &job, &ctx, &mut taken, &deferred).map_err(db)?,
+                Ok(job) => {
+                    ingest_job(&tx, &job, &ctx, &mut taken, deferred, &mut records).map_err(db)?
+                }
                 Err(why) => Taken::Done(Outcome::Quarantined(why), None),
             };
             match taken_now {
@@ -196,6 +224,9 @@ impl Ingest {
                 }
             }
         }
+        for ((harness, session), record) in &records {
+            tx.save_session(harness, session, record).map_err(db)?;
+        }
         let committed = tx.commit().map_err(db);
         // Sessions go back once their events are committed; a held turn's session
         // stays taken and goes to the hold worker.
@@ -205,6 +236,13 @@ impl Ingest {
             }
         }
         committed?;
+        if let Some(n) = &self.notify
+            && outcomes
+                .iter()
+                .any(|(_, o)| matches!(o, Outcome::Appended(n) if *n > 0))
+        {
+            n.ring();
+        }
         for hold in holds {
             match &self.holds {
                 Some(w) => w.submit(hold),
@@ -232,6 +270,7 @@ fn ingest_job(
     ctx: &Ctx<'_>,
     taken: &mut HashSet<SessionKey>,
     deferred: &HashSet<SessionKey>,
+    records: &mut HashMap<SessionKey, SessionRecord>,
 ) -> rusqlite::Result<Taken> {
     let Some(adapter) = adapters::lookup(&job.harness) else {
         let why = format!("no adapter for harness {:?}", job.harness);
@@ -249,7 +288,12 @@ fn ingest_job(
     }
     taken.insert(key.clone());
 
-    let mut record = tx.load_session(adapter.name(), &mapping.session_id)?;
+    let record = match records.entry(key.clone()) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(e) => {
+            e.insert(tx.load_session(adapter.name(), &mapping.session_id)?)
+        }
+    };
     let mut events = mapping.events;
     adapter.remember(job, &mut events, &mut record.memo);
     let mut block = mapping.block;
@@ -263,7 +307,7 @@ fn ingest_job(
             .iter()
             .all(|e| matches!(e, EventData::ToolStarted(_) | EventData::ToolEnded(_)));
     let files = adapter.files(job);
-    let around = reading::around_call(adapter, job, &files, tool_event, &mut record, ctx.turns);
+    let around = reading::around_call(adapter, job, &files, tool_event, record, ctx.turns);
     let mut all = around.before;
     all.extend(events);
     all.extend(around.after);
@@ -271,12 +315,11 @@ fn ingest_job(
         tx,
         adapter,
         &mapping.session_id,
-        &mut record,
+        record,
         &job.event,
         job.at_ms(),
         all,
     )?;
-    tx.save_session(adapter.name(), &mapping.session_id, &record)?;
     let hold = around.hold.map(|hold| HoldTask {
         key: key.clone(),
         event: job.event.clone(),
@@ -297,6 +340,10 @@ pub fn append_events(
     time_ms: i64,
     events: Vec<EventData>,
 ) -> rusqlite::Result<usize> {
+    let mut events = events;
+    if let Some(beat) = session::heartbeat_due(record, &events, time_ms) {
+        events.insert(0, beat);
+    }
     let events = session::apply_rules(record, events);
     reading::track_running_turn(record, &events);
     let stamp = Stamp {

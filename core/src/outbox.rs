@@ -30,6 +30,11 @@ CREATE TABLE IF NOT EXISTS sessions (
     record   TEXT NOT NULL DEFAULT '{}',
     PRIMARY KEY (harness, session)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sink_cursors (
+    sink    TEXT PRIMARY KEY,
+    rowid   INTEGER NOT NULL,
+    at_ms   INTEGER NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS jobs_done (
     name    TEXT PRIMARY KEY,
     outcome TEXT NOT NULL,
@@ -151,6 +156,44 @@ impl Outbox {
         })
     }
 
+    /// The last rowid a sink took (0: nothing yet).
+    pub fn sink_cursor(&self, sink: &str) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT rowid FROM sink_cursors WHERE sink = ?1",
+                params![sink],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(0))
+    }
+
+    /// Moves a sink's cursor; only ever forward.
+    pub fn set_sink_cursor(&mut self, sink: &str, rowid: i64) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO sink_cursors (sink, rowid, at_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT (sink) DO UPDATE SET rowid = max(rowid, excluded.rowid), at_ms = excluded.at_ms",
+            params![sink, rowid, crate::time::now_ms()],
+        )?;
+        Ok(())
+    }
+
+    pub fn forget_cursor(&mut self, sink: &str) -> Result<()> {
+        self.conn
+            .execute("DELETE FROM sink_cursors WHERE sink = ?1", params![sink])?;
+        Ok(())
+    }
+
+    /// How many events wait after `rowid`.
+    pub fn count_after(&self, rowid: i64) -> Result<i64> {
+        self.conn.query_row(
+            "SELECT count(*) FROM events WHERE rowid > ?1",
+            params![rowid],
+            |r| r.get(0),
+        )
+    }
+
     /// Forgets committed job names older than a week.
     pub fn prune_jobs_done(&self, now_ms: i64) -> Result<usize> {
         self.conn.execute(
@@ -169,30 +212,25 @@ impl OutboxTx<'_> {
     /// The outcome recorded for a job committed earlier, if any.
     pub fn job_outcome(&self, name: &str) -> Result<Option<String>> {
         self.tx
-            .query_row(
-                "SELECT outcome FROM jobs_done WHERE name = ?1",
-                params![name],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT outcome FROM jobs_done WHERE name = ?1")?
+            .query_row(params![name], |r| r.get(0))
             .optional()
     }
 
     pub fn mark_job(&self, name: &str, outcome: &str, at_ms: i64) -> Result<()> {
-        self.tx.execute(
-            "INSERT OR REPLACE INTO jobs_done (name, outcome, at_ms) VALUES (?1, ?2, ?3)",
-            params![name, outcome, at_ms],
-        )?;
+        self.tx
+            .prepare_cached(
+                "INSERT OR REPLACE INTO jobs_done (name, outcome, at_ms) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![name, outcome, at_ms])?;
         Ok(())
     }
 
     pub fn load_session(&self, harness: &str, session: &str) -> Result<SessionRecord> {
         let json: Option<String> = self
             .tx
-            .query_row(
-                "SELECT record FROM sessions WHERE harness = ?1 AND session = ?2",
-                params![harness, session],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT record FROM sessions WHERE harness = ?1 AND session = ?2")?
+            .query_row(params![harness, session], |r| r.get(0))
             .optional()?;
         // A record this version cannot read starts over rather than stopping ingest.
         Ok(json
@@ -202,38 +240,66 @@ impl OutboxTx<'_> {
 
     pub fn save_session(&self, harness: &str, session: &str, record: &SessionRecord) -> Result<()> {
         let json = serde_json::to_string(record).expect("a session record serialises");
-        self.tx.execute(
-            "INSERT INTO sessions (harness, session, record) VALUES (?1, ?2, ?3)
+        self.tx
+            .prepare_cached(
+                "INSERT INTO sessions (harness, session, record) VALUES (?1, ?2, ?3)
              ON CONFLICT (harness, session) DO UPDATE SET record = excluded.record",
-            params![harness, session, json],
-        )?;
+            )?
+            .execute(params![harness, session, json])?;
         Ok(())
     }
 
     /// Assigns the next seq of the envelope's session, sets it, and stores it.
     pub fn append(&self, envelope: &mut Envelope) -> Result<u64> {
-        let seq: i64 = self.tx.query_row(
-            "INSERT INTO sessions (harness, session, next_seq) VALUES (?1, ?2, 2)
+        let seq: i64 = self
+            .tx
+            .prepare_cached(
+                "INSERT INTO sessions (harness, session, next_seq) VALUES (?1, ?2, 2)
              ON CONFLICT (harness, session) DO UPDATE SET next_seq = next_seq + 1
              RETURNING next_seq - 1",
-            params![envelope.harness.name, envelope.session.id],
-            |r| r.get(0),
-        )?;
+            )?
+            .query_row(params![envelope.harness.name, envelope.session.id], |r| {
+                r.get(0)
+            })?;
         envelope.session.seq = seq as u64;
         let json = serde_json::to_string(envelope).expect("an envelope serialises");
-        self.tx.execute(
-            "INSERT INTO events (harness, session, seq, type, time, envelope)
+        self.tx
+            .prepare_cached(
+                "INSERT INTO events (harness, session, seq, type, time, envelope)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
+            )?
+            .execute(params![
                 envelope.harness.name,
                 envelope.session.id,
                 seq,
                 envelope.kind,
                 envelope.time,
                 json
-            ],
-        )?;
+            ])?;
         Ok(seq as u64)
+    }
+
+    /// Deletes the session's events stored before `rowid` and empties its record
+    /// (its seq counter stays, so the session's seq never repeats). Returns how
+    /// many events went.
+    pub fn delete_session_before(&self, harness: &str, session: &str, rowid: i64) -> Result<usize> {
+        let n = self.tx.execute(
+            "DELETE FROM events WHERE harness = ?1 AND session = ?2 AND rowid < ?3",
+            params![harness, session, rowid],
+        )?;
+        self.tx.execute(
+            "UPDATE sessions SET record = '{}' WHERE harness = ?1 AND session = ?2",
+            params![harness, session],
+        )?;
+        Ok(n)
+    }
+
+    /// The rowid of the last stored event (for the caller's own append).
+    pub fn last_rowid(&self) -> Result<i64> {
+        self.tx
+            .query_row("SELECT coalesce(max(rowid), 0) FROM events", [], |r| {
+                r.get(0)
+            })
     }
 
     /// True when the outbox has the session (any event of it).

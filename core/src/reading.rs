@@ -55,11 +55,14 @@ pub fn around_call(
     };
     if let Some(path) = &files.transcript {
         let path = path.to_string_lossy().into_owned();
-        if record.transcript.as_ref().is_none_or(|t| t.path != path) {
-            record.transcript = Some(TranscriptState {
-                path,
-                log: Default::default(),
-            });
+        match record.transcript.as_mut() {
+            Some(t) if same_transcript(&t.path, &path) => t.path = path,
+            _ => {
+                record.transcript = Some(TranscriptState {
+                    path,
+                    log: Default::default(),
+                })
+            }
         }
     }
     if record.transcript.is_none() {
@@ -73,9 +76,8 @@ pub fn around_call(
     if files.read.is_none() && held.is_none() {
         return around;
     }
-    if let Some(limits) = read_new(source, record) {
-        around.after.push(EventData::LimitsObserved(limits));
-    }
+    // Limits go last, so a turn's transcript sits right after its end.
+    let limits = read_new(source, record).map(EventData::LimitsObserved);
     let Some(state) = record.transcript.as_mut() else {
         return around;
     };
@@ -121,7 +123,16 @@ pub fn around_call(
         record.hold = None;
         around.hold = None;
     }
+    around.after.extend(limits);
     around
+}
+
+/// True when two transcript paths name the same transcript: the same path, or
+/// the same file compressed in place (Codex compresses an old rollout to
+/// `<name>.zst`). Its reader counts the cursor in decompressed bytes, so the
+/// cursor and the turns read so far stay good across the change.
+fn same_transcript(a: &str, b: &str) -> bool {
+    a.strip_suffix(".zst").unwrap_or(a) == b.strip_suffix(".zst").unwrap_or(b)
 }
 
 /// Reads the transcript past its cursor into the turn log, and merges the facts
@@ -134,12 +145,15 @@ fn read_new(
     let path = std::path::Path::new(&state.path);
     // A file shorter than the cursor was rewritten: read it again from the
     // start; what was sent stays sent (the log remembers the last turn).
-    if std::fs::metadata(path).is_ok_and(|m| m.len() < state.log.cursor) {
+    if source.size(path).is_ok_and(|len| len < state.log.cursor) {
         state.log.restart();
     }
     let out = source.read(path, state.log.cursor).ok()?;
     state.log.feed(out.recs);
     state.log.cursor = out.cursor;
+    if out.version.is_some() {
+        record.version = out.version;
+    }
     let mut facts = out.facts;
     if facts.title.is_none()
         && let Some(ask) = &state.log.first_ask
@@ -166,17 +180,23 @@ pub fn held_turn(adapter: &dyn Adapter, record: &mut SessionRecord, now_ms: i64)
     let (Some(source), Some(hold)) = (adapter.transcript(), record.hold.clone()) else {
         return vec![];
     };
-    // Limits wait for the next hook's read; this read is for the held turn.
-    let _ = read_new(source, record);
+    // Limits this read found follow the held turn. When the turn is not whole
+    // yet, nothing of the read is kept (the caller saves no record), so the
+    // next read finds them again.
+    let limits = read_new(source, record);
     let Some(state) = record.transcript.as_mut() else {
         return vec![];
     };
-    state
+    let mut out: Vec<EventData> = state
         .log
         .take(&Want::EndedWith(hold.words))
         .into_iter()
         .map(|t| transcript_event(t, now_ms))
-        .collect()
+        .collect();
+    if !out.is_empty() {
+        out.extend(limits.map(EventData::LimitsObserved));
+    }
+    out
 }
 
 /// A Stop's turn the file does not have whole yet: hold it (ADAPTERS.md, Claude

@@ -43,6 +43,45 @@ pub struct SessionRecord {
     /// The last `limits.observed` sent for the session (to send only changes).
     #[serde(default)]
     pub last_limits: Option<serde_json::Value>,
+    /// When the running turn last showed life to tier-0 destinations (its start
+    /// or a heartbeat), epoch ms.
+    #[serde(default)]
+    pub last_beat_ms: i64,
+}
+
+/// A heartbeat goes out at most this often while a turn runs.
+pub const HEARTBEAT_MS: i64 = 60_000;
+
+/// A `session.heartbeat` for destinations below tier 1, which see nothing of a
+/// turn between its start and its end: due when a call inside a running turn
+/// comes a minute after the turn's start or the last heartbeat.
+pub fn heartbeat_due(
+    record: &mut SessionRecord,
+    events: &[EventData],
+    time_ms: i64,
+) -> Option<EventData> {
+    if events
+        .iter()
+        .any(|e| matches!(e, EventData::TurnStarted(_)))
+    {
+        record.last_beat_ms = time_ms;
+        return None;
+    }
+    let inside = events.iter().any(|e| {
+        matches!(
+            e,
+            EventData::ToolStarted(_)
+                | EventData::ToolEnded(_)
+                | EventData::SubagentStarted(_)
+                | EventData::SubagentEnded(_)
+                | EventData::FilesChanged(_)
+        )
+    });
+    if !inside || record.running_turn.is_none() || time_ms - record.last_beat_ms < HEARTBEAT_MS {
+        return None;
+    }
+    record.last_beat_ms = time_ms;
+    Some(EventData::SessionHeartbeat(Empty {}))
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -84,13 +123,25 @@ pub fn apply_rules(record: &mut SessionRecord, events: Vec<EventData>) -> Vec<Ev
     }
     record.started = true;
 
-    if !matches!(
-        first,
-        EventData::AttentionNeeded(_) | EventData::AttentionCleared(_)
-    ) {
-        let agent = agent_of(first);
-        let everyone = matches!(first, EventData::SessionEnded(_));
-        let how = cleared_how(first);
+    // An attention is open until the session's next hook event. What the daemon
+    // read beside the hooks is no such event: a status line's limits (Claude Code
+    // runs the line on its own timer, a prompt open or not) or a held turn's
+    // transcript (read whenever it turns up).
+    let next = events.iter().find(|e| {
+        !matches!(
+            e,
+            EventData::LimitsObserved(_) | EventData::TurnTranscript(_)
+        )
+    });
+    if let Some(next) = next
+        && !matches!(
+            next,
+            EventData::AttentionNeeded(_) | EventData::AttentionCleared(_)
+        )
+    {
+        let agent = agent_of(next);
+        let everyone = matches!(next, EventData::SessionEnded(_));
+        let how = cleared_how(next);
         record.open.retain(|a| {
             if everyone || a.agent_id.as_deref() == agent {
                 out.push(EventData::AttentionCleared(AttentionCleared {
@@ -272,6 +323,68 @@ mod tests {
         };
         assert_eq!(c.how, ClearedHow::Cancelled);
         assert!(r.open.is_empty());
+    }
+
+    #[test]
+    fn limits_and_transcripts_read_beside_the_hooks_clear_no_attention() {
+        let mut r = SessionRecord {
+            started: true,
+            ..Default::default()
+        };
+        apply_rules(&mut r, vec![permission("p1", None)]);
+        let limits = EventData::LimitsObserved(LimitsObserved {
+            account_id: None,
+            status: None,
+            windows: vec![],
+        });
+        let turn = EventData::TurnTranscript(TurnTranscript {
+            turn: 1,
+            user: String::new(),
+            assistant: String::new(),
+            at: "2026-09-28T02:05:03.861Z".into(),
+        });
+        let out = apply_rules(&mut r, vec![turn.clone(), limits.clone()]);
+        assert_eq!(kinds(&out), ["turn.transcript", "limits.observed"]);
+        assert_eq!(r.open.len(), 1, "still open");
+        // The hook's own event behind a read still clears it, judged by itself.
+        let out = apply_rules(&mut r, vec![turn, tool_started(None), limits]);
+        assert_eq!(
+            kinds(&out),
+            [
+                "attention.cleared",
+                "turn.transcript",
+                "tool.started",
+                "limits.observed"
+            ]
+        );
+        let EventData::AttentionCleared(c) = &out[0] else {
+            panic!()
+        };
+        assert_eq!(c.how, ClearedHow::Answered);
+    }
+
+    #[test]
+    fn heartbeats_come_at_most_a_minute_apart_inside_a_turn() {
+        let mut r = SessionRecord {
+            started: true,
+            ..Default::default()
+        };
+        let start = EventData::TurnStarted(TurnStarted {
+            turn_id: Some("p".into()),
+            ..Default::default()
+        });
+        assert!(heartbeat_due(&mut r, &[start], 1_000).is_none());
+        r.running_turn = Some("p".into());
+        let tool = [tool_started(None)];
+        assert!(heartbeat_due(&mut r, &tool, 30_000).is_none());
+        assert!(heartbeat_due(&mut r, &tool, 61_000).is_some());
+        assert!(heartbeat_due(&mut r, &tool, 90_000).is_none());
+        assert!(heartbeat_due(&mut r, &tool, 121_500).is_some());
+        r.running_turn = None;
+        assert!(
+            heartbeat_due(&mut r, &tool, 500_000).is_none(),
+            "no turn, no heartbeat"
+        );
     }
 
     #[test]

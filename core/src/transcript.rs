@@ -14,6 +14,10 @@ use sha2::{Digest, Sha256};
 /// Each side of a turn is cut to this many characters.
 pub const MAX_SIDE_CHARS: usize = 20_000;
 
+/// A transcript line longer than this holds a pasted image or a file's
+/// contents, not words: a reader passes it over unread (`for_each_line`).
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
 /// One thing a transcript says, in file order.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Rec {
@@ -32,6 +36,10 @@ pub enum Rec {
     Tool,
     /// The person stopped the turn; it ends as it stands.
     Interrupted,
+    /// The harness says the running turn is over, naming it when it can (Grok
+    /// Build's `turn_completed`, written at the turn's end): a turn whose ask
+    /// carried no id takes this one, so prompt ids still match the hooks'.
+    Done { prompt_id: Option<String> },
 }
 
 /// A turn ready to send.
@@ -96,6 +104,16 @@ pub enum Want {
     /// Everything there is, as it stands (a session's end, a failed turn, a Stop
     /// that names no words).
     All,
+    /// Every turn asked before this instant (epoch ms), as it stands. For a
+    /// harness that runs one turn at a time and whose hooks name no prompt
+    /// (Gemini CLI): a turn asked before a call that starts or ends a turn is
+    /// over, and one asked at or after it is not this call's to send.
+    AskedBefore(i64),
+    /// `Closed`, by an ask made at or before this instant (epoch ms). For a
+    /// call that starts a turn and names no prompt (Antigravity's first
+    /// invocation): a daemon catching up can find the call's own turn closed in
+    /// the file already, by an ask made after the call.
+    ClosedBy(i64),
 }
 
 impl TurnLog {
@@ -149,6 +167,12 @@ impl TurnLog {
                         t.closed = true;
                     }
                 }
+                Rec::Done { prompt_id } => {
+                    if let Some(t) = self.open_mut() {
+                        t.prompt_id = t.prompt_id.take().or(prompt_id);
+                        t.closed = true;
+                    }
+                }
             }
         }
     }
@@ -175,10 +199,23 @@ impl TurnLog {
             {
                 break; // the call's own turn, and what follows, are not its to send
             }
+            if let Want::AskedBefore(at) = want
+                && t.at_ms.is_some_and(|asked| asked >= *at)
+            {
+                break; // asked after the call: a later turn's
+            }
+            if let Want::ClosedBy(at) = want
+                && self
+                    .turns
+                    .get(i + 1)
+                    .is_some_and(|next| next.at_ms.is_some_and(|asked| asked > *at))
+            {
+                break; // closed by an ask made after the call: the call's own turn
+            }
             let ok = t.closed
                 || match want {
-                    Want::Closed | Want::ClosedBefore(_) => false,
-                    Want::All => true,
+                    Want::Closed | Want::ClosedBefore(_) | Want::ClosedBy(_) => false,
+                    Want::All | Want::AskedBefore(_) => true,
                     Want::EndedWith(words) => {
                         i == newest && !t.tool_after_words && same_words(&t.last_words, words)
                     }
@@ -294,6 +331,9 @@ pub struct ReadOut {
     /// The newest account limits the file shows (Codex's `token_count`); sent
     /// as `limits.observed` when they differ from the last ones sent.
     pub limits: Option<crate::protocol::LimitsObserved>,
+    /// The harness's version, when its own files name it and its hooks do not
+    /// (Devin's `_versions/current`); it stamps the session's later events.
+    pub version: Option<String>,
     pub cursor: u64,
 }
 
@@ -305,6 +345,12 @@ pub trait TranscriptSource: Sync {
     /// How many characters of the first ask make a `first-ask` title.
     fn first_ask_chars(&self) -> usize {
         80
+    }
+    /// How far the transcript goes, in the cursor's units: one that ends before
+    /// the cursor was rewritten and is read again from the start. The file's
+    /// size, unless the cursor counts something else (decompressed bytes).
+    fn size(&self, path: &std::path::Path) -> std::io::Result<u64> {
+        Ok(std::fs::metadata(path)?.len())
     }
 }
 
@@ -333,11 +379,23 @@ pub fn for_each_line(
     use std::io::{Seek, SeekFrom};
     let mut r = std::io::BufReader::new(std::fs::File::open(path)?);
     r.seek(SeekFrom::Start(cursor))?;
+    for_each_line_in(&mut r, cursor, max_line, f)
+}
+
+/// `for_each_line` on a reader already at `cursor` (a decompressing one, for a
+/// harness that compresses its transcripts): the new cursor counts the bytes the
+/// reader yields.
+pub fn for_each_line_in(
+    r: &mut dyn std::io::BufRead,
+    cursor: u64,
+    max_line: usize,
+    f: &mut dyn FnMut(&str),
+) -> std::io::Result<u64> {
     let mut pos = cursor;
     let mut buf = Vec::new();
     loop {
         buf.clear();
-        let (n, complete) = read_line_capped(&mut r, &mut buf, max_line)?;
+        let (n, complete) = read_line_capped(r, &mut buf, max_line)?;
         if n == 0 || !complete {
             return Ok(pos);
         }
@@ -353,7 +411,7 @@ pub fn for_each_line(
 /// Reads one line into `buf`, keeping at most `max + 1` bytes of it. Returns the
 /// bytes consumed and whether the line ended with a newline.
 fn read_line_capped(
-    r: &mut impl std::io::BufRead,
+    r: &mut dyn std::io::BufRead,
     buf: &mut Vec<u8>,
     max: usize,
 ) -> std::io::Result<(usize, bool)> {
@@ -494,6 +552,76 @@ mod tests {
         let (lines, cur) = read_lines(&p, 5, 10).unwrap();
         assert_eq!(lines, ["partial", "end"], "the long line is passed over");
         assert_eq!(cur, 5 + 8 + 51 + 4);
+    }
+
+    #[test]
+    fn a_turn_named_at_its_end_takes_that_name_and_is_over() {
+        let mut log = TurnLog::default();
+        let unnamed = Rec::Ask {
+            words: "a".into(),
+            prompt_id: None,
+            at_ms: Some(1),
+            injected: false,
+        };
+        log.feed([unnamed.clone(), reply("A")]);
+        assert!(log.take(&Want::Closed).is_empty(), "still running");
+        log.feed([Rec::Done {
+            prompt_id: Some("p1".into()),
+        }]);
+        log.feed([unnamed, reply("B")]);
+        // The next prompt's read stops at its own turn once that one is named.
+        log.feed([Rec::Done {
+            prompt_id: Some("p2".into()),
+        }]);
+        let t = log.take(&Want::ClosedBefore("p2".into()));
+        assert_eq!((t.len(), t[0].prompt_id.as_deref()), (1, Some("p1")));
+        assert!(log.sent(Some("p1")));
+    }
+
+    #[test]
+    fn a_call_takes_the_turns_asked_before_it() {
+        let at = |w: &str, ms: i64| Rec::Ask {
+            words: w.into(),
+            prompt_id: None,
+            at_ms: Some(ms),
+            injected: false,
+        };
+        let mut log = TurnLog::default();
+        log.feed([at("a", 100), reply("A"), at("b", 200), reply("B")]);
+        // A call made at 150 (a late read: the next turn is in the file already).
+        let t = log.take(&Want::AskedBefore(150));
+        assert_eq!(t.iter().map(|t| t.n).collect::<Vec<_>>(), [1]);
+        assert!(
+            log.take(&Want::AskedBefore(200)).is_empty(),
+            "asked at the call"
+        );
+        assert_eq!(log.take(&Want::AskedBefore(201))[0].assistant, "B");
+    }
+
+    #[test]
+    fn a_turn_closed_by_an_ask_after_the_call_is_the_calls_own() {
+        let at = |w: &str, ms: i64| Rec::Ask {
+            words: w.into(),
+            prompt_id: None,
+            at_ms: Some(ms),
+            injected: false,
+        };
+        let mut log = TurnLog::default();
+        // A call at 150 starts turn 2 (asked at 120); turn 3 was asked at 200.
+        log.feed([
+            at("a", 100),
+            reply("A"),
+            at("b", 120),
+            reply("B"),
+            at("c", 200),
+        ]);
+        let t = log.take(&Want::ClosedBy(150));
+        assert_eq!(t.iter().map(|t| t.n).collect::<Vec<_>>(), [1]);
+        assert_eq!(log.take(&Want::ClosedBy(200))[0].n, 2);
+        assert!(
+            log.take(&Want::ClosedBy(300)).is_empty(),
+            "turn 3 is running"
+        );
     }
 
     #[test]

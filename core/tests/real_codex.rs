@@ -12,6 +12,12 @@
 //! trust check for that one invocation and nothing else, and it is only ever used
 //! here, on a throwaway home. The run with hooks off passes `--disable hooks`.
 //!
+//! With transcripts on (`config.json {"transcripts": true}`), the same setup shows
+//! tier 2 and the facts end to end: each turn's `turn.transcript` right after its
+//! `turn.ended`, Codex's version, model, branch and repository in the session
+//! block, `limits.observed` from the rate-limit headers the mock sends (once,
+//! while they stay the same), and `sessionpipe backfill` of the runs' rollouts.
+//!
 //! Codex comes from the npm registry (`e2e/package.json`, installed by
 //! `scripts/test.sh`). Without it the test says so and passes, unless
 //! `SESSIONPIPE_REQUIRE_HARNESSES=1` (set by the test script), where it fails. With
@@ -20,7 +26,7 @@
 
 use serde_json::Value;
 use sessionpipe_core::job::Job;
-use sessionpipe_testkit::openai::{MockOpenAI, Step};
+use sessionpipe_testkit::openai::{MockOpenAI, RateLimits, Step, Window};
 use sessionpipe_testkit::{Sandbox, sandbox::Daemon};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -34,8 +40,9 @@ fn codex_binary() -> Option<PathBuf> {
     )
 }
 
-/// A sandbox with Codex's hooks and notify installed, a mock provider configured,
-/// and a daemon keeping every job.
+/// A sandbox with Codex's hooks and notify installed, `api` configured as its
+/// provider, and a daemon keeping every job (sending transcripts when
+/// `transcripts` is set).
 struct Setup {
     sb: Sandbox,
     codex: PathBuf,
@@ -47,7 +54,7 @@ struct Setup {
     _daemon: Daemon,
 }
 
-fn setup(codex: PathBuf) -> Setup {
+fn setup(codex: PathBuf, api: MockOpenAI, transcripts: bool) -> Setup {
     let sb = Sandbox::new();
     let archive = sb.root().join("jobs");
     let project = sb.home.join("work/project");
@@ -94,10 +101,6 @@ fn setup(codex: PathBuf) -> Setup {
     assert!(note.contains("/hooks"), "the trust note: {note}");
 
     // What a person sets up to use a provider of their own, after installing.
-    let api = MockOpenAI::start(Step::command_then_text(
-        "echo hello",
-        "The command printed: hello",
-    ));
     let config = codex_home.join("config.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str(&format!(
@@ -139,6 +142,10 @@ remote_plugin = false
         String::from_utf8_lossy(&status.stdout)
     );
 
+    if transcripts {
+        std::fs::create_dir_all(&sb.state).unwrap();
+        std::fs::write(sb.state.join("config.json"), r#"{"transcripts": true}"#).unwrap();
+    }
     let daemon = sb.start_daemon_with(&[("SESSIONPIPE_JOB_ARCHIVE", archive.as_os_str())]);
     Setup {
         sb,
@@ -155,20 +162,7 @@ remote_plugin = false
 impl Setup {
     /// Runs one `codex exec` turn and returns its thread id (`thread.started`).
     fn exec(&self, flags: &[&str], prompt: &str) -> String {
-        let out = self
-            .sb
-            .command(&self.codex)
-            .current_dir(&self.project)
-            .env("PATH", &self.path)
-            .env("CODEX_HOME", &self.codex_home)
-            .env("MOCK_API_KEY", "not-a-key")
-            .env("SHELL", "/bin/bash")
-            .args(["exec", "--json", "--skip-git-repo-check"])
-            .args(flags)
-            .arg(prompt)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("codex runs");
+        let out = self.codex_exec(flags, prompt).output().expect("codex runs");
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),
@@ -181,6 +175,43 @@ impl Setup {
             .find(|e| e["type"] == "thread.started")
             .and_then(|e| e["thread_id"].as_str().map(str::to_string))
             .unwrap_or_else(|| panic!("no thread.started in {stdout}"))
+    }
+
+    /// `codex exec` with `flags` and `prompt`, not started yet.
+    fn codex_exec(&self, flags: &[&str], prompt: &str) -> std::process::Command {
+        let mut c = self.sb.command(&self.codex);
+        c.current_dir(&self.project)
+            .env("PATH", &self.path)
+            .env("CODEX_HOME", &self.codex_home)
+            .env("MOCK_API_KEY", "not-a-key")
+            .env("SHELL", "/bin/bash")
+            .args(["exec", "--json", "--skip-git-repo-check"])
+            .args(flags)
+            .arg(prompt)
+            .stdin(std::process::Stdio::null());
+        c
+    }
+
+    /// Runs `codex exec` and stops it with SIGINT (as Ctrl-C does) once
+    /// `running` says its turn is under way.
+    fn exec_interrupted(&self, flags: &[&str], prompt: &str, running: impl Fn(&[Job]) -> bool) {
+        let mut child = self
+            .codex_exec(flags, prompt)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("codex runs");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !running(&archived_jobs(&self.archive)) {
+            assert!(Instant::now() < deadline, "the turn did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let sigint = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sigint.success());
+        child.wait().unwrap();
     }
 
     /// The turn id Codex sent with its model requests for `thread`.
@@ -222,11 +253,18 @@ fn kinds(events: &[Value]) -> Vec<&str> {
 
 /// True when a job of `event` for `thread` (hook payload or notify argument) was taken.
 fn took(jobs: &[Job], event: &str, thread: &str) -> bool {
-    jobs.iter().any(|j| {
-        j.event == event
-            && (String::from_utf8_lossy(&j.payload).contains(thread)
-                || j.argv.last().is_some_and(|a| a.contains(thread)))
-    })
+    taken(jobs, event, thread) > 0
+}
+
+/// How many jobs of `event` for `thread` were taken.
+fn taken(jobs: &[Job], event: &str, thread: &str) -> usize {
+    jobs.iter()
+        .filter(|j| {
+            j.event == event
+                && (String::from_utf8_lossy(&j.payload).contains(thread)
+                    || j.argv.last().is_some_and(|a| a.contains(thread)))
+        })
+        .count()
 }
 
 #[test]
@@ -235,7 +273,11 @@ fn real_codex_turns_with_hooks_on_off_and_ephemeral() {
         return;
     };
     let started = Instant::now();
-    let s = setup(codex);
+    let api = MockOpenAI::start(Step::command_then_text(
+        "echo hello",
+        "The command printed: hello",
+    ));
+    let s = setup(codex, api, false);
 
     // Hooks on: the hooks report the whole turn, notify adds nothing.
     let thread = s.exec(
@@ -363,6 +405,250 @@ fn real_codex_turns_with_hooks_on_off_and_ephemeral() {
             &format!("{how}, --ephemeral"),
         );
     }
+}
+
+const ASK: &str = "Run the shell command, then tell me what it printed.";
+
+/// What the mock's every response says of the account.
+const LIMITS: RateLimits = RateLimits {
+    primary: Window {
+        used_percent: 12.5,
+        window_minutes: 300,
+        reset_at: 1_795_990_000,
+    },
+    secondary: Some(Window {
+        used_percent: 40.0,
+        window_minutes: 10_080,
+        reset_at: 1_796_500_000,
+    }),
+};
+
+/// Makes `dir` a git repository on `main` whose origin URL holds credentials.
+fn git_repo(dir: &Path) {
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &[
+            "remote",
+            "add",
+            "origin",
+            "https://ann:hunter2@github.com/ann/repo.git",
+        ],
+        &[
+            "-c",
+            "user.email=ann@example.com",
+            "-c",
+            "user.name=Ann",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "init",
+        ],
+    ] {
+        let out = std::process::Command::new("git")
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+}
+
+#[test]
+fn real_codex_transcripts_facts_limits_and_backfill() {
+    let Some(codex) = codex_binary() else {
+        return;
+    };
+    let started = Instant::now();
+    // Turn 1 runs a command and answers; turn 2 (a resume) answers at once;
+    // turn 3 (another resume) runs a long command and is interrupted.
+    let api = MockOpenAI::start_with_limits(
+        vec![
+            Step::command("echo hello"),
+            Step::text("The command printed: hello"),
+            Step::text("Nothing else to do."),
+            Step::command("sleep 30"),
+        ],
+        LIMITS,
+    );
+    let s = setup(codex, api, true);
+    git_repo(&s.project);
+    let trust = "--dangerously-bypass-hook-trust";
+    let thread = s.exec(&[trust], ASK);
+    assert_eq!(
+        s.exec(&[trust, "resume", &thread], "Anything else?"),
+        thread
+    );
+    s.exec_interrupted(&[trust, "resume", &thread], "Sleep a while.", |jobs| {
+        taken(jobs, "PreToolUse", &thread) == 2
+    });
+    let fork = s.exec(&[trust, "fork", &thread], "What did it print?");
+    let (events, _) = s.settle(&thread, |jobs| {
+        taken(jobs, "SessionEnd", &thread) == 3 && took(jobs, "SessionEnd", &fork)
+    });
+    assert_eq!(
+        kinds(&events),
+        [
+            "session.started",
+            "turn.started",
+            "tool.started",
+            "tool.ended",
+            "turn.ended",
+            "turn.transcript",
+            "limits.observed",
+            "session.ended",
+            // The resume: the limits are the same, so they are not sent again.
+            "session.started",
+            "turn.started",
+            "turn.ended",
+            "turn.transcript",
+            "session.ended",
+            // Interrupted: no Stop; the turn ends with what it had said.
+            "session.started",
+            "turn.started",
+            "tool.started",
+            "turn.ended",
+            "turn.transcript",
+            "session.ended",
+        ],
+        "{events:#?}"
+    );
+    let interrupted = &events[events.len() - 3];
+    assert_eq!(interrupted["data"]["reason"], "interrupt");
+    let sides: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "turn.transcript")
+        .map(|e| {
+            let d = &e["data"];
+            (
+                d["turn"].as_u64(),
+                d["user"].as_str(),
+                d["assistant"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sides,
+        [
+            (Some(1), Some(ASK), Some("The command printed: hello")),
+            (Some(2), Some("Anything else?"), Some("Nothing else to do.")),
+            (Some(3), Some("Sleep a while."), Some("")),
+        ]
+    );
+    let limits = events
+        .iter()
+        .find(|e| e["type"] == "limits.observed")
+        .unwrap();
+    assert_eq!(
+        limits["data"],
+        serde_json::json!({"windows": [
+            {"id": "primary", "window_minutes": 300, "used_percent": 12.5, "resets_at": "2026-11-29T22:06:40.000Z"},
+            {"id": "secondary", "window_minutes": 10080, "used_percent": 40.0, "resets_at": "2026-12-05T19:46:40.000Z"},
+        ]})
+    );
+    // Facts: the version from the rollout stamps every event; the session block
+    // has the model, the repository without its credentials, the branch, and
+    // the first ask as the title.
+    for e in &events {
+        assert_eq!(e["harness"]["version"], VERSION, "{e}");
+    }
+    let session = &events.last().unwrap()["session"];
+    assert_eq!(session["model"], "mock-model");
+    assert_eq!(session["repo"], "https://github.com/ann/repo.git");
+    assert_eq!(session["branch"], "main");
+    assert_eq!(session["cwd"], "~/work/project");
+    assert_eq!(
+        (session["title"].as_str(), session["title_source"].as_str()),
+        (Some(ASK), Some("first-ask"))
+    );
+    // The fork is a session of its own, with its own first turn.
+    let forked: Vec<Value> =
+        s.sb.events()
+            .into_iter()
+            .filter(|e| e["session"]["id"] == fork.as_str() && e["type"] == "turn.transcript")
+            .collect();
+    assert_eq!(forked.len(), 1);
+    assert_eq!(forked[0]["data"]["user"], "What did it print?");
+
+    // Each tier sees what it may: tier 1 no transcript, tier 0 still the limits.
+    let at = |tier: &str| -> Vec<String> {
+        s.sb.events_at(&["--tier", tier, "--session", &thread])
+            .iter()
+            .map(|e| e["type"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        at("2").iter().filter(|k| *k == "turn.transcript").count(),
+        3
+    );
+    assert!(!at("1").iter().any(|k| k == "turn.transcript"));
+    assert!(at("0").iter().any(|k| k == "limits.observed"));
+
+    // Backfill: the daemon's outbox knows both sessions already; a fresh one
+    // gets one `session.backfill` each, once.
+    let backfill = |state: &Path| -> Value {
+        let out =
+            s.sb.command(sessionpipe_testkit::sandbox::bin("sessionpipe"))
+                .env("SESSIONPIPE_STATE_DIR", state)
+                .args(["backfill", "--json"])
+                .output()
+                .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let counts: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let codex = counts
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["harness"] == "codex");
+        let c = codex.unwrap();
+        serde_json::json!([c["found"], c["added"], c["known"]])
+    };
+    assert_eq!(backfill(&s.sb.state), serde_json::json!([2, 0, 2]));
+    let fresh = s.sb.root().join("fresh-state");
+    assert_eq!(backfill(&fresh), serde_json::json!([2, 2, 0]));
+    assert_eq!(backfill(&fresh), serde_json::json!([2, 0, 2]), "idempotent");
+    let tail =
+        s.sb.command(sessionpipe_testkit::sandbox::bin("sessionpipe"))
+            .env("SESSIONPIPE_STATE_DIR", &fresh)
+            .args(["tail", "--json", "--no-follow", "--tier", "3"])
+            .output()
+            .unwrap();
+    let past: Vec<Value> = String::from_utf8_lossy(&tail.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let b = past
+        .iter()
+        .find(|e| e["session"]["id"] == thread.as_str())
+        .expect("the thread was backfilled");
+    assert_eq!(
+        (b["type"].as_str(), b["session"]["seq"].as_u64()),
+        (Some("session.backfill"), Some(0))
+    );
+    assert_eq!(b["data"]["turns"], 3);
+    assert_eq!(b["harness"]["version"], VERSION);
+    for (key, want) in [
+        ("cwd", "~/work/project"),
+        ("branch", "main"),
+        ("repo", "https://github.com/ann/repo.git"),
+        ("model", "mock-model"),
+        ("title", ASK),
+    ] {
+        assert_eq!(b["session"][key], want, "{key}");
+    }
+    let f = past
+        .iter()
+        .find(|e| e["session"]["id"] == fork.as_str())
+        .unwrap();
+    assert_eq!(f["data"]["turns"], 1);
+
+    let took_s = started.elapsed().as_secs_f64();
+    eprintln!("real Codex with transcripts: four runs and backfill in {took_s:.1} s");
+    assert!(
+        took_s < 45.0,
+        "the real Codex test must stay well under a minute"
+    );
 }
 
 fn archived_jobs(dir: &Path) -> Vec<Job> {

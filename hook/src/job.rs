@@ -42,6 +42,12 @@ const ENV_KEPT: &[&str] = &[
 
 /// Reads stdin into a new job in `<state>/spool` and returns the job's file name.
 pub fn spool_stdin(state_dir: &Path, args: &[String]) -> io::Result<String> {
+    spool(state_dir, args, &mut io::stdin().lock())
+}
+
+/// Writes what `source` holds as a new job (the status line hands over the
+/// payload it already read) and returns the job's file name.
+pub fn spool(state_dir: &Path, args: &[String], source: &mut dyn Read) -> io::Result<String> {
     let at_ns = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -59,7 +65,7 @@ pub fn spool_stdin(state_dir: &Path, args: &[String]) -> io::Result<String> {
         }
         Err(e) => return Err(e),
     };
-    let written = copy_stdin(&mut file);
+    let written = copy(source, &mut file);
     let (len, dropped) = match written {
         Ok(v) => v,
         Err(e) => {
@@ -83,7 +89,7 @@ pub fn drain_stdin() {
     let _ = io::copy(&mut io::stdin().lock().take(MAX_STDIN), &mut io::sink());
 }
 
-fn create_private(path: &Path) -> io::Result<File> {
+pub fn create_private(path: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -94,7 +100,7 @@ fn create_private(path: &Path) -> io::Result<File> {
     options.open(path)
 }
 
-fn create_private_dirs(dir: &Path) -> io::Result<()> {
+pub fn create_private_dirs(dir: &Path) -> io::Result<()> {
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -105,13 +111,12 @@ fn create_private_dirs(dir: &Path) -> io::Result<()> {
     builder.create(dir)
 }
 
-/// Streams stdin into `file`: at most `MAX_PAYLOAD` bytes kept, the rest counted.
-fn copy_stdin(file: &mut File) -> io::Result<(u64, u64)> {
-    let mut stdin = io::stdin().lock();
+/// Streams `source` into `file`: at most `MAX_PAYLOAD` bytes kept, the rest counted.
+fn copy(source: &mut dyn Read, file: &mut File) -> io::Result<(u64, u64)> {
     let mut buf = vec![0u8; 64 * 1024];
     let (mut kept, mut dropped) = (0u64, 0u64);
     while kept + dropped < MAX_STDIN {
-        let n = match stdin.read(&mut buf) {
+        let n = match source.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

@@ -10,6 +10,9 @@
 //! It must not parse the payload, talk to the network, take a lock, wait for the
 //! daemon, or fail in any way a harness could see: every error ends in exit 0 and
 //! silence. It depends on std alone so that it starts in about a millisecond.
+//! One call is the exception to parsing and silence: Claude Code's status line
+//! (`claude-code StatusLine`), whose limits `status_line` reads, prints as the
+//! line and spools only when they changed.
 //!
 //! The job file format is shared with `sessionpipe_core::job` (the reader):
 //! the raw payload bytes, then `\n`, then one line of JSON (the trailer) and `\n`.
@@ -25,6 +28,8 @@
 
 mod chain;
 mod job;
+mod json;
+mod status_line;
 mod stdout_rule;
 mod wake;
 
@@ -60,6 +65,10 @@ fn run() {
         .collect();
     let harness = args.first().map(String::as_str).unwrap_or("");
     let event = args.get(1).map(String::as_str).unwrap_or("");
+    if (harness, event) == ("claude-code", "StatusLine") {
+        status_line::run(state_dir().as_deref(), &args);
+        return;
+    }
 
     match state_dir() {
         Some(dir) => match job::spool_stdin(&dir, &args) {

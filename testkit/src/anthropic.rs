@@ -28,6 +28,9 @@
 //! Every tool use id is fixed when the mock starts (`toolu_` and 24 base62
 //! characters), so a test can read them back with [`MockAnthropic::tool_use_ids`] and
 //! find them in hook payloads and transcripts.
+//!
+//! [`MockAnthropic::start_with_headers`] puts extra headers on every
+//! answer, as the real API puts its `anthropic-ratelimit-unified-*` headers on its own.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -150,6 +153,11 @@ pub struct MockAnthropic {
 impl MockAnthropic {
     /// Starts the server on `127.0.0.1:0`. Panics when it cannot bind.
     pub fn start(script: Script) -> MockAnthropic {
+        MockAnthropic::start_with_headers(script, Vec::new())
+    }
+
+    /// `start`, with `headers` on every answer.
+    pub fn start_with_headers(script: Script, headers: Vec<(String, String)>) -> MockAnthropic {
         let mut ids = Ids::new();
         let plan: Vec<Planned> = script
             .turns
@@ -184,7 +192,11 @@ impl MockAnthropic {
             let mut ids = ids
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            answer(&plan, request, &mut ids)
+            headers
+                .iter()
+                .fold(answer(&plan, request, &mut ids), |r, (name, value)| {
+                    r.with_header(name, value)
+                })
         })
         .expect("MockAnthropic binds 127.0.0.1:0");
         MockAnthropic {

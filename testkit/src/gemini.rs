@@ -10,7 +10,8 @@
 //!   already in the request, so the first request gets turn 0 and the one carrying
 //!   its `functionResponse` gets turn 1, and a retried request gets the same answer
 //!   again. A [`Turn::ToolUse`] becomes one `functionCall` part (`args` = its
-//!   input); a [`Turn::Text`] is streamed in two chunks, the finish reason and
+//!   input), after a text part with its preface when it has one (words before a
+//!   tool call); a [`Turn::Text`] is streamed in two chunks, the finish reason and
 //!   usage on the last, as the real API does. Past the end of the script the
 //!   answer is [`FALLBACK_TEXT`].
 //! - `POST …:generateContent`, Gemini CLI's own side requests (compression
@@ -147,10 +148,18 @@ fn response_chunk(parts: Value, usage: Option<u64>) -> Value {
 
 fn stream(turn: &Turn, prompt_tokens: u64) -> Response {
     let chunks: Vec<Value> = match turn {
-        Turn::ToolUse { name, input, .. } => vec![response_chunk(
-            json!([{"functionCall": {"name": name, "args": input}}]),
-            Some(prompt_tokens),
-        )],
+        Turn::ToolUse {
+            name,
+            input,
+            preface,
+        } => {
+            let call = json!({"functionCall": {"name": name, "args": input}});
+            let parts = match preface {
+                Some(words) => json!([{"text": words}, call]),
+                None => json!([call]),
+            };
+            vec![response_chunk(parts, Some(prompt_tokens))]
+        }
         Turn::Text(text) => {
             // Two chunks, split after the first word, as a real stream would be.
             let cut = text.find(' ').unwrap_or(text.len());
@@ -260,6 +269,22 @@ mod tests {
             .collect();
         assert_eq!(said, FALLBACK_TEXT);
         assert_eq!(mock.stream_requests().len(), 3);
+    }
+
+    #[test]
+    fn words_before_a_call_come_first_in_the_same_message() {
+        let mock =
+            MockGemini::start([
+                Turn::tool_use("run_shell_command", json!({"command": "ls"}))
+                    .after_saying("Let me look."),
+            ]);
+        let reply = client(&mock).post_json(
+            STREAM,
+            &json!({"contents": [{"role": "user", "parts": [{"text": "look"}]}]}),
+        );
+        let parts = &chunks(&reply.body)[0]["candidates"][0]["content"]["parts"];
+        assert_eq!(parts[0], json!({"text": "Let me look."}));
+        assert_eq!(parts[1]["functionCall"]["name"], "run_shell_command");
     }
 
     #[test]

@@ -11,16 +11,24 @@
 //!
 //! - A *turn* request of the main thread (one that offers tools, whose `thread-id`
 //!   header is its `session-id`) is answered from the [`Step`]s: the step whose index
-//!   is the number of `function_call_output` items already in its `input`. So the
-//!   first request gets step 0, the request carrying that call's output gets step 1,
-//!   and a retried request gets the same answer again. Past the end of the steps the
-//!   answer is the text [`FALLBACK_TEXT`].
+//!   is the number of the model's outputs already in its `input` (`function_call`
+//!   items and assistant messages). So the first request gets step 0, the request
+//!   carrying that call's output gets step 1, a retried request gets the same answer
+//!   again, and a resumed thread's next turn (whose input holds the turns before)
+//!   goes on where the last one stopped. Past the end of the steps the answer is the
+//!   text [`FALLBACK_TEXT`].
 //! - Anything else (a compaction request, which offers no tools and says
 //!   `request_kind: compaction` in `x-codex-turn-metadata`, or a subagent thread's
 //!   request) gets a short text, so it never loops on tool calls.
 //!
 //! Every call id (`call_` and 24 hex digits) is fixed when the mock starts, so a test
 //! can read them back with [`MockOpenAI::call_ids`] and find them in hook payloads.
+//!
+//! Started with [`RateLimits`] ([`MockOpenAI::start_with_limits`]), every response
+//! carries the account's rate-limit headers as ChatGPT's backend sends them
+//! (`x-codex-primary-used-percent`, `-window-minutes`, `-reset-at`, and the same for
+//! `secondary`): codex-rs reads them into the `rate_limits` of the `token_count`
+//! it writes to its rollout after each response.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -60,6 +68,46 @@ impl Step {
     }
 }
 
+/// One rate-limit window, as the headers give it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Window {
+    pub used_percent: f64,
+    pub window_minutes: u64,
+    /// When the window resets, in epoch seconds.
+    pub reset_at: i64,
+}
+
+/// The account's limits every response reports.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateLimits {
+    pub primary: Window,
+    pub secondary: Option<Window>,
+}
+
+impl RateLimits {
+    /// The `x-codex-*` headers codex-rs parses (`codex-api/src/rate_limits.rs`).
+    fn headers(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let windows = [
+            ("primary", Some(self.primary)),
+            ("secondary", self.secondary),
+        ];
+        for (name, w) in windows {
+            let Some(w) = w else { continue };
+            out.push((
+                format!("x-codex-{name}-used-percent"),
+                w.used_percent.to_string(),
+            ));
+            out.push((
+                format!("x-codex-{name}-window-minutes"),
+                w.window_minutes.to_string(),
+            ));
+            out.push((format!("x-codex-{name}-reset-at"), w.reset_at.to_string()));
+        }
+        out
+    }
+}
+
 /// A step with its call id fixed.
 #[derive(Clone, Debug)]
 enum Planned {
@@ -76,6 +124,15 @@ pub struct MockOpenAI {
 impl MockOpenAI {
     /// Starts the server on `127.0.0.1:0`. Panics when it cannot bind.
     pub fn start(steps: Vec<Step>) -> MockOpenAI {
+        MockOpenAI::serve(steps, Vec::new())
+    }
+
+    /// `start`, with every response reporting `limits` in its headers.
+    pub fn start_with_limits(steps: Vec<Step>, limits: RateLimits) -> MockOpenAI {
+        MockOpenAI::serve(steps, limits.headers())
+    }
+
+    fn serve(steps: Vec<Step>, headers: Vec<(String, String)>) -> MockOpenAI {
         let ids = Ids::new();
         let plan: Vec<Planned> = steps
             .into_iter()
@@ -94,8 +151,16 @@ impl MockOpenAI {
                 Planned::Text(_) => None,
             })
             .collect();
-        let server = HttpServer::start(move |request| answer(&plan, request, &ids))
-            .expect("MockOpenAI binds 127.0.0.1:0");
+        let server = HttpServer::start(move |request| {
+            let mut response = answer(&plan, request, &ids);
+            if response.status() == 200 {
+                for (name, value) in &headers {
+                    response = response.with_header(name, value);
+                }
+            }
+            response
+        })
+        .expect("MockOpenAI binds 127.0.0.1:0");
         MockOpenAI { server, call_ids }
     }
 
@@ -136,13 +201,16 @@ fn answer(plan: &[Planned], request: &Request, ids: &Ids) -> Response {
     let offers_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
     let main_thread = request.header("thread-id") == request.header("session-id");
     let step = if offers_tools && main_thread {
-        let done_calls = body["input"].as_array().map_or(0, |items| {
+        let answered = body["input"].as_array().map_or(0, |items| {
             items
                 .iter()
-                .filter(|i| i["type"] == "function_call_output")
+                .filter(|i| {
+                    i["type"] == "function_call"
+                        || (i["type"] == "message" && i["role"] == "assistant")
+                })
                 .count()
         });
-        plan.get(done_calls)
+        plan.get(answered)
             .cloned()
             .unwrap_or_else(|| Planned::Text(FALLBACK_TEXT.into()))
     } else if offers_tools {
@@ -310,11 +378,12 @@ mod tests {
         assert_eq!(text["type"], "message");
         assert_eq!(text["content"][0]["text"], "It printed hello.");
 
-        // Beyond the script, and a retry of the first request.
-        let extra = json!({"type": "function_call_output", "call_id": "x", "output": ""});
+        // A resumed thread's next turn goes on past that answer: beyond the
+        // script. Then a retry of the first request.
+        let next = json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "more?"}]});
         let late = done_item(&post(
             &mut client,
-            &turn_request(json!([user, call, output, extra])),
+            &turn_request(json!([user, call, output, text, next])),
             "s1",
         ));
         assert_eq!(late["content"][0]["text"], FALLBACK_TEXT);
@@ -334,6 +403,45 @@ mod tests {
         assert_eq!(sub["content"][0]["text"], "OK");
         let missing = client.post_json("/v1/models", &json!({}));
         assert_eq!(missing.status, 404);
+    }
+
+    #[test]
+    fn rate_limits_ride_on_every_answer() {
+        let window = |used_percent, window_minutes, reset_at| Window {
+            used_percent,
+            window_minutes,
+            reset_at,
+        };
+        let mock = MockOpenAI::start_with_limits(
+            vec![Step::text("hi")],
+            RateLimits {
+                primary: window(12.5, 300, 1_795_990_000),
+                secondary: Some(window(40.0, 10_080, 1_796_500_000)),
+            },
+        );
+        let mut client = Client::connect(mock.server.addr());
+        let body = turn_request(json!([])).to_string();
+        client.send(
+            format!(
+                "POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        let reply = client.read_reply();
+        for (name, value) in [
+            ("x-codex-primary-used-percent", "12.5"),
+            ("x-codex-primary-window-minutes", "300"),
+            ("x-codex-primary-reset-at", "1795990000"),
+            ("x-codex-secondary-used-percent", "40"),
+            ("x-codex-secondary-window-minutes", "10080"),
+            ("x-codex-secondary-reset-at", "1796500000"),
+        ] {
+            assert_eq!(reply.header(name), Some(value), "{name}");
+        }
+        let missing = client.post_json("/v1/models", &json!({}));
+        assert_eq!(missing.header("x-codex-primary-used-percent"), None);
     }
 
     #[test]

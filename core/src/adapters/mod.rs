@@ -9,7 +9,6 @@
 mod antigravity;
 pub mod claude_code;
 mod codex;
-mod codex_notify;
 pub mod common;
 mod devin;
 mod gemini_cli;

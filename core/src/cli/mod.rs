@@ -4,6 +4,7 @@
 //! per line for streams). Human output honours `NO_COLOR`.
 
 mod backfill;
+mod sink;
 mod status;
 
 use crate::install::{self, Host, Installer};
@@ -33,6 +34,11 @@ enum Command {
         /// Say what would change and write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Also set Claude Code's status line to the account's limits, which is
+        /// how they reach sessionpipe (never over a status line you set; it
+        /// hides most of Claude Code's footer hints). Later installs keep it.
+        #[arg(long)]
+        status_line: bool,
         #[arg(long)]
         json: bool,
     },
@@ -77,6 +83,17 @@ enum Command {
         #[arg(long)]
         drain: bool,
     },
+    /// Where events go: add, list, remove and test sinks.
+    Sink {
+        #[command(subcommand)]
+        action: sink::SinkAction,
+    },
+    /// Tell every sink that takes it to forget a session, and forget it here.
+    Forget {
+        /// `harness:session-id`
+        #[arg(value_name = "HARNESS:ID")]
+        session: String,
+    },
     /// Send one `session.backfill` per past session the harnesses' files hold.
     Backfill {
         /// How far back, in days.
@@ -85,10 +102,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Run conformance fixtures and vectors (files or folders).
+    /// Run conformance fixtures, vectors and delivery scenarios (files or folders).
     Conformance {
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
+        /// Run the delivery scenarios against this receiver (its base URL).
+        #[arg(long, value_name = "URL", requires = "token")]
+        receiver: Option<String>,
+        /// The receiver's bearer token.
+        #[arg(long, value_name = "TOKEN", requires = "receiver")]
+        token: Option<String>,
     },
 }
 
@@ -109,9 +132,20 @@ fn run(command: Command) -> Result<ExitCode, String> {
         Command::Install {
             harnesses,
             dry_run,
+            status_line,
             json,
         } => {
-            let code = hooks_command(&paths, &harnesses, dry_run, json, |i, a| i.install(a))?;
+            let opt_in: &[&str] = if status_line {
+                &[crate::adapters::claude_code::STATUS_LINE_ENTRY]
+            } else {
+                &[]
+            };
+            let options = HooksOptions {
+                dry_run,
+                json,
+                opt_in,
+            };
+            let code = hooks_command(&paths, &harnesses, &options, |i, a| i.install(a))?;
             if !dry_run {
                 backfill::once_after_install(&paths);
             }
@@ -121,9 +155,16 @@ fn run(command: Command) -> Result<ExitCode, String> {
             harnesses,
             dry_run,
             json,
-        } => hooks_command(&paths, &harnesses, dry_run, json, |i, a| {
-            i.uninstall(a).map(|r| (r, None))
-        }),
+        } => {
+            let options = HooksOptions {
+                dry_run,
+                json,
+                opt_in: &[],
+            };
+            hooks_command(&paths, &harnesses, &options, |i, a| {
+                i.uninstall(a).map(|r| (r, None))
+            })
+        }
         Command::Status { json } => status::run(&paths, json),
         Command::Tail {
             tier,
@@ -151,8 +192,22 @@ fn run(command: Command) -> Result<ExitCode, String> {
             crate::daemon::run(&paths, &opts).map(|_| ExitCode::SUCCESS)
         }
         Command::Backfill { days, json } => backfill::run(&paths, days, json),
-        Command::Conformance { paths: files } => {
-            let ok = crate::conformance::run_and_print(&files, &mut std::io::stdout())?;
+        Command::Sink { action } => sink::run(&paths, action),
+        Command::Forget { session } => sink::forget(&paths, &session),
+        Command::Conformance {
+            paths: files,
+            receiver,
+            token,
+        } => {
+            let target = receiver.map(|url| crate::conformance::delivery::Target {
+                url,
+                token: token.unwrap_or_default(),
+            });
+            let ok = crate::conformance::run_and_print_with(
+                &files,
+                target.as_ref(),
+                &mut std::io::stdout(),
+            )?;
             Ok(if ok {
                 ExitCode::SUCCESS
             } else {
@@ -162,11 +217,18 @@ fn run(command: Command) -> Result<ExitCode, String> {
     }
 }
 
+/// What `install` and `uninstall` were told besides the harnesses.
+struct HooksOptions<'a> {
+    dry_run: bool,
+    json: bool,
+    /// Optional entries to write (`install --status-line`).
+    opt_in: &'a [&'a str],
+}
+
 fn hooks_command(
     paths: &StatePaths,
     names: &[String],
-    dry_run: bool,
-    json: bool,
+    options: &HooksOptions<'_>,
     action: impl Fn(
         &Installer<'_>,
         &dyn crate::adapters::Adapter,
@@ -185,7 +247,8 @@ fn hooks_command(
         host: &host,
         state_dir: &paths.root,
         hook_bin: &hook_bin,
-        dry_run,
+        dry_run: options.dry_run,
+        opt_in: options.opt_in,
     };
     let mut reports = Vec::new();
     let mut notes = Vec::new();
@@ -194,7 +257,7 @@ fn hooks_command(
         notes.extend(note.map(|n| format!("{}: {n}", report.harness)));
         reports.push(report);
     }
-    if json {
+    if options.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&reports).expect("reports serialise")

@@ -15,6 +15,7 @@ pub fn run(paths: &StatePaths, as_json: bool) -> Result<ExitCode, String> {
         state_dir: &paths.root,
         hook_bin: &hook_bin,
         dry_run: true,
+        opt_in: &[],
     };
     let harnesses: Vec<_> = install::select(&[])?
         .into_iter()

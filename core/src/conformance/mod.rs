@@ -1,10 +1,13 @@
 //! `sessionpipe conformance PATH...`: runs conformance files and folders.
 //!
 //! Each JSON file is recognised by its shape (see `../shared/conformance/README.md`
-//! for the formats): a harness fixture (`input.argv` + `expect`) or a redaction
-//! vector file (`cases`). One line per fixture or case, then `N passed, M failed`.
-//! This module runs checks; it never writes the outbox.
+//! for the formats): a harness fixture (`input.argv` + `expect`), a redaction
+//! vector file (`cases`) or a delivery scenario (`steps`, run against the receiver
+//! given with `--receiver`, skipped without one). One line per fixture, case or
+//! scenario, then `N passed, M failed` (`, K skipped` when a receiver is given or
+//! something was skipped). This module runs checks; it never writes the outbox.
 
+pub mod delivery;
 pub mod harness;
 pub mod matching;
 
@@ -15,7 +18,21 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug)]
 pub struct Check {
     pub name: String,
-    pub result: Result<(), String>,
+    pub result: Outcome,
+}
+
+/// Passed, failed (why) or skipped (why).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Pass,
+    Fail(String),
+    Skip(String),
+}
+
+impl From<Result<(), String>> for Outcome {
+    fn from(r: Result<(), String>) -> Outcome {
+        r.map_or_else(Outcome::Fail, |()| Outcome::Pass)
+    }
 }
 
 /// Every JSON file under the given paths, sorted, or why a path cannot be read.
@@ -46,13 +63,14 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Runs one file: one check per fixture, or one per case of a vector file.
-pub fn run_file(path: &Path) -> Vec<Check> {
+/// Runs one file: one check per fixture or scenario, or one per case of a vector
+/// file. Scenarios need `receiver`.
+pub fn run_file(path: &Path, receiver: Option<&mut delivery::Runner>) -> Vec<Check> {
     let name = path.display().to_string();
     let fail = |why: String| {
         vec![Check {
             name: name.clone(),
-            result: Err(why),
+            result: Outcome::Fail(why),
         }]
     };
     let text = match std::fs::read_to_string(path) {
@@ -66,8 +84,15 @@ pub fn run_file(path: &Path) -> Vec<Check> {
     if doc.pointer("/input/argv").is_some() && doc.get("expect").is_some() {
         return vec![Check {
             name,
-            result: harness::run(&doc),
+            result: harness::run(&doc).into(),
         }];
+    }
+    if delivery::is_scenario(&doc) {
+        let result = match receiver {
+            Some(r) => r.run(&doc),
+            None => Outcome::Skip("a delivery scenario: needs --receiver URL".into()),
+        };
+        return vec![Check { name, result }];
     }
     if doc.get("cases").is_some() {
         return match sessionpipe_redact::vectors::check_file(path) {
@@ -75,7 +100,7 @@ pub fn run_file(path: &Path) -> Vec<Check> {
                 .into_iter()
                 .map(|c| Check {
                     name: format!("{name} #{} {}", c.index, c.name),
-                    result: if c.passed { Ok(()) } else { Err(c.message) },
+                    result: if c.passed { Ok(()) } else { Err(c.message) }.into(),
                 })
                 .collect(),
             Err(e) => fail(e.to_string()),
@@ -86,26 +111,44 @@ pub fn run_file(path: &Path) -> Vec<Check> {
 
 /// Runs every file and prints one line per check and the totals. True when all passed.
 pub fn run_and_print(paths: &[PathBuf], out: &mut dyn std::io::Write) -> Result<bool, String> {
+    run_and_print_with(paths, None, out)
+}
+
+/// `run_and_print`, with delivery scenarios run against `receiver`.
+pub fn run_and_print_with(
+    paths: &[PathBuf],
+    receiver: Option<&delivery::Target>,
+    out: &mut dyn std::io::Write,
+) -> Result<bool, String> {
     let files = collect(paths)?;
     if files.is_empty() {
         return Err("no conformance files found".into());
     }
-    let (mut passed, mut failed) = (0, 0);
+    let mut runner = receiver.map(delivery::Runner::new).transpose()?;
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for f in &files {
-        for check in run_file(f) {
+        for check in run_file(f, runner.as_mut()) {
             let line = match &check.result {
-                Ok(()) => {
+                Outcome::Pass => {
                     passed += 1;
                     format!("pass {}", check.name)
                 }
-                Err(why) => {
+                Outcome::Fail(why) => {
                     failed += 1;
                     format!("FAIL {}: {why}", check.name)
+                }
+                Outcome::Skip(why) => {
+                    skipped += 1;
+                    format!("skip {}: {why}", check.name)
                 }
             };
             let _ = writeln!(out, "{line}");
         }
     }
-    let _ = writeln!(out, "{passed} passed, {failed} failed");
+    if receiver.is_some() || skipped > 0 {
+        let _ = writeln!(out, "{passed} passed, {failed} failed, {skipped} skipped");
+    } else {
+        let _ = writeln!(out, "{passed} passed, {failed} failed");
+    }
     Ok(failed == 0)
 }

@@ -90,6 +90,11 @@ pub trait ConfigFormat: Sync {
     fn inactive(&self, _text: &str) -> Option<String> {
         None
     }
+    /// Why our entry must not be written into `text` though it is missing: the
+    /// place it goes holds the person's own, which is kept (a `statusLine`).
+    fn occupied(&self, _text: &str) -> Option<String> {
+        None
+    }
 }
 
 /// One config file and its format.
@@ -122,11 +127,24 @@ fn is_empty_shell(text: &str) -> bool {
     }
 }
 
+/// An entry beyond the hooks that the person opts into by name (`install
+/// --status-line`), in the file it goes into.
+pub struct OptionalTarget {
+    /// The name `Installer::opt_in` asks for it by, and reports call it.
+    pub name: &'static str,
+    pub target: Target,
+}
+
 /// What an adapter says about installing its harness's hooks.
 pub trait HookInstall: Sync {
     /// The files our entries go into on this machine. Empty: the harness is not
     /// found, and nothing is written for it.
     fn targets(&self, host: &Host) -> Vec<Target>;
+    /// Entries written only when asked for by name; wherever ours is present, a
+    /// later install keeps it current, status reports it and uninstall removes it.
+    fn optional(&self, _host: &Host) -> Vec<OptionalTarget> {
+        Vec::new()
+    }
     /// Said once, when the hooks are first installed (what the person should know).
     fn note(&self) -> Option<&'static str> {
         None
@@ -142,6 +160,8 @@ pub enum FileState {
     Missing,
     Skipped(String),
     Inactive(String),
+    /// Not written: the person's own entry holds its place and is kept.
+    Kept(String),
     Installed,
     WouldInstall,
     Removed,
@@ -156,6 +176,7 @@ impl FileState {
             FileState::Missing => "missing",
             FileState::Skipped(_) => "skipped",
             FileState::Inactive(_) => "inactive",
+            FileState::Kept(_) => "kept",
             FileState::Installed => "installed",
             FileState::WouldInstall => "would install",
             FileState::Removed => "removed",
@@ -165,7 +186,10 @@ impl FileState {
 
     fn reason(&self) -> Option<&str> {
         match self {
-            FileState::Outdated(r) | FileState::Skipped(r) | FileState::Inactive(r) => Some(r),
+            FileState::Outdated(r)
+            | FileState::Skipped(r)
+            | FileState::Inactive(r)
+            | FileState::Kept(r) => Some(r),
             _ => None,
         }
     }
@@ -174,6 +198,9 @@ impl FileState {
 #[derive(Clone, Debug, Serialize)]
 pub struct FileReport {
     pub path: String,
+    /// The optional entry this line is about (`status-line`); none for the hooks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry: Option<&'static str>,
     #[serde(flatten)]
     pub state: FileState,
 }
@@ -203,9 +230,13 @@ impl HarnessReport {
         }
         let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
         for f in &self.files {
-            let shown = match f.state.reason() {
-                Some(r) => format!("{}: {r}", f.path),
+            let place = match f.entry {
+                Some(entry) => format!("{entry} in {}", f.path),
                 None => f.path.clone(),
+            };
+            let shown = match f.state.reason() {
+                Some(r) => format!("{place}: {r}"),
+                None => place,
             };
             match groups.iter_mut().find(|(w, _)| *w == f.state.word()) {
                 Some((_, v)) => v.push(shown),
@@ -235,6 +266,7 @@ fn summarise(files: &[FileReport]) -> String {
         "removed",
         "not installed",
         "current",
+        "kept",
     ];
     let words: Vec<&str> = files.iter().map(|f| f.state.word()).collect();
     let all = |w: &str| words.iter().all(|x| *x == w);
@@ -258,6 +290,8 @@ pub struct Installer<'a> {
     /// The hook binary our entries run (absolute).
     pub hook_bin: &'a Path,
     pub dry_run: bool,
+    /// Optional entries `install` writes (`HookInstall::optional` names).
+    pub opt_in: &'a [&'a str],
 }
 
 /// The adapters to act on: those named, or every one with an installer.
@@ -305,7 +339,7 @@ fn read(path: &Path) -> Read {
 
 impl Installer<'_> {
     pub fn status(&self, adapter: &dyn Adapter) -> HarnessReport {
-        self.each_target(adapter, |t, ctx| self.file_status(t, ctx))
+        self.each_target(adapter, false, |t, _, ctx| self.file_status(t, ctx))
     }
 
     pub fn install(
@@ -313,7 +347,9 @@ impl Installer<'_> {
         adapter: &dyn Adapter,
     ) -> Result<(HarnessReport, Option<&'static str>), String> {
         let mut ledger = files::Ledger::load(self.state_dir)?;
-        let report = self.each_target(adapter, |t, ctx| self.install_file(&mut ledger, t, ctx));
+        let report = self.each_target(adapter, true, |t, _, ctx| {
+            self.install_file(&mut ledger, t, ctx)
+        });
         if !self.dry_run {
             ledger.save()?;
         }
@@ -329,17 +365,23 @@ impl Installer<'_> {
 
     pub fn uninstall(&self, adapter: &dyn Adapter) -> Result<HarnessReport, String> {
         let mut ledger = files::Ledger::load(self.state_dir)?;
-        let report = self.each_target(adapter, |t, ctx| self.uninstall_file(&mut ledger, t, ctx));
+        let report = self.each_target(adapter, false, |t, others, ctx| {
+            self.uninstall_file(&mut ledger, t, others, ctx)
+        });
         if !self.dry_run {
             ledger.save()?;
         }
         Ok(report)
     }
 
+    /// Acts on every target: the hooks', then each optional entry that is ours
+    /// in its file already, or (for `install`) that `opt_in` asks for. `act` is
+    /// also handed the formats of the other targets in the same file.
     fn each_target(
         &self,
         adapter: &dyn Adapter,
-        mut act: impl FnMut(&Target, &Ctx<'_>) -> FileState,
+        installing: bool,
+        mut act: impl FnMut(&Target, &[&'static dyn ConfigFormat], &Ctx<'_>) -> FileState,
     ) -> HarnessReport {
         let hooks = adapter
             .hooks()
@@ -348,15 +390,43 @@ impl Installer<'_> {
             harness: adapter.name(),
             hook_bin: self.hook_bin,
         };
-        let files = hooks
+        let mut targets: Vec<(Target, Option<&'static str>)> = hooks
             .targets(self.host)
+            .into_iter()
+            .map(|t| (t, None))
+            .collect();
+        for o in hooks.optional(self.host) {
+            let asked = installing && self.opt_in.contains(&o.name);
+            if asked || self.ours_in(&o.target, &ctx) {
+                targets.push((o.target, Some(o.name)));
+            }
+        }
+        let files = targets
             .iter()
-            .map(|t| FileReport {
-                path: self.host.show(&t.path),
-                state: act(t, &ctx),
+            .enumerate()
+            .map(|(i, (t, entry))| {
+                let others: Vec<&'static dyn ConfigFormat> = targets
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, (o, _))| *j != i && o.path == t.path)
+                    .map(|(_, (o, _))| o.format)
+                    .collect();
+                FileReport {
+                    path: self.host.show(&t.path),
+                    entry: *entry,
+                    state: act(t, &others, &ctx),
+                }
             })
             .collect();
         HarnessReport::new(adapter.name(), files)
+    }
+
+    /// True when `target`'s file holds an entry of ours, current or not.
+    fn ours_in(&self, target: &Target, ctx: &Ctx<'_>) -> bool {
+        matches!(
+            self.file_status(target, ctx),
+            FileState::Current | FileState::Outdated(_) | FileState::Inactive(_)
+        )
     }
 
     fn file_status(&self, target: &Target, ctx: &Ctx<'_>) -> FileState {
@@ -393,6 +463,11 @@ impl Installer<'_> {
             Read::Absent => None,
             Read::Unreadable(why) => return FileState::Skipped(why),
         };
+        if before == FileState::Missing
+            && let Some(why) = current.as_deref().and_then(|t| target.format.occupied(t))
+        {
+            return FileState::Kept(why);
+        }
         let text = current.clone().unwrap_or_default();
         let original = ledger
             .original(path)
@@ -432,10 +507,14 @@ impl Installer<'_> {
         }
     }
 
+    /// Removes our entries of `target`'s format. `others` are the formats of the
+    /// other targets in the same file: while one of them still has entries of
+    /// ours there, the file keeps the rest and the original waits for the last.
     fn uninstall_file(
         &self,
         ledger: &mut files::Ledger,
         target: &Target,
+        others: &[&'static dyn ConfigFormat],
         ctx: &Ctx<'_>,
     ) -> FileState {
         let path = &target.path;
@@ -468,13 +547,30 @@ impl Installer<'_> {
         let untouched = ledger
             .record(path)
             .is_some_and(|r| r.written == files::sha256_hex(text.as_bytes()));
+        let ours_remain = others.iter().any(|f| {
+            matches!(
+                f.judge(&removed, ctx),
+                Ok(EntryState::Current | EntryState::Outdated(_))
+            )
+        });
+        if ours_remain {
+            if let Err(e) = write_atomic(path, removed.as_bytes()) {
+                return FileState::Skipped(format!("cannot write it: {e}"));
+            }
+            // Nobody else wrote it: the last removal may still give back the original.
+            if untouched {
+                ledger.set_written(path, removed.as_bytes());
+            }
+            return FileState::Removed;
+        }
         // The original can hold entries of ours too (the state dir was reset, or an
         // older version installed before this ledger existed): those never come back.
         let original_clean = original_text.as_deref().map(|o| {
-            target
-                .format
-                .remove(o, Some(o), ctx)
-                .unwrap_or_else(|_| o.to_string())
+            std::iter::once(target.format)
+                .chain(others.iter().copied())
+                .fold(o.to_string(), |text, f| {
+                    f.remove(&text, Some(o), ctx).unwrap_or(text)
+                })
         });
         let result = match (untouched, &original, original_clean) {
             (_, _, _) if target.owned && is_empty_shell(&removed) => std::fs::remove_file(path),

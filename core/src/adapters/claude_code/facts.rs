@@ -45,7 +45,7 @@ pub fn facts(job: &Job, files: &SessionFiles) -> SessionBlock {
 
 /// The config dir the session belongs to: the transcript's
 /// (`<config>/projects/<slug>/<id>.jsonl`), else `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
-fn config_dir(job: &Job, files: &SessionFiles) -> Option<PathBuf> {
+pub(super) fn config_dir(job: &Job, files: &SessionFiles) -> Option<PathBuf> {
     if let Some(t) = &files.transcript
         && let Some(projects) = t.parent().and_then(Path::parent)
         && projects.file_name().is_some_and(|n| n == "projects")

@@ -9,7 +9,11 @@
 
 mod backfill;
 mod facts;
+mod limits;
+mod status_line;
 mod transcript;
+
+pub use status_line::ENTRY as STATUS_LINE_ENTRY;
 
 use super::common::{
     CLAUDE_TOOL_KEYS, MAX_MESSAGE_CHARS, char_count, cwd_for, error_text, is_uuid, one_line,
@@ -17,7 +21,9 @@ use super::common::{
     version_from_ai_agent,
 };
 use super::{Adapter, MapError, Mapped, Mapping, Memo, SessionFiles};
-use crate::install::{ClaudeHooks, HookEvent, HookInstall, HooksLayout, Host, Target};
+use crate::install::{
+    ClaudeHooks, HookEvent, HookInstall, HooksLayout, Host, OptionalTarget, Target,
+};
 use crate::job::Job;
 use crate::protocol::*;
 use crate::transcript::{ReadPlan, TranscriptSource, Want};
@@ -63,8 +69,18 @@ impl Adapter for ClaudeCode {
         } else {
             job.event.clone()
         };
-        let Some(events) = map_event(&event, &p, job)? else {
-            return Ok(Mapped::Ignored(format!("{event} is not mapped")));
+        let events = if event == limits::EVENT {
+            let config = facts::config_dir(job, &self.files(job));
+            let account = config.and_then(|c| facts::account_id(job.home().as_deref(), &c));
+            match limits::observed(&p, account) {
+                Some(l) => vec![EventData::LimitsObserved(l)],
+                None => return Ok(Mapped::Ignored("a status line without limits".into())),
+            }
+        } else {
+            match map_event(&event, &p, job)? {
+                Some(events) => events,
+                None => return Ok(Mapped::Ignored(format!("{event} is not mapped"))),
+            }
         };
         Ok(Mapped::Events(Box::new(Mapping {
             session_id,
@@ -364,6 +380,18 @@ impl HookInstall for ClaudeCode {
         config_dirs(host)
             .into_iter()
             .map(|d| Target::shared(d.join("settings.json"), &HOOKS))
+            .collect()
+    }
+
+    /// `install --status-line`: the `statusLine` entry, beside the hooks in the
+    /// same `settings.json` of every config dir.
+    fn optional(&self, host: &Host) -> Vec<OptionalTarget> {
+        config_dirs(host)
+            .into_iter()
+            .map(|d| OptionalTarget {
+                name: status_line::ENTRY,
+                target: Target::shared(d.join("settings.json"), &status_line::STATUS_LINE),
+            })
             .collect()
     }
 }

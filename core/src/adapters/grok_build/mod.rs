@@ -9,15 +9,27 @@
 //! Must not report the `Stop` Grok fires as its process ends, after `SessionEnd`:
 //! no turn ended then. Grok's payloads that reach Claude Code's hooks are the
 //! `claude-code` adapter's to drop, not this one's.
+//!
+//! Tier 2 and facts: the session's update stream (`transcript.rs`), the
+//! `summary.json` beside it and Grok's `version.json` (`summary.rs`), and past
+//! sessions (`backfill.rs`). The stream names a turn only at its end
+//! (`turn_completed.prompt_id`, the hooks' `promptId`); a Stop waits for its
+//! words as Claude Code's does, since no run of Grok was measured for when its
+//! stream is written.
+
+mod backfill;
+mod summary;
+mod transcript;
 
 use super::common::{
     MAX_MESSAGE_CHARS, ToolKeys, compact_trigger, cwd_for, error_text, one_line, payload_object,
     permission_needed, prompt_turn, session_id, str_of, tool_ended, tool_started, turn_error,
 };
-use super::{Adapter, MapError, Mapped, Mapping};
+use super::{Adapter, MapError, Mapped, Mapping, SessionFiles};
 use crate::install::{ClaudeHooks, HookEvent, HookInstall, HooksLayout, Host, Target};
 use crate::job::Job;
 use crate::protocol::*;
+use crate::transcript::{ReadPlan, TranscriptSource, Want};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 
@@ -59,24 +71,15 @@ impl Adapter for GrokBuild {
     fn map(&self, job: &Job) -> Result<Mapped, MapError> {
         let p = twins(payload_object(job)?);
         let session_id = session_id(&p, "session_id")?;
-        let event = if job.event.is_empty() {
-            str_of(&p, "hook_event_name").unwrap_or_default()
-        } else {
-            job.event.clone()
-        };
+        let event = event_name(job, &p);
         let event_data = match map_event(&event, &p, job) {
             Ok(e) => e,
             Err(why) => return Ok(Mapped::Ignored(why)),
         };
-        // `cwd` is in every recorded payload; Grok's `workspaceRoot`, then its
-        // environment, stand in only when it is not.
-        let folder = str_of(&p, "cwd")
-            .or_else(|| str_of(&p, "workspaceRoot"))
-            .or_else(|| job.env("GROK_WORKSPACE_ROOT").map(str::to_string));
         Ok(Mapped::Events(Box::new(Mapping {
             session_id,
             block: SessionBlock {
-                cwd: folder.map(|f| cwd_for(job, &f)),
+                cwd: folder(job, &p).map(|f| cwd_for(job, &f)),
                 ..Default::default()
             },
             harness_version: None,
@@ -87,6 +90,94 @@ impl Adapter for GrokBuild {
     fn hooks(&self) -> Option<&dyn HookInstall> {
         Some(self)
     }
+
+    /// Claude Code's reads (its Transcript row), by Grok's event names: a
+    /// prompt sends the turns closed before its own, a Stop holds its turn
+    /// until the stream has its `lastAssistantMessage` or the turn's end, a
+    /// cancelled or failed turn and the session's end are read as they stand.
+    /// No read looks for an interruption: StopCancelled reports it.
+    ///
+    /// Two differ, because the stream closes a turn itself (`turn_completed`),
+    /// so a read finds every finished turn closed, its hooks reported or not. A
+    /// start sends only the turns asked before it (an earlier run's; a daemon
+    /// catching up would otherwise send this run's ahead of everything), and a
+    /// compaction, which comes inside a turn, reads nothing: what it could send
+    /// went with the turn's prompt.
+    fn files(&self, job: &Job) -> SessionFiles {
+        let Ok(p) = payload_object(job).map(twins) else {
+            return SessionFiles::default();
+        };
+        let event = event_name(job, &p);
+        let plan = |want, after, hold| {
+            Some(ReadPlan {
+                want,
+                after,
+                hold,
+                interruption: false,
+            })
+        };
+        let read = match registered(&event).unwrap_or_default() {
+            "UserPromptSubmit" => match str_of(&p, "promptId") {
+                Some(id) => plan(Want::ClosedBefore(id), false, false),
+                None => plan(Want::Closed, false, false),
+            },
+            "SessionStart" => {
+                let at = p.get("timestamp").and_then(summary::epoch_ms);
+                plan(
+                    Want::AskedBefore(at.unwrap_or_else(|| job.at_ms())),
+                    false,
+                    false,
+                )
+            }
+            "Stop" => match str_of(&p, "last_assistant_message") {
+                Some(words) => plan(Want::EndedWith(words), true, true),
+                None => plan(Want::All, true, false),
+            },
+            "StopFailure" | "StopCancelled" => plan(Want::All, true, false),
+            "SessionEnd" => plan(Want::All, false, false),
+            _ => None,
+        };
+        SessionFiles {
+            folder: folder(job, &p).map(PathBuf::from),
+            transcript: str_of(&p, "transcript_path").map(PathBuf::from),
+            read,
+        }
+    }
+
+    fn transcript(&self) -> Option<&dyn TranscriptSource> {
+        Some(&transcript::GrokTranscript)
+    }
+
+    /// `summary.json` beside the session's update stream.
+    fn facts(&self, job: &Job, files: &SessionFiles) -> SessionBlock {
+        files
+            .transcript
+            .as_ref()
+            .and_then(|t| summary::read(&t.with_file_name("summary.json"), job.home().as_deref()))
+            .map(|s| s.block)
+            .unwrap_or_default()
+    }
+
+    fn backfill(&self, host: &Host, since_ms: i64) -> Vec<crate::backfill::Backfilled> {
+        backfill::sessions(&grok_home(host), &host.home, since_ms)
+    }
+}
+
+/// The hook's event: the one our entry passes in argv, else the payload's.
+fn event_name(job: &Job, p: &Map<String, Value>) -> String {
+    if job.event.is_empty() {
+        str_of(p, "hook_event_name").unwrap_or_default()
+    } else {
+        job.event.clone()
+    }
+}
+
+/// The session's folder: `cwd` is in every recorded payload; Grok's
+/// `workspaceRoot`, then its environment, stand in only when it is not.
+fn folder(job: &Job, p: &Map<String, Value>) -> Option<String> {
+    str_of(p, "cwd")
+        .or_else(|| str_of(p, "workspaceRoot"))
+        .or_else(|| job.env("GROK_WORKSPACE_ROOT").map(str::to_string))
 }
 
 /// The payload with each Claude Code key filled from Grok's own twin when only
@@ -433,6 +524,95 @@ mod tests {
             panic!()
         };
         assert_eq!(m.block.cwd.as_deref(), Some("~/w"));
+    }
+
+    #[test]
+    fn read_plans_follow_the_turn_and_name_the_stream() {
+        let stream = "/home/ann/.grok/sessions/%2Fhome%2Fann%2Fsrc%2Fapp/s/updates.jsonl";
+        let files = |event: &str, snake: &str, extra: Value| {
+            let mut p = both(snake, extra);
+            p["transcriptPath"] = json!(stream);
+            GrokBuild.files(&job(event, p))
+        };
+        let plan = |want, after, hold| {
+            Some(ReadPlan {
+                want,
+                after,
+                hold,
+                interruption: false,
+            })
+        };
+        let f = files(
+            "UserPromptSubmit",
+            "user_prompt_submit",
+            json!({"promptId": "p1"}),
+        );
+        assert_eq!(f.read, plan(Want::ClosedBefore("p1".into()), false, false));
+        assert_eq!(f.transcript, Some(PathBuf::from(stream)));
+        assert_eq!(f.folder, Some(PathBuf::from("/home/ann/src/app")));
+        let stop = json!({"promptId": "p1", "lastAssistantMessage": "Done."});
+        assert_eq!(
+            files("Stop", "stop", stop).read,
+            plan(Want::EndedWith("Done.".into()), true, true)
+        );
+        assert_eq!(
+            files("Stop", "stop", json!({})).read,
+            plan(Want::All, true, false)
+        );
+        for (event, snake) in [
+            ("StopCancelled", "stop_cancelled"),
+            ("StopFailure", "stop_failure"),
+        ] {
+            assert_eq!(
+                files(event, snake, json!({})).read,
+                plan(Want::All, true, false)
+            );
+        }
+        assert_eq!(
+            files("SessionEnd", "session_end", json!({})).read,
+            plan(Want::All, false, false)
+        );
+        let start = files("SessionStart", "session_start", json!({"source": "load"}));
+        let at = crate::time::parse_rfc3339_ms("2026-11-11T10:00:00Z").unwrap();
+        assert_eq!(start.read, plan(Want::AskedBefore(at), false, false));
+        for (event, snake) in [
+            ("PreCompact", "pre_compact"),
+            ("PreToolUse", "pre_tool_use"),
+        ] {
+            assert_eq!(files(event, snake, json!({})).read, None, "{event}");
+        }
+    }
+
+    #[test]
+    fn facts_come_from_the_summary_beside_the_stream() {
+        let tmp = tempfile::tempdir().unwrap();
+        let stream = tmp.path().join("updates.jsonl");
+        std::fs::write(
+            tmp.path().join("summary.json"),
+            r#"{"generated_title": "Fix it", "current_model_id": "grok-4", "head_branch": "dev"}"#,
+        )
+        .unwrap();
+        let files = SessionFiles {
+            transcript: Some(stream),
+            ..Default::default()
+        };
+        let f = GrokBuild.facts(&job("Stop", json!({})), &files);
+        assert_eq!(
+            (
+                f.title.as_deref(),
+                f.title_source,
+                f.model.as_deref(),
+                f.branch.as_deref()
+            ),
+            (
+                Some("Fix it"),
+                Some(TitleSource::Harness),
+                Some("grok-4"),
+                Some("dev")
+            )
+        );
+        let none = GrokBuild.facts(&job("Stop", json!({})), &SessionFiles::default());
+        assert_eq!(none, SessionBlock::default());
     }
 
     #[test]

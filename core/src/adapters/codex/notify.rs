@@ -24,8 +24,8 @@
 //! the file is ever touched; in particular hook trust (`[hooks.state]`) is the
 //! person's to grant.
 
-use super::common::{cwd_for, is_uuid, session_id, str_of};
-use super::{MapError, Mapped, Mapping};
+use crate::adapters::common::{cwd_for, is_uuid, session_id, str_of};
+use crate::adapters::{MapError, Mapped, Mapping};
 use crate::install::{ConfigFormat, Ctx, EntryState};
 use crate::job::Job;
 use crate::protocol::{EventData, SessionBlock, TurnEndReason, TurnEnded};
@@ -178,8 +178,8 @@ fn is_subagent_rollout(path: &Path) -> bool {
     }
     serde_json::from_slice::<serde_json::Value>(&line)
         .ok()
-        .and_then(|rec| rec.pointer("/payload/source/subagent").cloned())
-        .is_some()
+        .and_then(|rec| rec.get("payload").map(super::transcript::is_subagent))
+        .unwrap_or(false)
 }
 
 /// One `notify` key found in the file.

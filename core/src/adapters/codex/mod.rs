@@ -15,20 +15,27 @@
 //! `subagent.*` says when the subagent ran.
 //!
 //! Mapping hooks is pure. The notify call and its `config.toml` entry live in
-//! `codex_notify`: telling the person's thread from an ephemeral or a subagent one
-//! there takes a look at Codex's rollout folder, the one read this adapter makes of
-//! the harness's files (facts and transcripts are the worker's). It calls nothing
-//! and never grants hook trust.
+//! `notify`: telling the person's thread from an ephemeral or a subagent one
+//! there takes a look at Codex's rollout folder, the one read the mapping makes of
+//! the harness's files. The worker reads the rest after the hook exited: the
+//! session's rollout (`transcript`: turns, facts, limits), named by `files`, which
+//! never names a subagent's own rollout, and past rollouts for `backfill`. It
+//! calls nothing and never grants hook trust.
 
-use super::codex_notify::{self, CodexNotify, NOTIFY_EVENT};
+mod backfill;
+mod notify;
+mod transcript;
+
 use super::common::{
     ToolKeys, compact_trigger, cwd_for, is_uuid, one_compaction, payload_object, permission_needed,
     prompt_turn, session_id, str_of, tool_ended, tool_started,
 };
-use super::{Adapter, MapError, Mapped, Mapping, Memo};
+use super::{Adapter, MapError, Mapped, Mapping, Memo, SessionFiles};
 use crate::install::{ClaudeHooks, HookEvent, HookInstall, HooksLayout, Host, Target};
 use crate::job::Job;
 use crate::protocol::*;
+use crate::transcript::{ReadPlan, TranscriptSource, Want};
+use notify::{CodexNotify, NOTIFY_EVENT};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -69,7 +76,7 @@ impl Adapter for Codex {
 
     fn map(&self, job: &Job) -> Result<Mapped, MapError> {
         if job.event == NOTIFY_EVENT {
-            return codex_notify::map_call(job);
+            return notify::map_call(job);
         }
         let p = payload_object(job)?;
         if matches!(p.get("transcript_path"), Some(Value::Null)) {
@@ -78,11 +85,7 @@ impl Adapter for Codex {
             ));
         }
         let session_id = session_id(&p, "session_id")?;
-        let event = if job.event.is_empty() {
-            str_of(&p, "hook_event_name").unwrap_or_default()
-        } else {
-            job.event.clone()
-        };
+        let event = event_of(job, &p);
         let subagent = subagent_of(&p, &session_id);
         if subagent.is_some() && !SUBAGENT_EVENTS.contains(&event.as_str()) {
             return Ok(Mapped::Ignored(format!(
@@ -116,6 +119,80 @@ impl Adapter for Codex {
     fn hooks(&self) -> Option<&dyn HookInstall> {
         Some(self)
     }
+
+    /// The session's folder and rollout, and what the call asks of the rollout.
+    /// Nothing is read for a subagent's calls: its SubagentStart and tool calls
+    /// name its own rollout, which never becomes the session's, and its
+    /// SubagentStop names the parent's with the subagent's words.
+    fn files(&self, job: &Job) -> SessionFiles {
+        let Ok(p) = payload_object(job) else {
+            return SessionFiles::default(); // notify: no hook payload
+        };
+        let own = str_of(&p, "session_id").is_some_and(|sid| subagent_of(&p, &sid).is_none());
+        SessionFiles {
+            folder: str_of(&p, "cwd").map(PathBuf::from),
+            transcript: str_of(&p, "transcript_path")
+                .filter(|_| own)
+                .map(PathBuf::from),
+            read: read_plan(&event_of(job, &p), &p).filter(|_| own),
+        }
+    }
+
+    fn transcript(&self) -> Option<&dyn TranscriptSource> {
+        Some(&transcript::CodexTranscript)
+    }
+
+    fn backfill(&self, host: &Host, since_ms: i64) -> Vec<crate::backfill::Backfilled> {
+        backfill::sessions(&codex_home(host), &host.home, since_ms)
+    }
+}
+
+/// The hook event a call is for: the word the hook ran with, else the payload's.
+fn event_of(job: &Job, p: &Map<String, Value>) -> String {
+    if job.event.is_empty() {
+        str_of(p, "hook_event_name").unwrap_or_default()
+    } else {
+        job.event.clone()
+    }
+}
+
+/// What a hook call asks of the rollout (ADAPTERS.md, Codex row, and the Claude
+/// Code row's Transcript rules this follows). Codex writes a turn's last message
+/// before it runs the Stop hook (0.171.0, every run measured), but a Stop still
+/// holds its turn to the words it names, as Claude Code's does, in case a build
+/// writes later.
+fn read_plan(event: &str, p: &Map<String, Value>) -> Option<ReadPlan> {
+    let plan = |want, after, hold, interruption| {
+        Some(ReadPlan {
+            want,
+            after,
+            hold,
+            interruption,
+        })
+    };
+    match event {
+        // The prompt's own turn (its words are written after this hook) is not
+        // this call's to send, even when a daemon catching up finds it.
+        "UserPromptSubmit" => match str_of(p, "turn_id") {
+            Some(id) => plan(Want::ClosedBefore(id), false, false, true),
+            None => plan(Want::Closed, false, false, true),
+        },
+        "SessionStart" | "PreCompact" => plan(Want::Closed, false, false, true),
+        "Stop" => match str_of(p, "last_assistant_message") {
+            Some(words) => plan(Want::EndedWith(words), true, true, false),
+            None => plan(Want::All, true, false, false),
+        },
+        // The interrupted turn, as it stands, right after its `turn.ended`.
+        "Interrupt" => plan(Want::All, true, false, false),
+        "SessionEnd" => plan(Want::All, false, false, false),
+        _ => None,
+    }
+}
+
+/// `$CODEX_HOME`, else `~/.codex`.
+fn codex_home(host: &Host) -> PathBuf {
+    host.var("CODEX_HOME")
+        .map_or_else(|| host.home.join(".codex"), PathBuf::from)
 }
 
 /// What a payload says of the session: its folder (`~` for the home) and model.
@@ -256,9 +333,7 @@ impl HookInstall for Codex {
     /// `PATH`.
     fn targets(&self, host: &Host) -> Vec<Target> {
         let default = host.home.join(".codex");
-        let dir = host
-            .var("CODEX_HOME")
-            .map_or(default.clone(), PathBuf::from);
+        let dir = codex_home(host);
         if !dir.is_dir() && !default.is_dir() && !host.on_path("codex") {
             return Vec::new();
         }
@@ -586,6 +661,57 @@ mod tests {
         let mut bare = notify_job(SID, home);
         bare.argv.pop();
         assert!(Codex.map(&bare).is_err());
+    }
+
+    #[test]
+    fn each_call_names_the_sessions_rollout_and_what_to_read() {
+        let files = |event: &str, extra: Value| Codex.files(&job(event, payload(event, extra)));
+        let plan = |event: &str, extra: Value| files(event, extra).read.unwrap();
+        let f = files("Stop", json!({"last_assistant_message": "done"}));
+        assert_eq!(f.transcript, Some(PathBuf::from(rollout(SID))));
+        assert_eq!(f.folder, Some(PathBuf::from("/home/ann/src/app")));
+        let stop = f.read.unwrap();
+        assert_eq!(stop.want, Want::EndedWith("done".into()));
+        assert!(stop.after && stop.hold && !stop.interruption);
+        assert_eq!(plan("Stop", json!({})).want, Want::All, "no words named");
+        let prompt = plan("UserPromptSubmit", json!({"prompt": "x"}));
+        assert_eq!(prompt.want, Want::ClosedBefore(TURN.into()));
+        assert!(!prompt.after && prompt.interruption);
+        for event in ["SessionStart", "PreCompact"] {
+            let p = plan(event, json!({}));
+            assert_eq!((p.want, p.interruption), (Want::Closed, true), "{event}");
+        }
+        let interrupt = plan("Interrupt", json!({}));
+        assert_eq!((interrupt.want, interrupt.after), (Want::All, true));
+        assert_eq!(plan("SessionEnd", json!({})).want, Want::All);
+        assert!(
+            files("PreToolUse", json!({"tool_name": "Bash"}))
+                .read
+                .is_none()
+        );
+        assert!(files("PostCompact", json!({})).read.is_none());
+    }
+
+    #[test]
+    fn a_subagents_rollout_is_never_the_sessions() {
+        let sub_call = json!({"tool_name": "Bash", "transcript_path": rollout(SUB)});
+        for (event, extra) in [
+            ("PreToolUse", sub_call),
+            (
+                "SubagentStart",
+                json!({"agent_id": SUB, "transcript_path": rollout(SUB)}),
+            ),
+            // Codex names the parent's rollout here, and the subagent's words.
+            (
+                "SubagentStop",
+                json!({"agent_id": SUB, "last_assistant_message": "sub finished"}),
+            ),
+        ] {
+            let f = Codex.files(&job(event, payload(event, extra)));
+            assert_eq!((f.transcript, f.read), (None, None), "{event}");
+        }
+        let notify = notify_job(SID, Path::new("/nonexistent"));
+        assert!(Codex.files(&notify).transcript.is_none());
     }
 
     #[test]

@@ -1,40 +1,41 @@
 //! Antigravity (`antigravity`): ADAPTERS.md's Antigravity row.
 //!
-//! Owns the mapping of Antigravity's hook payloads and its hooks file,
-//! `~/.gemini/config/hooks.json`, whose top-level keys are hook *names*: ours is
-//! one named entry, `sessionpipe`, written and removed by `jsonedit` so that every
-//! other byte of the file stays as it was. Antigravity's payloads are camelCase
-//! and carry no event name (it rides in argv), no prompt and no tool-use id; it
-//! has no session end. What it cannot tell is left out, not made up: a later
-//! invocation or a PostToolUse that names no tool is only a heartbeat, which
-//! reaches tier-0 destinations alone.
+//! Owns the mapping of Antigravity's hook payloads, where its hooks are written
+//! (`hooks`), and what its own files say of a conversation: the transcript under
+//! `<data dir>/brain/<conversationId>/` (`transcript`), the conversation's link
+//! (`facts`) and past conversations (`backfill`). Antigravity's payloads are
+//! camelCase and carry no event name (it rides in argv), no prompt and no
+//! tool-use id; it has no session end. What it cannot tell is left out, not made
+//! up: a later invocation or a PostToolUse that names no tool is only a
+//! heartbeat, which reaches tier-0 destinations alone.
 //!
-//! Must never register `PreToolUse`: Antigravity reads a PreToolUse answer
-//! without a `decision` as a deny, so our `{}` would block every tool. An entry
-//! left by an older version is reported `outdated` and removed by `install`; the
-//! hook answers one still loaded with an `ask` (`hook/src/stdout_rule.rs`).
+//! Must never register `PreToolUse` (`hooks` says why). Must only read
+//! Antigravity's files, never its sign-in (`antigravity-oauth-token`).
+
+mod backfill;
+mod facts;
+mod hooks;
+mod transcript;
 
 use super::common::{
     MAX_ERROR_CHARS, capped, cut_chars, cwd_for, error_text, payload_object, session_id, str_of,
     turn_error, u64_of,
 };
-use super::{Adapter, MapError, Mapped, Mapping, Memo};
-use crate::install::hooks_json::{command, group};
-use crate::install::jsonedit::{Doc, Edits};
-use crate::install::{
-    ConfigFormat, Ctx, EntryState, HookEvent, HookInstall, HooksLayout, Host, Target,
-};
+use super::{Adapter, MapError, Mapped, Mapping, Memo, SessionFiles};
+use crate::install::{HookInstall, Host};
 use crate::job::Job;
 use crate::protocol::*;
+use crate::transcript::{ReadPlan, TranscriptSource, Want};
 use serde_json::{Map, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub struct Antigravity;
 
 const NAME: &str = "antigravity";
 
-/// The hook name our entry is filed under in `hooks.json`.
-const ENTRY: &str = "sessionpipe";
+/// Antigravity's data folders under `~/.gemini`: the app's, the CLI's (`agy`)
+/// and the IDE's. Each keeps its own `brain/` and `antigravity_state.pbtxt`.
+const DATA_DIRS: &[&str] = &["antigravity", "antigravity-cli", "antigravity-ide"];
 
 /// A heartbeat stands in for activity a tier-0 destination cannot see, at most
 /// once a minute (PROTOCOL-NOTES §3).
@@ -113,6 +114,85 @@ impl Adapter for Antigravity {
     fn hooks(&self) -> Option<&dyn HookInstall> {
         Some(self)
     }
+
+    /// The transcript is the payload's `transcriptPath`, else the conversation's
+    /// in the first data folder that has it. No hook names a prompt, so reads
+    /// go by time: a first invocation (a new turn) reads the turns closed by an
+    /// ask made before it; a Stop reads its turn as it stands (it names no words
+    /// to wait for) and nothing asked after it.
+    fn files(&self, job: &Job) -> SessionFiles {
+        let Ok(p) = payload_object(job) else {
+            return SessionFiles::default();
+        };
+        let plan = |want, after| {
+            Some(ReadPlan {
+                want,
+                after,
+                hold: false,
+                interruption: false,
+            })
+        };
+        let read = match job.event.as_str() {
+            "PreInvocation" if u64_of(&p, "invocationNum") == Some(0) => {
+                plan(Want::ClosedBy(job.at_ms()), false)
+            }
+            "Stop" => plan(Want::AskedBefore(job.at_ms()), true),
+            _ => None,
+        };
+        let transcript = str_of(&p, "transcriptPath").map(PathBuf::from).or_else(|| {
+            let (home, id) = (job.home()?, str_of(&p, "conversationId")?);
+            data_dirs(&home)
+                .map(|d| transcript_in(&d, &id))
+                .find(|t| t.is_file())
+        });
+        SessionFiles {
+            folder: first_workspace(&p).map(PathBuf::from),
+            transcript,
+            read,
+        }
+    }
+
+    fn transcript(&self) -> Option<&dyn TranscriptSource> {
+        Some(&transcript::AntigravityTranscript)
+    }
+
+    /// The conversation's link, read where a turn starts or ends: invocations
+    /// and tool steps come many a turn, and the link does not change between.
+    fn facts(&self, job: &Job, files: &SessionFiles) -> SessionBlock {
+        if files.read.is_none() {
+            return SessionBlock::default();
+        }
+        let url = payload_object(job).ok().and_then(|p| {
+            let (home, id) = (job.home()?, str_of(&p, "conversationId")?);
+            facts::url(
+                &home,
+                files.transcript.as_deref(),
+                &id,
+                files.folder.as_deref(),
+            )
+        });
+        SessionBlock {
+            url,
+            ..Default::default()
+        }
+    }
+
+    fn backfill(&self, host: &Host, since_ms: i64) -> Vec<crate::backfill::Backfilled> {
+        backfill::conversations(&host.home, since_ms)
+    }
+}
+
+/// The data folders, in `DATA_DIRS` order (whether they exist or not).
+fn data_dirs(home: &Path) -> impl Iterator<Item = PathBuf> + '_ {
+    DATA_DIRS.iter().map(move |d| home.join(".gemini").join(d))
+}
+
+/// Where a data folder keeps a conversation's transcript.
+fn transcript_in(data_dir: &Path, conversation: &str) -> PathBuf {
+    data_dir
+        .join("brain")
+        .join(conversation)
+        .join(".system_generated/logs/transcript.jsonl")
 }
 
 fn heartbeat() -> EventData {
@@ -198,160 +278,6 @@ fn percent_decode(s: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// The events of our entry, in Antigravity's own shapes: the tool event takes a
-/// matcher group (`"*"`, every tool), the invocation and stop events a handler
-/// list. Timeouts in seconds.
-static LAYOUT: HooksLayout = HooksLayout {
-    events: &[
-        HookEvent::plain("PreInvocation"),
-        HookEvent::plain("PostInvocation"),
-        HookEvent::with_matcher("PostToolUse", "*"),
-        HookEvent::plain("Stop"),
-    ],
-    timeout_s: 5,
-    timeout_unit_ms: false,
-    handler_name: None,
-};
-
-/// Our entry as it should be now.
-fn entry(hook_bin: &Path, harness: &str) -> Value {
-    let mut m = Map::new();
-    m.insert("enabled".into(), Value::Bool(true));
-    for e in LAYOUT.events {
-        let g = group(&LAYOUT, e, command(hook_bin, harness, e.name));
-        let item = if e.matcher.is_some() {
-            g
-        } else {
-            g["hooks"][0].clone()
-        };
-        m.insert(e.name.into(), Value::Array(vec![item]));
-    }
-    Value::Object(m)
-}
-
-/// Why the entry in the file is not the one we would write.
-fn differences(have: &Value, want: &Value) -> String {
-    let mut why = Vec::new();
-    let mut rest = have.clone();
-    if let Some(obj) = rest.as_object_mut() {
-        if obj.remove("PreToolUse").is_some() {
-            why.push(
-                "a stale PreToolUse hook, which Antigravity reads as a deny (sessionpipe no longer registers it)",
-            );
-        }
-        if obj.get("enabled") == Some(&Value::Bool(false)) {
-            why.push("disabled (\"enabled\": false)");
-            obj.insert("enabled".into(), Value::Bool(true));
-        }
-    }
-    if rest != *want {
-        why.push("from another version or edited");
-    }
-    why.join(", ")
-}
-
-/// `hooks.json`: our named entry among the person's others.
-struct AntigravityHooks;
-
-static HOOKS: AntigravityHooks = AntigravityHooks;
-
-fn object_doc(text: &str) -> Result<Doc<'_>, String> {
-    let doc = Doc::parse(text)?;
-    if !doc.root.is_object() {
-        return Err("the file's top level is not a JSON object".into());
-    }
-    Ok(doc)
-}
-
-impl ConfigFormat for AntigravityHooks {
-    fn judge(&self, text: &str, ctx: &Ctx<'_>) -> Result<EntryState, String> {
-        let doc = object_doc(text)?;
-        let ours: Vec<_> = doc
-            .root
-            .members()
-            .iter()
-            .filter(|m| m.key == ENTRY)
-            .collect();
-        let [one] = ours.as_slice() else {
-            return Ok(match ours.len() {
-                0 => EntryState::Missing,
-                n => EntryState::Outdated(format!("{n} entries named {ENTRY}")),
-            });
-        };
-        let have: Value = serde_json::from_str(&doc.text[one.value.start..one.value.end])
-            .map_err(|e| e.to_string())?;
-        let want = entry(ctx.hook_bin, ctx.harness);
-        Ok(if have == want {
-            EntryState::Current
-        } else {
-            EntryState::Outdated(differences(&have, &want))
-        })
-    }
-
-    fn add(&self, text: &str, ctx: &Ctx<'_>) -> Result<String, String> {
-        let fresh_file = text.trim().is_empty();
-        let base = if fresh_file { "{}" } else { text };
-        let doc = object_doc(base)?;
-        let mut edits = Edits::default();
-        edits.add_member(&doc, &doc.root, ENTRY, &entry(ctx.hook_bin, ctx.harness));
-        let added = edits.apply(base);
-        Ok(if fresh_file {
-            format!("{added}\n")
-        } else {
-            added
-        })
-    }
-
-    /// Removes every member named `sessionpipe` (one per pass: two removals in
-    /// one object would splice overlapping separators). Nothing else is ours.
-    fn remove(
-        &self,
-        text: &str,
-        _original: Option<&str>,
-        _ctx: &Ctx<'_>,
-    ) -> Result<String, String> {
-        let mut text = text.to_string();
-        loop {
-            let doc = Doc::parse(&text)?;
-            let Some(i) = doc.root.members().iter().position(|m| m.key == ENTRY) else {
-                return Ok(text);
-            };
-            let mut edits = Edits::default();
-            edits.remove_member(&doc.root, i);
-            text = edits.apply(&text);
-        }
-    }
-}
-
-impl HookInstall for Antigravity {
-    /// `~/.gemini/config/hooks.json`. Found when Antigravity has left a trace in
-    /// `~/.gemini` (its `config` folder, or a data dir `antigravity`,
-    /// `antigravity-cli`, `antigravity-ide`, …) or its CLI (`agy`) or app launcher
-    /// (`antigravity`) is on `PATH`. `~/.gemini` alone is Gemini CLI's too, and
-    /// is no sign of Antigravity.
-    fn targets(&self, host: &Host) -> Vec<Target> {
-        let gemini = host.home.join(".gemini");
-        let config = gemini.join("config");
-        let data_dir = std::fs::read_dir(&gemini).is_ok_and(|entries| {
-            entries.flatten().any(|e| {
-                e.file_name().to_string_lossy().starts_with("antigravity") && e.path().is_dir()
-            })
-        });
-        let found =
-            config.is_dir() || data_dir || host.on_path("agy") || host.on_path("antigravity");
-        if !found {
-            return Vec::new();
-        }
-        vec![Target::shared(config.join("hooks.json"), &HOOKS)]
-    }
-
-    fn note(&self) -> Option<&'static str> {
-        Some(
-            "Antigravity reads its hooks when a conversation starts: conversations already open report nothing until a new one",
-        )
-    }
 }
 
 #[cfg(test)]
@@ -524,99 +450,45 @@ mod tests {
         assert_eq!(first_workspace(none.as_object().unwrap()), None);
     }
 
-    fn ctx() -> Ctx<'static> {
-        Ctx {
-            harness: NAME,
-            hook_bin: Path::new("/opt/sp/bin/sessionpipe-hook"),
-        }
-    }
-
-    const THEIRS: &str = "{\r\n\t\"my-linter\": {\r\n\t\t\"PostToolUse\": [\r\n\t\t\t{\"matcher\": \"run_command\", \"hooks\": [{\"type\": \"command\", \"command\": \"./lint.sh\"}]}\r\n\t\t]\r\n\t},\r\n\t\"reminder\": {\"PreInvocation\": [{\"type\": \"command\", \"command\": \"./r.sh\"}]}\r\n}";
-
     #[test]
-    fn our_entry_is_added_judged_and_removed_without_touching_theirs() {
-        assert_eq!(HOOKS.judge(THEIRS, &ctx()), Ok(EntryState::Missing));
-        let added = HOOKS.add(THEIRS, &ctx()).unwrap();
-        assert!(added.starts_with(&THEIRS[..THEIRS.len() - 3]));
-        assert!(!added.replace("\r\n", "").contains('\n'), "CRLF kept");
-        let v: Value = serde_json::from_str(&added).unwrap();
-        let ours = &v[ENTRY];
-        assert_eq!(ours, &entry(ctx().hook_bin, NAME));
-        assert_eq!(ours["enabled"], true);
-        assert_eq!(ours["PostToolUse"][0]["matcher"], "*");
-        assert_eq!(
-            ours["Stop"][0],
-            json!({"type": "command", "command": "\"/opt/sp/bin/sessionpipe-hook\" antigravity Stop", "timeout": 5})
-        );
-        assert!(ours.get("PreToolUse").is_none());
-        assert_eq!(HOOKS.judge(&added, &ctx()), Ok(EntryState::Current));
-        assert_eq!(HOOKS.remove(&added, None, &ctx()).unwrap(), THEIRS);
-
-        let fresh = HOOKS.add("", &ctx()).unwrap();
-        assert!(fresh.starts_with("{\n  \"sessionpipe\": {\n    \"enabled\": true,"));
-        assert_eq!(HOOKS.remove(&fresh, None, &ctx()).unwrap(), "{}\n");
-    }
-
-    #[test]
-    fn a_stale_pre_tool_use_or_an_edit_is_outdated_and_named() {
-        let mut stale = entry(ctx().hook_bin, NAME);
-        stale["PreToolUse"] =
-            json!([{"matcher": "*", "hooks": [{"type": "command", "command": "x"}]}]);
-        let text = json!({ "other": {}, ENTRY: stale }).to_string();
-        let Ok(EntryState::Outdated(why)) = HOOKS.judge(&text, &ctx()) else {
-            panic!()
+    fn a_new_turn_reads_the_closed_turns_and_a_stop_its_own() {
+        let plan = |event: &str, n: u64| {
+            Antigravity
+                .files(&job(event, json!({"invocationNum": n}), 5))
+                .read
         };
-        assert!(why.starts_with("a stale PreToolUse hook"), "{why}");
-        assert!(!why.contains("edited"), "{why}");
-        let cleaned = HOOKS.remove(&text, None, &ctx()).unwrap();
-        assert_eq!(cleaned, "{\"other\":{}}");
-        assert!(!HOOKS.add(&cleaned, &ctx()).unwrap().contains("PreToolUse"));
-
-        let mut off = entry(Path::new("/old/sessionpipe-hook"), NAME);
-        off["enabled"] = json!(false);
-        let Ok(EntryState::Outdated(why)) = HOOKS.judge(&json!({ ENTRY: off }).to_string(), &ctx())
-        else {
-            panic!()
-        };
+        let first = plan("PreInvocation", 0).unwrap();
+        assert_eq!((first.want, first.after), (Want::ClosedBy(5), false));
+        let stop = plan("Stop", 0).unwrap();
         assert_eq!(
-            why,
-            "disabled (\"enabled\": false), from another version or edited"
+            (stop.want, stop.after, stop.hold),
+            (Want::AskedBefore(5), true, false)
         );
-        let twice = format!("{{\"{ENTRY}\": {{}}, \"{ENTRY}\": {{}}}}");
+        assert_eq!(plan("PreInvocation", 1), None);
+        assert_eq!(plan("PostToolUse", 1), None);
+        let f = Antigravity.files(&job("Stop", json!({}), 5));
+        assert_eq!(f.folder.as_deref(), Some(Path::new("/home/ann/src/my app")));
         assert_eq!(
-            HOOKS.judge(&twice, &ctx()),
-            Ok(EntryState::Outdated("2 entries named sessionpipe".into()))
+            f.transcript.as_deref(),
+            Some(Path::new(
+                "/home/ann/.gemini/antigravity/brain/x/transcript.jsonl"
+            ))
         );
-        assert_eq!(HOOKS.remove(&twice, None, &ctx()).unwrap(), "{}");
     }
 
     #[test]
-    fn files_it_cannot_edit_are_refused() {
-        assert!(HOOKS.judge("{\n  // mine\n}", &ctx()).is_err());
-        assert!(HOOKS.judge("[]", &ctx()).is_err());
-        assert!(HOOKS.add("[]", &ctx()).is_err());
-    }
-
-    #[test]
-    fn found_by_its_traces_not_by_gemini_cli_alone() {
-        let tmp = tempfile::tempdir().unwrap();
-        let home = tmp.path().to_path_buf();
-        let host = |path: &str| Host {
-            home: home.clone(),
-            vars: [("PATH".to_string(), path.to_string())].into(),
-        };
-        std::fs::create_dir_all(home.join(".gemini")).unwrap();
-        std::fs::write(home.join(".gemini/settings.json"), "{}").unwrap();
-        assert!(Antigravity.targets(&host("")).is_empty());
-        std::fs::create_dir_all(home.join(".gemini/antigravity-cli")).unwrap();
-        assert_eq!(
-            Antigravity.targets(&host(""))[0].path,
-            home.join(".gemini/config/hooks.json")
-        );
-        std::fs::remove_dir(home.join(".gemini/antigravity-cli")).unwrap();
-        let bin = home.join("bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        std::fs::write(bin.join("agy"), "").unwrap();
-        assert_eq!(Antigravity.targets(&host(bin.to_str().unwrap())).len(), 1);
+    fn without_a_transcript_path_the_data_folders_are_searched() {
+        let home = tempfile::tempdir().unwrap();
+        let mut j = job("Stop", json!({}), 5);
+        j.env
+            .insert("HOME".into(), home.path().display().to_string());
+        let mut p: Value = serde_json::from_slice(&j.payload).unwrap();
+        p.as_object_mut().unwrap().remove("transcriptPath");
+        j.payload = p.to_string().into_bytes();
+        assert_eq!(Antigravity.files(&j).transcript, None);
+        let ide = transcript_in(&home.path().join(".gemini/antigravity-ide"), CONV);
+        std::fs::create_dir_all(ide.parent().unwrap()).unwrap();
+        std::fs::write(&ide, "").unwrap();
+        assert_eq!(Antigravity.files(&j).transcript, Some(ide));
     }
 }

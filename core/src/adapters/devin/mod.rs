@@ -6,21 +6,36 @@
 //! slug for a session id) and in `tool_response`, which is `{success, output,
 //! error}`. The folder comes from `DEVIN_PROJECT_DIR` alone.
 //!
+//! Tier 2, facts and backfill come from Devin's session store, one SQLite
+//! database for every session, read read-only (`store`): a session's transcript
+//! is addressed `<database>#<session id>` (`transcript`), its facts are the
+//! store's row, first prompt, installed version and org id (`facts`), and past
+//! sessions are the store's rows (`backfill`).
+//!
 //! Must not register an event Devin does not know: one unknown name makes Devin
 //! reject the whole file and run none of its hooks, ours or anyone's. Must not
 //! invent what Devin does not say: no `Stop` is guaranteed, and none is made up.
+//! Must never write to the store.
+
+mod backfill;
+mod facts;
+mod store;
+#[cfg(test)]
+mod testdb;
+mod transcript;
 
 use super::claude_code::permission_attention_id;
 use super::common::{
     CLAUDE_TOOL_KEYS, capped, cwd_for, error_text, payload_object, permission_needed, prompt_turn,
     session_id, str_of, tool_ended, tool_started,
 };
-use super::{Adapter, MapError, Mapped, Mapping};
+use super::{Adapter, MapError, Mapped, Mapping, SessionFiles};
 use crate::install::{ClaudeHooks, HookEvent, HookInstall, HooksLayout, Host, Target};
 use crate::job::Job;
 use crate::protocol::*;
+use crate::transcript::{ReadPlan, TranscriptSource, Want};
 use serde_json::{Map, Value};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub struct Devin;
 
@@ -46,11 +61,7 @@ impl Adapter for Devin {
     fn map(&self, job: &Job) -> Result<Mapped, MapError> {
         let p = payload_object(job)?;
         let session_id = session_id(&p, "session_id")?;
-        let event = if job.event.is_empty() {
-            str_of(&p, "hook_event_name").unwrap_or_default()
-        } else {
-            job.event.clone()
-        };
+        let event = event_of(job, &p);
         let Some(event_data) = map_event(&event, &p) else {
             return Ok(Mapped::Ignored(format!("{event} is not mapped")));
         };
@@ -73,6 +84,86 @@ impl Adapter for Devin {
 
     fn hooks(&self) -> Option<&dyn HookInstall> {
         Some(self)
+    }
+
+    /// The session's transcript is its chain in the store, when the store
+    /// exists. What each event reads: a prompt, the turns before it; a Stop,
+    /// its own turn, held until the store has the words the Stop names; a
+    /// session's end, everything (a Stop is not guaranteed: a turn whose tool
+    /// was rejected ended with no Stop, ADAPTERS.md Quirks).
+    fn files(&self, job: &Job) -> SessionFiles {
+        let Ok(p) = payload_object(job) else {
+            return SessionFiles::default();
+        };
+        let plan = |want, after, hold| {
+            Some(ReadPlan {
+                want,
+                after,
+                hold,
+                // Devin's store has no interruption record to look for.
+                interruption: false,
+            })
+        };
+        let read = match event_of(job, &p).as_str() {
+            // The store's messages carry no prompt id to tell the prompt's own
+            // turn by, so a prompt reads the turns a later ask closed.
+            "UserPromptSubmit" | "SessionStart" | "PostCompaction" => {
+                plan(Want::Closed, false, false)
+            }
+            "Stop" => match str_of(&p, "last_assistant_message") {
+                Some(words) => plan(Want::EndedWith(words), true, true),
+                // Ended on a tool call: its turn as it stands, not a later one.
+                None => plan(Want::AskedBefore(job.at_ms()), true, false),
+            },
+            "SessionEnd" => plan(Want::All, false, false),
+            _ => None,
+        };
+        let transcript = job
+            .home()
+            .zip(str_of(&p, "session_id"))
+            .and_then(|(home, id)| {
+                let var = |k: &str| job.env(k).map(str::to_string);
+                let database = store::database(&store::data_dir(&home, &var));
+                database.is_file().then(|| store::address(&database, &id))
+            });
+        SessionFiles {
+            folder: job.env("DEVIN_PROJECT_DIR").map(PathBuf::from),
+            transcript,
+            read,
+        }
+    }
+
+    fn transcript(&self) -> Option<&dyn TranscriptSource> {
+        Some(&transcript::DevinTranscript)
+    }
+
+    fn facts(&self, job: &Job, _files: &SessionFiles) -> SessionBlock {
+        match payload_object(job)
+            .ok()
+            .and_then(|p| str_of(&p, "session_id"))
+        {
+            Some(id) => facts::facts(job, &id),
+            None => SessionBlock::default(),
+        }
+    }
+
+    fn backfill(&self, host: &Host, since_ms: i64) -> Vec<crate::backfill::Backfilled> {
+        let var = |k: &str| host.var(k).map(str::to_string);
+        backfill::sessions(
+            &store::data_dir(&host.home, &var),
+            &store::config_dir(&host.home, &var),
+            &host.home,
+            since_ms,
+        )
+    }
+}
+
+/// The call's event: argv's, else the payload's `hook_event_name`.
+fn event_of(job: &Job, p: &Map<String, Value>) -> String {
+    if job.event.is_empty() {
+        str_of(p, "hook_event_name").unwrap_or_default()
+    } else {
+        job.event.clone()
     }
 }
 
@@ -147,26 +238,12 @@ static HOOKS: ClaudeHooks = ClaudeHooks {
     accepted_events: Some(DEVIN_EVENTS),
 };
 
-/// Devin's config folder: `%APPDATA%\devin` on Windows, else
-/// `$XDG_CONFIG_HOME/devin` (an absolute one, as XDG asks) or `~/.config/devin`.
-fn config_dir(host: &Host) -> PathBuf {
-    if cfg!(windows)
-        && let Some(appdata) = host.var("APPDATA")
-    {
-        return Path::new(appdata).join("devin");
-    }
-    match host.var("XDG_CONFIG_HOME").map(Path::new) {
-        Some(xdg) if xdg.is_absolute() => xdg.join("devin"),
-        _ => host.home.join(".config/devin"),
-    }
-}
-
 impl HookInstall for Devin {
     /// The user config file, the only place a user-wide Devin hook lives
     /// (`.devin/hooks.v1.json` is per project). Not found when Devin's config
     /// folder does not exist and `devin` is not on `PATH`.
     fn targets(&self, host: &Host) -> Vec<Target> {
-        let dir = config_dir(host);
+        let dir = store::config_dir(&host.home, &|k| host.var(k).map(str::to_string));
         if !dir.is_dir() && !host.on_path("devin") {
             return Vec::new();
         }
@@ -187,6 +264,7 @@ mod tests {
     use crate::session::{SessionRecord, apply_rules};
     use serde_json::json;
     use std::collections::BTreeMap;
+    use std::path::Path;
 
     const CALL: &str = "call_e4ee5fa9d8e744d18ac42d8e#42f1582708a345a09d67f3e7324bcede";
 
@@ -417,5 +495,51 @@ mod tests {
             .map(|e| e.name)
             .collect();
         assert_eq!(matched, ["PreToolUse", "PostToolUse", "PermissionRequest"]);
+    }
+
+    #[test]
+    fn each_event_reads_what_it_ends_and_the_store_is_the_transcript() {
+        let home = tempfile::tempdir().unwrap();
+        let with_home = |event: &str, extra: Value| {
+            let mut j = job(event, extra);
+            j.env
+                .insert("HOME".into(), home.path().display().to_string());
+            j
+        };
+        let plan = |event: &str, extra: Value| Devin.files(&with_home(event, extra)).read;
+        assert_eq!(
+            plan("UserPromptSubmit", json!({})).unwrap().want,
+            Want::Closed
+        );
+        let stop = plan(
+            "Stop",
+            json!({"last_assistant_message": "alpha-token-marker-42"}),
+        )
+        .unwrap();
+        assert_eq!(
+            (stop.want, stop.after, stop.hold),
+            (Want::EndedWith("alpha-token-marker-42".into()), true, true)
+        );
+        assert_eq!(
+            plan("Stop", json!({})).unwrap().want,
+            Want::AskedBefore(1_700_000_000_000)
+        );
+        let end = plan("SessionEnd", json!({})).unwrap();
+        assert_eq!((end.want, end.after), (Want::All, false));
+        assert_eq!(plan("SessionStart", json!({})).unwrap().want, Want::Closed);
+        assert_eq!(plan("PreToolUse", json!({})), None);
+
+        // No store, no transcript; the folder is DEVIN_PROJECT_DIR's.
+        let f = Devin.files(&with_home("Stop", json!({})));
+        assert_eq!(f.transcript, None);
+        assert_eq!(f.folder.as_deref(), Some(Path::new("/home/ann/src/app")));
+        let data = home.path().join(".local/share/devin/cli");
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::write(data.join("sessions.db"), "").unwrap();
+        let f = Devin.files(&with_home("Stop", json!({})));
+        assert_eq!(
+            f.transcript,
+            Some(store::address(&data.join("sessions.db"), "frill-vulture"))
+        );
     }
 }

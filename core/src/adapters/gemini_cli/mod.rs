@@ -30,17 +30,28 @@
 //!   the subject. Other notification types are not mapped.
 //! - **SessionEnd** fires two or three times when an interactive session exits
 //!   (several exit cleanups each fire it): one session end is one event.
+//!
+//! Tier 2 (`transcript.rs`, `backfill.rs`): the chat file every hook names is
+//! written as the turn goes, each record at once, so a turn is whole in it when
+//! its AfterAgent runs and no read waits for words (measured, see `files`).
+//! Since no hook names a prompt, a call's read takes the turns asked before the
+//! call (`Want::AskedBefore` its `timestamp`): Gemini CLI runs one turn at a
+//! time, and records a prompt only after BeforeAgent returns.
+
+mod backfill;
+mod transcript;
 
 use super::common::{
     MAX_MESSAGE_CHARS, ToolKeys, char_count, cwd_for, error_text, one_line, payload_object,
     session_id, str_of, tool_ended, tool_started,
 };
-use super::{Adapter, MapError, Mapped, Mapping, Memo};
+use super::{Adapter, MapError, Mapped, Mapping, Memo, SessionFiles};
 use crate::install::{
     ClaudeHooks, ConfigFormat, Ctx, EntryState, HookEvent, HookInstall, HooksLayout, Host, Target,
 };
 use crate::job::Job;
 use crate::protocol::*;
+use crate::transcript::{ReadPlan, TranscriptSource, Want};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 
@@ -75,11 +86,7 @@ impl Adapter for GeminiCli {
     fn map(&self, job: &Job) -> Result<Mapped, MapError> {
         let p = payload_object(job)?;
         let session_id = session_id(&p, "session_id")?;
-        let event = if job.event.is_empty() {
-            str_of(&p, "hook_event_name").unwrap_or_default()
-        } else {
-            job.event.clone()
-        };
+        let event = event_name(job, &p);
         let events = match map_event(&event, &p, job) {
             Ok(events) => events,
             Err(why) => return Ok(Mapped::Ignored(why)),
@@ -106,18 +113,92 @@ impl Adapter for GeminiCli {
     fn hooks(&self) -> Option<&dyn HookInstall> {
         Some(self)
     }
+
+    /// The folder, the chat file, and the turns asked before the call. Every
+    /// read is once, as the file stands: its AfterAgent found the turn's last
+    /// record written every time (three headless turns and an interactive one on
+    /// 0.61.0), and its `prompt_response` repeats the last chunk of the stream,
+    /// so it names no words to wait for.
+    ///
+    /// A resumed session's SessionStart names a fresh file that Gemini CLI then
+    /// leaves (the session goes on in its old one, which every later hook names):
+    /// that start names no transcript, so the old file's cursor is kept and its
+    /// turns are not sent again.
+    fn files(&self, job: &Job) -> SessionFiles {
+        let Ok(p) = payload_object(job) else {
+            return SessionFiles::default();
+        };
+        let folder = Some(PathBuf::from(folder(job, &p))).filter(|f| !f.as_os_str().is_empty());
+        let event = event_name(job, &p);
+        let resumed = event == "SessionStart" && str_of(&p, "source").as_deref() == Some("resume");
+        if resumed {
+            return SessionFiles {
+                folder,
+                ..Default::default()
+            };
+        }
+        let at = str_of(&p, "timestamp")
+            .and_then(|t| crate::time::parse_rfc3339_ms(&t))
+            .unwrap_or_else(|| job.at_ms());
+        let after = match event.as_str() {
+            "AfterAgent" => Some(true),
+            "SessionStart" | "BeforeAgent" | "PreCompress" | "SessionEnd" => Some(false),
+            _ => None,
+        };
+        SessionFiles {
+            folder,
+            transcript: str_of(&p, "transcript_path").map(PathBuf::from),
+            read: after.map(|after| ReadPlan {
+                want: Want::AskedBefore(at),
+                after,
+                hold: false,
+                interruption: false,
+            }),
+        }
+    }
+
+    fn transcript(&self) -> Option<&dyn TranscriptSource> {
+        Some(&transcript::GeminiTranscript)
+    }
+
+    fn backfill(&self, host: &Host, since_ms: i64) -> Vec<crate::backfill::Backfilled> {
+        backfill::sessions(&gemini_dir(host), &host.home, since_ms)
+    }
+}
+
+/// The hook's event: the one our entry passes in argv, else the payload's.
+fn event_name(job: &Job, p: &Map<String, Value>) -> String {
+    if job.event.is_empty() {
+        str_of(p, "hook_event_name").unwrap_or_default()
+    } else {
+        job.event.clone()
+    }
+}
+
+/// The session's folder: the payload's `cwd`, else the hook's environment.
+fn folder(job: &Job, p: &Map<String, Value>) -> String {
+    str_of(p, "cwd")
+        .or_else(|| job.env("GEMINI_PROJECT_DIR").map(str::to_string))
+        .or_else(|| job.env("GEMINI_CWD").map(str::to_string))
+        .unwrap_or_else(|| job.cwd.clone())
 }
 
 /// What stdin and the hook's environment say of the session: its folder.
 fn session_facts(job: &Job, p: &Map<String, Value>) -> SessionBlock {
-    let folder = str_of(p, "cwd")
-        .or_else(|| job.env("GEMINI_PROJECT_DIR").map(str::to_string))
-        .or_else(|| job.env("GEMINI_CWD").map(str::to_string))
-        .unwrap_or_else(|| job.cwd.clone());
+    let folder = folder(job, p);
     SessionBlock {
         cwd: (!folder.is_empty()).then(|| cwd_for(job, &folder)),
         ..Default::default()
     }
+}
+
+/// `<home>/.gemini`, the home being `$GEMINI_CLI_HOME` when set (Gemini CLI's
+/// own override), else `~`.
+fn gemini_dir(host: &Host) -> PathBuf {
+    host.var("GEMINI_CLI_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| host.home.clone())
+        .join(".gemini")
 }
 
 /// The events of one call, or why it reports nothing.
@@ -263,11 +344,7 @@ impl HookInstall for GeminiCli {
     /// since Antigravity keeps its own hooks and data there too
     /// (`config/hooks.json`, `antigravity/`).
     fn targets(&self, host: &Host) -> Vec<Target> {
-        let home = host
-            .var("GEMINI_CLI_HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| host.home.clone());
-        let settings = home.join(".gemini/settings.json");
+        let settings = gemini_dir(host).join("settings.json");
         if !settings.is_file() && !host.on_path("gemini") {
             return Vec::new();
         }
@@ -526,6 +603,47 @@ mod tests {
         assert!(GeminiCli.map(&bad).is_err());
         let spaced = job("AfterAgent", json!({"session_id": "a b"}));
         assert!(GeminiCli.map(&spaced).is_err());
+    }
+
+    #[test]
+    fn each_turn_call_reads_the_turns_asked_before_it() {
+        let asked = crate::time::parse_rfc3339_ms("2026-11-29T19:48:36.780Z").unwrap();
+        let files = |event: &str, extra: Value| GeminiCli.files(&job(event, with(event, extra)));
+        for (event, after) in [
+            ("SessionStart", false),
+            ("BeforeAgent", false),
+            ("AfterAgent", true),
+            ("SessionEnd", false),
+        ] {
+            let f = files(event, json!({"source": "startup"}));
+            assert_eq!(
+                f.read,
+                Some(ReadPlan {
+                    want: Want::AskedBefore(asked),
+                    after,
+                    hold: false,
+                    interruption: false
+                }),
+                "{event}"
+            );
+            assert_eq!(f.folder, Some(PathBuf::from("/home/ann/src/app")));
+            assert!(
+                f.transcript
+                    .unwrap()
+                    .ends_with("session-2026-11-29T19-48-c7f81499.jsonl")
+            );
+        }
+        for event in ["BeforeTool", "AfterTool", "Notification"] {
+            assert_eq!(files(event, json!({})).read, None, "{event}");
+        }
+        // A resumed start names a file the session then leaves.
+        let resumed = files("SessionStart", json!({"source": "resume"}));
+        assert!(resumed.transcript.is_none() && resumed.read.is_none());
+        // No timestamp: the hook call's own time.
+        let mut p = with("AfterAgent", json!({}));
+        p.as_object_mut().unwrap().remove("timestamp");
+        let plan = GeminiCli.files(&job("AfterAgent", p)).read.unwrap();
+        assert_eq!(plan.want, Want::AskedBefore(1_700_000_000_123));
     }
 
     #[test]

@@ -1,0 +1,383 @@
+//! `sessionpipe-receiver`: a conformance receiver for the events side of the
+//! sessionpipe HTTP binding (PROTOCOL-NOTES §5).
+//!
+//! It is what the project's tests deliver to and a reference for anyone checking a
+//! receiver: the well-known document, `POST /v1/events` with every answer of the
+//! binding's error table, dedup on (harness.name, session.id, seq) that survives a
+//! restart, unknown types stored, `session.forgotten` honoured, Standard Webhooks
+//! signatures checked when a `whsec_` secret is given, and two doors for tests: a
+//! read door (`GET /v1/sessions/<harness>:<id>`) and a fault door
+//! (`POST /test/faults`, loopback only).
+//!
+//! This crate owns the receiving side only. It must not depend on the sender's code
+//! (`sessionpipe-core`): it reads the rules from the spec on its own, so that a
+//! sender and this receiver agreeing means something. It serves no control side
+//! (CONTROL, §6) in this version, listens on loopback unless told otherwise, and
+//! never logs a token, a secret or an `authorization` header.
+//!
+//! ```no_run
+//! use sessionpipe_receiver::{Options, Receiver};
+//! let rx = Receiver::start(Options::new("test-token")).unwrap();
+//! println!("{}", rx.url()); // http://127.0.0.1:PORT
+//! // ... deliver to it ...
+//! assert!(rx.stored_keys().is_empty());
+//! rx.stop();
+//! ```
+
+pub mod check;
+mod http;
+pub mod signature;
+mod store;
+
+pub use check::Key;
+pub use http::EVENTS_PATH;
+
+use serde_json::{Value, json};
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How long `stop` lets requests in flight finish before cutting them off.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// How a receiver is started. `Options::new(token)` gives the defaults: loopback on
+/// a free port, `max_tier` 3, the binding's default batch limits, a temporary
+/// folder, no signature, quiet.
+#[derive(Clone)]
+pub struct Options {
+    pub listen: SocketAddr,
+    /// The bearer token senders must present.
+    pub token: String,
+    /// 0–3: events above it refuse their batch with 403 `tier_above_max`.
+    pub max_tier: u8,
+    /// 1–50 events per batch (the schema's bounds).
+    pub max_events: usize,
+    /// 1 024–262 144 bytes per batch body (the schema's bounds).
+    pub max_bytes: usize,
+    /// Where the JSONL files live; `None` is a temporary folder removed on stop.
+    pub data: Option<PathBuf>,
+    /// A `whsec_…` secret: every batch must then carry a valid signature.
+    pub webhook_secret: Option<String>,
+    /// Allows a `listen` address other than loopback.
+    pub allow_remote: bool,
+    /// One line per request on stderr.
+    pub log: bool,
+}
+
+/// Written out by hand so that a token or a secret never reaches a log or a panic
+/// message through `{:?}`.
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("listen", &self.listen)
+            .field("token", &"[redacted]")
+            .field("max_tier", &self.max_tier)
+            .field("max_events", &self.max_events)
+            .field("max_bytes", &self.max_bytes)
+            .field("data", &self.data)
+            .field(
+                "webhook_secret",
+                &self.webhook_secret.as_ref().map(|_| "[redacted]"),
+            )
+            .field("allow_remote", &self.allow_remote)
+            .field("log", &self.log)
+            .finish()
+    }
+}
+
+impl Options {
+    pub fn new(token: impl Into<String>) -> Options {
+        Options {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            token: token.into(),
+            max_tier: 3,
+            max_events: 50,
+            max_bytes: 262_144,
+            data: None,
+            webhook_secret: None,
+            allow_remote: false,
+            log: false,
+        }
+    }
+
+    /// The settings the handlers use, or why these options cannot start.
+    fn settings(&self) -> Result<http::Settings, String> {
+        if self.token.is_empty() || self.token.chars().any(char::is_whitespace) {
+            return Err("the token must be non-empty and without spaces".into());
+        }
+        if self.max_tier > 3 {
+            return Err("max_tier is 0-3".into());
+        }
+        if !(1..=50).contains(&self.max_events) {
+            return Err("max_events is 1-50".into());
+        }
+        if !(1024..=262_144).contains(&self.max_bytes) {
+            return Err("max_bytes is 1024-262144".into());
+        }
+        if !self.listen.ip().is_loopback() && !self.allow_remote {
+            return Err(format!(
+                "{} is not a loopback address (allow_remote / --allow-remote to listen there)",
+                self.listen
+            ));
+        }
+        let webhook_key = match &self.webhook_secret {
+            Some(s) => Some(signature::decode_secret(s)?),
+            None => None,
+        };
+        Ok(http::Settings {
+            token: self.token.clone(),
+            max_tier: self.max_tier,
+            max_events: self.max_events,
+            max_bytes: self.max_bytes,
+            webhook_key,
+            log: self.log,
+        })
+    }
+}
+
+/// An armed answer of the fault door: the next `count` event POSTs get `status`
+/// (with `body`, else the body this receiver would send for that status, and a
+/// `retry-after` header when given), after `delay_ms`. Served before any other
+/// check, so a fault is answered exactly `count` times whatever the request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fault {
+    pub status: u16,
+    pub count: u64,
+    pub body: Option<Value>,
+    pub retry_after: Option<String>,
+    pub delay_ms: u64,
+}
+
+impl Fault {
+    /// A fault answering `status` once.
+    pub fn new(status: u16) -> Fault {
+        Fault {
+            status,
+            count: 1,
+            body: None,
+            retry_after: None,
+            delay_ms: 0,
+        }
+    }
+
+    /// Reads the fault door's body: `{}` (disarm, `None`) or `{"status": 503,
+    /// "count"?: 3, "body"?: {...}, "retry_after"?: "2", "delay_ms"?: 0}`.
+    pub fn from_json(v: &Value) -> Result<Option<Fault>, String> {
+        let o = v.as_object().ok_or("a fault is a JSON object")?;
+        if o.is_empty() {
+            return Ok(None);
+        }
+        if let Some(k) = o.keys().find(|k| {
+            !matches!(
+                k.as_str(),
+                "status" | "count" | "body" | "retry_after" | "delay_ms"
+            )
+        }) {
+            return Err(format!("unknown member {k}"));
+        }
+        let status = o
+            .get("status")
+            .and_then(Value::as_u64)
+            .filter(|s| (200..=599).contains(s))
+            .ok_or("status: an HTTP status 200-599")? as u16;
+        let count = match o.get("count") {
+            None => 1,
+            Some(c) => c
+                .as_u64()
+                .filter(|c| *c >= 1)
+                .ok_or("count: an integer >= 1")?,
+        };
+        let retry_after = match o.get("retry_after") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            Some(_) => return Err("retry_after: a string or a number".into()),
+        };
+        let delay_ms = match o.get("delay_ms") {
+            None => 0,
+            Some(d) => d
+                .as_u64()
+                .filter(|d| *d <= 60_000)
+                .ok_or("delay_ms: an integer 0-60000")?,
+        };
+        Ok(Some(Fault {
+            status,
+            count,
+            body: o.get("body").cloned(),
+            retry_after,
+            delay_ms,
+        }))
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "status": self.status,
+            "count": self.count,
+            "body": self.body,
+            "retry_after": self.retry_after,
+            "delay_ms": self.delay_ms,
+        })
+    }
+}
+
+/// Counters since start (`posts` counts every event POST, faults included) and
+/// what is stored now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub posts: u64,
+    pub accepted: u64,
+    pub duplicates: u64,
+    pub rejected: u64,
+    pub sessions: usize,
+    pub events: usize,
+}
+
+/// Starts receivers.
+pub struct Receiver;
+
+impl Receiver {
+    /// Binds, loads the data folder and serves on a thread of its own (with its own
+    /// tokio runtime, so callers need none). Returns once the port is bound: a
+    /// request sent right after is answered.
+    pub fn start(opts: Options) -> io::Result<Handle> {
+        let settings = opts
+            .settings()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let store = store::Store::open(opts.data.as_deref())?;
+        let data_dir = store.dir().to_path_buf();
+        let listener = TcpListener::bind(opts.listen)?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(http::Shared {
+            settings,
+            store: Mutex::new(store),
+            fault: Mutex::new(None),
+            posts: AtomicU64::new(0),
+            accepted: AtomicU64::new(0),
+            duplicates: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+        });
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("sessionpipe-receiver")
+            .enable_all()
+            .build()?;
+        let listener = {
+            let _in_rt = rt.enter();
+            tokio::net::TcpListener::from_std(listener)?
+        };
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let app = http::router(Arc::clone(&shared));
+        let thread = std::thread::Builder::new()
+            .name("sessionpipe-receiver".into())
+            .spawn(move || serve(rt, listener, app, stop_rx))?;
+        Ok(Handle {
+            addr,
+            data_dir,
+            shared,
+            stop_tx,
+            thread: Some(thread),
+        })
+    }
+}
+
+fn serve(
+    rt: tokio::runtime::Runtime,
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    stop: tokio::sync::watch::Receiver<bool>,
+) {
+    rt.block_on(async move {
+        let mut on_stop = stop.clone();
+        let mut deadline = stop;
+        let server = axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move {
+            let _ = on_stop.wait_for(|s| *s).await;
+        });
+        // Graceful shutdown waits for requests in flight; a client that never
+        // finishes its body must not hold `stop` forever.
+        let cut_off = async move {
+            let _ = deadline.wait_for(|s| *s).await;
+            tokio::time::sleep(STOP_GRACE).await;
+        };
+        tokio::select! {
+            r = server.into_future() => {
+                if let Err(e) = r {
+                    eprintln!("sessionpipe-receiver: serving stopped: {e}");
+                }
+            }
+            () = cut_off => {}
+        }
+    });
+    rt.shutdown_timeout(Duration::from_millis(500));
+}
+
+/// A running receiver. Dropping it stops it, as `stop` does.
+pub struct Handle {
+    addr: SocketAddr,
+    data_dir: PathBuf,
+    shared: Arc<http::Shared>,
+    stop_tx: tokio::sync::watch::Sender<bool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Handle {
+    /// The base URL, `http://127.0.0.1:PORT` (no trailing slash).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Where the JSONL files are (a temporary folder without `Options::data`).
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// Every stored (harness, session, seq), sorted: for asserting exactly-once.
+    pub fn stored_keys(&self) -> Vec<Key> {
+        self.shared.store().keys()
+    }
+
+    /// A session's stored events in seq order (what the read door answers).
+    pub fn events(&self, harness: &str, session: &str) -> io::Result<Option<Vec<Value>>> {
+        self.shared.store().read(harness, session)
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.shared.stats()
+    }
+
+    /// Arms the fault door (`None` disarms), as `POST /test/faults` does.
+    pub fn set_fault(&self, fault: Option<Fault>) {
+        *self.shared.fault.lock().unwrap_or_else(|p| p.into_inner()) = fault;
+    }
+
+    /// Stops serving: requests in flight get up to two seconds, then the port is
+    /// closed (and free to bind again, for a restart on the same address).
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        let _ = self.stop_tx.send(true);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

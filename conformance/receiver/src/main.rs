@@ -1,0 +1,109 @@
+//! `sessionpipe-receiver`: runs the conformance receiver until SIGINT or SIGTERM.
+//!
+//! The first line on stdout is the base URL (tests read it to learn the port); the
+//! request log goes to stderr. Exit codes: 0 after a signal, 1 when it cannot start,
+//! 2 for usage (clap's, and a non-loopback `--listen` without `--allow-remote`).
+
+use clap::Parser;
+use sessionpipe_receiver::{Options, Receiver};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "sessionpipe-receiver",
+    version,
+    about = "A conformance receiver for the sessionpipe HTTP binding (events side)."
+)]
+struct Cli {
+    /// Address to listen on; port 0 picks a free one.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// The bearer token senders must present.
+    #[arg(long)]
+    token: String,
+    /// Highest tier accepted (0-3).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
+    max_tier: u8,
+    /// Most events per batch (1-50).
+    #[arg(long, default_value_t = 50)]
+    max_events: usize,
+    /// Most bytes per batch body (1024-262144).
+    #[arg(long, default_value_t = 262_144)]
+    max_bytes: usize,
+    /// Folder of the JSONL files, kept across restarts (default: a temporary one).
+    #[arg(long, value_name = "DIR")]
+    data: Option<PathBuf>,
+    /// A whsec_ secret: batches must then carry a valid Standard Webhooks signature.
+    #[arg(long, value_name = "SECRET")]
+    webhook_secret: Option<String>,
+    /// Allow a --listen address that is not loopback.
+    #[arg(long)]
+    allow_remote: bool,
+    /// No request log on stderr.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if !cli.listen.ip().is_loopback() && !cli.allow_remote {
+        eprintln!(
+            "sessionpipe-receiver: {} is not a loopback address \
+             (add --allow-remote to listen there)",
+            cli.listen
+        );
+        return ExitCode::from(2);
+    }
+    let opts = Options {
+        listen: cli.listen,
+        token: cli.token,
+        max_tier: cli.max_tier,
+        max_events: cli.max_events,
+        max_bytes: cli.max_bytes,
+        data: cli.data,
+        webhook_secret: cli.webhook_secret,
+        allow_remote: cli.allow_remote,
+        log: !cli.quiet,
+    };
+    let handle = match Receiver::start(opts) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("sessionpipe-receiver: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{}", handle.url());
+    let _ = out.flush();
+    drop(out);
+    eprintln!(
+        "sessionpipe-receiver: listening on {}, data in {}",
+        handle.url(),
+        handle.data_dir().display()
+    );
+    if let Err(e) = wait_for_signal() {
+        eprintln!("sessionpipe-receiver: cannot wait for signals: {e}");
+    }
+    handle.stop();
+    ExitCode::SUCCESS
+}
+
+/// Blocks until SIGINT or SIGTERM.
+fn wait_for_signal() -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    rt.block_on(async {
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,186 @@
+//! `sessionpipe sink add|list|remove|test` and `sessionpipe forget`.
+
+use crate::outbox::Outbox;
+use crate::paths::StatePaths;
+use crate::sinks::{self, NewSink, SinkList, Target};
+use clap::Subcommand;
+use std::io::Read;
+use std::process::ExitCode;
+
+#[derive(Subcommand)]
+pub enum SinkAction {
+    /// Add a sink: an https URL (http on localhost), `file:/abs/path.jsonl`, or `stdout`.
+    Add {
+        target: String,
+        /// Privacy tier 0–3 (lowered to what the receiver takes).
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=3))]
+        tier: u8,
+        /// Also run pii@1 for this sink.
+        #[arg(long)]
+        pii: bool,
+        /// Read the bearer token from stdin (never from the command line).
+        #[arg(long)]
+        token_stdin: bool,
+        /// A Standard Webhooks secret (`whsec_…`) to sign batches with, from stdin
+        /// after the token when both are given (one per line).
+        #[arg(long)]
+        webhook_secret_stdin: bool,
+    },
+    /// List the sinks.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a sink and its token.
+    Remove { id: String },
+    /// Check a sink without sending anything: its discovery, and what the last
+    /// events would look like at its tier.
+    Test { id: String },
+}
+
+pub fn run(paths: &StatePaths, action: SinkAction) -> Result<ExitCode, String> {
+    match action {
+        SinkAction::Add {
+            target,
+            tier,
+            pii,
+            token_stdin,
+            webhook_secret_stdin,
+        } => {
+            let (token, webhook_secret) = read_secrets(token_stdin, webhook_secret_stdin)?;
+            let (sink, backend) = sinks::add(
+                paths,
+                NewSink {
+                    target,
+                    tier,
+                    pii,
+                    token,
+                    webhook_secret,
+                },
+            )?;
+            println!("added {}", sink.describe());
+            if let Some(b) = backend {
+                println!("secret kept in {b}");
+            }
+        }
+        SinkAction::List { json } => {
+            let list = SinkList::load(paths)?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&list.sinks).expect("sinks serialise")
+                );
+            } else if list.sinks.is_empty() {
+                println!("no sinks (sink add adds one)");
+            } else {
+                for s in &list.sinks {
+                    println!("{}", s.describe());
+                }
+            }
+        }
+        SinkAction::Remove { id } => {
+            let s = sinks::remove(paths, &id)?;
+            println!("removed {}", s.describe());
+        }
+        SinkAction::Test { id } => return test(paths, &id),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The token, then the webhook secret, one line each from stdin.
+fn read_secrets(token: bool, webhook: bool) -> Result<(Option<String>, Option<String>), String> {
+    if !token && !webhook {
+        return Ok((None, None));
+    }
+    let mut input = String::new();
+    std::io::stdin()
+        .read_to_string(&mut input)
+        .map_err(|e| format!("stdin: {e}"))?;
+    let mut lines = input.lines().map(str::trim).filter(|l| !l.is_empty());
+    let t = token.then(|| lines.next().map(str::to_string)).flatten();
+    if token && t.is_none() {
+        return Err("--token-stdin: no token on stdin".into());
+    }
+    let w = webhook.then(|| lines.next().map(str::to_string)).flatten();
+    if webhook && w.is_none() {
+        return Err("--webhook-secret-stdin: no secret on stdin".into());
+    }
+    Ok((t, w))
+}
+
+fn test(paths: &StatePaths, id: &str) -> Result<ExitCode, String> {
+    let list = SinkList::load(paths)?;
+    let sink = list
+        .sinks
+        .iter()
+        .find(|s| s.id == id)
+        .ok_or_else(|| format!("no sink {id}"))?;
+    println!("{}", sink.describe());
+    let mut ok = true;
+    if let Target::Http { url } = &sink.target {
+        match sinks::http::discover(url) {
+            Ok(d) => println!(
+                "discovery: events at {}, max tier {}, batches of {} events / {} bytes, capabilities {}",
+                d.events,
+                d.max_tier,
+                d.max_events,
+                d.max_bytes,
+                d.capabilities.join(", ")
+            ),
+            Err(e) => {
+                ok = false;
+                println!("discovery failed: {e}");
+            }
+        }
+    }
+    // A dry run of the filter over the last events: what this sink would get.
+    if let Some(ob) = Outbox::open_readonly(&paths.outbox()).map_err(|e| e.to_string())? {
+        let last = ob.counts().map_err(|e| e.to_string())?.last_rowid;
+        let rows = ob
+            .events_after((last - 200).max(0), 200)
+            .map_err(|e| e.to_string())?;
+        let home = crate::paths::home_dir().map(|h| h.to_string_lossy().into_owned());
+        let mut kinds: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
+        for r in &rows {
+            let Ok(env) = serde_json::from_str::<crate::protocol::Envelope>(&r.envelope) else {
+                continue;
+            };
+            let passes =
+                crate::privacy::filter(&env, sink.tier, sink.pii, home.as_deref()).is_some();
+            let k = kinds.entry(env.kind).or_default();
+            k.0 += usize::from(passes);
+            k.1 += 1;
+        }
+        println!(
+            "of the last {} events, at tier {} this sink would get:",
+            rows.len(),
+            sink.tier
+        );
+        for (kind, (sent, all)) in kinds {
+            println!("  {kind}: {sent} of {all}");
+        }
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `sessionpipe forget harness:id`: a `session.forgotten` for the sinks that take
+/// it, and the session's events and record removed here (the forgotten event
+/// itself stays until every sink has had it).
+pub fn forget(paths: &StatePaths, which: &str) -> Result<ExitCode, String> {
+    let (harness, id) = which
+        .split_once(':')
+        .filter(|(h, i)| {
+            crate::adapters::lookup(h).is_some() && crate::protocol::valid_session_id(i)
+        })
+        .ok_or_else(|| format!("{which:?} is not harness:session-id"))?;
+    let removed = sinks::forget_session(paths, harness, id)?;
+    if removed == 0 {
+        return Err(format!("no session {which} in the outbox"));
+    }
+    println!("forgot {which}: {removed} events removed here; sinks that take forget are told");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,321 @@
+//! The HTTP binding, sender side (PROTOCOL-NOTES §5): discovery, one batch POST
+//! with its headers (bearer token, protocol, Standard Webhooks signature), and
+//! what each answer means for the sender.
+//!
+//! It classifies answers; it does not decide retries or move cursors (`deliver`
+//! does). Requests time out after 15 s; HTTPS is required except on loopback.
+
+use super::Discovery;
+use base64::Engine;
+use hmac::{Hmac, KeyInit, Mac};
+use serde_json::Value;
+use sha2::Sha256;
+use std::time::Duration;
+
+pub const TIMEOUT: Duration = Duration::from_secs(15);
+const DEFAULT_MAX_EVENTS: usize = 50;
+const DEFAULT_MAX_BYTES: usize = 262_144;
+
+/// What a receiver's answer to a batch means.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// 2xx: the cursor moves past the batch. `rejected` are never retried.
+    Accepted {
+        rejected: Vec<(String, String)>,
+        max_tier: Option<u8>,
+    },
+    /// 400: the batch is dropped and logged.
+    Malformed(String),
+    /// 400 `unsupported_protocol`: the sink stops.
+    Unsupported,
+    /// 401: the sink pauses until the person fixes it.
+    Unauthorized,
+    /// 403 `tier_above_max`: lower the tier, filter again, retry.
+    TierAboveMax(u8),
+    /// 413: halve the batch; a single event this large is dropped.
+    TooLarge,
+    /// 429: wait this long.
+    RetryAfter(Duration),
+    /// 5xx, other codes, network errors, timeouts: back off.
+    Transient(String),
+}
+
+pub fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("an HTTP client builds")
+}
+
+pub fn is_loopback(url: &reqwest::Url) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    host == "localhost"
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Reads `/.well-known/sessionpipe` at the receiver's origin.
+pub fn discover(url: &str) -> Result<Discovery, String> {
+    let base = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
+    let well_known = base
+        .join("/.well-known/sessionpipe")
+        .map_err(|e| e.to_string())?;
+    let resp = client()
+        .get(well_known.clone())
+        .send()
+        .map_err(|e| e.to_string())?;
+    if !resp.status().is_success() {
+        return Err(format!("{well_known} answered {}", resp.status()));
+    }
+    let text = resp.text().map_err(|e| e.to_string())?;
+    let doc: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{well_known} is not JSON: {e}"))?;
+    let speaks = doc["protocol"]
+        .as_array()
+        .is_some_and(|p| p.iter().any(|v| v.as_u64() == Some(1)));
+    if !speaks {
+        return Err(format!("{well_known} does not list protocol 1"));
+    }
+    let events = doc
+        .pointer("/endpoints/events")
+        .and_then(Value::as_str)
+        .ok_or("no endpoints.events")?;
+    let events = base.join(events).map_err(|e| e.to_string())?;
+    if events.scheme() != "https" && !is_loopback(&events) {
+        return Err(format!("its events endpoint {events} is not HTTPS"));
+    }
+    let clamp = |v: Option<u64>, default: usize, max: usize| {
+        v.map_or(default, |n| (n as usize).clamp(1, max))
+    };
+    Ok(Discovery {
+        events: events.to_string(),
+        max_tier: doc["max_tier"].as_u64().map_or(0, |t| t.min(3) as u8),
+        max_events: clamp(
+            doc.pointer("/batch/max_events").and_then(Value::as_u64),
+            DEFAULT_MAX_EVENTS,
+            50,
+        ),
+        max_bytes: clamp(
+            doc.pointer("/batch/max_bytes").and_then(Value::as_u64),
+            DEFAULT_MAX_BYTES,
+            262_144,
+        ),
+        capabilities: doc["capabilities"]
+            .as_array()
+            .map(|c| {
+                c.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        read_at: crate::time::now_ms(),
+    })
+}
+
+/// `{"events":[…]}` for a batch of serialised envelopes.
+pub fn batch_body(events: &[String]) -> String {
+    let mut body = String::with_capacity(events.iter().map(|e| e.len() + 1).sum::<usize>() + 12);
+    body.push_str("{\"events\":[");
+    for (i, e) in events.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(e);
+    }
+    body.push_str("]}");
+    body
+}
+
+/// POSTs one batch and says what the answer means.
+pub fn send(
+    client: &reqwest::blocking::Client,
+    events_url: &str,
+    token: Option<&str>,
+    webhook_secret: Option<&str>,
+    body: String,
+) -> Answer {
+    let mut req = client
+        .post(events_url)
+        .header("content-type", "application/json")
+        .header("sessionpipe-protocol", "1");
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    if let Some(secret) = webhook_secret {
+        // `sink add` checked the secret; one that no longer decodes is never
+        // silently dropped (the receiver would refuse the unsigned batch).
+        let Some((id, ts, sig)) = webhook_headers(secret, &body) else {
+            return Answer::Unauthorized;
+        };
+        req = req
+            .header("webhook-id", id)
+            .header("webhook-timestamp", ts)
+            .header("webhook-signature", sig);
+    }
+    match req.body(body).send() {
+        Ok(resp) => classify(resp),
+        Err(e) if e.is_timeout() => Answer::Transient("timed out after 15 s".into()),
+        Err(e) => Answer::Transient(format!("network: {}", without_url(&e))),
+    }
+}
+
+fn without_url(e: &reqwest::Error) -> String {
+    // reqwest puts the URL in its message; the URL may carry a path token.
+    let s = e.to_string();
+    match s.find(" for url (") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+fn classify(resp: reqwest::blocking::Response) -> Answer {
+    let status = resp.status().as_u16();
+    let retry_after = resp
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_retry_after);
+    let body: Value = resp
+        .text()
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    let reason = body["reason"].as_str().unwrap_or("").to_string();
+    match status {
+        // The binding's cursor moves only on 202; another success code is an
+        // answer this sender cannot read as "taken".
+        202 => Answer::Accepted {
+            rejected: body["rejected"]
+                .as_array()
+                .map(|r| {
+                    r.iter()
+                        .map(|x| {
+                            (
+                                x["id"].as_str().unwrap_or("").to_string(),
+                                x["reason"].as_str().unwrap_or("").to_string(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            max_tier: body["max_tier"].as_u64().map(|t| t.min(3) as u8),
+        },
+        400 if reason == "unsupported_protocol" => Answer::Unsupported,
+        400 => Answer::Malformed(if reason.is_empty() {
+            "400".into()
+        } else {
+            reason
+        }),
+        401 => Answer::Unauthorized,
+        403 if reason == "tier_above_max" => {
+            Answer::TierAboveMax(body["max_tier"].as_u64().unwrap_or(0).min(3) as u8)
+        }
+        413 => Answer::TooLarge,
+        429 => Answer::RetryAfter(retry_after.unwrap_or(Duration::from_secs(60))),
+        other => Answer::Transient(format!(
+            "HTTP {other}{}",
+            if reason.is_empty() {
+                String::new()
+            } else {
+                format!(" {reason}")
+            }
+        )),
+    }
+}
+
+/// `Retry-After`: seconds, or an HTTP date.
+fn parse_retry_after(v: &str) -> Option<Duration> {
+    if let Ok(s) = v.trim().parse::<u64>() {
+        return Some(Duration::from_secs(s));
+    }
+    let when = httpdate_ms(v.trim())?;
+    Some(Duration::from_millis(
+        (when - crate::time::now_ms()).max(0) as u64
+    ))
+}
+
+/// `Sun, 06 Nov 1994 08:49:37 GMT` in epoch ms.
+fn httpdate_ms(s: &str) -> Option<i64> {
+    let parts: Vec<&str> = s.split_whitespace().collect();
+    let [_, day, month, year, time, "GMT"] = parts.as_slice() else {
+        return None;
+    };
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let m = MONTHS.iter().position(|x| x == month)? + 1;
+    let iso = format!("{year}-{m:02}-{:02}T{time}Z", day.parse::<u32>().ok()?);
+    crate::time::parse_rfc3339_ms(&iso)
+}
+
+/// Standard Webhooks: `webhook-id`, `webhook-timestamp`, and `v1,<base64 of
+/// HMAC-SHA256(key, id.timestamp.body)>`, the key being the `whsec_` secret's
+/// base64 part.
+pub fn webhook_headers(secret: &str, body: &str) -> Option<(String, String, String)> {
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(secret.strip_prefix("whsec_")?)
+        .ok()?;
+    let id = format!("msg_{}", ulid::Ulid::generate());
+    let ts = (crate::time::now_ms() / 1000).to_string();
+    let mut mac = Hmac::<Sha256>::new_from_slice(&key).ok()?;
+    mac.update(format!("{id}.{ts}.{body}").as_bytes());
+    let sig = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
+    Some((id, ts, format!("v1,{sig}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_in_seconds_or_a_date() {
+        assert_eq!(parse_retry_after("7"), Some(Duration::from_secs(7)));
+        assert_eq!(
+            httpdate_ms("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(784_111_777_000)
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon"), None);
+    }
+
+    #[test]
+    fn webhook_signature_matches_the_standard_webhooks_example() {
+        // The key "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" in base64.
+        let secret = "whsec_TWZLUTlyOEdLWXFyVHdqVVBEOElMUFpJbzJMYUxhU3c=";
+        let (id, ts, sig) = webhook_headers(secret, "{\"a\":1}").unwrap();
+        let mut mac = Hmac::<Sha256>::new_from_slice(b"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
+        mac.update(format!("{id}.{ts}.{{\"a\":1}}").as_bytes());
+        let want = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
+        assert_eq!(sig, format!("v1,{want}"));
+        assert!(webhook_headers("nope", "x").is_none());
+    }
+
+    #[test]
+    fn a_batch_body_is_the_events_array() {
+        let b = batch_body(&["{\"a\":1}".into(), "{\"b\":2}".into()]);
+        assert_eq!(b, "{\"events\":[{\"a\":1},{\"b\":2}]}");
+        let v: Value = serde_json::from_str(&b).unwrap();
+        assert_eq!(v["events"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn loopback_hosts() {
+        for (u, want) in [
+            ("http://127.0.0.1:1/", true),
+            ("http://localhost/", true),
+            ("http://[::1]:8/", true),
+            ("http://10.0.0.1/", false),
+            ("http://example.org/", false),
+        ] {
+            assert_eq!(is_loopback(&reqwest::Url::parse(u).unwrap()), want, "{u}");
+        }
+    }
+}

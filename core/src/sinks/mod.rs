@@ -1,0 +1,303 @@
+//! Sinks: where events go. An HTTPS receiver speaking the HTTP binding
+//! (PROTOCOL-NOTES §5), a JSONL file, or stdout.
+//!
+//! This module owns the sink list (`sinks.json` in the state dir, tokens in
+//! `secrets`), adding and removing sinks, and the cursor each keeps in the outbox
+//! (moved only when the sink accepted what it was sent). `deliver` runs a sink;
+//! `http` speaks the binding. Every event a sink gets has been through `filter`
+//! at the sink's tier: a sink never sees more than it was allowed.
+
+pub mod deliver;
+pub mod http;
+
+use crate::paths::StatePaths;
+use crate::secrets::{Backend, Secrets};
+use serde::{Deserialize, Serialize};
+
+/// Where one sink sends.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Target {
+    Http { url: String },
+    File { path: String },
+    Stdout,
+}
+
+/// What discovery (`/.well-known/sessionpipe`) said of a receiver.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Discovery {
+    pub events: String,
+    pub max_tier: u8,
+    pub max_events: usize,
+    pub max_bytes: usize,
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    /// When it was read (epoch ms); re-read at most daily.
+    pub read_at: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sink {
+    pub id: String,
+    #[serde(flatten)]
+    pub target: Target,
+    /// The tier the person chose, lowered to the receiver's `max_tier`.
+    pub tier: u8,
+    #[serde(default)]
+    pub pii: bool,
+    #[serde(default)]
+    pub discovery: Option<Discovery>,
+    /// Why the sink stopped sending (401, a protocol it does not speak); the
+    /// person fixes it and runs `sink add` again.
+    #[serde(default)]
+    pub paused: Option<String>,
+    /// The last error seen, for `status` (cleared by a success).
+    #[serde(default)]
+    pub last_error: Option<String>,
+    pub added_at: i64,
+}
+
+impl Sink {
+    pub fn token_key(&self) -> String {
+        format!("sink:{}:token", self.id)
+    }
+
+    pub fn webhook_key(&self) -> String {
+        format!("sink:{}:webhook", self.id)
+    }
+
+    /// Whether the receiver takes this capability (`forget`, `backfill`).
+    pub fn takes(&self, capability: &str) -> bool {
+        match &self.target {
+            Target::Http { .. } => self
+                .discovery
+                .as_ref()
+                .is_some_and(|d| d.capabilities.iter().any(|c| c == capability)),
+            Target::File { .. } | Target::Stdout => true,
+        }
+    }
+
+    /// A line for `sink list` and `status`.
+    pub fn describe(&self) -> String {
+        let target = match &self.target {
+            Target::Http { url } => url.clone(),
+            Target::File { path } => format!("file:{path}"),
+            Target::Stdout => "stdout".into(),
+        };
+        let pii = if self.pii { ", pii@1" } else { "" };
+        let paused = self
+            .paused
+            .as_ref()
+            .map(|p| format!(", paused: {p}"))
+            .unwrap_or_default();
+        format!("{} {target} (tier {}{pii}{paused})", self.id, self.tier)
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SinkList {
+    pub sinks: Vec<Sink>,
+}
+
+impl SinkList {
+    pub fn load(paths: &StatePaths) -> Result<SinkList, String> {
+        let path = paths.root.join("sinks.json");
+        match std::fs::read(&path) {
+            Ok(b) => serde_json::from_slice(&b)
+                .map_err(|e| format!("{} is damaged: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(SinkList::default()),
+            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+
+    pub fn save(&self, paths: &StatePaths) -> Result<(), String> {
+        paths.ensure().map_err(|e| e.to_string())?;
+        let path = paths.root.join("sinks.json");
+        let json = serde_json::to_vec_pretty(self).expect("sinks serialise");
+        crate::install::write_atomic(&path, &json)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+
+    /// Changes one sink on disk (the daemon and the CLI both write the list).
+    pub fn update(
+        paths: &StatePaths,
+        id: &str,
+        change: impl FnOnce(&mut Sink),
+    ) -> Result<(), String> {
+        let mut list = SinkList::load(paths)?;
+        if let Some(s) = list.sinks.iter_mut().find(|s| s.id == id) {
+            change(s);
+            list.save(paths)?;
+        }
+        Ok(())
+    }
+}
+
+/// What `sink add` was given.
+pub struct NewSink {
+    pub target: String,
+    pub tier: u8,
+    pub pii: bool,
+    pub token: Option<String>,
+    pub webhook_secret: Option<String>,
+}
+
+/// Parses `https://…`, `file:PATH` or `stdout`; HTTP only on loopback.
+pub fn parse_target(s: &str) -> Result<Target, String> {
+    if s == "stdout" {
+        return Ok(Target::Stdout);
+    }
+    if let Some(path) = s.strip_prefix("file:") {
+        let p = std::path::Path::new(path);
+        if !p.is_absolute() {
+            return Err(format!("file sink {path:?} must be an absolute path"));
+        }
+        return Ok(Target::File {
+            path: path.to_string(),
+        });
+    }
+    let url = reqwest::Url::parse(s).map_err(|e| format!("{s:?} is not a URL: {e}"))?;
+    match url.scheme() {
+        "https" => {}
+        "http" if http::is_loopback(&url) => {}
+        "http" => {
+            return Err(format!(
+                "{s} is plain http: HTTPS is required except on localhost"
+            ));
+        }
+        other => {
+            return Err(format!(
+                "{s}: scheme {other} is not http(s), file: or stdout"
+            ));
+        }
+    }
+    Ok(Target::Http {
+        url: s.trim_end_matches('/').to_string(),
+    })
+}
+
+/// Adds a sink (discovering an HTTP receiver first) and stores its token.
+pub fn add(paths: &StatePaths, new: NewSink) -> Result<(Sink, Option<Backend>), String> {
+    let target = parse_target(&new.target)?;
+    let mut list = SinkList::load(paths)?;
+    if let Some(existing) = list.sinks.iter().find(|s| s.target == target) {
+        return Err(format!(
+            "{} is sink {} already (sink remove {} first)",
+            new.target, existing.id, existing.id
+        ));
+    }
+    if let Some(w) = &new.webhook_secret
+        && http::webhook_headers(w, "").is_none()
+    {
+        return Err("a webhook secret is whsec_ followed by base64".into());
+    }
+    let mut sink = Sink {
+        id: format!(
+            "s_{}",
+            &ulid::Ulid::generate().to_string()[18..].to_lowercase()
+        ),
+        target,
+        tier: new.tier,
+        pii: new.pii,
+        discovery: None,
+        paused: None,
+        last_error: None,
+        added_at: crate::time::now_ms(),
+    };
+    if let Target::Http { url } = &sink.target {
+        let d = http::discover(url).map_err(|e| format!("discovery of {url} failed: {e}"))?;
+        if sink.tier > d.max_tier {
+            eprintln!(
+                "note: {url} takes tier {} at most; the sink is tier {}",
+                d.max_tier, d.max_tier
+            );
+            sink.tier = d.max_tier;
+        }
+        sink.discovery = Some(d);
+    }
+    let secrets = Secrets::new(&paths.root);
+    let mut backend = None;
+    if let Some(token) = &new.token {
+        backend = Some(secrets.set(&sink.token_key(), token)?);
+    }
+    if let Some(w) = &new.webhook_secret {
+        backend = Some(secrets.set(&sink.webhook_key(), w)?);
+    }
+    list.sinks.push(sink.clone());
+    list.save(paths)?;
+    Ok((sink, backend))
+}
+
+/// Forgets a session: a `session.forgotten` goes to the outbox (sinks that take
+/// `forget` pass it on), then every earlier event of it and its record go.
+/// Returns how many events were removed; 0 when the session is not known.
+pub fn forget_session(paths: &StatePaths, harness: &str, id: &str) -> Result<usize, String> {
+    let db = |e: rusqlite::Error| format!("outbox: {e}");
+    let adapter =
+        crate::adapters::lookup(harness).ok_or_else(|| format!("unknown harness {harness:?}"))?;
+    let mut ob = crate::outbox::Outbox::open(&paths.outbox()).map_err(db)?;
+    let tx = ob.begin().map_err(db)?;
+    if !tx.session_known(harness, id).map_err(db)? {
+        return Ok(0);
+    }
+    let mut record = tx.load_session(harness, id).map_err(db)?;
+    let forgotten = crate::protocol::EventData::SessionForgotten(crate::protocol::Empty {});
+    crate::ingest::append_events(
+        &tx,
+        adapter,
+        id,
+        &mut record,
+        "forget",
+        crate::time::now_ms(),
+        vec![forgotten],
+    )
+    .map_err(db)?;
+    let last = tx.last_rowid().map_err(db)?;
+    let removed = tx.delete_session_before(harness, id, last).map_err(db)?;
+    tx.commit().map_err(db)?;
+    Ok(removed)
+}
+
+/// Removes a sink, its token and its cursor.
+pub fn remove(paths: &StatePaths, id: &str) -> Result<Sink, String> {
+    let mut list = SinkList::load(paths)?;
+    let i = list
+        .sinks
+        .iter()
+        .position(|s| s.id == id)
+        .ok_or_else(|| format!("no sink {id} (sink list shows them)"))?;
+    let sink = list.sinks.remove(i);
+    list.save(paths)?;
+    let secrets = Secrets::new(&paths.root);
+    secrets.delete(&sink.token_key());
+    secrets.delete(&sink.webhook_key());
+    if let Ok(mut ob) = crate::outbox::Outbox::open(&paths.outbox()) {
+        let _ = ob.forget_cursor(id);
+    }
+    Ok(sink)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets() {
+        assert_eq!(parse_target("stdout").unwrap(), Target::Stdout);
+        assert_eq!(
+            parse_target("file:/tmp/x.jsonl").unwrap(),
+            Target::File {
+                path: "/tmp/x.jsonl".into()
+            }
+        );
+        assert!(parse_target("file:relative.jsonl").is_err());
+        assert!(parse_target("https://r.example/").is_ok());
+        assert!(parse_target("http://127.0.0.1:9000").is_ok());
+        assert!(parse_target("http://localhost:9000").is_ok());
+        assert!(parse_target("http://[::1]:9000").is_ok());
+        let plain = parse_target("http://r.example").unwrap_err();
+        assert!(plain.contains("HTTPS is required"), "{plain}");
+        assert!(parse_target("ftp://x").is_err());
+        assert!(parse_target("not a url").is_err());
+    }
+}

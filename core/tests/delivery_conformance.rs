@@ -1,0 +1,212 @@
+//! `sessionpipe conformance --receiver URL` over the shared delivery scenarios
+//! (`../shared/conformance/delivery/`, skipped with one line when that folder is not
+//! beside the repository), against our own receiver started in-process.
+
+use serde_json::{Value, json};
+use sessionpipe_receiver::{Fault, Options, Receiver};
+use sessionpipe_testkit::Sandbox;
+use std::path::{Path, PathBuf};
+
+const TOKEN: &str = "delivery-conformance-token";
+
+fn shared_delivery() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/delivery");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("skipped: {} is absent (a clone elsewhere)", dir.display());
+        None
+    }
+}
+
+/// `sessionpipe conformance [--receiver URL --token T] PATHS`: exit success, stdout.
+fn conformance(receiver: Option<&str>, paths: &[&Path]) -> (bool, String) {
+    let sb = Sandbox::new();
+    let mut args: Vec<String> = vec!["conformance".into()];
+    if let Some(url) = receiver {
+        args.extend([
+            "--receiver".into(),
+            url.into(),
+            "--token".into(),
+            TOKEN.into(),
+        ]);
+    }
+    args.extend(paths.iter().map(|p| p.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = sb.sessionpipe(&args);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.success(), text)
+}
+
+/// The scenario files, each with whether it belongs to the control side.
+fn scenarios(dir: &Path) -> Vec<(String, bool)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let doc: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+            (p.display().to_string(), doc["capability"] == "control")
+        })
+        .collect()
+}
+
+fn line_for<'a>(text: &'a str, file: &str) -> &'a str {
+    text.lines()
+        .find(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .is_some_and(|n| n.trim_end_matches(':') == file)
+        })
+        .unwrap_or_else(|| panic!("no line for {file} in:\n{text}"))
+}
+
+#[test]
+fn every_events_scenario_passes_against_our_receiver() {
+    let Some(dir) = shared_delivery() else {
+        return;
+    };
+    // max_tier 1, so that the tier scenario (skipped at 3) runs.
+    let data = tempfile::tempdir().unwrap();
+    let rx = Receiver::start(Options {
+        max_tier: 1,
+        data: Some(data.path().to_path_buf()),
+        ..Options::new(TOKEN)
+    })
+    .unwrap();
+    let files = scenarios(&dir);
+    // Twice against the same receiver: each run's `{run}` is fresh, so the second
+    // is not answered with the first one's duplicates.
+    for _ in 0..2 {
+        let (ok, text) = conformance(Some(&rx.url()), &[&dir]);
+        assert!(ok, "{text}");
+        for (file, control) in &files {
+            let line = line_for(&text, file);
+            if *control {
+                assert!(
+                    line.starts_with("skip ")
+                        && line.ends_with(": control side: not in this version"),
+                    "{line}"
+                );
+            } else {
+                assert!(line.starts_with("pass "), "{line}");
+            }
+        }
+        let events = files.iter().filter(|(_, c)| !c).count();
+        let last = text.lines().last().unwrap();
+        assert_eq!(
+            last,
+            format!(
+                "{events} passed, 0 failed, {} skipped",
+                files.len() - events
+            )
+        );
+        println!("{last}");
+    }
+    // What the scenarios stored: 01 (3 events), 02 (1), 04 (none: refused), 07 (1);
+    // 08 forgot its session. Per run.
+    let per_session: Vec<usize> = {
+        let mut by = std::collections::BTreeMap::<String, usize>::new();
+        for (_, session, _) in rx.stored_keys() {
+            *by.entry(session).or_default() += 1;
+        }
+        by.into_values().collect()
+    };
+    let mut sorted = per_session.clone();
+    sorted.sort();
+    assert_eq!(sorted, [1, 1, 1, 1, 3, 3], "{per_session:?}");
+}
+
+#[test]
+fn at_max_tier_3_the_tier_scenario_is_skipped() {
+    let Some(dir) = shared_delivery() else {
+        return;
+    };
+    let tier = dir.join("04-tier.json");
+    if !tier.is_file() {
+        eprintln!("skipped: {} is absent", tier.display());
+        return;
+    }
+    let rx = Receiver::start(Options::new(TOKEN)).unwrap();
+    let (ok, text) = conformance(Some(&rx.url()), &[&tier]);
+    assert!(ok, "{text}");
+    let line = line_for(&text, &tier.display().to_string());
+    assert!(line.ends_with(": skip_when max_tier == 3"), "{line}");
+    assert_eq!(text.lines().last(), Some("0 passed, 0 failed, 1 skipped"));
+}
+
+/// A scenario of our own, so that this runs without the shared folder too.
+fn accept_scenario(dir: &Path) -> PathBuf {
+    let event = json!({
+        "protocol": 1, "id": "*", "type": "session.started", "time": "*", "tier": 0,
+        "harness": {"name": "conformance", "event": "test"},
+        "session": {"id": "conf-{run}", "seq": 0},
+        "privacy": {"rulesets": ["secrets@1"], "pii": false},
+        "data": {"source": "startup"}
+    });
+    let doc = json!({
+        "name": "accept-and-read", "spec": "ours",
+        "steps": [
+            {"send": {"events": [event]}, "expect": {"status": 202, "body": {"accepted": 1}}},
+            {"read": {"session": "conformance:conf-{run}"},
+             "expect": {"status": 200, "body": [{"type": "session.started", "tier": 0}]}},
+            {"well_known": {}, "expect": {"status": 200, "body": {"max_tier": "{max_tier}"}}}
+        ]
+    });
+    let path = dir.join("accept-and-read.json");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn a_receiver_that_answers_wrongly_fails_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = accept_scenario(tmp.path());
+    let rx = Receiver::start(Options::new(TOKEN)).unwrap();
+    let (ok, text) = conformance(Some(&rx.url()), &[&scenario]);
+    assert!(ok, "{text}");
+    assert_eq!(text.lines().last(), Some("1 passed, 0 failed, 0 skipped"));
+
+    rx.set_fault(Some(Fault {
+        count: 100,
+        ..Fault::new(503)
+    }));
+    let (ok, text) = conformance(Some(&rx.url()), &[&scenario]);
+    assert!(!ok, "{text}");
+    let line = line_for(&text, &scenario.display().to_string());
+    assert!(
+        line.starts_with("FAIL ") && line.contains("step 1 (send): status 503, expected 202"),
+        "{line}"
+    );
+    assert_eq!(text.lines().last(), Some("0 passed, 1 failed, 0 skipped"));
+}
+
+#[test]
+fn a_wrong_token_or_no_receiver_is_reported_not_passed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = accept_scenario(tmp.path());
+    let rx = Receiver::start(Options::new("another-token")).unwrap();
+    let (ok, text) = conformance(Some(&rx.url()), &[&scenario]);
+    assert!(!ok && text.contains("status 401, expected 202"), "{text}");
+    assert!(!text.contains(TOKEN), "the token is never printed");
+
+    let (ok, text) = conformance(None, &[&scenario]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains(": a delivery scenario: needs --receiver URL"),
+        "{text}"
+    );
+    assert_eq!(text.lines().last(), Some("0 passed, 0 failed, 1 skipped"));
+
+    // Nothing listening: the scenario fails with the reason, the run does not hang.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let (ok, text) = conformance(Some(&format!("http://{port}")), &[&scenario]);
+    assert!(!ok && text.contains("no answer"), "{text}");
+}

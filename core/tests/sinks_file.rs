@@ -1,0 +1,168 @@
+//! File sinks through the real daemon: two sinks at different tiers get
+//! different views of the same events, each exactly once across daemon restarts;
+//! `forget` reaches them and empties the outbox of the session.
+
+use serde_json::{Value, json};
+use sessionpipe_testkit::Sandbox;
+use std::time::Duration;
+
+const S: &str = "7f1c2d3e-0000-4000-8000-0000000000aa";
+
+fn hook(sb: &Sandbox, event: &str, extra: Value) {
+    let mut p = json!({"session_id": S, "transcript_path": "/nowhere.jsonl", "cwd": "/w", "hook_event_name": event, "prompt_id": "p1"});
+    p.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    assert!(
+        sb.hook("claude-code", event, p.to_string().as_bytes())
+            .status
+            .success()
+    );
+}
+
+fn lines(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn wait_lines(path: &std::path::Path, n: usize) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let l = lines(path);
+        if l.len() >= n || std::time::Instant::now() > deadline {
+            return l;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn two_file_sinks_at_two_tiers_get_two_views_exactly_once() {
+    let sb = Sandbox::new();
+    let low = sb.root().join("tier0.jsonl");
+    let full = sb.root().join("tier3.jsonl");
+    for (path, tier) in [(&low, "0"), (&full, "3")] {
+        let out = sb.sessionpipe(&[
+            "sink",
+            "add",
+            &format!("file:{}", path.display()),
+            "--tier",
+            tier,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let list = String::from_utf8(sb.sessionpipe(&["sink", "list"]).stdout).unwrap();
+    assert_eq!(list.lines().count(), 2, "{list}");
+
+    let daemon = sb.start_daemon();
+    hook(
+        &sb,
+        "UserPromptSubmit",
+        json!({"prompt": "run it with ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"}),
+    );
+    hook(
+        &sb,
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "t1", "tool_input": {"command": "ls"}}),
+    );
+    hook(
+        &sb,
+        "PostToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "t1", "tool_input": {"command": "ls"}, "tool_response": {"stdout": "x"}}),
+    );
+    hook(&sb, "Stop", json!({}));
+    let all = wait_lines(&full, 5);
+    let some = wait_lines(&low, 3);
+    daemon.kill();
+
+    let kinds = |v: &[Value]| {
+        v.iter()
+            .map(|e| e["type"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        kinds(&all),
+        [
+            "session.started",
+            "turn.started",
+            "tool.started",
+            "tool.ended",
+            "turn.ended"
+        ]
+    );
+    assert_eq!(
+        kinds(&some),
+        ["session.started", "turn.started", "turn.ended"]
+    );
+    assert!(all.iter().all(|e| e["tier"] == 3) && some.iter().all(|e| e["tier"] == 0));
+    assert_eq!(all[2]["data"]["input"]["command"], "ls");
+    assert!(
+        some[1]["data"].get("prompt_chars").is_none(),
+        "a tier-1 field at tier 0"
+    );
+    assert!(!std::fs::read_to_string(&full).unwrap().contains("ghp_"));
+
+    // A restart sends nothing twice; a new event goes once.
+    let _daemon = sb.start_daemon();
+    hook(&sb, "SessionEnd", json!({"reason": "exit"}));
+    let all = wait_lines(&full, 6);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(lines(&full).len(), 6, "exactly once: {:?}", kinds(&all));
+    assert_eq!(lines(&low).len(), 4);
+    let seqs: Vec<u64> = lines(&full)
+        .iter()
+        .map(|e| e["session"]["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5, 6]);
+
+    // Forget: the sinks hear it; the outbox keeps only that.
+    let out = sb.sessionpipe(&["forget", &format!("claude-code:{S}")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = wait_lines(&full, 7);
+    assert_eq!(all[6]["type"], "session.forgotten");
+    assert_eq!(all[6]["session"]["seq"], 7);
+    assert_eq!(wait_lines(&low, 5)[4]["type"], "session.forgotten");
+    let left = sb.events();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0]["type"], "session.forgotten");
+    let again = sb.sessionpipe(&["forget", "claude-code:nobody"]);
+    assert_eq!(again.status.code(), Some(1));
+}
+
+#[test]
+fn sink_commands_refuse_what_they_cannot_take() {
+    let sb = Sandbox::new();
+    for (args, why) in [
+        (
+            vec!["sink", "add", "http://example.org/x"],
+            "HTTPS is required",
+        ),
+        (vec!["sink", "add", "file:relative.jsonl"], "absolute path"),
+        (vec!["sink", "remove", "s_nope"], "no sink s_nope"),
+    ] {
+        let out = sb.sessionpipe(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(why),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = sb.sessionpipe(&["sink", "add", "stdout", "--tier", "9"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = sb.sessionpipe(&["sink", "add", "stdout"]);
+    assert!(out.status.success());
+    let out = sb.sessionpipe(&["sink", "add", "stdout"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already"));
+}
