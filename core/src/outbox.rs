@@ -84,6 +84,15 @@ impl Outbox {
         Ok(Outbox { conn })
     }
 
+    /// Opens the outbox for a sink's thread: it writes only its cursor, and a
+    /// cursor lost to a power cut means events sent again (receivers dedup on
+    /// (harness, session, seq)), never lost, so its commits skip the fsync.
+    pub fn open_for_sink(path: &Path) -> Result<Outbox> {
+        let ob = Outbox::open(path)?;
+        ob.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        Ok(ob)
+    }
+
     /// Opens an existing outbox for reading only (tail, status). `None` while
     /// there is none yet: no file, or a file whose first writer has not made its
     /// tables yet.

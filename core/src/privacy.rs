@@ -51,6 +51,8 @@ fn apply_pii(env: &mut Envelope, home: Option<&str>) {
     }
     s.machine = s.machine.as_deref().map(sessionpipe_redact::machine_hash);
     s.account_id = None;
+    // limits.observed names the account in its data too.
+    env.data.remove("account_id");
 }
 
 /// The string values of an event's data, for tests and summaries.
@@ -188,6 +190,21 @@ mod tests {
         assert_ne!(machine, "ann-laptop");
         assert!(!f.data["message"].as_str().unwrap().contains("bob@"));
         assert!(!f.session.title.unwrap().contains("ann@"));
+        let limits = env(
+            "limits.observed",
+            json!({"account_id": "acct-1", "windows": []}),
+        );
+        assert!(
+            filter(&limits, 0, true, None)
+                .unwrap()
+                .data
+                .get("account_id")
+                .is_none()
+        );
+        assert_eq!(
+            filter(&limits, 0, false, None).unwrap().data["account_id"],
+            "acct-1"
+        );
         let plain = filter(&e, 1, false, None).unwrap();
         assert_eq!(plain.session.machine.as_deref(), Some("ann-laptop"));
     }

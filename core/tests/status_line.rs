@@ -430,6 +430,24 @@ fn without_the_flag_nothing_of_the_status_line_changes_and_an_old_one_is_renewed
 }
 
 #[test]
+fn an_edit_after_install_survives_the_removal_of_both() {
+    let sb = Sandbox::new();
+    write(&settings(&sb), PLAIN);
+    run(&sb, &["install", "--status-line"]);
+    let text = std::fs::read_to_string(settings(&sb)).unwrap();
+    std::fs::write(settings(&sb), text.replacen("opus", "sonnet", 1)).unwrap();
+    let (said, _) = run(&sb, &["uninstall", "--harness", "claude-code"]);
+    assert_eq!(
+        said,
+        "claude-code: removed (~/.claude/settings.json, status-line in ~/.claude/settings.json)\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(settings(&sb)).unwrap(),
+        PLAIN.replacen("opus", "sonnet", 1)
+    );
+}
+
+#[test]
 fn a_settings_file_created_for_both_is_removed_again() {
     let sb = Sandbox::new();
     std::fs::create_dir_all(sb.home.join(".claude")).unwrap();

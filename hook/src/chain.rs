@@ -9,9 +9,8 @@
 //! runs beyond one comparison, so the common hook path stays as fast as it was.
 //! Std only, like the rest of the hook; it must never block, print or fail.
 
-use std::iter::Peekable;
+use crate::json::Value;
 use std::process::Command;
-use std::str::Chars;
 
 /// The flag sessionpipe's notify entry puts before the person's previous notify.
 pub const PREVIOUS_FLAG: &str = "--previous-notify";
@@ -35,79 +34,16 @@ pub fn run_previous(args: &[String]) {
 
 /// A JSON array of strings (what the installer writes with serde_json), or `None`.
 fn string_array(json: &str) -> Option<Vec<String>> {
-    let mut chars = json.trim().chars().peekable();
-    if chars.next()? != '[' {
+    let Value::Array(items) = crate::json::parse(json.as_bytes())? else {
         return None;
-    }
-    let mut out = Vec::new();
-    skip_space(&mut chars);
-    if chars.peek() == Some(&']') {
-        chars.next();
-    } else {
-        loop {
-            skip_space(&mut chars);
-            out.push(string(&mut chars)?);
-            skip_space(&mut chars);
-            match chars.next()? {
-                ',' => continue,
-                ']' => break,
-                _ => return None,
-            }
-        }
-    }
-    chars.all(char::is_whitespace).then_some(out)
-}
-
-fn skip_space(chars: &mut Peekable<Chars<'_>>) {
-    while chars.peek().is_some_and(|c| c.is_whitespace()) {
-        chars.next();
-    }
-}
-
-/// One JSON string literal, escapes decoded (`\uXXXX` surrogate pairs included).
-fn string(chars: &mut Peekable<Chars<'_>>) -> Option<String> {
-    if chars.next()? != '"' {
-        return None;
-    }
-    let mut s = String::new();
-    loop {
-        match chars.next()? {
-            '"' => return Some(s),
-            '\\' => s.push(match chars.next()? {
-                '"' => '"',
-                '\\' => '\\',
-                '/' => '/',
-                'b' => '\u{8}',
-                'f' => '\u{c}',
-                'n' => '\n',
-                'r' => '\r',
-                't' => '\t',
-                'u' => {
-                    let high = hex4(chars)?;
-                    let code = if (0xD800..0xDC00).contains(&high) {
-                        if chars.next()? != '\\' || chars.next()? != 'u' {
-                            return None;
-                        }
-                        let low = hex4(chars)?;
-                        if !(0xDC00..0xE000).contains(&low) {
-                            return None;
-                        }
-                        0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
-                    } else {
-                        high
-                    };
-                    char::from_u32(code)?
-                }
-                _ => return None,
-            }),
-            c if (c as u32) < 0x20 => return None,
-            c => s.push(c),
-        }
-    }
-}
-
-fn hex4(chars: &mut Peekable<Chars<'_>>) -> Option<u32> {
-    (0..4).try_fold(0u32, |acc, _| Some(acc * 16 + chars.next()?.to_digit(16)?))
+    };
+    items
+        .into_iter()
+        .map(|v| match v {
+            Value::String(s) => Some(s),
+            _ => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]

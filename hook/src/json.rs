@@ -5,7 +5,8 @@
 //! UTF-8, a truncated document, trailing bytes, nesting deeper than
 //! [`MAX_DEPTH`]) is `None`, never a panic, because the hook must never fail in
 //! a way a harness could see. The hook parses only what it must (the status
-//! line's limits); every other payload is spooled as bytes without reading it.
+//! line's limits, the previous notify argv `chain` carries); every other
+//! payload is spooled as bytes without reading it.
 
 /// Deeper documents are refused: recursion stays far from the stack's end on
 /// any input, and no harness sends anything nested this deep.

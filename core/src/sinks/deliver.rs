@@ -100,11 +100,19 @@ impl Manager {
             .into_iter()
             .filter(|s| self.with_stdout || s.target != Target::Stdout)
             .collect();
+        // A sink's own thread writes its tier and last error back to the list;
+        // only a change of where it sends (or a pause) restarts it.
         let stale: Vec<String> = self
             .running
             .iter()
             .filter(|(id, r)| {
-                r.thread.is_finished() || wanted.iter().all(|w| &w.id != *id || *w != r.sink)
+                r.thread.is_finished()
+                    || !wanted.iter().any(|w| {
+                        &w.id == *id
+                            && w.target == r.sink.target
+                            && w.pii == r.sink.pii
+                            && w.paused.is_none()
+                    })
             })
             .map(|(id, _)| id.clone())
             .collect();
@@ -168,7 +176,7 @@ fn run(
     caught_up: Arc<AtomicBool>,
     notify: Arc<Notify>,
 ) {
-    let Ok(mut ob) = Outbox::open(&paths.outbox()) else {
+    let Ok(mut ob) = Outbox::open_for_sink(&paths.outbox()) else {
         crate::log::warn(&format!("sink {}: cannot open the outbox", sink.id));
         return;
     };

@@ -1,0 +1,252 @@
+//! HTTP sinks through the real daemon against the conformance receiver over real
+//! HTTP on loopback: every row of the binding's error table, two sinks at two
+//! tiers, discovery lowering a tier, Standard Webhooks signatures.
+
+use serde_json::{Value, json};
+use sessionpipe_receiver::{Fault, Handle, Options, Receiver};
+use sessionpipe_testkit::Sandbox;
+use std::time::{Duration, Instant};
+
+const S: &str = "7f1c2d3e-0000-4000-8000-0000000000bb";
+const TOKEN: &str = "receiver-token-for-tests";
+
+fn receiver(max_tier: u8) -> Handle {
+    let mut o = Options::new(TOKEN);
+    o.max_tier = max_tier;
+    Receiver::start(o).unwrap()
+}
+
+fn add_sink(sb: &Sandbox, url: &str, tier: &str, extra_stdin: Option<&str>) -> String {
+    let mut c = sb.command(sessionpipe_testkit::sandbox::bin("sessionpipe"));
+    c.args(["sink", "add", url, "--tier", tier, "--token-stdin"]);
+    let mut stdin = format!("{TOKEN}\n");
+    if let Some(w) = extra_stdin {
+        c.arg("--webhook-secret-stdin");
+        stdin.push_str(w);
+        stdin.push('\n');
+    }
+    let out = sessionpipe_testkit::sandbox::run_with_stdin(c, stdin.as_bytes());
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    said.split_whitespace().nth(1).unwrap().to_string()
+}
+
+fn hook(sb: &Sandbox, event: &str, extra: Value) {
+    let mut p = json!({"session_id": S, "transcript_path": "/nowhere.jsonl", "cwd": "/w", "hook_event_name": event, "prompt_id": "p1"});
+    p.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    assert!(
+        sb.hook("claude-code", event, p.to_string().as_bytes())
+            .status
+            .success()
+    );
+}
+
+fn a_turn(sb: &Sandbox, tools: usize) {
+    hook(sb, "UserPromptSubmit", json!({"prompt": "go"}));
+    for i in 0..tools {
+        let t = json!({"tool_name": "Bash", "tool_use_id": format!("t{i}"), "tool_input": {"command": "ls"}});
+        hook(sb, "PreToolUse", t.clone());
+        let mut done = t;
+        done["tool_response"] = json!({"stdout": "x"});
+        hook(sb, "PostToolUse", done);
+    }
+    hook(sb, "Stop", json!({}));
+}
+
+fn stored(r: &Handle) -> Vec<Value> {
+    r.events("claude-code", S).unwrap().unwrap_or_default()
+}
+
+fn wait_stored(r: &Handle, n: usize, within: Duration) -> Vec<Value> {
+    let deadline = Instant::now() + within;
+    loop {
+        let evs = stored(r);
+        if evs.len() >= n || Instant::now() > deadline {
+            return evs;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn sink_list(sb: &Sandbox) -> Vec<Value> {
+    serde_json::from_slice(&sb.sessionpipe(&["sink", "list", "--json"]).stdout).unwrap()
+}
+
+#[test]
+fn two_receivers_at_two_tiers_get_two_views() {
+    let sb = Sandbox::new();
+    let (low, high) = (receiver(3), receiver(3));
+    add_sink(&sb, &low.url(), "0", None);
+    add_sink(&sb, &high.url(), "3", None);
+    let _d = sb.start_daemon();
+    a_turn(&sb, 2);
+    let all = wait_stored(&high, 7, Duration::from_secs(20));
+    let some = wait_stored(&low, 3, Duration::from_secs(20));
+    let kinds = |v: &[Value]| {
+        v.iter()
+            .map(|e| e["type"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        kinds(&some),
+        ["session.started", "turn.started", "turn.ended"]
+    );
+    assert_eq!(all.len(), 7);
+    assert!(some.iter().all(|e| e["tier"] == 0));
+    assert!(all.iter().any(|e| e["data"]["input"]["command"] == "ls"));
+}
+
+#[test]
+fn discovery_lowers_the_tier_and_a_403_lowers_it_again() {
+    let sb = Sandbox::new();
+    let r = receiver(2);
+    let id = add_sink(&sb, &r.url(), "3", None);
+    assert_eq!(
+        sink_list(&sb)[0]["tier"],
+        2,
+        "discovery: the receiver takes tier 2 at most"
+    );
+    // The receiver lowers its limit afterwards: it answers 403 tier_above_max.
+    r.set_fault(Some(Fault {
+        body: Some(json!({"reason": "tier_above_max", "max_tier": 1})),
+        count: 1,
+        ..Fault::new(403)
+    }));
+    let _d = sb.start_daemon();
+    a_turn(&sb, 1);
+    let evs = wait_stored(&r, 5, Duration::from_secs(20));
+    assert_eq!(evs.len(), 5, "everything arrives once the tier is lowered");
+    assert!(evs.iter().all(|e| e["tier"] == 1));
+    assert!(evs.iter().all(|e| e["data"].get("input").is_none()));
+    let s = sink_list(&sb);
+    assert_eq!(
+        (s[0]["id"].as_str(), s[0]["tier"].as_u64()),
+        (Some(id.as_str()), Some(1))
+    );
+}
+
+#[test]
+fn a_401_pauses_the_sink_without_a_retry_loop() {
+    let sb = Sandbox::new();
+    let r = receiver(3);
+    add_sink(&sb, &r.url(), "0", None);
+    r.set_fault(Some(Fault {
+        count: 1000,
+        ..Fault::new(401)
+    }));
+    let _d = sb.start_daemon();
+    a_turn(&sb, 0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while sink_list(&sb)[0]["paused"].is_null() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let paused = sink_list(&sb)[0]["paused"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(paused.contains("401"), "{paused}");
+    let posts = r.stats().posts;
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(r.stats().posts, posts, "no retry loop after a 401");
+    assert!(stored(&r).is_empty());
+}
+
+#[test]
+fn a_400_drops_the_batch_and_later_events_still_go() {
+    let sb = Sandbox::new();
+    let r = receiver(3);
+    add_sink(&sb, &r.url(), "0", None);
+    r.set_fault(Some(Fault {
+        count: 1,
+        ..Fault::new(400)
+    }));
+    let _d = sb.start_daemon();
+    a_turn(&sb, 0);
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(stored(&r).is_empty(), "the refused batch is not sent again");
+    hook(&sb, "SessionEnd", json!({"reason": "exit"}));
+    let evs = wait_stored(&r, 1, Duration::from_secs(20));
+    assert_eq!(evs.len(), 1);
+    assert_eq!(evs[0]["type"], "session.ended");
+}
+
+#[test]
+fn a_413_halves_the_batch_429_waits_and_503_backs_off() {
+    let sb = Sandbox::new();
+    let r = receiver(3);
+    add_sink(&sb, &r.url(), "3", None);
+    // Events pile up first, so the first send is one batch of them all.
+    a_turn(&sb, 3);
+    r.set_fault(Some(Fault {
+        count: 1,
+        ..Fault::new(413)
+    }));
+    let _d = sb.start_daemon();
+    let evs = wait_stored(&r, 9, Duration::from_secs(20));
+    assert_eq!(evs.len(), 9, "halved and sent");
+    let seqs: Vec<u64> = evs
+        .iter()
+        .map(|e| e["session"]["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, (1..=9).collect::<Vec<_>>());
+
+    r.set_fault(Some(Fault {
+        count: 1,
+        retry_after: Some("1".into()),
+        ..Fault::new(429)
+    }));
+    let t = Instant::now();
+    hook(&sb, "SessionEnd", json!({"reason": "exit"}));
+    wait_stored(&r, 10, Duration::from_secs(20));
+    assert!(
+        t.elapsed() >= Duration::from_millis(900),
+        "waited for retry-after"
+    );
+
+    r.set_fault(Some(Fault {
+        count: 1,
+        ..Fault::new(503)
+    }));
+    let t = Instant::now();
+    hook(&sb, "SessionStart", json!({"source": "resume"}));
+    let evs = wait_stored(&r, 11, Duration::from_secs(20));
+    assert_eq!(evs.len(), 11);
+    assert!(
+        t.elapsed() >= Duration::from_secs(2),
+        "backed off 2 s after a 503"
+    );
+    let last_error = sink_list(&sb)[0]["last_error"].clone();
+    assert!(
+        last_error.is_null(),
+        "a success clears the error: {last_error}"
+    );
+}
+
+#[test]
+fn batches_are_signed_with_the_webhook_secret() {
+    let sb = Sandbox::new();
+    let secret = "whsec_TWZLUTlyOEdLWXFyVHdqVVBEOElMUFpJbzJMYUxhU3c=";
+    let mut o = Options::new(TOKEN);
+    o.webhook_secret = Some(secret.into());
+    let r = Receiver::start(o).unwrap();
+    add_sink(&sb, &r.url(), "0", Some(secret));
+    let _d = sb.start_daemon();
+    a_turn(&sb, 0);
+    assert_eq!(wait_stored(&r, 3, Duration::from_secs(20)).len(), 3);
+    // A wrong secret is refused by the receiver: the sink pauses on its 401.
+    let sb2 = Sandbox::new();
+    add_sink(&sb2, &r.url(), "0", Some("whsec_d3Jvbmcgc2VjcmV0"));
+    let _d2 = sb2.start_daemon();
+    a_turn(&sb2, 0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while sink_list(&sb2)[0]["paused"].is_null() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!sink_list(&sb2)[0]["paused"].is_null());
+}
