@@ -155,6 +155,16 @@ fn a_401_pauses_the_sink_without_a_retry_loop() {
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(r.stats().posts, posts, "no retry loop after a 401");
     assert!(stored(&r).is_empty());
+    // doctor says so, and status shows how far behind the sink is.
+    let doctor = sb.sessionpipe(&["doctor"]);
+    assert_eq!(doctor.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        said.contains("problem") && said.contains("is paused: 401"),
+        "{said}"
+    );
+    let status = String::from_utf8_lossy(&sb.sessionpipe(&["status"]).stdout).into_owned();
+    assert!(status.contains("3 events behind"), "{status}");
 }
 
 #[test]

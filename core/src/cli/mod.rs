@@ -4,6 +4,7 @@
 //! per line for streams). Human output honours `NO_COLOR`.
 
 mod backfill;
+mod doctor;
 mod sink;
 mod status;
 
@@ -83,6 +84,8 @@ enum Command {
         #[arg(long)]
         drain: bool,
     },
+    /// What is wrong, and what to do about it.
+    Doctor,
     /// Where events go: add, list, remove and test sinks.
     Sink {
         #[command(subcommand)]
@@ -193,6 +196,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
         }
         Command::Backfill { days, json } => backfill::run(&paths, days, json),
         Command::Sink { action } => sink::run(&paths, action),
+        Command::Doctor => doctor::run(&paths),
         Command::Forget { session } => sink::forget(&paths, &session),
         Command::Conformance {
             paths: files,

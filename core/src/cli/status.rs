@@ -1,4 +1,5 @@
-//! `sessionpipe status`: hooks per harness, the daemon, the spool, the outbox.
+//! `sessionpipe status`: hooks per harness, the daemon, the spool, the outbox,
+//! and each sink: how far behind it is and its last error.
 
 use crate::install::{self, Host, Installer};
 use crate::outbox::Outbox;
@@ -23,10 +24,24 @@ pub fn run(paths: &StatePaths, as_json: bool) -> Result<ExitCode, String> {
         .collect();
     let daemon = crate::daemon::running(paths);
     let (pending, quarantined) = Spool::new(paths.spool(), paths.quarantine()).counts();
-    let outbox = match Outbox::open_readonly(&paths.outbox()).map_err(|e| format!("outbox: {e}"))? {
+    let reader = Outbox::open_readonly(&paths.outbox()).map_err(|e| format!("outbox: {e}"))?;
+    let outbox = match &reader {
         Some(o) => Some(o.counts().map_err(|e| format!("outbox: {e}"))?),
         None => None,
     };
+    let sinks: Vec<serde_json::Value> = crate::sinks::SinkList::load(paths)?
+        .sinks
+        .iter()
+        .map(|s| {
+            // Events stored after the cursor: an upper bound of what it still
+            // has to get (some are filtered out for its tier).
+            let behind = reader
+                .as_ref()
+                .and_then(|o| o.sink_cursor(&s.id).and_then(|c| o.count_after(c)).ok())
+                .unwrap_or(0);
+            json!({"sink": s, "behind": behind, "line": s.describe()})
+        })
+        .collect();
 
     if as_json {
         let doc = json!({
@@ -34,6 +49,7 @@ pub fn run(paths: &StatePaths, as_json: bool) -> Result<ExitCode, String> {
             "daemon": daemon.as_ref().map(|(pid, mode)| json!({"pid": pid, "mode": mode})),
             "spool": {"pending": pending, "quarantined": quarantined},
             "outbox": outbox.as_ref().map(|c| json!({"events": c.events, "sessions": c.sessions})),
+            "sinks": sinks,
             "state_dir": paths.root,
         });
         println!(
@@ -53,6 +69,20 @@ pub fn run(paths: &StatePaths, as_json: bool) -> Result<ExitCode, String> {
     match outbox {
         Some(c) => println!("outbox: {} events from {} sessions", c.events, c.sessions),
         None => println!("outbox: empty"),
+    }
+    if sinks.is_empty() {
+        println!("sinks: none (events stay on this machine)");
+    }
+    for s in &sinks {
+        let error = s["sink"]["last_error"]
+            .as_str()
+            .map(|e| format!("; last error: {e}"))
+            .unwrap_or_default();
+        println!(
+            "sink {}: {} events behind{error}",
+            s["line"].as_str().unwrap_or(""),
+            s["behind"]
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

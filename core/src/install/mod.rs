@@ -169,7 +169,7 @@ pub enum FileState {
 }
 
 impl FileState {
-    fn word(&self) -> &'static str {
+    pub fn word(&self) -> &'static str {
         match self {
             FileState::Current => "current",
             FileState::Outdated(_) => "outdated",

@@ -1,0 +1,162 @@
+//! `sessionpipe doctor`: what is wrong and what to do about it. Each check says
+//! `ok`, `note` or `problem` in one line; the exit code is 1 when any problem is
+//! found. It reads and reports; it changes nothing.
+
+use crate::install::{self, FileState, Host, Installer};
+use crate::outbox::Outbox;
+use crate::paths::StatePaths;
+use crate::secrets::Secrets;
+use crate::sinks::{SinkList, Target};
+use crate::spool::Spool;
+use std::process::ExitCode;
+
+struct Report {
+    problems: usize,
+}
+
+impl Report {
+    fn ok(&self, what: &str) {
+        println!("ok       {what}");
+    }
+    fn note(&self, what: &str) {
+        println!("note     {what}");
+    }
+    fn problem(&mut self, what: &str) {
+        self.problems += 1;
+        println!("problem  {what}");
+    }
+}
+
+pub fn run(paths: &StatePaths) -> Result<ExitCode, String> {
+    let mut r = Report { problems: 0 };
+    check_state_dir(paths, &mut r);
+    match crate::daemon::running(paths) {
+        Some((pid, mode)) => r.ok(&format!("a {mode} runs (pid {pid})")),
+        None => r.note("no daemon runs: hooks start a worker that drains the spool and exits; `sessionpipe daemon` (or the app) keeps one running"),
+    }
+    let (pending, quarantined) = Spool::new(paths.spool(), paths.quarantine()).counts();
+    if pending > 1000 {
+        r.problem(&format!(
+            "{pending} hook calls wait in the spool: is the daemon stuck? (see {})",
+            paths.log_file().display()
+        ));
+    }
+    if quarantined > 0 {
+        r.note(&format!(
+            "{quarantined} hook calls were unreadable and are kept with their reasons in {}",
+            paths.quarantine().display()
+        ));
+    }
+    match Outbox::open_readonly(&paths.outbox()) {
+        Ok(Some(_)) => r.ok("the outbox opens"),
+        Ok(None) => r.note("no outbox yet: nothing has been recorded"),
+        Err(e) => r.problem(&format!("the outbox does not open: {e}")),
+    }
+    check_harnesses(&mut r)?;
+    check_sinks(paths, &mut r)?;
+    for var in [
+        "SESSIONPIPE_ANTHROPIC_API",
+        "SESSIONPIPE_CLAUDE_OAUTH",
+        "SESSIONPIPE_JOB_ARCHIVE",
+    ] {
+        if std::env::var_os(var).is_some_and(|v| !v.is_empty()) {
+            r.note(&format!(
+                "{var} is set: it is for tests and diagnostics only"
+            ));
+        }
+    }
+    println!(
+        "{} problem{}",
+        r.problems,
+        if r.problems == 1 { "" } else { "s" }
+    );
+    Ok(if r.problems == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn check_state_dir(paths: &StatePaths, r: &mut Report) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for (path, want) in [
+            (paths.root.clone(), 0o700),
+            (paths.wake_socket(), 0o600),
+            (paths.outbox(), 0o600),
+        ] {
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue;
+            };
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & !want != 0 {
+                r.problem(&format!(
+                    "{} is mode {mode:o}; it should be {want:o} (others could read it)",
+                    path.display()
+                ));
+            }
+        }
+    }
+    r.ok(&format!("state in {}", paths.root.display()));
+}
+
+fn check_harnesses(r: &mut Report) -> Result<(), String> {
+    let host = Host::from_env()?;
+    let hook_bin = install::hook_binary()?;
+    let installer = Installer {
+        host: &host,
+        state_dir: std::path::Path::new("/"),
+        hook_bin: &hook_bin,
+        dry_run: true,
+        opt_in: &[],
+    };
+    for adapter in install::select(&[])? {
+        let report = installer.status(adapter);
+        for f in &report.files {
+            let line = format!("{}: {} ({})", report.harness, f.path, f.state.word());
+            match &f.state {
+                FileState::Current => r.ok(&line),
+                FileState::Missing => r.note(&format!(
+                    "{line}: `sessionpipe install --harness {}` writes them",
+                    report.harness
+                )),
+                FileState::Outdated(why) => {
+                    r.problem(&format!("{line}: {why}; `sessionpipe install` renews them"))
+                }
+                FileState::Skipped(why) | FileState::Inactive(why) => {
+                    r.problem(&format!("{line}: {why}"))
+                }
+                _ => r.note(&line),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_sinks(paths: &StatePaths, r: &mut Report) -> Result<(), String> {
+    let list = SinkList::load(paths)?;
+    if list.sinks.is_empty() {
+        r.note("no sinks: events stay on this machine (`sessionpipe sink add`)");
+    }
+    let secrets = Secrets::new(&paths.root);
+    for s in &list.sinks {
+        match &s.paused {
+            Some(why) => r.problem(&format!("sink {} is paused: {why}", s.describe())),
+            None => r.ok(&format!("sink {}", s.describe())),
+        }
+        if let Some(e) = &s.last_error {
+            r.note(&format!("sink {}: last error: {e}", s.id));
+        }
+        if let Target::Http { .. } = s.target {
+            match secrets.backend_of(&s.token_key()) {
+                Some(b) => r.note(&format!("sink {}: its token is kept in {b}", s.id)),
+                None => r.note(&format!(
+                    "sink {}: no token (the receiver must not need one)",
+                    s.id
+                )),
+            }
+        }
+    }
+    Ok(())
+}
