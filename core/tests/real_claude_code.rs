@@ -95,11 +95,7 @@ fn setup(claude: PathBuf) -> Setup {
     std::fs::create_dir_all(&project).unwrap();
 
     // `claude` on PATH is how the installer finds Claude Code in a fresh HOME.
-    let path = format!(
-        "{}:{}",
-        claude.parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = sessionpipe_testkit::Sandbox::path_with(claude.parent().unwrap());
     let install = sb
         .command(sessionpipe_testkit::sandbox::bin("sessionpipe"))
         .env("PATH", &path)

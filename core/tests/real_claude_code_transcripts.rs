@@ -55,11 +55,7 @@ fn transcripts_tiers_and_facts_from_a_real_claude_code() {
     std::fs::write(project.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
     std::fs::create_dir_all(&sb.state).unwrap();
     std::fs::write(sb.state.join("config.json"), r#"{"transcripts": true}"#).unwrap();
-    let path = format!(
-        "{}:{}",
-        claude_bin.parent().unwrap().display(),
-        std::env::var("PATH").unwrap()
-    );
+    let path = sessionpipe_testkit::Sandbox::path_with(claude_bin.parent().unwrap());
     let out = sb
         .command(bin("sessionpipe"))
         .env("PATH", &path)

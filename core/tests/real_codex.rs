@@ -79,11 +79,7 @@ fn setup(codex: PathBuf, api: MockOpenAI, transcripts: bool) -> Setup {
     .unwrap();
 
     // `codex` on PATH is how the installer finds Codex in a fresh home.
-    let path = format!(
-        "{}:{}",
-        codex.parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = sessionpipe_testkit::Sandbox::path_with(codex.parent().unwrap());
     let install = sb
         .command(sessionpipe_testkit::sandbox::bin("sessionpipe"))
         .env("PATH", &path)

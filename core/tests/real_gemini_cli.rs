@@ -76,11 +76,7 @@ fn setup(gemini: Gemini, transcripts: bool) -> Setup {
     // `gemini` on PATH (npm's link to the bundle) is how the installer finds
     // Gemini CLI in a fresh HOME.
     let bin = gemini.package.join("../../.bin");
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = sessionpipe_testkit::Sandbox::path_with(&bin);
     let install = sb
         .command(sessionpipe_testkit::sandbox::bin("sessionpipe"))
         .env("PATH", &path)

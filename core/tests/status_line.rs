@@ -596,11 +596,7 @@ fn a_real_claude_code_status_line_carries_the_limits_to_limits_observed() {
         .to_string(),
     )
     .unwrap();
-    let path = format!(
-        "{}:{}",
-        claude.parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = sessionpipe_testkit::Sandbox::path_with(claude.parent().unwrap());
     let install = sb
         .command(bin("sessionpipe"))
         .env("PATH", &path)

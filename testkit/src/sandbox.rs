@@ -75,6 +75,15 @@ impl Sandbox {
         c
     }
 
+    /// `PATH` with `dir` first: how an installer finds a harness's binary.
+    pub fn path_with(dir: &Path) -> String {
+        format!(
+            "{}:{}",
+            dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
+    }
+
     /// `sessionpipe ARGS...`, waited for.
     pub fn sessionpipe(&self, args: &[&str]) -> Output {
         self.command(bin("sessionpipe"))

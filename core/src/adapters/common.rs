@@ -313,6 +313,22 @@ pub fn turn_error(v: Option<&Value>) -> Option<String> {
     error_text(v).map(|e| cut_chars(&e, 200))
 }
 
+/// The hook event a call is for: the word our entry passes in argv, else the
+/// payload's `hook_event_name`.
+pub fn hook_event(job: &Job, p: &Map<String, Value>) -> String {
+    if job.event.is_empty() {
+        str_of(p, "hook_event_name").unwrap_or_default()
+    } else {
+        job.event.clone()
+    }
+}
+
+/// A file's modification time in epoch milliseconds (backfill's cutoff).
+pub fn modified_ms(path: &std::path::Path) -> Option<i64> {
+    let t = std::fs::metadata(path).ok()?.modified().ok()?;
+    i64::try_from(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis()).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,6 @@ use crate::protocol::TitleSource;
 use crate::transcript::{MAX_LINE_BYTES, Rec, for_each_line};
 use serde_json::Value;
 use std::path::Path;
-use std::time::UNIX_EPOCH;
 
 /// A `first-ask` title is this many characters of the first ask.
 const FIRST_ASK_CHARS: usize = 80;
@@ -26,7 +25,9 @@ pub fn conversations(home: &Path, since_ms: i64) -> Vec<Backfilled> {
                 continue;
             };
             let path = super::transcript_in(&data_dir, &id);
-            let Some(modified) = modified_ms(&path).filter(|m| *m >= since_ms) else {
+            let Some(modified) =
+                crate::adapters::common::modified_ms(&path).filter(|m| *m >= since_ms)
+            else {
                 continue;
             };
             out.extend(scan(&path, id, modified));
@@ -34,11 +35,6 @@ pub fn conversations(home: &Path, since_ms: i64) -> Vec<Backfilled> {
     }
     out.sort_by_key(|b| std::cmp::Reverse(b.last_ms));
     out
-}
-
-fn modified_ms(path: &Path) -> Option<i64> {
-    let t = std::fs::metadata(path).ok()?.modified().ok()?;
-    i64::try_from(t.duration_since(UNIX_EPOCH).ok()?.as_millis()).ok()
 }
 
 /// One transcript as a backfilled session. Steps without a time of their own

@@ -11,7 +11,6 @@ use crate::protocol::TitleSource;
 use crate::transcript::{Rec, for_each_line};
 use serde_json::Value;
 use std::path::Path;
-use std::time::UNIX_EPOCH;
 
 /// A `first-ask` title is this many characters of the first ask.
 const FIRST_ASK_CHARS: usize = 50;
@@ -29,12 +28,8 @@ pub fn sessions(config_dirs: &[std::path::PathBuf], home: &Path, since_ms: i64) 
             };
             for f in files.flatten() {
                 let path = f.path();
-                let recent = f
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                    .is_some_and(|d| d.as_millis() as i64 >= since_ms);
+                let recent =
+                    crate::adapters::common::modified_ms(&path).is_some_and(|ms| ms >= since_ms);
                 if recent
                     && path.extension().is_some_and(|x| x == "jsonl")
                     && let Some(mut b) = scan(&path, home)

@@ -64,11 +64,7 @@ impl Adapter for ClaudeCode {
             ));
         }
         let session_id = session_id(&p, "session_id")?;
-        let event = if job.event.is_empty() {
-            str_of(&p, "hook_event_name").unwrap_or_default()
-        } else {
-            job.event.clone()
-        };
+        let event = super::common::hook_event(job, &p);
         let events = if event == limits::EVENT {
             let config = facts::config_dir(job, &self.files(job));
             let account = config.and_then(|c| facts::account_id(job.home().as_deref(), &c));

@@ -19,7 +19,6 @@ use crate::protocol::TitleSource;
 use crate::transcript::Rec;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
 
 /// A `first-ask` title is this many characters of the first ask (the default of
 /// `TranscriptSource::first_ask_chars`, as the live reader uses).
@@ -31,11 +30,7 @@ pub fn sessions(codex_home: &Path, home: &Path, since_ms: i64) -> Vec<Backfilled
     // be there twice (plain and `.zst`); the one that says more wins.
     let mut by_id: HashMap<String, Backfilled> = HashMap::new();
     for path in rollouts(&codex_home.join("sessions")) {
-        let recent = std::fs::metadata(&path)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .is_some_and(|d| d.as_millis() as i64 >= since_ms);
+        let recent = crate::adapters::common::modified_ms(&path).is_some_and(|ms| ms >= since_ms);
         if !recent {
             continue;
         }

@@ -85,7 +85,7 @@ impl Adapter for Codex {
             ));
         }
         let session_id = session_id(&p, "session_id")?;
-        let event = event_of(job, &p);
+        let event = super::common::hook_event(job, &p);
         let subagent = subagent_of(&p, &session_id);
         if subagent.is_some() && !SUBAGENT_EVENTS.contains(&event.as_str()) {
             return Ok(Mapped::Ignored(format!(
@@ -134,7 +134,7 @@ impl Adapter for Codex {
             transcript: str_of(&p, "transcript_path")
                 .filter(|_| own)
                 .map(PathBuf::from),
-            read: read_plan(&event_of(job, &p), &p).filter(|_| own),
+            read: read_plan(&super::common::hook_event(job, &p), &p).filter(|_| own),
         }
     }
 
@@ -144,15 +144,6 @@ impl Adapter for Codex {
 
     fn backfill(&self, host: &Host, since_ms: i64) -> Vec<crate::backfill::Backfilled> {
         backfill::sessions(&codex_home(host), &host.home, since_ms)
-    }
-}
-
-/// The hook event a call is for: the word the hook ran with, else the payload's.
-fn event_of(job: &Job, p: &Map<String, Value>) -> String {
-    if job.event.is_empty() {
-        str_of(p, "hook_event_name").unwrap_or_default()
-    } else {
-        job.event.clone()
     }
 }
 

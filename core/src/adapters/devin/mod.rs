@@ -61,7 +61,7 @@ impl Adapter for Devin {
     fn map(&self, job: &Job) -> Result<Mapped, MapError> {
         let p = payload_object(job)?;
         let session_id = session_id(&p, "session_id")?;
-        let event = event_of(job, &p);
+        let event = super::common::hook_event(job, &p);
         let Some(event_data) = map_event(&event, &p) else {
             return Ok(Mapped::Ignored(format!("{event} is not mapped")));
         };
@@ -104,7 +104,7 @@ impl Adapter for Devin {
                 interruption: false,
             })
         };
-        let read = match event_of(job, &p).as_str() {
+        let read = match super::common::hook_event(job, &p).as_str() {
             // The store's messages carry no prompt id to tell the prompt's own
             // turn by, so a prompt reads the turns a later ask closed.
             "UserPromptSubmit" | "SessionStart" | "PostCompaction" => {
@@ -155,15 +155,6 @@ impl Adapter for Devin {
             &host.home,
             since_ms,
         )
-    }
-}
-
-/// The call's event: argv's, else the payload's `hook_event_name`.
-fn event_of(job: &Job, p: &Map<String, Value>) -> String {
-    if job.event.is_empty() {
-        str_of(p, "hook_event_name").unwrap_or_default()
-    } else {
-        job.event.clone()
     }
 }
 

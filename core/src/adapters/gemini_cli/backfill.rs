@@ -24,7 +24,6 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
 
 /// A `first-ask` title is this many characters of the first ask.
 const FIRST_ASK_CHARS: usize = 80;
@@ -42,7 +41,9 @@ pub fn sessions(gemini_dir: &Path, home: &Path, since_ms: i64) -> Vec<Backfilled
         let mut cwd = None;
         for f in chats.flatten() {
             let path = f.path();
-            if !is_session_file(&path) || modified_ms(&path).is_none_or(|m| m < since_ms) {
+            if !is_session_file(&path)
+                || crate::adapters::common::modified_ms(&path).is_none_or(|m| m < since_ms)
+            {
                 continue;
             }
             let Some(mut b) = scan(&path) else {
@@ -71,11 +72,6 @@ fn is_session_file(path: &Path) -> bool {
     name.starts_with("session-")
         && (name.ends_with(".jsonl") || name.ends_with(".json"))
         && path.is_file()
-}
-
-fn modified_ms(path: &Path) -> Option<i64> {
-    let t = std::fs::metadata(path).ok()?.modified().ok()?;
-    Some(t.duration_since(UNIX_EPOCH).ok()?.as_millis() as i64)
 }
 
 /// What one file adds up to, record by record.

@@ -86,7 +86,7 @@ impl Adapter for GeminiCli {
     fn map(&self, job: &Job) -> Result<Mapped, MapError> {
         let p = payload_object(job)?;
         let session_id = session_id(&p, "session_id")?;
-        let event = event_name(job, &p);
+        let event = super::common::hook_event(job, &p);
         let events = match map_event(&event, &p, job) {
             Ok(events) => events,
             Err(why) => return Ok(Mapped::Ignored(why)),
@@ -129,7 +129,7 @@ impl Adapter for GeminiCli {
             return SessionFiles::default();
         };
         let folder = Some(PathBuf::from(folder(job, &p))).filter(|f| !f.as_os_str().is_empty());
-        let event = event_name(job, &p);
+        let event = super::common::hook_event(job, &p);
         let resumed = event == "SessionStart" && str_of(&p, "source").as_deref() == Some("resume");
         if resumed {
             return SessionFiles {
@@ -163,15 +163,6 @@ impl Adapter for GeminiCli {
 
     fn backfill(&self, host: &Host, since_ms: i64) -> Vec<crate::backfill::Backfilled> {
         backfill::sessions(&gemini_dir(host), &host.home, since_ms)
-    }
-}
-
-/// The hook's event: the one our entry passes in argv, else the payload's.
-fn event_name(job: &Job, p: &Map<String, Value>) -> String {
-    if job.event.is_empty() {
-        str_of(p, "hook_event_name").unwrap_or_default()
-    } else {
-        job.event.clone()
     }
 }
 

@@ -71,7 +71,7 @@ impl Adapter for GrokBuild {
     fn map(&self, job: &Job) -> Result<Mapped, MapError> {
         let p = twins(payload_object(job)?);
         let session_id = session_id(&p, "session_id")?;
-        let event = event_name(job, &p);
+        let event = super::common::hook_event(job, &p);
         let event_data = match map_event(&event, &p, job) {
             Ok(e) => e,
             Err(why) => return Ok(Mapped::Ignored(why)),
@@ -107,7 +107,7 @@ impl Adapter for GrokBuild {
         let Ok(p) = payload_object(job).map(twins) else {
             return SessionFiles::default();
         };
-        let event = event_name(job, &p);
+        let event = super::common::hook_event(job, &p);
         let plan = |want, after, hold| {
             Some(ReadPlan {
                 want,
@@ -160,15 +160,6 @@ impl Adapter for GrokBuild {
 
     fn backfill(&self, host: &Host, since_ms: i64) -> Vec<crate::backfill::Backfilled> {
         backfill::sessions(&grok_home(host), &host.home, since_ms)
-    }
-}
-
-/// The hook's event: the one our entry passes in argv, else the payload's.
-fn event_name(job: &Job, p: &Map<String, Value>) -> String {
-    if job.event.is_empty() {
-        str_of(p, "hook_event_name").unwrap_or_default()
-    } else {
-        job.event.clone()
     }
 }
 
