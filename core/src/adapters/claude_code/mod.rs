@@ -9,6 +9,7 @@
 
 mod backfill;
 mod facts;
+mod frames;
 mod limits;
 mod status_line;
 mod transcript;

@@ -9,6 +9,7 @@
 //! joins the running turn; a peer or channel message is an ask marked injected;
 //! `[Request interrupted by user]` ends the turn. Parsing only: no I/O here.
 
+use super::frames::{STOP_FEEDBACK, unframe};
 use crate::protocol::TitleSource;
 use crate::transcript::{ReadOut, Rec, TranscriptSource, read_lines};
 use serde_json::Value;
@@ -132,7 +133,9 @@ pub fn parse_value(v: &Value) -> Line {
             {
                 let words = text_of(a.and_then(|a| a.get("prompt")));
                 if !words.trim().is_empty() && !all_tag_blocks(&words) {
-                    out.recs.push(Rec::More { words });
+                    out.recs.push(Rec::More {
+                        words: unframe(&words).0,
+                    });
                 }
             }
         }
@@ -192,20 +195,29 @@ fn user_record(r: &serde_json::Map<String, Value>, at_ms: Option<i64>, out: &mut
                 .and_then(Value::as_bool)
                 == Some(true);
             if !handback && let Some(inner) = inner_of(trimmed, "cross-session-message") {
-                out.recs.push(ask(inner, true));
+                out.recs.push(ask(unframe(&inner).0, true));
             }
         }
         Some("channel") => {
             if let Some(inner) = inner_of(trimmed, "channel") {
-                out.recs.push(ask(inner, true));
+                out.recs.push(ask(unframe(&inner).0, true));
             }
         }
         Some(k) if k != "human" => {}
+        // A message sessionpipe's Stop hook delivered: the ask of a new turn when
+        // it carries sessionpipe's frame; any other hook's feedback is skipped.
+        _ if flag("isMeta") => {
+            if let Some(reason) = trimmed.strip_prefix(STOP_FEEDBACK)
+                && let (words, true) = unframe(reason)
+            {
+                out.recs.push(ask(words, true));
+            }
+        }
         _ => {
-            if flag("isMeta") || trimmed.is_empty() || all_tag_blocks(trimmed) {
+            if trimmed.is_empty() || all_tag_blocks(trimmed) {
                 return;
             }
-            out.recs.push(ask(words, false));
+            out.recs.push(ask(unframe(&words).0, false));
         }
     }
 }
@@ -396,6 +408,22 @@ mod tests {
         assert!(
             matches!(&recs(channel)[..], [Rec::Ask { words, injected: true, .. }] if words == "hello there")
         );
+    }
+
+    #[test]
+    fn sessionpipes_frames_come_off_and_its_stop_hook_deliveries_are_asks() {
+        let framed = user(json!(
+            "Message via ann-phone (sessionpipe control, signed on the sender's device):\nrun the tests"
+        ));
+        assert!(
+            matches!(&recs(framed)[..], [Rec::Ask { words, injected: false, .. }] if words == "run the tests")
+        );
+        let delivered = json!({"type": "user", "isMeta": true, "message": {"content": "Stop hook feedback:\nMessage via ann-phone (sessionpipe control, signed on the sender's device):\nand then deploy"}});
+        assert!(
+            matches!(&recs(delivered)[..], [Rec::Ask { words, injected: true, .. }] if words == "and then deploy")
+        );
+        let other_hook = json!({"type": "user", "isMeta": true, "message": {"content": "Stop hook feedback:\nlint failed"}});
+        assert!(recs(other_hook).is_empty());
     }
 
     #[test]
