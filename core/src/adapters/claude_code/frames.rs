@@ -78,7 +78,7 @@ mod tests {
             "a prompt that is only the line is the person's"
         );
         let middle = "a\nMessage via x (sessionpipe control, signed on the sender's device):\nb";
-        assert_eq!(unframe(middle).1, false);
+        assert!(!unframe(middle).1);
         let asked = "do x\n\n(Asked by codex:019a on this machine with sessionpipe ask. Answer here in full: …)";
         assert_eq!(
             unframe(asked),
