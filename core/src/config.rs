@@ -14,6 +14,23 @@ pub struct Config {
     pub transcripts: bool,
     /// The machine name events carry instead of the hostname.
     pub machine: Option<String>,
+    /// The highest tier a desktop notification's text may show (0: only what
+    /// kind of attention; 1: the tool and its message). Default 1.
+    pub notify_tier: Option<u8>,
+    /// Notify when a turn ends while the person is away. Off by default.
+    pub notify_turn_end: bool,
+    /// Harnesses whose notifications are muted.
+    pub muted: Vec<String>,
+    /// Notifications paused from the tray (until turned back on).
+    pub notifications_paused: bool,
+    /// Start the app at login (the app's autostart follows this).
+    pub open_at_login: bool,
+}
+
+impl Config {
+    pub fn notify_tier(&self) -> u8 {
+        self.notify_tier.unwrap_or(1).min(3)
+    }
 }
 
 impl Config {

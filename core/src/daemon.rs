@@ -21,6 +21,10 @@ pub struct Options {
     /// Exit once the spool has been empty for `idle_exit`.
     pub drain: bool,
     pub idle_exit: Duration,
+    /// Serve the local API (and the UI's files from `ui_dir`) on loopback.
+    pub api: bool,
+    pub api_port: u16,
+    pub ui_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -28,6 +32,9 @@ impl Default for Options {
         Options {
             drain: false,
             idle_exit: Duration::from_secs(2),
+            api: false,
+            api_port: 0,
+            ui_dir: None,
         }
     }
 }
@@ -100,6 +107,24 @@ pub fn run(paths: &StatePaths, opts: &Options) -> Result<(), String> {
     // A drain worker has no terminal: stdout sinks wait for a daemon.
     let mut sinks = crate::sinks::deliver::Manager::new(paths.clone(), notify, !opts.drain);
     sinks.refresh();
+    // A drain worker serves no UI: it lives for seconds.
+    let api = match (opts.api && !opts.drain)
+        .then(|| crate::api::start(paths, opts.ui_dir.clone(), opts.api_port))
+    {
+        Some(Ok(api)) => {
+            crate::log::info(&format!(
+                "UI and API at {} (the token is in {})",
+                api.url,
+                paths.root.join("ui.json").display()
+            ));
+            Some(api)
+        }
+        Some(Err(e)) => {
+            crate::log::warn(&format!("the local API did not start: {e}"));
+            None
+        }
+        None => None,
+    };
     let wake = wake::Socket::bind(&paths.wake_socket())
         .map_err(|e| format!("cannot bind {}: {e}", paths.wake_socket().display()))?;
     if !opts.drain {
@@ -153,6 +178,7 @@ pub fn run(paths: &StatePaths, opts: &Options) -> Result<(), String> {
         std::thread::sleep(Duration::from_millis(50));
     }
     sinks.stop();
+    drop(api);
     drop(lock);
     Ok(())
 }

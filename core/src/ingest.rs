@@ -346,6 +346,7 @@ pub fn append_events(
     }
     let events = session::apply_rules(record, events);
     reading::track_running_turn(record, &events);
+    record.saw(&events, time_ms);
     let stamp = Stamp {
         harness: adapter.name(),
         harness_event: Some(harness_event),

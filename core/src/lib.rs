@@ -8,6 +8,7 @@
 //! over it.
 
 pub mod adapters;
+pub mod api;
 pub mod backfill;
 pub mod cli;
 pub mod config;
@@ -18,6 +19,7 @@ pub mod ingest;
 pub mod install;
 pub mod job;
 pub mod log;
+pub mod notify;
 pub mod outbox;
 pub mod paths;
 pub mod privacy;

@@ -203,6 +203,46 @@ impl Outbox {
         )
     }
 
+    /// Every session's record, most recently active first.
+    pub fn sessions(&self) -> Result<Vec<(String, String, SessionRecord)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT harness, session, record FROM sessions")?;
+        let rows = stmt.query_map([], |r| {
+            let json: String = r.get(2)?;
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                serde_json::from_str(&json).unwrap_or_default(),
+            ))
+        })?;
+        let mut all: Vec<(String, String, SessionRecord)> = rows.collect::<Result<_>>()?;
+        all.sort_by_key(|(_, _, r)| std::cmp::Reverse(r.last_ms));
+        Ok(all)
+    }
+
+    /// A session's last `limit` events, oldest first.
+    pub fn events_of(
+        &self,
+        harness: &str,
+        session: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT rowid, envelope FROM events WHERE harness = ?1 AND session = ?2
+             ORDER BY seq DESC LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(params![harness, session, limit as i64], |r| {
+            Ok(StoredEvent {
+                rowid: r.get(0)?,
+                envelope: r.get(1)?,
+            })
+        })?;
+        let mut v: Vec<StoredEvent> = rows.collect::<Result<_>>()?;
+        v.reverse();
+        Ok(v)
+    }
+
     /// Forgets committed job names older than a week.
     pub fn prune_jobs_done(&self, now_ms: i64) -> Result<usize> {
         self.conn.execute(

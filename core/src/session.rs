@@ -47,6 +47,26 @@ pub struct SessionRecord {
     /// or a heartbeat), epoch ms.
     #[serde(default)]
     pub last_beat_ms: i64,
+    /// When the session last did anything (its last event), epoch ms.
+    #[serde(default)]
+    pub last_ms: i64,
+    /// The session reported its end (and has not started again since).
+    #[serde(default)]
+    pub ended: bool,
+}
+
+impl SessionRecord {
+    /// Keeps `last_ms` and `ended` in step with events appended for the session.
+    pub fn saw(&mut self, events: &[EventData], time_ms: i64) {
+        self.last_ms = self.last_ms.max(time_ms);
+        for ev in events {
+            match ev {
+                EventData::SessionEnded(_) => self.ended = true,
+                EventData::SessionStarted(_) | EventData::TurnStarted(_) => self.ended = false,
+                _ => {}
+            }
+        }
+    }
 }
 
 /// A heartbeat goes out at most this often while a turn runs.

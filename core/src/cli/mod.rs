@@ -83,7 +83,19 @@ enum Command {
         /// Take the spool and exit once idle (what a hook starts when no daemon runs).
         #[arg(long)]
         drain: bool,
+        /// Do not serve the local API and UI on loopback.
+        #[arg(long)]
+        no_api: bool,
+        /// The port of the local API (0: any free one; `sessionpipe ui` says which).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// The UI's built files (default: `$SESSIONPIPE_UI_DIR`, else beside the
+        /// binary in `../share/sessionpipe/ui`).
+        #[arg(long, value_name = "DIR")]
+        ui: Option<PathBuf>,
     },
+    /// Print the address of the running daemon's UI (with its token).
+    Ui,
     /// What is wrong, and what to do about it.
     Doctor,
     /// Where events go: add, list, remove and test sinks.
@@ -187,12 +199,34 @@ fn run(command: Command) -> Result<ExitCode, String> {
             };
             crate::tail::run(&paths.outbox(), &opts).map(|_| ExitCode::SUCCESS)
         }
-        Command::Daemon { drain } => {
+        Command::Daemon {
+            drain,
+            no_api,
+            port,
+            ui,
+        } => {
             let opts = crate::daemon::Options {
                 drain,
+                api: !no_api,
+                api_port: port,
+                ui_dir: ui.or_else(default_ui_dir),
                 ..Default::default()
             };
             crate::daemon::run(&paths, &opts).map(|_| ExitCode::SUCCESS)
+        }
+        Command::Ui => {
+            let running = crate::daemon::running(&paths).is_some_and(|(_, mode)| mode == "daemon");
+            let doc: serde_json::Value = std::fs::read(paths.root.join("ui.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .filter(|_| running)
+                .ok_or("no daemon serves the UI: start `sessionpipe daemon` (or the app)")?;
+            println!(
+                "{}/#token={}",
+                doc["url"].as_str().unwrap_or(""),
+                doc["token"].as_str().unwrap_or("")
+            );
+            Ok(ExitCode::SUCCESS)
         }
         Command::Backfill { days, json } => backfill::run(&paths, days, json),
         Command::Sink { action } => sink::run(&paths, action),
@@ -281,4 +315,14 @@ fn hooks_command(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Where the UI's built files are when no `--ui` is given.
+fn default_ui_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("SESSIONPIPE_UI_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?.join("../share/sessionpipe/ui");
+    dir.join("index.html").is_file().then_some(dir)
 }

@@ -1,8 +1,7 @@
 //! `sessionpipe sink add|list|remove|test` and `sessionpipe forget`.
 
-use crate::outbox::Outbox;
 use crate::paths::StatePaths;
-use crate::sinks::{self, NewSink, SinkList, Target};
+use crate::sinks::{self, NewSink, SinkList};
 use clap::Subcommand;
 use std::io::Read;
 use std::process::ExitCode;
@@ -109,56 +108,9 @@ fn read_secrets(token: bool, webhook: bool) -> Result<(Option<String>, Option<St
 }
 
 fn test(paths: &StatePaths, id: &str) -> Result<ExitCode, String> {
-    let list = SinkList::load(paths)?;
-    let sink = list
-        .sinks
-        .iter()
-        .find(|s| s.id == id)
-        .ok_or_else(|| format!("no sink {id}"))?;
-    println!("{}", sink.describe());
-    let mut ok = true;
-    if let Target::Http { url } = &sink.target {
-        match sinks::http::discover(url) {
-            Ok(d) => println!(
-                "discovery: events at {}, max tier {}, batches of {} events / {} bytes, capabilities {}",
-                d.events,
-                d.max_tier,
-                d.max_events,
-                d.max_bytes,
-                d.capabilities.join(", ")
-            ),
-            Err(e) => {
-                ok = false;
-                println!("discovery failed: {e}");
-            }
-        }
-    }
-    // A dry run of the filter over the last events: what this sink would get.
-    if let Some(ob) = Outbox::open_readonly(&paths.outbox()).map_err(|e| e.to_string())? {
-        let last = ob.counts().map_err(|e| e.to_string())?.last_rowid;
-        let rows = ob
-            .events_after((last - 200).max(0), 200)
-            .map_err(|e| e.to_string())?;
-        let home = crate::paths::home_dir().map(|h| h.to_string_lossy().into_owned());
-        let mut kinds: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
-        for r in &rows {
-            let Ok(env) = serde_json::from_str::<crate::protocol::Envelope>(&r.envelope) else {
-                continue;
-            };
-            let passes =
-                crate::privacy::filter(&env, sink.tier, sink.pii, home.as_deref()).is_some();
-            let k = kinds.entry(env.kind).or_default();
-            k.0 += usize::from(passes);
-            k.1 += 1;
-        }
-        println!(
-            "of the last {} events, at tier {} this sink would get:",
-            rows.len(),
-            sink.tier
-        );
-        for (kind, (sent, all)) in kinds {
-            println!("  {kind}: {sent} of {all}");
-        }
+    let (ok, lines) = sinks::test_report(paths, id)?;
+    for l in lines {
+        println!("{l}");
     }
     Ok(if ok {
         ExitCode::SUCCESS

@@ -258,6 +258,64 @@ pub fn forget_session(paths: &StatePaths, harness: &str, id: &str) -> Result<usi
     Ok(removed)
 }
 
+/// `sink test`: the receiver's discovery, and a dry run of the filter over the
+/// last events (what this sink would get). Sends nothing. `(ok, lines)`.
+pub fn test_report(paths: &StatePaths, id: &str) -> Result<(bool, Vec<String>), String> {
+    let list = SinkList::load(paths)?;
+    let sink = list
+        .sinks
+        .iter()
+        .find(|s| s.id == id)
+        .ok_or_else(|| format!("no sink {id}"))?;
+    let mut lines = vec![sink.describe()];
+    let mut ok = true;
+    if let Target::Http { url } = &sink.target {
+        match http::discover(url) {
+            Ok(d) => lines.push(format!(
+                "discovery: events at {}, max tier {}, batches of {} events / {} bytes, capabilities {}",
+                d.events,
+                d.max_tier,
+                d.max_events,
+                d.max_bytes,
+                d.capabilities.join(", ")
+            )),
+            Err(e) => {
+                ok = false;
+                lines.push(format!("discovery failed: {e}"));
+            }
+        }
+    }
+    if let Some(ob) =
+        crate::outbox::Outbox::open_readonly(&paths.outbox()).map_err(|e| e.to_string())?
+    {
+        let last = ob.counts().map_err(|e| e.to_string())?.last_rowid;
+        let rows = ob
+            .events_after((last - 200).max(0), 200)
+            .map_err(|e| e.to_string())?;
+        let home = crate::paths::home_dir().map(|h| h.to_string_lossy().into_owned());
+        let mut kinds: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
+        for r in &rows {
+            let Ok(env) = serde_json::from_str::<crate::protocol::Envelope>(&r.envelope) else {
+                continue;
+            };
+            let passes =
+                crate::privacy::filter(&env, sink.tier, sink.pii, home.as_deref()).is_some();
+            let k = kinds.entry(env.kind).or_default();
+            k.0 += usize::from(passes);
+            k.1 += 1;
+        }
+        lines.push(format!(
+            "of the last {} events, at tier {} this sink would get:",
+            rows.len(),
+            sink.tier
+        ));
+        for (kind, (sent, all)) in kinds {
+            lines.push(format!("  {kind}: {sent} of {all}"));
+        }
+    }
+    Ok((ok, lines))
+}
+
 /// Removes a sink, its token and its cursor.
 pub fn remove(paths: &StatePaths, id: &str) -> Result<Sink, String> {
     let mut list = SinkList::load(paths)?;

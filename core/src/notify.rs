@@ -1,0 +1,261 @@
+//! What a desktop notification says, decided from the outbox's events: one per
+//! attention id, withdrawn when the attention clears, words for each kind, never
+//! more than the notification tier lets through, muted harnesses silent, and a
+//! turn's end only when the person asked for that.
+//!
+//! Pure: the app shows what this decides (and the daemon can too); nothing here
+//! touches D-Bus or a window. `Watcher` follows the outbox with a cursor.
+
+use crate::config::Config;
+use crate::outbox::Outbox;
+use crate::privacy::filter;
+use crate::protocol::Envelope;
+use serde::Serialize;
+
+/// What to show or take back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "do", rename_all = "snake_case")]
+pub enum Notice {
+    Show {
+        /// Stable per attention (or per turn end): a second notice with the same
+        /// key replaces the first.
+        key: String,
+        summary: String,
+        body: String,
+        /// What a click opens: the session's own link when it has one.
+        url: Option<String>,
+        /// `harness:session-id`, for opening the UI on the session.
+        session: String,
+    },
+    Withdraw {
+        key: String,
+    },
+}
+
+/// The notice an event calls for, if any, at the person's settings.
+pub fn decide(env: &Envelope, config: &Config) -> Option<Notice> {
+    let harness = &env.harness.name;
+    let session = format!("{harness}:{}", env.session.id);
+    let key_of = |id: &str| format!("{session}:{id}");
+    match env.kind.as_str() {
+        "attention.cleared" => {
+            let id = env.data.get("attention_id")?.as_str()?;
+            return Some(Notice::Withdraw { key: key_of(id) });
+        }
+        "attention.needed" | "turn.ended" => {}
+        _ => return None,
+    }
+    if config.notifications_paused || config.muted.iter().any(|m| m == harness) {
+        return None;
+    }
+    if env.kind == "turn.ended" && !config.notify_turn_end {
+        return None;
+    }
+    // The notification's text never shows more than its tier allows.
+    let seen = filter(env, config.notify_tier(), false, None)?;
+    let who = display_name(harness);
+    let place = env
+        .session
+        .title
+        .clone()
+        .or_else(|| env.session.cwd.clone())
+        .unwrap_or_else(|| short(&env.session.id));
+    let text = |k: &str| {
+        seen.data
+            .get(k)
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+    };
+    let (key, summary, detail) = if env.kind == "turn.ended" {
+        let id = text("turn_id").unwrap_or_else(|| env.id.clone());
+        let why = match text("reason").as_deref() {
+            Some("error") => "stopped on an error",
+            Some("interrupt") => "was interrupted",
+            _ => "finished",
+        };
+        (key_of(&format!("turn-{id}")), format!("{who} {why}"), None)
+    } else {
+        let id = text("attention_id")?;
+        let summary = match text("kind").as_deref() {
+            Some("permission") => match text("tool") {
+                Some(tool) => format!("{who} wants to run {tool}"),
+                None => format!("{who} needs your permission"),
+            },
+            Some("question") => format!("{who} has a question"),
+            Some("elicitation") => format!("{who} needs your input"),
+            Some("idle") => format!("{who} is waiting for you"),
+            Some("error") => format!("{who} hit an error"),
+            _ => format!("{who} needs you"),
+        };
+        (key_of(&id), summary, text("message"))
+    };
+    let body = match detail {
+        Some(d) if !d.is_empty() => format!("{d}\n{place}"),
+        _ => place,
+    };
+    Some(Notice::Show {
+        key,
+        summary,
+        body,
+        url: env.session.url.clone(),
+        session,
+    })
+}
+
+fn display_name(harness: &str) -> String {
+    match harness {
+        "claude-code" => "Claude Code".into(),
+        "codex" => "Codex".into(),
+        "gemini-cli" => "Gemini CLI".into(),
+        "antigravity" => "Antigravity".into(),
+        "devin" => "Devin".into(),
+        "grok-build" => "Grok Build".into(),
+        other => other.into(),
+    }
+}
+
+fn short(id: &str) -> String {
+    id.chars().take(8).collect()
+}
+
+/// Follows the outbox from where it is now and turns new events into notices.
+pub struct Watcher {
+    cursor: i64,
+}
+
+impl Watcher {
+    /// Starts after the last stored event: what happened before is not news.
+    pub fn from_now(outbox: &Outbox) -> Watcher {
+        Watcher {
+            cursor: outbox.counts().map(|c| c.last_rowid).unwrap_or(0),
+        }
+    }
+
+    pub fn poll(&mut self, outbox: &Outbox, config: &Config) -> Vec<Notice> {
+        let Ok(rows) = outbox.events_after(self.cursor, 500) else {
+            return vec![];
+        };
+        let mut out = Vec::new();
+        for row in rows {
+            self.cursor = row.rowid;
+            if let Ok(env) = serde_json::from_str::<Envelope>(&row.envelope)
+                && let Some(n) = decide(&env, config)
+            {
+                out.push(n);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{HarnessRef, Privacy, SessionBlock};
+    use serde_json::{Value, json};
+
+    fn env(kind: &str, data: Value) -> Envelope {
+        Envelope {
+            protocol: 1,
+            id: "01J00000000000000000000000".into(),
+            kind: kind.into(),
+            time: "2026-01-01T00:00:00.000Z".into(),
+            tier: 3,
+            harness: HarnessRef {
+                name: "claude-code".into(),
+                ..Default::default()
+            },
+            session: SessionBlock {
+                id: "abc12345-x".into(),
+                seq: 3,
+                cwd: Some("~/src/app".into()),
+                ..Default::default()
+            },
+            privacy: Privacy::default(),
+            data: data.as_object().unwrap().clone(),
+        }
+    }
+
+    fn perm() -> Envelope {
+        env(
+            "attention.needed",
+            json!({"attention_id": "perm-1", "kind": "permission", "tool": "Bash", "message": "Bash rm -rf build"}),
+        )
+    }
+
+    #[test]
+    fn a_permission_prompt_says_the_tool_and_its_message() {
+        let n = decide(&perm(), &Config::default()).unwrap();
+        let Notice::Show {
+            key,
+            summary,
+            body,
+            session,
+            ..
+        } = n
+        else {
+            panic!()
+        };
+        assert_eq!(summary, "Claude Code wants to run Bash");
+        assert_eq!(body, "Bash rm -rf build\n~/src/app");
+        assert_eq!(key, "claude-code:abc12345-x:perm-1");
+        assert_eq!(session, "claude-code:abc12345-x");
+    }
+
+    #[test]
+    fn at_tier_zero_only_the_kind_shows() {
+        let config = Config {
+            notify_tier: Some(0),
+            ..Default::default()
+        };
+        let Notice::Show { summary, body, .. } = decide(&perm(), &config).unwrap() else {
+            panic!()
+        };
+        assert_eq!(summary, "Claude Code needs your permission");
+        assert_eq!(body, "~/src/app");
+    }
+
+    #[test]
+    fn kinds_clearing_muting_pausing_and_turn_ends() {
+        let idle = env(
+            "attention.needed",
+            json!({"attention_id": "n1", "kind": "idle"}),
+        );
+        assert!(
+            matches!(decide(&idle, &Config::default()), Some(Notice::Show { summary, .. }) if summary == "Claude Code is waiting for you")
+        );
+        let cleared = env(
+            "attention.cleared",
+            json!({"attention_id": "perm-1", "how": "answered"}),
+        );
+        assert_eq!(
+            decide(&cleared, &Config::default()),
+            Some(Notice::Withdraw {
+                key: "claude-code:abc12345-x:perm-1".into()
+            })
+        );
+        let muted = Config {
+            muted: vec!["claude-code".into()],
+            ..Default::default()
+        };
+        assert_eq!(decide(&perm(), &muted), None);
+        let paused = Config {
+            notifications_paused: true,
+            ..Default::default()
+        };
+        assert_eq!(decide(&perm(), &paused), None);
+        let done = env("turn.ended", json!({"turn_id": "p1", "reason": "stop"}));
+        assert_eq!(decide(&done, &Config::default()), None, "off by default");
+        let on = Config {
+            notify_turn_end: true,
+            ..Default::default()
+        };
+        assert!(
+            matches!(decide(&done, &on), Some(Notice::Show { summary, .. }) if summary == "Claude Code finished")
+        );
+        assert_eq!(
+            decide(&env("tool.started", json!({"tool": "Bash"})), &on),
+            None
+        );
+    }
+}
