@@ -28,6 +28,8 @@ const BACKOFF: [u64; 5] = [2, 10, 60, 300, 1800];
 const IDLE_WAIT: Duration = Duration::from_millis(500);
 /// Discovery is read again at most this often.
 const REDISCOVER_MS: i64 = 24 * 3600 * 1000;
+/// How often a sink whose secrets cannot be read looks again.
+const SECRET_RETRY: Duration = Duration::from_secs(15);
 
 /// Rung by ingest after each commit, so sinks send without polling delay.
 #[derive(Default)]
@@ -227,6 +229,12 @@ fn run(
             let _ = ob.set_sink_cursor(&sink.id, batch.through);
             continue;
         }
+        if let Err(why) = sender.load_secrets(&sink, &secrets) {
+            record_error(&paths, &mut sink, &why);
+            caught_up.store(true, Ordering::Relaxed);
+            pause_for(&stop, SECRET_RETRY);
+            continue;
+        }
         match sender.send(&sink, &batch) {
             Step::Advance => {
                 let _ = ob.set_sink_cursor(&sink.id, batch.through);
@@ -377,6 +385,24 @@ struct Sender {
 }
 
 impl Sender {
+    /// Reads again a token or webhook secret the sink was added with and that
+    /// could not be read before: a keychain unlocks some time after login.
+    /// Sending without it would get the sink paused by a 401, or send unsigned.
+    fn load_secrets(&mut self, sink: &Sink, secrets: &Secrets) -> Result<(), String> {
+        if sink.has_token && self.token.is_none() {
+            self.token = secrets.get(&sink.token_key());
+        }
+        if sink.has_webhook_secret && self.webhook.is_none() {
+            self.webhook = secrets.get(&sink.webhook_key());
+        }
+        let missing = (sink.has_token && self.token.is_none())
+            || (sink.has_webhook_secret && self.webhook.is_none());
+        if missing {
+            return Err("its secrets cannot be read (a locked keychain?); waiting".into());
+        }
+        Ok(())
+    }
+
     fn max_events(&self, sink: &Sink) -> usize {
         let d = sink.discovery.as_ref().map_or(500, |d| d.max_events);
         self.max_events_cap.map_or(d, |c| c.min(d)).max(1)

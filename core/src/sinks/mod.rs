@@ -55,6 +55,12 @@ pub struct Sink {
     #[serde(default)]
     pub last_error: Option<String>,
     pub added_at: i64,
+    /// Added with a bearer token / a webhook secret: delivery waits for them
+    /// (a keychain still locked) rather than sending without them.
+    #[serde(default)]
+    pub has_token: bool,
+    #[serde(default)]
+    pub has_webhook_secret: bool,
 }
 
 impl Sink {
@@ -64,6 +70,18 @@ impl Sink {
 
     pub fn webhook_key(&self) -> String {
         format!("sink:{}:webhook", self.id)
+    }
+
+    /// The secrets it was added with that cannot be read now, by name.
+    pub fn unreadable_secrets(&self, secrets: &Secrets) -> Vec<&'static str> {
+        let mut missing = Vec::new();
+        if self.has_token && secrets.get(&self.token_key()).is_none() {
+            missing.push("token");
+        }
+        if self.has_webhook_secret && secrets.get(&self.webhook_key()).is_none() {
+            missing.push("webhook secret");
+        }
+        missing
     }
 
     /// Whether the receiver takes this capability (`forget`, `backfill`).
@@ -203,6 +221,8 @@ pub fn add(paths: &StatePaths, new: NewSink) -> Result<(Sink, Option<Backend>), 
         paused: None,
         last_error: None,
         added_at: crate::time::now_ms(),
+        has_token: new.token.is_some(),
+        has_webhook_secret: new.webhook_secret.is_some(),
     };
     if let Target::Http { url } = &sink.target {
         let d = http::discover(url).map_err(|e| format!("discovery of {url} failed: {e}"))?;
@@ -269,6 +289,18 @@ pub fn test_report(paths: &StatePaths, id: &str) -> Result<(bool, Vec<String>), 
         .ok_or_else(|| format!("no sink {id}"))?;
     let mut lines = vec![sink.describe()];
     let mut ok = true;
+    let secrets = Secrets::new(&paths.root);
+    for what in sink.unreadable_secrets(&secrets) {
+        ok = false;
+        lines.push(format!(
+            "its {what} cannot be read (a locked keychain?); nothing is sent until it can"
+        ));
+    }
+    if sink.has_token
+        && let Some(b) = secrets.backend_of(&sink.token_key())
+    {
+        lines.push(format!("its token is kept in {b}"));
+    }
     if let Target::Http { url } = &sink.target {
         match http::discover(url) {
             Ok(d) => lines.push(format!(
