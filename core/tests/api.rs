@@ -140,6 +140,8 @@ fn the_board_shows_a_sessions_attention_until_it_clears() {
     assert_eq!(s["harness"], "claude-code");
     assert_eq!(s["title"], "/srv/app");
     assert_eq!(board["approvals"][0]["session"], s["key"]);
+    assert_eq!(board["approvals"][0]["kind"], "permission");
+    assert_eq!(board["approvals"][0]["tool"], "Bash");
     let events = ui.get(&format!(
         "/api/sessions/claude-code/{}/events",
         s["id"].as_str().unwrap()

@@ -1,52 +1,188 @@
-// Placeholder UI for the sessionpipe Tauri shell (src-tauri/).
-//
-// The real UI (sessions, sinks, pairing, notifications) arrives with the tray
-// work. Until then this page only says so; it makes no IPC calls.
+// The sessionpipe UI: one page, routed by its fragment, talking to the daemon's
+// local API with the token the fragment brought (`sessionpipe ui` prints the link).
+
 import "./style.css";
+import { Api, ApiError } from "./api";
+import { h, prose } from "./dom";
+import { href, parseHash, type Route, type View } from "./route";
+import type { Mounted, ViewContext } from "./view";
+import { mountSessions } from "./views/sessions";
+import { mountHarnesses } from "./views/harnesses";
+import { mountSinks } from "./views/sinks";
+import { mountConsent } from "./views/consent";
+import { mountSettings } from "./views/settings";
 
-type Part = string | { code: string };
+const TOKEN_KEY = "sessionpipe.token";
 
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className: string | null,
-  ...children: (Node | string)[]
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className !== null) node.className = className;
-  node.append(...children);
-  return node;
+const VIEW_NAMES: Record<View, string> = {
+  sessions: "Sessions",
+  harnesses: "Harnesses",
+  sinks: "Sinks",
+  pairing: "Pairing",
+  pool: "Pool",
+  titles: "Titles",
+  settings: "Settings",
+};
+
+const MOUNTS: Record<View, (root: HTMLElement, ctx: ViewContext) => Mounted> = {
+  sessions: mountSessions,
+  harnesses: mountHarnesses,
+  sinks: mountSinks,
+  pairing: (root, ctx) => mountConsent(root, ctx, "pairing"),
+  pool: (root, ctx) => mountConsent(root, ctx, "pool"),
+  titles: (root, ctx) => mountConsent(root, ctx, "titles"),
+  settings: mountSettings,
+};
+
+interface AppState {
+  token: string | null;
+  api: Api | null;
+  route: Route;
+  mounted: Mounted | null;
+  mountedView: View | null;
+  locked: boolean;
 }
 
-function paragraph(className: string | null, parts: Part[]): HTMLParagraphElement {
-  return el(
-    "p",
-    className,
-    ...parts.map((part) => (typeof part === "string" ? part : el("code", null, part.code))),
+const app = document.getElementById("app");
+if (app === null) throw new Error("sessionpipe: #app is missing from index.html");
+
+const nav = h("nav", { class: "tabs", "aria-label": "Sections" });
+const content = h("main", { id: "content", class: "content", tabindex: "-1" });
+app.replaceChildren(
+  h(
+    "header",
+    { class: "topbar" },
+    h("a", { class: "skip", href: "#content", onclick: skipToContent }, "Skip to content"),
+    h("span", { class: "brand" }, h("span", { class: "mark", "aria-hidden": "true" }, "s"), "sessionpipe"),
+    nav,
+  ),
+  content,
+);
+
+const state: AppState = { token: null, api: null, route: { view: "sessions", session: null }, mounted: null, mountedView: null, locked: false };
+
+function skipToContent(e: Event): void {
+  e.preventDefault();
+  content.focus();
+}
+
+function readToken(): string | null {
+  try {
+    return sessionStorage.getItem(TOKEN_KEY);
+  } catch {
+    return null;
+  }
+}
+
+function keepToken(token: string): void {
+  try {
+    sessionStorage.setItem(TOKEN_KEY, token);
+  } catch {
+    // private mode: the token stays in memory only
+  }
+}
+
+/** Reads the fragment; a token in it is taken into memory and out of the address bar. */
+function takeHash(): void {
+  const parsed = parseHash(location.hash);
+  state.route = { view: parsed.session !== null ? "sessions" : parsed.view, session: parsed.session };
+  if (parsed.token !== null) {
+    keepToken(parsed.token);
+    history.replaceState(null, "", `${location.pathname}${location.search}${href(state.route)}`);
+  }
+  const token = parsed.token ?? state.token ?? readToken();
+  if (token !== state.token) {
+    state.token = token;
+    state.api = token === null ? null : new Api(token, onUnauthorized);
+    state.locked = false;
+  }
+}
+
+function renderNav(): void {
+  nav.replaceChildren(
+    h(
+      "ul",
+      null,
+      (Object.keys(VIEW_NAMES) as View[]).map((view) =>
+        h(
+          "li",
+          null,
+          h(
+            "a",
+            { href: href({ view }), "aria-current": state.route.view === view ? "page" : null, "data-view": view },
+            VIEW_NAMES[view],
+          ),
+        ),
+      ),
+    ),
   );
 }
 
-function render(root: HTMLElement): void {
-  const card = el(
-    "section",
-    "card",
-    el("h1", "brand", el("span", "mark", "s"), "sessionpipe"),
-    paragraph(null, [
-      "This window is a placeholder: the tray icon, menu and notifications arrive with the tray work.",
-    ]),
-    paragraph(null, [
-      "Until then, run the daemon headless with ",
-      { code: "sessionpipe daemon" },
-      " and check it with ",
-      { code: "sessionpipe status" },
-      ".",
-    ]),
-    paragraph("muted", ["You can close this window; nothing here is running in the background."]),
-  );
-  root.replaceChildren(card);
+function unmount(): void {
+  state.mounted?.unmount?.();
+  state.mounted = null;
+  state.mountedView = null;
 }
 
-const root = document.getElementById("app");
-if (root === null) {
-  throw new Error("sessionpipe: #app element missing from index.html");
+function show(focus: boolean): void {
+  document.title = `${VIEW_NAMES[state.route.view]} · sessionpipe`;
+  if (state.api === null) {
+    lock(null);
+    return;
+  }
+  if (state.locked) return;
+  nav.hidden = false;
+  renderNav();
+  const api = state.api;
+  if (state.mountedView === state.route.view && state.mounted?.update) {
+    state.mounted.update(state.route);
+  } else {
+    unmount();
+    content.replaceChildren();
+    state.mountedView = state.route.view;
+    state.mounted = MOUNTS[state.route.view](content, { api, route: state.route });
+  }
+  if (focus) content.querySelector<HTMLElement>("h1")?.focus();
 }
-render(root);
+
+/** The token is missing or wrong: nothing else can work, so say how to get one. */
+function lock(error: ApiError | null): void {
+  state.locked = true;
+  unmount();
+  nav.hidden = true;
+  document.title = "Token needed · sessionpipe";
+  const heading = error === null ? "This page needs its token" : "The token is missing or wrong";
+  content.replaceChildren(
+    h(
+      "section",
+      { class: "card auth", "aria-labelledby": "auth-h" },
+      h("h1", { id: "auth-h", tabindex: "-1" }, heading),
+      h(
+        "div",
+        { class: "message error", role: "alert" },
+        h(
+          "p",
+          null,
+          error === null
+            ? "This page was opened without the token it needs to talk to the sessionpipe daemon."
+            : `The daemon refused this page's token (401: ${error.message}). The daemon makes a new token each time it starts, so an old link stops working.`,
+        ),
+      ),
+      h("p", null, ...prose("To get a fresh link, run `sessionpipe ui` in a terminal on this machine and open the link it prints, or open this window again from the sessionpipe tray icon.")),
+      h("p", { class: "muted" }, "The link carries the token after # so it is never sent over the network; keep it to yourself."),
+    ),
+  );
+}
+
+function onUnauthorized(error: ApiError): void {
+  if (!state.locked) lock(error);
+}
+
+window.addEventListener("hashchange", () => {
+  const before = state.route.view;
+  takeHash();
+  show(state.route.view !== before);
+});
+
+takeHash();
+show(false);

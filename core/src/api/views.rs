@@ -23,7 +23,8 @@ pub async fn overview(State(ctx): State<Ctx>) -> Response {
     match blocking(move || {
         let config = Config::load(&paths.root).unwrap_or_default();
         let machine = config.machine.clone().unwrap_or_else(crate::ingest::machine_name);
-        let records = match Outbox::open_readonly(&paths.outbox()).map_err(|e| e.to_string())? {
+        let outbox = Outbox::open_readonly(&paths.outbox()).map_err(|e| e.to_string())?;
+        let records = match &outbox {
             Some(ob) => ob.sessions().map_err(|e| e.to_string())?,
             None => Vec::new(),
         };
@@ -40,6 +41,11 @@ pub async fn overview(State(ctx): State<Ctx>) -> Response {
             _ => 2,
         };
         sessions.sort_by_key(|v| (rank(v), std::cmp::Reverse(v["last_ms"].as_i64().unwrap_or(0))));
+        if let Some(ob) = &outbox {
+            for s in sessions.iter_mut().filter(|s| s["state"] == "needs_you") {
+                describe_attentions(ob, s);
+            }
+        }
         let approvals: Vec<Value> = sessions
             .iter()
             .flat_map(|s| {
@@ -90,6 +96,38 @@ fn session_view(harness: &str, id: &str, r: &SessionRecord, now: i64) -> Value {
         "age_s": (now - r.last_ms).max(0) / 1000,
         "attentions": attentions,
     })
+}
+
+/// Fills each open attention of a session with what its `attention.needed` said
+/// (`kind`, and `tool`, `message`, `time` when present), read from the session's
+/// recent events: the board and the approvals list show what is being asked.
+fn describe_attentions(ob: &Outbox, session: &mut Value) {
+    let (Some(harness), Some(id)) = (session["harness"].as_str(), session["id"].as_str()) else {
+        return;
+    };
+    let Ok(rows) = ob.events_of(harness, id, 200) else {
+        return;
+    };
+    let Some(attentions) = session["attentions"].as_array_mut() else {
+        return;
+    };
+    for row in rows.iter().rev() {
+        let Ok(env) = serde_json::from_str::<Value>(&row.envelope) else {
+            continue;
+        };
+        if env["type"] != "attention.needed" {
+            continue;
+        }
+        let data = &env["data"];
+        for a in attentions.iter_mut() {
+            if a["attention_id"] == data["attention_id"] && a.get("kind").is_none() {
+                a["kind"] = data["kind"].clone();
+                a["tool"] = data["tool"].clone();
+                a["message"] = data["message"].clone();
+                a["time"] = env["time"].clone();
+            }
+        }
+    }
 }
 
 /// A session's recent events (everything stored: this is the person's own view).

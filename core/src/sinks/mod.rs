@@ -336,11 +336,15 @@ pub fn test_report(paths: &StatePaths, id: &str) -> Result<(bool, Vec<String>), 
             k.0 += usize::from(passes);
             k.1 += 1;
         }
-        lines.push(format!(
-            "of the last {} events, at tier {} this sink would get:",
-            rows.len(),
-            sink.tier
-        ));
+        if rows.is_empty() {
+            lines.push("no events yet: run an agent, then test again to see what it would get".into());
+        } else {
+            lines.push(format!(
+                "of the last {} events, at tier {} this sink would get:",
+                rows.len(),
+                sink.tier
+            ));
+        }
         for (kind, (sent, all)) in kinds {
             lines.push(format!("  {kind}: {sent} of {all}"));
         }

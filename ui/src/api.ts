@@ -1,0 +1,138 @@
+// The daemon's local API: every call carries the token as a bearer header.
+// The token lives in memory (and sessionStorage, for a reload); it never goes
+// into a URL this page builds.
+
+import type {
+  EventEnvelope,
+  HarnessReport,
+  NewSink,
+  Overview,
+  Settings,
+  SettingsChange,
+  SinkAdded,
+  SinkRemoved,
+  SinkTest,
+  SinkView,
+  StoredSettings,
+} from "./types";
+
+/** A failed call, in words: the API's `error`, or what went wrong on the way. */
+export class ApiError extends Error {
+  /** The HTTP status; 0 when the daemon could not be reached. */
+  readonly status: number;
+
+  constructor(status: number, message: string) {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+  }
+
+  get unauthorized(): boolean {
+    return this.status === 401;
+  }
+}
+
+type Method = "GET" | "POST" | "PUT" | "DELETE";
+
+export class Api {
+  readonly #token: string;
+  /** Called on a 401, once per call that got one. */
+  readonly #onUnauthorized: (e: ApiError) => void;
+
+  constructor(token: string, onUnauthorized: (e: ApiError) => void) {
+    this.#token = token;
+    this.#onUnauthorized = onUnauthorized;
+  }
+
+  async #call<T>(method: Method, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.#token}` };
+    const init: RequestInit = { method, headers, cache: "no-store", credentials: "omit" };
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    let response: Response;
+    try {
+      response = await fetch(path, init);
+    } catch {
+      throw new ApiError(
+        0,
+        "Cannot reach the sessionpipe daemon: it may have stopped. Start it again (the app, or `sessionpipe daemon`), then open the link `sessionpipe ui` prints.",
+      );
+    }
+    const text = await response.text();
+    if (!response.ok) {
+      const error = new ApiError(response.status, errorText(response.status, text));
+      if (error.unauthorized) this.#onUnauthorized(error);
+      throw error;
+    }
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new ApiError(response.status, `The daemon answered ${path} with something that is not JSON.`);
+    }
+  }
+
+  overview(): Promise<Overview> {
+    return this.#call("GET", "/api/overview");
+  }
+
+  events(harness: string, id: string, limit = 50): Promise<EventEnvelope[]> {
+    const path = `/api/sessions/${encodeURIComponent(harness)}/${encodeURIComponent(id)}/events?limit=${limit}`;
+    return this.#call("GET", path);
+  }
+
+  harnesses(): Promise<HarnessReport[]> {
+    return this.#call("GET", "/api/harnesses");
+  }
+
+  setHarness(name: string, installed: boolean): Promise<HarnessReport[]> {
+    return this.#call("POST", `/api/harnesses/${encodeURIComponent(name)}`, { installed });
+  }
+
+  sinks(): Promise<SinkView[]> {
+    return this.#call("GET", "/api/sinks");
+  }
+
+  addSink(sink: NewSink): Promise<SinkAdded> {
+    return this.#call("POST", "/api/sinks", sink);
+  }
+
+  removeSink(id: string): Promise<SinkRemoved> {
+    return this.#call("DELETE", `/api/sinks/${encodeURIComponent(id)}`);
+  }
+
+  testSink(id: string): Promise<SinkTest> {
+    return this.#call("POST", `/api/sinks/${encodeURIComponent(id)}/test`, {});
+  }
+
+  settings(): Promise<Settings> {
+    return this.#call("GET", "/api/settings");
+  }
+
+  putSettings(change: SettingsChange): Promise<StoredSettings> {
+    return this.#call("PUT", "/api/settings", change);
+  }
+}
+
+function errorText(status: number, body: string): string {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    if (typeof parsed === "object" && parsed !== null && "error" in parsed) {
+      const error = (parsed as { error: unknown }).error;
+      if (typeof error === "string" && error !== "") return error;
+    }
+  } catch {
+    // not JSON: fall through to the text itself
+  }
+  const trimmed = body.trim();
+  if (trimmed !== "" && trimmed.length < 300) return `${trimmed} (HTTP ${status})`;
+  return `The daemon answered HTTP ${status}.`;
+}
+
+/** What to say for any failure, in words. */
+export function describeError(e: unknown): string {
+  if (e instanceof ApiError) return e.message;
+  if (e instanceof Error) return e.message;
+  return String(e);
+}

@@ -1,0 +1,184 @@
+// The shapes the daemon's local API answers with (core/src/api/views.rs).
+// Only the members the UI reads are named; the API may send more.
+
+/** `GET /api/overview`: the live board. */
+export interface Overview {
+  machine: string;
+  daemon: { pid: number; mode: string } | null;
+  sessions: SessionView[];
+  approvals: Approval[];
+}
+
+export type SessionState = "needs_you" | "working" | "done";
+
+export interface SessionView {
+  /** `harness:id` */
+  key: string;
+  harness: string;
+  id: string;
+  /** The session's title, else its folder, else the id's first 8 characters. */
+  title: string;
+  cwd: string | null;
+  repo: string | null;
+  branch: string | null;
+  model: string | null;
+  url: string | null;
+  state: SessionState;
+  ended: boolean;
+  last_ms: number;
+  age_s: number;
+  attentions: Attention[];
+}
+
+export type AttentionKind = "permission" | "question" | "elicitation" | "idle" | "error";
+
+/** An open attention. `kind`, `tool`, `message` and `time` come from its
+ * `attention.needed` event when the daemon found it. */
+export interface Attention {
+  attention_id: string;
+  agent_id: string | null;
+  kind?: AttentionKind | null;
+  tool?: string | null;
+  message?: string | null;
+  time?: string | null;
+}
+
+/** An attention in the approvals list: which session it belongs to. */
+export interface Approval extends Attention {
+  /** `harness:id` */
+  session: string;
+  title: string;
+}
+
+/** One stored event (PROTOCOL-NOTES §1), as `GET /api/sessions/{h}/{id}/events` lists them. */
+export interface EventEnvelope {
+  protocol: number;
+  id: string;
+  type: string;
+  time: string;
+  tier: number;
+  harness: { name: string; version?: string; event?: string };
+  session: SessionBlock;
+  data: Record<string, unknown>;
+}
+
+export interface SessionBlock {
+  id: string;
+  seq: number;
+  machine?: string;
+  cwd?: string;
+  repo?: string;
+  branch?: string;
+  model?: string;
+  title?: string;
+  url?: string;
+}
+
+export type FileStateWord =
+  | "current"
+  | "outdated"
+  | "missing"
+  | "skipped"
+  | "inactive"
+  | "kept"
+  | "installed"
+  | "would_install"
+  | "removed"
+  | "not_installed";
+
+/** One file of a harness: its state and, for outdated, skipped, inactive or kept, why. */
+export interface FileReport {
+  path: string;
+  /** The optional entry the line is about (`status-line`); absent for the hooks. */
+  entry?: string;
+  state: FileStateWord;
+  reason?: string;
+}
+
+/** `GET /api/harnesses` (and `POST /api/harnesses/{name}`): one per harness. */
+export interface HarnessReport {
+  harness: string;
+  /** The worst of its files' states in a word; `not found` when it has no files. */
+  summary: string;
+  files: FileReport[];
+  note: string | null;
+  line: string;
+}
+
+/** `GET /api/sinks`: a sink and how far behind it is. */
+export interface SinkView {
+  id: string;
+  kind: "http" | "file" | "stdout";
+  url?: string;
+  path?: string;
+  tier: number;
+  pii: boolean;
+  discovery: Discovery | null;
+  paused: string | null;
+  last_error: string | null;
+  added_at: number;
+  behind: number;
+  line: string;
+}
+
+export interface Discovery {
+  events: string;
+  max_tier: number;
+  max_events: number;
+  max_bytes: number;
+  capabilities: string[];
+  read_at: number;
+}
+
+/** `POST /api/sinks` body. */
+export interface NewSink {
+  target: string;
+  tier: number;
+  pii: boolean;
+  token?: string;
+  webhook_secret?: string;
+}
+
+export interface SinkAdded {
+  added: string;
+  id: string;
+}
+
+export interface SinkRemoved {
+  removed: string;
+}
+
+export interface SinkTest {
+  ok: boolean;
+  lines: string[];
+}
+
+/** The stored settings (config.json), as `PUT /api/settings` answers. */
+export interface StoredSettings {
+  transcripts: boolean;
+  machine: string | null;
+  notify_tier: number | null;
+  notify_turn_end: boolean;
+  muted: string[];
+  notifications_paused: boolean;
+  open_at_login: boolean;
+}
+
+/** `GET /api/settings`: the stored settings, the effective tier and the hostname. */
+export interface Settings extends StoredSettings {
+  notify_tier: number;
+  hostname: string;
+}
+
+/** The keys `PUT /api/settings` may change (only those sent change). */
+export type SettingsChange = Partial<
+  Pick<
+    StoredSettings,
+    "machine" | "notify_tier" | "notify_turn_end" | "muted" | "notifications_paused" | "open_at_login"
+  >
+>;
+
+/** Every API error: `{"error": "..."}`. */
+export interface ApiErrorBody {
+  error: string;
+}

@@ -1,0 +1,178 @@
+// Pairing, Pool and Titles: what turning each on reads, writes and sends, said
+// before anyone turns it on. None is live in this version, so the switch is
+// disabled and says why (facts: shared spec ADAPTERS.md and PROTOCOL-NOTES §6).
+
+import { h, prose } from "../dom";
+import type { Mounted, ViewContext } from "../view";
+
+export type ConsentKind = "pairing" | "pool" | "titles";
+
+interface Consent {
+  title: string;
+  switchLabel: string;
+  lead: string;
+  /** Said after "Not live in this version." beside the disabled switch. */
+  notLive: string;
+  sections: { heading: string; items: string[] }[];
+}
+
+const CONSENT: Record<ConsentKind, Consent> = {
+  pairing: {
+    title: "Pairing",
+    switchLabel: "Control from a phone",
+    lead: "Pair a phone to control this machine's agents from it: answer a permission prompt, send a prompt, start or cancel a session.",
+    notLive: "Control from a phone lands in a later version. Nothing here pairs, listens or runs a command yet.",
+    sections: [
+      {
+        heading: "How pairing works",
+        items: [
+          "Pairing starts only here on this machine (this app or its terminal), never from the phone or the receiver.",
+          "The daemon asks your receiver for a pairing code; you open the link on your phone, check that it shows the same six digits as this machine, and approve with a passkey on the phone.",
+          "The daemon checks the passkey's signature itself before it trusts the key.",
+        ],
+      },
+      {
+        heading: "Who does what",
+        items: [
+          "The phone signs every command, with its passkey or with a day key the passkey vouches for (24 hours at most).",
+          "The receiver only carries and queues commands: it holds a bearer token for this machine, never a signing key.",
+          "This daemon verifies every signature and delivers the command. A bearer token never authorises a command.",
+        ],
+      },
+      {
+        heading: "What it reads",
+        items: [
+          "The signed commands your receiver queues for this machine (one long poll per receiver).",
+          "A session's folder, from the session's own files, to check it against the folders you allow.",
+          "Whether an attention is open right now: an allow needs one, and nothing is ever allowed on its own.",
+        ],
+      },
+      {
+        heading: "What it writes",
+        items: [
+          "This machine's id, the passkeys you pair (listed and removed one at a time) and the machine's bearer token, kept in the keychain or a 0600 file.",
+          "Each command's nonce, recorded before the command runs and kept 25 hours, so no command runs twice.",
+        ],
+      },
+      {
+        heading: "What it sends, to your receiver only",
+        items: [
+          "The pairing request, and a hello naming this machine's folders, mode, accounts (harness, id, email), harnesses, models and pool state.",
+          "One answer per command: delivered (with the turn's reply for a prompt), refused (with its reason), expired, unsupported or failed.",
+        ],
+      },
+      {
+        heading: "What it never does",
+        items: [
+          "Run a command that is unsigned, signed more than 24 hours ago, already seen, or for a folder you did not allow.",
+          "Cancel by signalling a process: only through the harness's own API.",
+          "Keep the machine, its keys or its token once you turn it off: `sessionpipe control off` removes them and tells the receiver.",
+        ],
+      },
+    ],
+  },
+  pool: {
+    title: "Pool",
+    switchLabel: "Pool my Claude accounts",
+    lead: "A proxy on this machine's loopback that pools your Claude accounts for Claude Code: each request goes out with one of the accounts you added, and the rate-limit headers tell you how much of each window is used.",
+    notLive: "The account pool lands in a later version. Nothing here reads a login, writes a setting or forwards a request yet.",
+    sections: [
+      {
+        heading: "What it reads",
+        items: [
+          "Claude Code's own login, once, when you import it (`sessionpipe pool add --import`): the keychain item `Claude Code-credentials` on macOS, elsewhere `<config dir>/.credentials.json` (access token, refresh token, expiry), and `.claude.json` for the account id and email. The copy goes to sessionpipe's secrets store; Claude Code's own login stays where it is.",
+          "The `anthropic-ratelimit-unified-*` headers of each response: status, reset, and the 5-hour and 7-day use of each window.",
+          "Idle accounts' use from `https://api.anthropic.com/api/oauth/usage`, at most every 5 minutes.",
+        ],
+      },
+      {
+        heading: "What it writes",
+        items: [
+          "Exactly three keys into `env` of each Claude Code config dir's `settings.json`: `ANTHROPIC_BASE_URL` (this daemon's loopback listener), `ANTHROPIC_AUTH_TOKEN` (a random token the listener checks, never an account's) and `_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL=1`. Never over an `ANTHROPIC_BASE_URL` you set yourself; turning the pool off removes exactly those three keys.",
+          "The rate limits, as `limits.observed` events on the session whose request showed them.",
+        ],
+      },
+      {
+        heading: "What it sends",
+        items: [
+          "Each of Claude Code's requests, to `https://api.anthropic.com` only, with the chosen account's sign-in; the account part of `metadata.user_id` is rewritten to that account, and a session stays on one account.",
+          "Signing in another account (`sessionpipe pool add --login`) goes through claude.com and platform.claude.com the way Claude Code does.",
+        ],
+      },
+      {
+        heading: "What it never does",
+        items: [
+          "Keep or log a request or a response: bodies pass through unchanged.",
+          "Use an account you did not add, or call anything but Anthropic's own endpoints.",
+          "Turn idle accounts' numbers into events: they only reach `pool status` (and a paired phone's hello).",
+        ],
+      },
+    ],
+  },
+  titles: {
+    title: "Titles",
+    switchLabel: "Ask claude.ai for session names",
+    lead: "claude.ai names a session the Claude app started a few seconds after its first message, and never writes that name to this machine. With Titles on, sessionpipe asks for that name, so every place shows the same one.",
+    notLive: "Remote titles land in a later version. Nothing here reads a sign-in or asks claude.ai anything yet.",
+    sections: [
+      {
+        heading: "What it reads",
+        items: [
+          "Claude Code's sign-in on this machine: the keychain item `Claude Code-credentials` on macOS, elsewhere `<config dir>/.credentials.json` (`claudeAiOauth.accessToken`), for that one read each time.",
+          "A sign-in within a minute of expiring is not used, and it is never refreshed (that would replace Claude Code's own login).",
+        ],
+      },
+      {
+        heading: "What it sends",
+        items: [
+          "The sign-in, to Anthropic alone, to read one session's name: `GET https://api.anthropic.com/v1/code/sessions/<session>`, the same read Claude Code makes. Only for sessions with a claude.ai link; asked again a minute later while there is no name, then every half hour.",
+        ],
+      },
+      {
+        heading: "What it writes",
+        items: [
+          "The name, as the session's title. It replaces every title but a name you gave the session yourself.",
+          "Turning it on asks about every session of the last 30 days; one already sent under another name is sent again as `session.backfill` with the new name.",
+        ],
+      },
+      {
+        heading: "What it never does",
+        items: ["Keep the sign-in: never in a file, an event or a log.", "Follow a redirect, or send the sign-in anywhere else."],
+      },
+    ],
+  },
+};
+
+export function mountConsent(root: HTMLElement, _ctx: ViewContext, kind: ConsentKind): Mounted {
+  const c = CONSENT[kind];
+  const statusId = `${kind}-status`;
+  root.replaceChildren(
+    h(
+      "section",
+      { class: "view consent", "aria-labelledby": `${kind}-h`, "data-consent": kind },
+      h("h1", { id: `${kind}-h`, tabindex: "-1" }, c.title),
+      h("p", { class: "lead" }, c.lead),
+      h(
+        "div",
+        { class: "panel not-live" },
+        h(
+          "label",
+          { class: "switch" },
+          h("input", { type: "checkbox", role: "switch", disabled: true, checked: false, "aria-describedby": statusId }),
+          h("span", { class: "switch-text" }, c.switchLabel),
+        ),
+        h("p", { id: statusId, class: "not-live-text" }, h("strong", null, "Not live in this version. "), c.notLive),
+      ),
+      h("p", { class: "muted" }, "What turning it on will do, exactly:"),
+      c.sections.map((s) =>
+        h(
+          "section",
+          { class: "panel consent-part" },
+          h("h2", null, s.heading),
+          h("ul", null, s.items.map((item) => h("li", null, ...prose(item)))),
+        ),
+      ),
+    ),
+  );
+  return {};
+}

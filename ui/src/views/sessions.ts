@@ -1,0 +1,280 @@
+// Sessions: the live board (needs you, working, done), the approvals across all
+// sessions, and one session's recent events. Redrawn every 2 s and on focus.
+
+import { ApiError, describeError } from "../api";
+import { h, message, patch, type Child } from "../dom";
+import { STATE_WORDS, age, attentionText, clock, harnessName, kindWord, summary } from "../format";
+import { href, splitKey, type Route } from "../route";
+import type { Approval, EventEnvelope, Overview, SessionState, SessionView } from "../types";
+import type { Mounted, ViewContext } from "../view";
+
+const REFRESH_MS = 2000;
+const EVENT_LIMIT = 50;
+
+const EMPTY: Record<SessionState, string> = {
+  needs_you: "Nothing needs you right now.",
+  working: "No agent is working right now.",
+  done: "No session finished in the last day.",
+};
+
+interface Loaded<T> {
+  value: T | null;
+  error: string | null;
+}
+
+export function mountSessions(root: HTMLElement, ctx: ViewContext): Mounted {
+  const { api } = ctx;
+  let route: Route = ctx.route;
+  let board: Loaded<Overview> = { value: null, error: null };
+  let events: Loaded<EventEnvelope[]> & { of: string | null } = { value: null, error: null, of: null };
+  let busy = false;
+  let again = false;
+  let stopped = false;
+
+  const live = h("div", { class: "live" }, h("p", { class: "muted" }, "Loading the board…"));
+  root.replaceChildren(
+    h(
+      "section",
+      { class: "view sessions", "aria-labelledby": "sessions-h" },
+      h("h1", { id: "sessions-h", tabindex: "-1" }, "Sessions"),
+      live,
+    ),
+  );
+
+  async function refresh(): Promise<void> {
+    if (stopped) return;
+    if (busy) {
+      again = true;
+      return;
+    }
+    busy = true;
+    const selected = route.session;
+    const [ov, ev] = await Promise.allSettled([
+      api.overview(),
+      selected === null ? Promise.resolve(null) : api.events(splitKey(selected).harness, splitKey(selected).id, EVENT_LIMIT),
+    ]);
+    busy = false;
+    if (stopped) return;
+    if ([ov, ev].some((r) => r.status === "rejected" && r.reason instanceof ApiError && r.reason.unauthorized)) return;
+    board = ov.status === "fulfilled" ? { value: ov.value, error: null } : { value: board.value, error: describeError(ov.reason) };
+    if (selected === route.session) {
+      events =
+        ev.status === "fulfilled"
+          ? { value: ev.value, error: null, of: selected }
+          : { value: events.of === selected ? events.value : null, error: describeError(ev.reason), of: selected };
+    }
+    draw();
+    if (again) {
+      again = false;
+      void refresh();
+    }
+  }
+
+  function draw(): void {
+    patch(live, render(board, events, route));
+    const waiting = board.value?.approvals.length ?? 0;
+    document.title = `${waiting > 0 ? `(${waiting}) ` : ""}Sessions · sessionpipe`;
+  }
+
+  const timer = window.setInterval(() => {
+    if (document.visibilityState === "visible") void refresh();
+  }, REFRESH_MS);
+  const onFocus = (): void => void refresh();
+  const onVisible = (): void => {
+    if (document.visibilityState === "visible") void refresh();
+  };
+  window.addEventListener("focus", onFocus);
+  document.addEventListener("visibilitychange", onVisible);
+  void refresh();
+
+  return {
+    update(next: Route) {
+      const changed = next.session !== route.session;
+      route = next;
+      if (changed) {
+        events = { value: null, error: null, of: null };
+        draw();
+        // Opening a session moves the focus to it (closing it, to the board).
+        live.querySelector<HTMLElement>(next.session !== null ? "#detail-h" : "#approvals-h")?.focus();
+        void refresh();
+      }
+    },
+    unmount() {
+      stopped = true;
+      window.clearInterval(timer);
+      window.removeEventListener("focus", onFocus);
+      document.removeEventListener("visibilitychange", onVisible);
+    },
+  };
+}
+
+function render(board: Loaded<Overview>, events: Loaded<EventEnvelope[]> & { of: string | null }, route: Route): HTMLElement {
+  const out = h("div");
+  const ov = board.value;
+  if (board.error !== null) out.append(message("error", h("p", null, `The board could not be read: ${board.error}`)));
+  if (ov === null) {
+    if (board.error === null) out.append(h("p", { class: "muted" }, "Loading the board…"));
+    return out;
+  }
+  out.append(
+    h(
+      "p",
+      { class: "muted meta" },
+      `Machine ${ov.machine}`,
+      ov.daemon !== null ? ` · ${ov.daemon.mode === "daemon" ? "daemon" : ov.daemon.mode} running (pid ${ov.daemon.pid})` : " · no daemon running",
+      ` · ${ov.sessions.length} session${ov.sessions.length === 1 ? "" : "s"} on the board`,
+    ),
+  );
+  const layout = h("div", { class: route.session !== null ? "board-layout with-detail" : "board-layout" });
+  if (route.session !== null) layout.append(renderDetail(route.session, ov, events));
+  layout.append(h("div", { class: "board-main" }, renderApprovals(ov), renderBoard(ov, route.session)));
+  out.append(layout);
+  return out;
+}
+
+function renderApprovals(ov: Overview): HTMLElement {
+  const titleOf = new Map(ov.sessions.map((s) => [s.key, s] as const));
+  return h(
+    "section",
+    { class: "panel approvals", "aria-labelledby": "approvals-h" },
+    h("h2", { id: "approvals-h", tabindex: "-1", "data-focus": "approvals-h" }, "Approvals ", h("span", { class: "count" }, String(ov.approvals.length))),
+    ov.approvals.length === 0
+      ? h("p", { class: "muted empty" }, "Nothing is waiting for your answer.")
+      : h(
+          "ul",
+          { class: "list" },
+          ov.approvals.map((a) => renderApproval(a, titleOf.get(a.session))),
+        ),
+  );
+}
+
+function renderApproval(a: Approval, s: SessionView | undefined): HTMLElement {
+  const what = attentionText(a);
+  const harness = s?.harness ?? splitKey(a.session).harness;
+  const since = a.time ? ` · ${age((Date.now() - Date.parse(a.time)) / 1000)}` : "";
+  return h(
+    "li",
+    { class: "approval", "data-attention": a.attention_id },
+    h(
+      "a",
+      { class: "row", href: href({ session: a.session }), "data-focus": `a:${a.session}:${a.attention_id}` },
+      h("span", { class: `badge kind-${a.kind ?? "unknown"}` }, kindWord(a.kind)),
+      h("span", { class: "what" }, what !== "" ? what : "needs you"),
+      h("span", { class: "where muted" }, `${a.title} · ${harnessName(harness)}${since}`),
+    ),
+  );
+}
+
+function renderBoard(ov: Overview, selected: string | null): HTMLElement {
+  const groups: SessionState[] = ["needs_you", "working", "done"];
+  return h(
+    "div",
+    { class: "board" },
+    groups.map((state) => {
+      const sessions = ov.sessions.filter((s) => s.state === state);
+      const id = `group-${state}`;
+      return h(
+        "section",
+        { class: `panel group group-${state}`, "data-group": state, "aria-labelledby": id },
+        h("h2", { id }, STATE_WORDS[state], " ", h("span", { class: "count" }, String(sessions.length))),
+        sessions.length === 0
+          ? h("p", { class: "muted empty" }, EMPTY[state])
+          : h(
+              "ul",
+              { class: "list" },
+              sessions.map((s) => renderSession(s, s.key === selected)),
+            ),
+      );
+    }),
+  );
+}
+
+function renderSession(s: SessionView, selected: boolean): HTMLElement {
+  const asks = s.attentions.map((a) => {
+    const what = attentionText(a);
+    return h("span", { class: "ask" }, `${kindWord(a.kind)}${what !== "" ? `: ${what}` : ""}`);
+  });
+  return h(
+    "li",
+    { class: `session state-${s.state}`, "data-session": s.key },
+    h(
+      "a",
+      { class: "row", href: href({ session: s.key }), "aria-current": selected ? "true" : null, "data-focus": `s:${s.key}` },
+      h("span", { class: "title" }, s.title),
+      h(
+        "span",
+        { class: "sub muted" },
+        h("span", { class: "harness" }, harnessName(s.harness)),
+        " · ",
+        h("span", { class: `state state-${s.state}` }, STATE_WORDS[s.state]),
+        " · ",
+        h("span", { class: "age", title: new Date(s.last_ms).toLocaleString() }, s.age_s < 5 ? "just now" : `${age(s.age_s)} ago`),
+        s.branch ? ` · ${s.branch}` : null,
+      ),
+      asks,
+    ),
+  );
+}
+
+function renderDetail(key: string, ov: Overview, events: Loaded<EventEnvelope[]> & { of: string | null }): HTMLElement {
+  const s = ov.sessions.find((x) => x.key === key);
+  const { harness, id } = splitKey(key);
+  const list = events.of === key ? events.value : null;
+  const last = list !== null && list.length > 0 ? list[list.length - 1] : undefined;
+  const title = s?.title ?? last?.session.title ?? last?.session.cwd ?? id.slice(0, 8);
+  const facts: [string, Child][] = [
+    ["Harness", harnessName(harness)],
+    ["State", s ? STATE_WORDS[s.state] : "not on the board"],
+    ["Folder", s?.cwd ?? last?.session.cwd ?? null],
+    ["Repository", s?.repo ?? last?.session.repo ?? null],
+    ["Branch", s?.branch ?? last?.session.branch ?? null],
+    ["Model", s?.model ?? last?.session.model ?? null],
+    ["Link", linkTo(s?.url ?? last?.session.url ?? null)],
+    ["Session id", h("code", null, id)],
+  ];
+  let body: Child;
+  if (events.error !== null && list === null) {
+    body = message("error", h("p", null, `The events could not be read: ${events.error}`));
+  } else if (list === null) {
+    body = h("p", { class: "muted" }, "Loading events…");
+  } else if (list.length === 0) {
+    body = h("p", { class: "muted empty" }, "No events are stored for this session.");
+  } else {
+    body = h(
+      "ol",
+      { class: "events", "aria-label": `Recent events, newest first` },
+      [...list].reverse().map((e) =>
+        h(
+          "li",
+          { class: "event", "data-type": e.type },
+          h("time", { datetime: e.time }, clock(e.time)),
+          h("span", { class: "type" }, e.type),
+          h("span", { class: "sum" }, summary(e)),
+        ),
+      ),
+    );
+  }
+  return h(
+    "section",
+    { class: "panel detail", "aria-labelledby": "detail-h", "data-detail": key },
+    h(
+      "div",
+      { class: "detail-head" },
+      h("h2", { id: "detail-h", tabindex: "-1", "data-focus": "detail-h" }, title),
+      h("a", { class: "button", href: href({ view: "sessions" }), "data-focus": "close-detail" }, "Close"),
+    ),
+    h(
+      "dl",
+      { class: "facts" },
+      facts.filter(([, v]) => v !== null && v !== "").map(([k, v]) => [h("dt", null, k), h("dd", null, v)]),
+    ),
+    h("h3", null, `Recent events${list !== null && list.length > 0 ? ` (last ${list.length})` : ""}`),
+    events.error !== null && list !== null ? message("error", h("p", null, `The events could not be refreshed: ${events.error}`)) : null,
+    body,
+  );
+}
+
+function linkTo(url: string | null): Child {
+  if (url === null || !/^https?:\/\//.test(url)) return null;
+  return h("a", { href: url, target: "_blank", rel: "noopener noreferrer" }, url);
+}
