@@ -337,7 +337,9 @@ pub fn test_report(paths: &StatePaths, id: &str) -> Result<(bool, Vec<String>), 
             k.1 += 1;
         }
         if rows.is_empty() {
-            lines.push("no events yet: run an agent, then test again to see what it would get".into());
+            lines.push(
+                "no events yet: run an agent, then test again to see what it would get".into(),
+            );
         } else {
             lines.push(format!(
                 "of the last {} events, at tier {} this sink would get:",
