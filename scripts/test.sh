@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian 12 machine: installs what it needs
-# (apt packages for the Tauri shell, the real harnesses and the UI toolchain from
-# npm), then checks formatting and lints, builds everything, and runs every test
-# against the real Claude Code. Usage: scripts/test.sh
+# (apt packages for the Tauri shell and for a headless desktop, the real
+# harnesses and the UI toolchain from npm), then checks formatting and lints,
+# builds everything, and runs every test: the workspace's against the real
+# harnesses, the UI in Debian's Chromium, the tray app under Xvfb with D-Bus and
+# dunst, and the deb (built, installed with dpkg -i, checked, removed; as root
+# only: elsewhere that step says so and is skipped).
+# Usage: scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 say() { printf '\n== %s\n' "$*"; }
 
-# apt: the Tauri shell's build dependencies (see the README).
+# apt: the Tauri shell's build dependencies (see the README), then what the
+# tests run: a headless desktop (Xvfb, D-Bus, dunst, a Secret Service), the
+# screenshot and window tools, and Chromium for the UI's tests.
 APT_PACKAGES=(build-essential pkg-config file libwebkit2gtk-4.1-dev
   libayatana-appindicator3-dev librsvg2-dev libssl-dev libxdo-dev libsoup-3.0-dev
-  libgtk-3-dev)
+  libgtk-3-dev
+  curl xvfb xauth x11-utils xdotool imagemagick fonts-dejavu-core dbus dbus-bin
+  dbus-x11 dunst libnotify-bin gnome-keyring python3 python3-gi chromium)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -38,6 +46,20 @@ cargo build --workspace --bins --quiet
 
 say "cargo test (the real Claude Code is required here)"
 SESSIONPIPE_REQUIRE_HARNESSES=1 cargo test --workspace --quiet
+
+say "the UI in Debian's Chromium (Playwright) against a real daemon"
+(cd ui && node --test --test-reporter=spec tests/e2e.mjs)
+
+say "the tray app under Xvfb, D-Bus and dunst (debug build)"
+src-tauri/tests/xvfb.sh
+
+if [ "$(id -u)" -eq 0 ]; then
+  say "the deb: built (release), installed with dpkg -i, checked, removed"
+  deb=$(installers/build-deb.sh --ui-built | tail -n 1)
+  installers/test-deb.sh "$deb"
+else
+  say "the deb: skipped (installing it needs root; run installers/test-deb.sh as root)"
+fi
 
 say "conformance: the project's fixtures, and the shared data when it is beside the repo"
 paths=(conformance/harness)

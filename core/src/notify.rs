@@ -102,7 +102,8 @@ pub fn decide(env: &Envelope, config: &Config) -> Option<Notice> {
     })
 }
 
-fn display_name(harness: &str) -> String {
+/// How a harness is named to the person (`claude-code` → `Claude Code`).
+pub fn display_name(harness: &str) -> String {
     match harness {
         "claude-code" => "Claude Code".into(),
         "codex" => "Codex".into(),

@@ -67,6 +67,37 @@ impl SessionRecord {
             }
         }
     }
+
+    /// The session at a glance, as the board and the tray show it.
+    pub fn glance(&self) -> Glance {
+        if !self.open.is_empty() {
+            Glance::NeedsYou
+        } else if self.running_turn.is_some() && !self.ended {
+            Glance::Working
+        } else {
+            Glance::Done
+        }
+    }
+}
+
+/// A session's state at a glance: it needs the person (an attention is open), an
+/// agent is working (a turn runs), or neither. Ordered most urgent first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Glance {
+    NeedsYou,
+    Working,
+    Done,
+}
+
+impl Glance {
+    /// The name the API and the UI use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Glance::NeedsYou => "needs_you",
+            Glance::Working => "working",
+            Glance::Done => "done",
+        }
+    }
 }
 
 /// A heartbeat goes out at most this often while a turn runs.

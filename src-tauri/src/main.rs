@@ -1,23 +1,68 @@
 //! `sessionpipe-app`: the sessionpipe desktop app.
 //!
-//! This is a thin Tauri v2 shell. The daemon (adapters, privacy filter, outbox,
-//! sinks, control, ACP driver, pool proxy) lives in the `sessionpipe_core`
-//! library (crate `core/`); the shell will embed it and add what only a desktop
-//! has: the tray icon and menu, native notifications, autostart, and the web UI
-//! built from `ui/` into `ui/dist` and embedded here at compile time.
+//! A thin Tauri v2 shell over the `sessionpipe_core` library: it runs the daemon
+//! (or attaches to one already running) and adds what only a desktop has, the
+//! tray icon and menu, native notifications, autostart, and a window on the
+//! daemon's web UI. No protocol, ingest or notification logic lives in this
+//! crate: the core decides, the shell shows.
 //!
-//! For now it only opens the main window (declared in `tauri.conf.json`) with a
-//! placeholder page, and exits when the window is closed. It does not depend on
-//! the core yet, and starts no daemon: on a machine without the app, run
-//! `sessionpipe daemon` headless.
+//! One binary, two roles: the tray (`app`, the default), and the window
+//! (`webview`, `--window`), a process of its own that the tray starts. This file
+//! reads the command line and prepares the environment of each role.
 
 // Release builds on Windows are GUI programs: no console window behind the app.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+mod app;
+mod backend;
+mod board;
+mod notices;
+mod prefs;
+mod tray;
+mod webview;
+mod window;
+
 use std::process::ExitCode;
 
+const USAGE: &str = "\
+sessionpipe-app: sessionpipe in the tray (runs the daemon, or attaches to one)
+
+Usage: sessionpipe-app [--hidden]
+
+Options:
+  --hidden     Start in the tray without opening the window (how login starts it)
+  -h, --help   Print this help
+  -V, --version
+               Print the version
+
+A second launch opens the first one's window instead of starting again.
+(`--window` is the window's own process, which the tray starts.)";
+
+/// The Tauri configuration and assets, shared by both roles.
+fn context() -> tauri::Context {
+    tauri::generate_context!()
+}
+
 fn main() -> ExitCode {
-    match run() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("-V" | "--version") => {
+            println!("sessionpipe-app {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        Some("-h" | "--help") => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Some(webview::WINDOW_ARG) if args.len() == 1 => webview::run(),
+        None => tray(false),
+        Some(app::HIDDEN_ARG) if args.len() == 1 => tray(true),
+        Some(_) => {
+            eprintln!("sessionpipe-app: unknown arguments {args:?}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("sessionpipe-app: {err}");
@@ -26,8 +71,36 @@ fn main() -> ExitCode {
     }
 }
 
-/// Builds the Tauri app from `tauri.conf.json` (which opens the main window)
-/// and runs its event loop until the last window is closed.
-fn run() -> tauri::Result<()> {
-    tauri::Builder::default().run(tauri::generate_context!())
+/// GDK's GL variable as the person's environment had it, for the window.
+#[cfg(target_os = "linux")]
+static GDK_GL: std::sync::OnceLock<Option<std::ffi::OsString>> = std::sync::OnceLock::new();
+
+fn tray(hidden: bool) -> Result<(), String> {
+    // On X11, GTK picks its visuals through GLX at start-up, which loads Mesa (and
+    // LLVM with it): about 50 MB resident in a process that never draws with GL.
+    // The tray's menus do not; the web view, which may, runs in the window process,
+    // which gets the variable back as it was (`for_the_window`).
+    #[cfg(target_os = "linux")]
+    {
+        GDK_GL.get_or_init(|| std::env::var_os("GDK_GL"));
+        // SAFETY: the first thing the process does, before any thread exists, so
+        // nothing reads the environment while it changes.
+        unsafe { std::env::set_var("GDK_GL", "disable") };
+    }
+    app::run(hidden)
+}
+
+/// The window process's environment: the tray's, with GDK's GL as it was.
+pub(crate) fn for_the_window(cmd: &mut std::process::Command) {
+    #[cfg(target_os = "linux")]
+    match GDK_GL.get().cloned().flatten() {
+        Some(value) => {
+            cmd.env("GDK_GL", value);
+        }
+        None => {
+            cmd.env_remove("GDK_GL");
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cmd;
 }

@@ -317,8 +317,9 @@ fn hooks_command(
     })
 }
 
-/// Where the UI's built files are when no `--ui` is given.
-fn default_ui_dir() -> Option<PathBuf> {
+/// Where the UI's built files are when no `--ui` is given (the app's embedded
+/// daemon uses the same rule).
+pub fn default_ui_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("SESSIONPIPE_UI_DIR").filter(|d| !d.is_empty()) {
         return Some(PathBuf::from(dir));
     }

@@ -1,0 +1,54 @@
+//! The two settings the tray menu changes, "Pause notifications" and "Open at
+//! login", kept in the core's `config.json` (the same file the UI's Settings
+//! write), and the OS's login item kept in step with `open_at_login`.
+//!
+//! `config.json` is the truth: a change made in the UI reaches the login item on
+//! the tray's next refresh. A config file that cannot be read is never written
+//! over (the person's other settings are in it).
+//! Must not hold settings of its own or act on `notifications_paused` (the core's
+//! `notify::decide` does).
+
+use sessionpipe_core::config::Config;
+use sessionpipe_core::paths::StatePaths;
+use tauri::{AppHandle, Runtime};
+use tauri_plugin_autostart::ManagerExt;
+
+/// The settings now (the defaults when the file is missing or unreadable).
+pub fn load(paths: &StatePaths) -> Config {
+    Config::load(&paths.root).unwrap_or_default()
+}
+
+/// Changes one setting in `config.json` (read, change, write).
+fn update(paths: &StatePaths, change: impl FnOnce(&mut Config)) -> Result<Config, String> {
+    let mut config = Config::load(&paths.root)?;
+    change(&mut config);
+    config.save(&paths.root)?;
+    Ok(config)
+}
+
+/// Flips `notifications_paused`.
+pub fn toggle_paused(paths: &StatePaths) -> Result<bool, String> {
+    update(paths, |c| c.notifications_paused = !c.notifications_paused)
+        .map(|c| c.notifications_paused)
+}
+
+/// Flips `open_at_login` and the login item with it.
+pub fn toggle_open_at_login<R: Runtime>(
+    app: &AppHandle<R>,
+    paths: &StatePaths,
+) -> Result<bool, String> {
+    let config = update(paths, |c| c.open_at_login = !c.open_at_login)?;
+    follow_open_at_login(app, &config)?;
+    Ok(config.open_at_login)
+}
+
+/// Makes the OS's login item say what `open_at_login` says.
+pub fn follow_open_at_login<R: Runtime>(app: &AppHandle<R>, config: &Config) -> Result<(), String> {
+    let login = app.autolaunch();
+    let enabled = login.is_enabled().map_err(|e| e.to_string())?;
+    match (config.open_at_login, enabled) {
+        (true, false) => login.enable().map_err(|e| e.to_string()),
+        (false, true) => login.disable().map_err(|e| e.to_string()),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,93 @@
+//! The window process: `sessionpipe-app --window`, started by the tray
+//! (`window`). It shows one web view on the daemon's UI (or, without a URL, the
+//! bundled waiting page in `src-tauri/fallback/`), follows the tray's commands on
+//! stdin (`show URL`: navigate and bring forward; `go URL`: navigate; `show`:
+//! bring forward; the first line says where the window opens), and exits when
+//! its window closes or its stdin ends (the tray quit or died).
+//!
+//! Must not start a daemon, a tray, notifications or the single-instance lock:
+//! it is a view, and the tray process owns everything else. The page is a
+//! remote (loopback) URL with no IPC: it talks to the daemon's API itself.
+
+use std::io::BufRead;
+use tauri::{AppHandle, Manager, Url, WebviewUrl, WebviewWindow, WebviewWindowBuilder};
+
+/// The argument that makes `sessionpipe-app` the window process.
+pub const WINDOW_ARG: &str = "--window";
+const LABEL: &str = "main";
+
+pub fn run() -> Result<(), String> {
+    let mut first = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut first)
+        .map_err(|e| format!("no first command on stdin: {e}"))?;
+    let (_, page) = parse(&first);
+    let app = tauri::Builder::default()
+        .setup(move |app| {
+            let url = match page {
+                Some(url) => WebviewUrl::External(url),
+                None => WebviewUrl::App("index.html".into()),
+            };
+            let window = WebviewWindowBuilder::new(app, LABEL, url)
+                .title("sessionpipe")
+                .inner_size(900.0, 640.0)
+                .min_inner_size(420.0, 320.0)
+                .build()?;
+            bring_forward(&window);
+            follow_stdin(app.handle().clone());
+            Ok(())
+        })
+        .build(crate::context())
+        .map_err(|e| e.to_string())?;
+    // Tauri ends the event loop when the last (only) window closes.
+    app.run(|_, _| {});
+    Ok(())
+}
+
+fn follow_stdin(app: AppHandle) {
+    let spawned = std::thread::Builder::new()
+        .name("commands".into())
+        .spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                let (command, url) = parse(&line);
+                let handle = app.clone();
+                let _ = app.run_on_main_thread(move || apply(&handle, &command, url));
+            }
+            // The tray is gone: so is its window.
+            app.exit(0);
+        });
+    if let Err(e) = spawned {
+        sessionpipe_core::log::warn(&format!("the window cannot follow the tray: {e}"));
+    }
+}
+
+/// `show URL` → ("show", Some(URL)); `show` → ("show", None).
+fn parse(line: &str) -> (String, Option<Url>) {
+    let line = line.trim();
+    let (command, arg) = line.split_once(' ').unwrap_or((line, ""));
+    (command.to_string(), Url::parse(arg.trim()).ok())
+}
+
+fn apply(app: &AppHandle, command: &str, url: Option<Url>) {
+    let Some(window) = app.get_webview_window(LABEL) else {
+        return;
+    };
+    if let Some(url) = url
+        && window.url().ok().as_ref() != Some(&url)
+    {
+        // Within the same page only the fragment changes: the UI follows
+        // `hashchange`, nothing reloads.
+        let _ = window.navigate(url);
+    }
+    if command == "show" {
+        bring_forward(&window);
+    }
+}
+
+fn bring_forward(window: &WebviewWindow) {
+    let _ = window.show();
+    let _ = window.unminimize();
+    let _ = window.set_focus();
+}

@@ -1,0 +1,220 @@
+#!/usr/bin/python3
+"""What a desktop does to the app, for its tests: a tiny StatusNotifierWatcher, a
+tray client, a reader of notification calls, a window manager's close (python3-gi).
+
+  desktop.py watch             own org.kde.StatusNotifierWatcher on the session bus and
+                           print "registered <epoch_ms> <bus name> <object path>"
+                           for every item that registers (the tray icon)
+  desktop.py icon NAME PATH    print the item's IconName (appindicator: a PNG's path)
+  desktop.py menu NAME PATH    print the item's menu: "<id>\t<toggle-state>\t<label>"
+  desktop.py click NAME PATH ID
+                           click menu item ID, as a panel does (dbusmenu Event)
+  desktop.py notices LOG       read dbus-monitor's text (Notify and CloseNotification
+                           calls and the method returns) and print one JSON line
+                           per call: {"notify": id, "app", "replaces", "summary",
+                           "body", "actions"} or {"close": id}
+  desktop.py close-window XID
+                           ask window XID to close (WM_DELETE_WINDOW), as a
+                           window manager's close button does
+
+Only what libayatana-appindicator needs of a watcher is here: it registers, a
+host is said to be present, and the item list is kept.
+"""
+import json
+import re
+import signal
+import sys
+import time
+
+from gi.repository import Gio, GLib
+
+WATCHER_XML = """
+<node>
+  <interface name="org.kde.StatusNotifierWatcher">
+    <method name="RegisterStatusNotifierItem"><arg type="s" direction="in"/></method>
+    <method name="RegisterStatusNotifierHost"><arg type="s" direction="in"/></method>
+    <property name="RegisteredStatusNotifierItems" type="as" access="read"/>
+    <property name="IsStatusNotifierHostRegistered" type="b" access="read"/>
+    <property name="ProtocolVersion" type="i" access="read"/>
+    <signal name="StatusNotifierItemRegistered"><arg type="s"/></signal>
+    <signal name="StatusNotifierItemUnregistered"><arg type="s"/></signal>
+    <signal name="StatusNotifierHostRegistered"/>
+  </interface>
+</node>
+"""
+
+
+def watch():
+    items = []
+    node = Gio.DBusNodeInfo.new_for_xml(WATCHER_XML)
+
+    def on_call(conn, sender, path, iface, method, params, invocation):
+        if method == "RegisterStatusNotifierItem":
+            arg = params.unpack()[0]
+            # appindicator passes its object path; others pass a bus name.
+            name, obj = (sender, arg) if arg.startswith("/") else (arg, "/StatusNotifierItem")
+            items.append(f"{name}{obj}")
+            print(f"registered {int(time.time() * 1000)} {name} {obj}", flush=True)
+            conn.emit_signal(None, "/StatusNotifierWatcher", "org.kde.StatusNotifierWatcher",
+                             "StatusNotifierItemRegistered", GLib.Variant("(s)", (items[-1],)))
+        invocation.return_value(None)
+
+    def on_get(conn, sender, path, iface, prop):
+        return {
+            "RegisteredStatusNotifierItems": GLib.Variant("as", items),
+            "IsStatusNotifierHostRegistered": GLib.Variant("b", True),
+            "ProtocolVersion": GLib.Variant("i", 0),
+        }[prop]
+
+    def on_bus(conn, name):
+        conn.register_object("/StatusNotifierWatcher", node.interfaces[0], on_call, on_get, None)
+
+    def on_name(conn, name):
+        print("watching", flush=True)
+
+    def on_lost(conn, name):
+        print("cannot own org.kde.StatusNotifierWatcher", file=sys.stderr, flush=True)
+        sys.exit(1)
+
+    Gio.bus_own_name(Gio.BusType.SESSION, "org.kde.StatusNotifierWatcher",
+                     Gio.BusNameOwnerFlags.NONE, on_bus, on_name, on_lost)
+    GLib.MainLoop().run()
+
+
+def bus():
+    return Gio.bus_get_sync(Gio.BusType.SESSION, None)
+
+
+def prop(name, path, iface, key):
+    reply = bus().call_sync(name, path, "org.freedesktop.DBus.Properties", "Get",
+                            GLib.Variant("(ss)", (iface, key)), None,
+                            Gio.DBusCallFlags.NONE, 5000, None)
+    return reply.unpack()[0]
+
+
+def menu_path(name, path):
+    return prop(name, path, "org.kde.StatusNotifierItem", "Menu")
+
+
+def menu(name, path):
+    reply = bus().call_sync(name, menu_path(name, path), "com.canonical.dbusmenu", "GetLayout",
+                            GLib.Variant("(iias)", (0, -1, [])), None,
+                            Gio.DBusCallFlags.NONE, 5000, None)
+    _, layout = reply.unpack()
+
+    def walk(node):
+        ident, props, children = node
+        if ident != 0 and props.get("type") != "separator":
+            state = props.get("toggle-state", "")
+            enabled = "" if props.get("enabled", True) else " (disabled)"
+            print(f"{ident}\t{state}\t{props.get('label', '')}{enabled}")
+        for child in children:
+            walk(child)
+
+    walk(layout)
+
+
+def click(name, path, ident):
+    bus().call_sync(name, menu_path(name, path), "com.canonical.dbusmenu", "Event",
+                    GLib.Variant("(isvu)", (int(ident), "clicked", GLib.Variant("s", ""), 0)),
+                    None, Gio.DBusCallFlags.NONE, 5000, None)
+
+
+NOTIFY_ARGS = re.compile(
+    r'\A   string "(?P<app>.*?)"\n   uint32 (?P<replaces>\d+)\n   string "(?P<icon>.*?)"\n'
+    r'   string "(?P<summary>.*?)"\n   string "(?P<body>.*?)"\n   array \[\n(?P<actions>.*?)\n   \]\n',
+    re.S)
+
+
+def notices(log):
+    text = open(log, encoding="utf-8", errors="replace").read()
+    # A message starts at a header line; a string argument may span lines.
+    blocks = re.split(r"\n(?=(?:method call|method return|signal|error) time=)", text)
+    returns = {}
+    calls = []
+    for block in blocks:
+        head, _, body = block.partition("\n")
+        if head.startswith("method return"):
+            m = re.search(r"-> destination=(\S+) serial=\d+ reply_serial=(\d+)", head)
+            u = re.match(r"   uint32 (\d+)", body)
+            if m and u:
+                returns[(m.group(1), m.group(2))] = int(u.group(1))
+        elif head.startswith("method call") and "interface=org.freedesktop.Notifications;" in head:
+            m = re.search(r"sender=(\S+) .* serial=(\d+) .*member=(\w+)", head)
+            if m:
+                calls.append(((m.group(1), m.group(2)), m.group(3), body + "\n"))
+    for key, member, body in calls:
+        if member == "Notify":
+            m = NOTIFY_ARGS.match(body)
+            if not m:
+                continue
+            actions = re.findall(r'string "(.*?)"', m.group("actions"))
+            print(json.dumps({"notify": returns.get(key), "app": m.group("app"),
+                              "replaces": int(m.group("replaces")), "summary": m.group("summary"),
+                              "body": m.group("body"), "actions": actions}))
+        elif member == "CloseNotification":
+            u = re.match(r"   uint32 (\d+)", body)
+            if u:
+                print(json.dumps({"close": int(u.group(1))}))
+
+
+def close_window(xid):
+    import ctypes
+
+    x11 = ctypes.CDLL("libX11.so.6")
+    x11.XOpenDisplay.restype = ctypes.c_void_p
+    x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    x11.XInternAtom.restype = ctypes.c_ulong
+    x11.XInternAtom.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+    x11.XSendEvent.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_long,
+                               ctypes.c_void_p]
+    x11.XFlush.argtypes = [ctypes.c_void_p]
+    x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
+
+    class ClientMessage(ctypes.Structure):
+        _fields_ = [("type", ctypes.c_int), ("serial", ctypes.c_ulong),
+                    ("send_event", ctypes.c_int), ("display", ctypes.c_void_p),
+                    ("window", ctypes.c_ulong), ("message_type", ctypes.c_ulong),
+                    ("format", ctypes.c_int), ("data", ctypes.c_long * 5)]
+
+    class XEvent(ctypes.Union):
+        _fields_ = [("xclient", ClientMessage), ("pad", ctypes.c_long * 24)]
+
+    dpy = x11.XOpenDisplay(None)
+    if not dpy:
+        raise SystemExit("cannot open the display")
+    ev = XEvent()
+    ev.xclient.type = 33  # ClientMessage
+    ev.xclient.window = xid
+    ev.xclient.message_type = x11.XInternAtom(dpy, b"WM_PROTOCOLS", 0)
+    ev.xclient.format = 32
+    ev.xclient.data[0] = x11.XInternAtom(dpy, b"WM_DELETE_WINDOW", 0)
+    ev.xclient.data[1] = 0  # CurrentTime
+    x11.XSendEvent(dpy, xid, 0, 0, ctypes.byref(ev))
+    x11.XFlush(dpy)
+    x11.XCloseDisplay(dpy)
+
+
+def main(argv):
+    cmd = argv[1] if len(argv) > 1 else ""
+    if cmd == "watch":
+        watch()
+    elif cmd == "icon" and len(argv) == 4:
+        print(prop(argv[2], argv[3], "org.kde.StatusNotifierItem", "IconName"))
+    elif cmd == "menu" and len(argv) == 4:
+        menu(argv[2], argv[3])
+    elif cmd == "click" and len(argv) == 5:
+        click(argv[2], argv[3], argv[4])
+    elif cmd == "notices" and len(argv) == 3:
+        notices(argv[2])
+    elif cmd == "close-window" and len(argv) == 3:
+        close_window(int(argv[2], 0))
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    sys.exit(main(sys.argv))

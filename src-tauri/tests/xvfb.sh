@@ -1,0 +1,320 @@
+#!/usr/bin/env bash
+# The tray app on a headless desktop: Xvfb, a D-Bus session (dbus-run-session), a
+# StatusNotifierWatcher (desktop.py), dunst and dbus-monitor. With a temporary
+# HOME and state dir, it proves that:
+#   1. the app starts, embeds the daemon, and its tray item registers with the
+#      watcher (start-up time printed); the menu and the idle icon are right;
+#   2. its window shows the daemon's UI (screenshot in test-artifacts/app/);
+#   3. a real `sessionpipe-hook claude-code PermissionRequest` makes a Notify call
+#      on the bus with the expected summary and body; the icon turns to "needs
+#      you" and the menu lists the session first;
+#   4. closing the window leaves the tray; clicking the notification (dunstctl
+#      action) opens the window again, on the session;
+#   5. the session's next hook event withdraws its notification (CloseNotification);
+#   6. "Pause notifications" in the menu writes config.json and silences notices;
+#   7. "Open at login" writes and removes the autostart entry;
+#   8. a second launch exits and opens the first one's window;
+#   9. "Quit" ends the app; started beside a running `sessionpipe daemon` it
+#      attaches (its notices still come), and takes over when that daemon dies.
+# Installs nothing; a missing tool fails with the apt package to install.
+# Usage: src-tauri/tests/xvfb.sh   (binaries from $SESSIONPIPE_BIN_DIR, default
+# target/debug: cargo build -p sessionpipe-app -p sessionpipe-core -p sessionpipe-hook;
+# screenshots to $SESSIONPIPE_APP_ARTIFACTS, default test-artifacts/app)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+DESKTOP_PY=$here/desktop.py
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+
+if [ "${1:-}" != "--inner" ]; then
+  bin=${SESSIONPIPE_BIN_DIR:-$root/target/debug}
+  need_desktop || exit 1
+  for b in sessionpipe-app sessionpipe sessionpipe-hook; do
+    if [ ! -x "$bin/$b" ]; then
+      echo "missing $bin/$b: cargo build -p sessionpipe-app -p sessionpipe-core -p sessionpipe-hook" >&2
+      exit 1
+    fi
+  done
+  # An installed app serves its own UI (<bin>/../share/sessionpipe/ui); a build
+  # tree's serves ui/dist.
+  if [ -f "$bin/../share/sessionpipe/ui/index.html" ]; then
+    ui_dir=""
+  elif [ -f "$root/ui/dist/index.html" ]; then
+    ui_dir=$root/ui/dist
+  else
+    echo "missing ui/dist: (cd ui && npm ci && npm run build)" >&2
+    exit 1
+  fi
+  work=$(mktemp -d /tmp/sp-app-test.XXXXXX)
+  artifacts=${SESSIONPIPE_APP_ARTIFACTS:-$root/test-artifacts/app}
+  mkdir -p "$artifacts"
+  start_x "$work/xvfb.log"
+  trap 'kill "$XVFB_PID" 2>/dev/null || true' EXIT
+  export SP_BIN=$bin SP_WORK=$work SP_ARTIFACTS=$artifacts SP_UI_DIR=$ui_dir
+  # dbus-daemon's chatter goes to a file; the test's own stderr stays (fd 3).
+  if dbus-run-session -- "$0" --inner 3>&2 2>"$work/dbus.log"; then
+    rm -rf "$work"
+    exit 0
+  fi
+  echo "FAILED; logs in $work (also copied to $artifacts/logs)" >&2
+  mkdir -p "$artifacts/logs"
+  cp "$work"/*.log "$artifacts/logs/" 2>/dev/null || true
+  for f in app.log watch.log; do
+    [ -f "$work/$f" ] && { echo "--- $f (last lines)" >&2; tail -n 20 "$work/$f" >&2; }
+  done
+  exit 1
+fi
+
+# ---- inside the D-Bus session ----
+exec 2>&3 3>&-
+W=$SP_WORK
+A=$SP_ARTIFACTS
+export HOME=$W/home SESSIONPIPE_STATE_DIR=$W/state
+export XDG_CONFIG_HOME=$W/home/.config NO_AT_BRIDGE=1 GDK_BACKEND=x11
+unset XDG_STATE_HOME SESSIONPIPE_HOOK_BIN SESSIONPIPE_UI_DIR
+[ -n "$SP_UI_DIR" ] && export SESSIONPIPE_UI_DIR=$SP_UI_DIR
+STATE=$SESSIONPIPE_STATE_DIR
+PROJECT=$HOME/work/project
+mkdir -p "$PROJECT" "$HOME/.claude"
+cat >"$W/dunstrc" <<'EOF'
+[global]
+    font = DejaVu Sans 10
+[urgency_low]
+    timeout = 0
+[urgency_normal]
+    timeout = 0
+[urgency_critical]
+    timeout = 0
+EOF
+
+pids=()
+cleanup() {
+  for p in "${pids[@]}" ${MONITOR_PID:-} ${DUNST_PID:-} ${SNI_PID:-}; do
+    kill "$p" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+
+step() { printf '\n== %s\n' "$*"; }
+ok() { printf 'ok: %s\n' "$*"; }
+fail() {
+  printf 'FAIL: %s\n' "$*" >&2
+  exit 1
+}
+
+# --- helpers over the desktop ---
+menu() { /usr/bin/python3 "$DESKTOP_PY" menu $ITEM; }
+menu_has() { [[ "$(menu)" == *"$1"* ]]; }
+menu_id() { menu | awk -F'\t' -v l="$1" 'index($3, l) == 1 {print $1; exit}'; }
+# click LABEL: as a panel does; the tray rebuilds its menu when sessions come or
+# go (new item ids), so a click on an id that just went away is tried again.
+click() {
+  local i
+  for i in 1 2 3 4 5; do
+    /usr/bin/python3 "$DESKTOP_PY" click $ITEM "$(menu_id "$1")" 2>/dev/null && return 0
+    sleep 0.5
+  done
+  fail "cannot click \"$1\" in the menu: $(menu)"
+}
+notices() { /usr/bin/python3 "$DESKTOP_PY" notices "$W/monitor.log"; }
+notify_count() { notices | grep -c '"notify"' || true; }
+notice_with() { notices | grep -F '"notify"' | grep -F -- "$1" | tail -n 1; }
+has_notice() { [ -n "$(notice_with "$1")" ]; }
+window_id() { xdotool search --onlyvisible --name '^sessionpipe$' 2>/dev/null | head -n 1; }
+window_open() { [ -n "$(window_id)" ]; }
+window_closed() { [ -z "$(window_id)" ]; }
+window_pids() { # the window's process (the tray's child) and WebKit's under it
+  local w
+  for w in $(pgrep -P "$APP" || true); do
+    echo "$w"
+    pgrep -P "$w" || true
+  done
+}
+gone() { for p in "$@"; do ! kill -0 "$p" 2>/dev/null || return 1; done; }
+opened_on() { [ "$(grep -c "the window opens on $1" "$W/app.log")" -ge "$2" ]; }
+lock_held_by() { grep -q "^$1 daemon" "$STATE/daemon.lock" 2>/dev/null; }
+icon_is() {
+  local file
+  file=$(/usr/bin/python3 "$DESKTOP_PY" icon $ITEM)
+  [ -f "$file" ] && [ "$(compare -metric AE "$file" "$root/src-tauri/icons/tray/$1.png" null: 2>&1)" = 0 ]
+}
+json_field() { /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
+config_says() { grep -q "\"$1\": $2" "$STATE/config.json" 2>/dev/null; }
+shot() {
+  sleep 1.5 # the page's first paint
+  import -window root "$A/$1"
+  ok "screenshot $A/$1"
+}
+start_app() { # LOG ARGS...
+  local log=$1
+  shift
+  "$SP_BIN/sessionpipe-app" "$@" >"$W/$log" 2>&1 &
+  APP=$!
+  pids+=("$APP")
+}
+find_item() {
+  wait_for 30 "the tray item of pid $APP" tray_item_of "$APP" "$W/watch.log"
+  ITEM=$(tray_item_of "$APP" "$W/watch.log")
+}
+# hook EVENT SESSION JSON-FIELDS: runs the real hook with a Claude-Code-shaped payload.
+hook() {
+  local event=$1 session=$2 fields=$3
+  local payload="{\"session_id\":\"$session\",\"transcript_path\":\"$HOME/.claude/projects/-work-project/$session.jsonl\",\"cwd\":\"$PROJECT\",\"permission_mode\":\"default\",\"hook_event_name\":\"$event\",$fields}"
+  (cd "$PROJECT" && printf '%s\n' "$payload" | CLAUDE_PROJECT_DIR=$PROJECT "$SP_BIN/sessionpipe-hook" claude-code "$event")
+}
+permission() { # SESSION COMMAND
+  hook PermissionRequest "$1" "\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"$2\",\"description\":\"Run $2\"}"
+}
+tool_done() { # SESSION COMMAND
+  hook PostToolUse "$1" "\"tool_name\":\"Bash\",\"tool_use_id\":\"toolu_$1\",\"tool_input\":{\"command\":\"$2\"},\"tool_response\":{\"stdout\":\"\",\"stderr\":\"\",\"interrupted\":false}"
+}
+
+# Notifications stay until acted on (dunstrc above), so the test can click one.
+start_desktop "$W" "$W/dunstrc"
+
+S1=5e0c1a52-1111-4c1e-9d7a-000000000001
+S2=5e0c1a52-2222-4c1e-9d7a-000000000002
+S3=5e0c1a52-3333-4c1e-9d7a-000000000003
+S4=5e0c1a52-4444-4c1e-9d7a-000000000004
+
+step "1. the app starts, embeds the daemon, and its tray registers"
+t0=$(now_ms)
+start_app app.log
+find_item
+t_reg=$(awk -v n="${ITEM%% *}" '$1 == "registered" && $3 == n {print $2; exit}' "$W/watch.log")
+ok "tray item $ITEM registered $((t_reg - t0)) ms after the app started ($SP_BIN)"
+wait_for 15 "the embedded daemon to hold the lock" lock_held_by "$APP"
+ok "the embedded daemon holds the lock (pid $APP)"
+wait_for 10 "the menu" menu_has "No live sessions"
+for line in "Pause notifications" "Open at login" "Open sessionpipe" "Quit"; do
+  menu_has "$line" || fail "the menu has no \"$line\": $(menu)"
+done
+icon_is idle || fail "the icon is not the idle one"
+ok "menu: no live sessions, Pause notifications, Open at login, Open sessionpipe, Quit; idle icon"
+
+step "2. the window shows the daemon's UI"
+wait_for 20 "the window" window_open
+ui_url=$(json_field "$(cat "$STATE/ui.json")" url)
+[[ "$(curl -fsS "$ui_url/")" == *"<html"* ]] || fail "the daemon serves no UI at $ui_url"
+shot window.png
+
+step "3. a real attention.needed makes a Notify call on the bus"
+permission "$S1" "touch made-by-test.txt"
+wait_for 20 "a Notify call for the permission request" has_notice '"summary": "Claude Code wants to run Bash"'
+line=$(notice_with '"summary": "Claude Code wants to run Bash"')
+echo "Notify: $line"
+body=$(json_field "$line" body)
+[ "$(json_field "$line" app)" = sessionpipe ] || fail "app name: $line"
+case "$body" in
+  "Bash touch made-by-test.txt"$'\n'*work/project) ;;
+  *) fail "unexpected body: $body" ;;
+esac
+[[ "$(json_field "$line" actions)" == *"'default'"* ]] || fail "no default action: $line"
+N1=$(json_field "$line" notify)
+ok "Notify id $N1: summary \"Claude Code wants to run Bash\", body \"${body//$'\n'/\\n}\", default action"
+wait_for 10 "the session in the menu" menu_has "Claude Code · project · needs you"
+wait_for 10 "the needs-you icon" icon_is needs-you
+ok "the icon shows needs-you; the menu lists: $(menu | grep -F 'Claude Code ·' | cut -f3 | head -n 1)"
+shot window-needs-you.png
+
+step "4. closing the window leaves the tray; clicking the notification opens the window on the session"
+procs=$(window_pids | xargs)
+[ -n "$procs" ] || fail "no window process under the app"
+/usr/bin/python3 "$DESKTOP_PY" close-window "$(window_id)"
+wait_for 10 "the window to close" window_closed
+# shellcheck disable=SC2086
+wait_for 10 "the window's processes ($procs) to end" gone $procs
+kill -0 "$APP" || fail "the app exited when its window closed"
+menu_has "Quit" || fail "the tray is gone after the window closed"
+ok "window closed: its processes ($procs: the window, WebKit's) ended; app and tray still running"
+dunstctl action 0
+wait_for 15 "the window to open from the notification" window_open
+opened_on "claude-code:$S1" 1 || fail "the window did not open on the session: $(tail -n 3 "$W/app.log")"
+ok "clicking the notification opened the window on claude-code:$S1"
+shot window-session.png
+/usr/bin/python3 "$DESKTOP_PY" close-window "$(window_id)"
+wait_for 10 "the window to close" window_closed
+click "Claude Code · project · needs you"
+wait_for 15 "the window to open from the menu" window_open
+opened_on "claude-code:$S1" 2 || fail "the menu did not open the window on the session"
+ok "choosing the session in the menu opened the window on it"
+
+step "5. the session's next hook event withdraws its notification"
+permission "$S2" "rm -rf build"
+wait_for 20 "the second Notify" has_notice 'rm -rf build'
+N2=$(json_field "$(notice_with 'rm -rf build')" notify)
+tool_done "$S2" "rm -rf build"
+closed() { [[ $'\n'"$(notices)"$'\n' == *$'\n'"{\"close\": $1}"$'\n'* ]]; }
+wait_for 20 "CloseNotification $N2" closed "$N2"
+ok "Notify id $N2 withdrawn with CloseNotification($N2) when the attention cleared"
+
+step "6. Pause notifications from the menu"
+click "Pause notifications"
+wait_for 10 "config.json to say paused" config_says notifications_paused true
+checked() { [ "$(menu | awk -F'\t' -v l="$1" '$3 == l {print $2}')" = 1 ]; }
+wait_for 10 "the check mark" checked "Pause notifications"
+before=$(notify_count)
+permission "$S3" "echo paused"
+stored() { [[ "$("$SP_BIN/sessionpipe" tail --no-follow --json --session "$1")" == *attention.needed* ]]; }
+wait_for 20 "the paused session's attention in the outbox" stored "$S3"
+sleep 2 # the notices' thread looks every 0.3 s
+[ "$(notify_count)" = "$before" ] || fail "a notification was shown while paused: $(notices | tail -n 1)"
+click "Pause notifications"
+wait_for 10 "config.json to say unpaused" config_says notifications_paused false
+ok "paused: config.json notifications_paused true, checked in the menu, no Notify; unpaused again"
+
+step "7. Open at login from the menu"
+autostart=$XDG_CONFIG_HOME/autostart/sessionpipe.desktop
+click "Open at login"
+wait_for 10 "the autostart entry" test -f "$autostart"
+grep -q '^Exec=.*sessionpipe-app.*--hidden' "$autostart" || fail "autostart entry: $(cat "$autostart")"
+wait_for 10 "config.json open_at_login" config_says open_at_login true
+ok "$(grep '^Exec=' "$autostart")"
+click "Open at login"
+wait_for 10 "the autostart entry to go" test ! -f "$autostart"
+config_says open_at_login false || fail "open_at_login still true"
+ok "turned off: the entry is gone, open_at_login false"
+
+step "8. one instance: a second launch opens the first one's window and exits"
+/usr/bin/python3 "$DESKTOP_PY" close-window "$(window_id)"
+wait_for 10 "the window to close" window_closed
+timeout 30 "$SP_BIN/sessionpipe-app" >"$W/second.log" 2>&1 || fail "the second launch failed ($?)"
+wait_for 15 "the first app's window" window_open
+[ "$(xdotool search --onlyvisible --name '^sessionpipe$' | wc -l)" = 1 ] || fail "more than one window"
+kill -0 "$APP" || fail "the first app is gone"
+ok "the second launch exited 0; the first app opened its window"
+
+step "9. Quit; then attach to a running sessionpipe daemon and take over when it dies"
+procs=$(window_pids | xargs)
+click "Quit"
+wait_for 15 "the app to quit" bash -c "! kill -0 $APP 2>/dev/null"
+# shellcheck disable=SC2086
+wait_for 10 "the window's processes ($procs) to end" gone $procs
+ok "Quit ended the app and its open window ($procs)"
+"$SP_BIN/sessionpipe" daemon >"$W/daemon.log" 2>&1 &
+DAEMON=$!
+pids+=("$DAEMON")
+wait_for 15 "sessionpipe daemon to hold the lock" lock_held_by "$DAEMON"
+start_app app2.log --hidden
+find_item
+wait_for 15 "the attached line" menu_has "Attached to sessionpipe daemon (pid $DAEMON)"
+ok "attached: $(menu | grep -F Attached | cut -f3)"
+window_closed || fail "--hidden opened the window"
+permission "$S4" "make attached"
+wait_for 20 "a Notify through the attached daemon" has_notice 'make attached'
+ok "the attached app notified: $(notice_with 'make attached')"
+t_kill=$(now_ms)
+kill "$DAEMON"
+wait_for 20 "the app to take over the lock" lock_held_by "$APP"
+t_took=$(now_ms)
+not_attached() { ! menu_has Attached; }
+wait_for 10 "the attached line to go" not_attached
+tool_done "$S4" "make attached"
+permission "$S4" "make embedded"
+wait_for 20 "a Notify after the takeover" has_notice 'make embedded'
+ok "took over $((t_took - t_kill)) ms after the daemon's end; notified: $(notice_with 'make embedded')"
+click "Quit"
+wait_for 15 "the app to quit" bash -c "! kill -0 $APP 2>/dev/null"
+
+printf '\nall app checks passed\n'
