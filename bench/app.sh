@@ -20,7 +20,7 @@ source "$root/src-tauri/tests/lib.sh"
 if [ "${1:-}" != "--inner" ]; then
   runs=${1:-10}
   idle=${2:-60}
-  bin=${SESSIONPIPE_BIN_DIR:-$root/target/release}
+  bin=${SESSIONPIPE_BIN_DIR:-${CARGO_TARGET_DIR:-$root/target}/release}
   need_desktop || exit 1
   for b in sessionpipe-app sessionpipe sessionpipe-hook; do
     [ -x "$bin/$b" ] || { echo "missing $bin/$b: run installers/build-deb.sh (a release build with Tauri's custom protocol)" >&2; exit 1; }

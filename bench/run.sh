@@ -7,16 +7,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-2000}"
 cargo build --release -q -p sessionpipe-hook -p sessionpipe-core --bins --examples
-hook=target/release/sessionpipe-hook
-sp=target/release/sessionpipe
+rel=${CARGO_TARGET_DIR:-target}/release
+hook=$rel/sessionpipe-hook
+sp=$rel/sessionpipe
 echo "## $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -srm), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "hook binary: $(stat -c %s "$hook") bytes"
 echo
-target/release/examples/bench_hook "$hook" "$sp" "$runs"
+"$rel"/examples/bench_hook "$hook" "$sp" "$runs"
 echo
-target/release/examples/bench_latency "$hook" "$sp" 500
+"$rel"/examples/bench_latency "$hook" "$sp" 500
 echo
-target/release/examples/bench_ingest 20000
+"$rel"/examples/bench_ingest 20000
 echo
-target/release/examples/bench_delivery "$hook" "$sp" 20000 300
+"$rel"/examples/bench_delivery "$hook" "$sp" 20000 300

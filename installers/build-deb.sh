@@ -22,6 +22,7 @@ case "${1:-}" in
 esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+target=${CARGO_TARGET_DIR:-$root/target}
 
 for tool in cargo rustc npm node dpkg-deb; do
   command -v "$tool" >/dev/null || { echo "build-deb.sh: $tool is missing" >&2; exit 1; }
@@ -45,18 +46,18 @@ cargo build --release --quiet -p sessionpipe-core -p sessionpipe-hook --bins
 triple=$(rustc -vV | sed -n 's/^host: //p')
 mkdir -p src-tauri/binaries
 for bin in sessionpipe sessionpipe-hook; do
-  install -m 0755 "target/release/$bin" "src-tauri/binaries/$bin-$triple"
+  install -m 0755 "$target/release/$bin" "src-tauri/binaries/$bin-$triple"
 done
 
 say "the Tauri CLI (installers/package.json)"
 (cd installers && npm ci --no-audit --no-fund --loglevel=error) >&2
 
 say "tauri build --bundles deb"
-rm -rf target/release/bundle/deb
+rm -rf "$target/release/bundle/deb"
 (cd src-tauri && ../installers/node_modules/.bin/tauri build --ci --bundles deb \
   --config ../installers/tauri.bundle.json --config ../installers/tauri.deb.json) >&2
 
-deb=$(ls target/release/bundle/deb/*.deb)
+deb=$(ls "$target"/release/bundle/deb/*.deb)
 say "contents"
 dpkg-deb --info "$deb" | sed -n '/Package:/,$p' >&2
 dpkg-deb --contents "$deb" | awk '{print $6}' | grep -v '/$' | grep -v '^./usr/share/sessionpipe/ui/assets/' >&2

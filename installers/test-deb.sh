@@ -24,7 +24,7 @@ for arg in "$@"; do
   esac
 done
 if [ -z "$deb" ]; then
-  deb=$(ls "$root"/target/release/bundle/deb/*.deb 2>/dev/null | head -n 1 || true)
+  deb=$(ls "${CARGO_TARGET_DIR:-$root/target}"/release/bundle/deb/*.deb 2>/dev/null | head -n 1 || true)
 fi
 [ -f "$deb" ] || { echo "test-deb.sh: no deb (run installers/build-deb.sh first)" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || { echo "test-deb.sh: run as root (it installs the package)" >&2; exit 1; }

@@ -11,9 +11,10 @@ cd "$(dirname "$0")/.."
 bin_dir="${SESSIONPIPE_BIN_DIR:-$HOME/.local/bin}"
 ui_dir="$bin_dir/../share/sessionpipe/ui"
 
+target=${CARGO_TARGET_DIR:-target}
 cargo build --release --quiet -p sessionpipe-core -p sessionpipe-hook
 mkdir -p "$bin_dir"
-install -m 0755 target/release/sessionpipe target/release/sessionpipe-hook "$bin_dir/"
+install -m 0755 "$target/release/sessionpipe" "$target/release/sessionpipe-hook" "$bin_dir/"
 sp="$bin_dir/sessionpipe"
 
 if command -v npm >/dev/null; then
@@ -33,7 +34,7 @@ if ! "$sp" status --json | grep -q '"mode": "daemon"'; then
   if $desktop; then
     # Tauri's custom protocol: the release app's own pages come from the binary.
     cargo build --release --quiet -p sessionpipe-app --features tauri/custom-protocol
-    install -m 0755 target/release/sessionpipe-app "$bin_dir/"
+    install -m 0755 "$target/release/sessionpipe-app" "$bin_dir/"
     nohup "$bin_dir/sessionpipe-app" --hidden >/dev/null 2>&1 &
     echo "tray app started (pid $!); it runs the daemon"
   else

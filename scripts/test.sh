@@ -66,6 +66,6 @@ paths=(conformance/harness)
 for shared in ../shared/conformance/harness ../shared/conformance/redaction; do
   [ -d "$shared" ] && paths+=("$shared")
 done
-target/debug/sessionpipe conformance "${paths[@]}" | tail -n 1
+"${CARGO_TARGET_DIR:-target}"/debug/sessionpipe conformance "${paths[@]}" | tail -n 1
 
 say "all green"

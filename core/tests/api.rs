@@ -83,6 +83,11 @@ fn the_token_and_the_host_are_checked() {
         .send()
         .unwrap();
     assert_eq!(rebound.status(), 421, "another host name is refused");
+    let why: serde_json::Value = serde_json::from_str(&rebound.text().unwrap()).unwrap();
+    assert!(
+        why["error"].as_str().unwrap().contains("127.0.0.1"),
+        "{why}"
+    );
     assert!(ui.url.starts_with("http://127.0.0.1:"));
     #[cfg(unix)]
     {
@@ -227,7 +232,8 @@ fn settings_and_sinks_change_through_the_api() {
         json!({"machine": "ann-laptop", "notify_tier": 0}),
     );
     assert_eq!(status, 200, "{v}");
-    assert_eq!(ui.get("/api/settings")["machine"], "ann-laptop");
+    assert_eq!(v, ui.get("/api/settings"), "PUT answers what GET says");
+    assert_eq!(v["machine"], "ann-laptop");
     let (status, _) = ui.send(
         reqwest::Method::PUT,
         "/api/settings",
@@ -248,6 +254,7 @@ fn settings_and_sinks_change_through_the_api() {
         json!({"target": format!("file:{}", file.display()), "tier": 1}),
     );
     assert_eq!(status, 200, "{added}");
+    assert_eq!(added["tier"], 1, "the tier the sink got");
     let list = ui.get("/api/sinks");
     assert_eq!(list[0]["tier"], 1);
     let id = added["id"].as_str().unwrap();

@@ -28,7 +28,7 @@ DESKTOP_PY=$here/desktop.py
 source "$here/lib.sh"
 
 if [ "${1:-}" != "--inner" ]; then
-  bin=${SESSIONPIPE_BIN_DIR:-$root/target/debug}
+  bin=${SESSIONPIPE_BIN_DIR:-${CARGO_TARGET_DIR:-$root/target}/debug}
   need_desktop || exit 1
   for b in sessionpipe-app sessionpipe sessionpipe-hook; do
     if [ ! -x "$bin/$b" ]; then

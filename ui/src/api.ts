@@ -13,7 +13,6 @@ import type {
   SinkRemoved,
   SinkTest,
   SinkView,
-  StoredSettings,
 } from "./types";
 
 /** A failed call, in words: the API's `error`, or what went wrong on the way. */
@@ -110,7 +109,7 @@ export class Api {
     return this.#call("GET", "/api/settings");
   }
 
-  putSettings(change: SettingsChange): Promise<StoredSettings> {
+  putSettings(change: SettingsChange): Promise<Settings> {
     return this.#call("PUT", "/api/settings", change);
   }
 }

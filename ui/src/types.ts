@@ -142,6 +142,8 @@ export interface NewSink {
 export interface SinkAdded {
   added: string;
   id: string;
+  /** The tier the sink got (capped by what its receiver allows). */
+  tier: number;
 }
 
 export interface SinkRemoved {

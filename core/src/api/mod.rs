@@ -168,7 +168,10 @@ async fn require_loopback_host(State(ctx): State<Ctx>, req: Request, next: Next)
         .unwrap_or("");
     let localhost = host.replacen("localhost", "127.0.0.1", 1);
     if localhost != *ctx.host {
-        return (StatusCode::MISDIRECTED_REQUEST, "wrong host").into_response();
+        return error(
+            StatusCode::MISDIRECTED_REQUEST,
+            "this API answers on 127.0.0.1 only (wrong Host)",
+        );
     }
     next.run(req).await
 }

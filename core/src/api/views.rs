@@ -273,7 +273,8 @@ pub async fn add_sink(State(ctx): State<Ctx>, body: Json) -> Response {
     };
     let paths = ctx.paths.clone();
     match blocking(move || {
-        sinks::add(&paths, new).map(|(s, _)| json!({"added": s.describe(), "id": s.id}))
+        sinks::add(&paths, new)
+            .map(|(s, _)| json!({"added": s.describe(), "id": s.id, "tier": s.tier}))
     })
     .await
     {
@@ -307,18 +308,19 @@ pub async fn test_sink(State(ctx): State<Ctx>, axum::extract::Path(id): P1) -> R
 
 pub async fn settings(State(ctx): State<Ctx>) -> Response {
     let paths = ctx.paths.clone();
-    match blocking(move || {
-        let c = Config::load(&paths.root)?;
-        let mut v = serde_json::to_value(&c).expect("config serialises");
-        v["notify_tier"] = json!(c.notify_tier());
-        v["hostname"] = json!(crate::ingest::machine_name());
-        Ok(v)
-    })
-    .await
-    {
+    match blocking(move || Config::load(&paths.root).map(|c| settings_view(&c))).await {
         Ok(v) => axum::Json(v).into_response(),
         Err(r) => r,
     }
+}
+
+/// The settings as GET and PUT answer them: the stored keys, with the tier in
+/// effect and the hostname (what an empty machine name falls back to).
+fn settings_view(c: &Config) -> Value {
+    let mut v = serde_json::to_value(c).expect("config serialises");
+    v["notify_tier"] = json!(c.notify_tier());
+    v["hostname"] = json!(crate::ingest::machine_name());
+    v
 }
 
 /// Changes settings: the keys given replace the stored ones; others stay.
@@ -346,7 +348,7 @@ pub async fn put_settings(State(ctx): State<Ctx>, body: Json) -> Response {
             return Err("the machine name is 1 to 80 characters".into());
         }
         config.save(&paths.root)?;
-        Ok(serde_json::to_value(&config).expect("config serialises"))
+        Ok(settings_view(&config))
     })
     .await
     {

@@ -4,7 +4,7 @@
 import { ApiError, describeError } from "../api";
 import { h, message, uid } from "../dom";
 import { harnessName } from "../format";
-import type { Settings, SettingsChange, StoredSettings } from "../types";
+import type { Settings, SettingsChange } from "../types";
 import type { Mounted, ViewContext } from "../view";
 
 /** What a notification may show at each tier (core/src/notify.rs). */
@@ -69,7 +69,7 @@ const LABELS: Record<keyof SettingsChange, string> = {
 function renderForm(
   initial: Settings,
   harnesses: string[],
-  put: (change: SettingsChange) => Promise<StoredSettings>,
+  put: (change: SettingsChange) => Promise<Settings>,
 ): HTMLElement {
   let saved: Settings = initial;
   const ids = {
@@ -179,8 +179,8 @@ function renderForm(
     button.disabled = true;
     button.textContent = "Saving…";
     put(change)
-      .then((stored) => {
-        saved = { ...stored, notify_tier: stored.notify_tier ?? 1, hostname: saved.hostname };
+      .then((now) => {
+        saved = now;
         status.replaceChildren(message("ok", h("p", null, `Saved: ${keys.map((k) => LABELS[k]).join(", ")}.`)));
       })
       .catch((err: unknown) => {

@@ -28,12 +28,11 @@ export function mountSinks(root: HTMLElement, ctx: ViewContext): Mounted {
   const form = renderForm(async (sink) => {
     try {
       const added = await api.addSink(sink);
-      notice = { kind: "ok", text: `Added ${added.added}.` };
+      notice =
+        added.tier < sink.tier
+          ? { kind: "ok", text: `Added ${added.added}. The receiver takes tier ${added.tier} at most, so the sink is tier ${added.tier}.` }
+          : { kind: "ok", text: `Added ${added.added}.` };
       await load();
-      const now = sinks?.find((s) => s.id === added.id);
-      if (now !== undefined && now.tier < sink.tier) {
-        notice = { kind: "ok", text: `Added ${added.added}. The receiver takes tier ${now.tier} at most, so the sink is tier ${now.tier}.` };
-      }
       drawNotice();
       return true;
     } catch (e) {
