@@ -22,7 +22,7 @@ if [ "${1:-}" != "--inner" ]; then
   idle=${2:-60}
   bin=${SESSIONPIPE_BIN_DIR:-${CARGO_TARGET_DIR:-$root/target}/release}
   need_desktop || exit 1
-  for b in sessionpipe-app sessionpipe sessionpipe-hook; do
+  for b in sessionpipe-app sessionpipe-window sessionpipe sessionpipe-hook; do
     [ -x "$bin/$b" ] || { echo "missing $bin/$b: run installers/build-deb.sh (a release build with Tauri's custom protocol)" >&2; exit 1; }
   done
   if [ -f "$bin/../share/sessionpipe/ui/index.html" ]; then

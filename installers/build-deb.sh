@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the sessionpipe deb with the Tauri bundler: sessionpipe-app, sessionpipe
-# and sessionpipe-hook in /usr/bin (the hook at a stable path, so hooks written by
-# one version keep working after an upgrade), the UI's files in
+# Builds the sessionpipe deb with the Tauri bundler: sessionpipe-app (the tray),
+# sessionpipe-window (its window), sessionpipe and sessionpipe-hook in /usr/bin
+# (the hook at a stable path, so hooks written by one version keep working after
+# an upgrade), the UI's files in
 # /usr/share/sessionpipe/ui (where the daemon looks: <exe>/../share/sessionpipe/ui),
 # a desktop entry and the icons.
 #

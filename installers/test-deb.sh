@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the deb with dpkg -i (this machine is disposable; run as root) and
 # proves, in temporary HOMEs and state dirs:
-#   1. the package holds the three binaries in /usr/bin, the UI in
+#   1. the package holds the binaries in /usr/bin (the tray, its window, the CLI
+#      and the hook), the UI in
 #      /usr/share/sessionpipe/ui, a desktop entry and icons; all three run
 #      (`--version`/`--help`; the hook as a harness runs it, which spools the
 #      payload and starts the installed drain worker, which stores the event);
@@ -57,8 +58,8 @@ if ! dpkg -i "$deb" >"$work/dpkg.log" 2>&1; then
 fi
 dpkg-query -W -f='${Package} ${Version} ${Status}\n' sessionpipe
 
-step "1. what the package holds, and the three binaries run"
-for f in /usr/bin/sessionpipe-app /usr/bin/sessionpipe /usr/bin/sessionpipe-hook; do
+step "1. what the package holds, and the binaries run"
+for f in /usr/bin/sessionpipe-app /usr/bin/sessionpipe-window /usr/bin/sessionpipe /usr/bin/sessionpipe-hook; do
   [ -x "$f" ] && [ ! -L "$f" ] || fail "$f is not an executable file"
 done
 [ -f /usr/share/sessionpipe/ui/index.html ] || fail "no /usr/share/sessionpipe/ui/index.html"

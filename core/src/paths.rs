@@ -99,6 +99,21 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     builder.create(dir)
 }
 
+/// Writes a file only this user may read (0600 on Unix), atomically, creating
+/// its private parent dir: where a token or an address lives.
+pub fn write_private_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        create_private_dir(dir)?;
+    }
+    crate::install::write_atomic(path, bytes)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
+}
+
 /// Writes `path` with the home directory as `~` (`/home/a/x` → `~/x`).
 pub fn tilde(path: &str, home: Option<&Path>) -> String {
     let Some(home) = home.and_then(|h| h.to_str()) else {

@@ -1,19 +1,25 @@
-//! Builds and runs the tray process: the plugins (single instance, autostart,
-//! the opener for links), the daemon (`backend`), the tray (`tray`),
-//! notifications (`notices`) and, unless started hidden, the window (`window`).
+//! Builds and runs the tray process: one instance per user (`instance`), the
+//! daemon (`backend`), the tray (`tray`), notifications (`notices`) and, unless
+//! started hidden, the window (`window`), around tao's event loop on the main
+//! thread (where the tray icon and its menu must live).
 //!
-//! Owns the wiring and the app's life: one instance per user (a second launch
-//! opens the first one's window and exits), the window's closing leaves the tray
-//! running, and "Quit" ends the process (the embedded daemon with it: the core
-//! loses nothing to a stop at any instant; the window process follows). Must not
-//! hold behaviour of its own.
+//! Owns the wiring and the app's life: a second launch opens the first one's
+//! window and exits; the window's closing leaves the tray running; "Quit" ends
+//! the process (the embedded daemon with it: the core loses nothing to a stop at
+//! any instant; the window follows, its stdin closed). Must not hold behaviour
+//! of its own.
 
 use crate::backend;
+use crate::instance::{self, Ask};
+use crate::tray::{Tray, View};
 use crate::window::Window;
 use sessionpipe_core::paths::StatePaths;
+use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
-use tauri::{Manager, RunEvent};
+use tao::event::{Event, StartCause};
+use tao::event_loop::{ControlFlow, EventLoopBuilder, EventLoopProxy};
+use tray_icon::menu::MenuEvent;
 
 /// Starts the app in the tray only (what the login item passes).
 pub const HIDDEN_ARG: &str = "--hidden";
@@ -22,7 +28,15 @@ pub const HIDDEN_ARG: &str = "--hidden";
 /// shows the waiting page instead.
 const FIRST_WINDOW_WAIT: Duration = Duration::from_secs(3);
 
-/// What every part of the shell shares, managed by Tauri.
+/// What the main thread is asked to do by the others.
+pub enum UserEvent {
+    /// The tray's new view, read off the main thread.
+    View(Box<View>),
+    /// A menu item was chosen.
+    Menu(MenuEvent),
+}
+
+/// What every part of the shell shares.
 pub struct Shared {
     pub paths: StatePaths,
     /// The window's process.
@@ -35,69 +49,148 @@ impl Shared {
     pub fn refresh_now(&self) {
         let _ = self.refresh.send(());
     }
+
+    /// Opens the window (or brings it forward), on `session` (`harness:id`).
+    pub fn open_window(&self, session: Option<&str>) {
+        self.window.open(&self.paths, session);
+    }
 }
 
 pub fn run(hidden: bool) -> Result<(), String> {
     let paths = StatePaths::from_env()?;
-    let app = tauri::Builder::default()
-        // First: a second launch hands its arguments to the first and exits here.
-        .plugin(tauri_plugin_single_instance::init(|app, argv, _cwd| {
-            if !argv.iter().any(|a| a == HIDDEN_ARG) {
-                crate::window::open(app, None);
-            }
-        }))
-        .plugin(
-            tauri_plugin_autostart::Builder::new()
-                .arg(HIDDEN_ARG)
-                .build(),
-        )
-        .plugin(tauri_plugin_opener::init())
-        .setup(move |app| {
-            // A menu-bar app: no Dock icon, no app menu.
-            #[cfg(target_os = "macos")]
-            app.set_activation_policy(tauri::ActivationPolicy::Accessory);
-            let resources = app.path().resource_dir().ok();
-            backend::start(paths.clone(), backend::ui_dir(resources));
-            let (refresh, refresh_rx) = std::sync::mpsc::channel::<()>();
-            app.manage(Shared {
-                paths: paths.clone(),
-                window: Window::default(),
-                refresh,
-            });
-            let handle = app.handle().clone();
-            crate::tray::build(&handle)?;
-            crate::tray::spawn_refresher(handle.clone(), refresh_rx);
-            crate::notices::spawn(handle.clone(), paths.clone());
-            if !hidden {
-                open_first_window(handle, paths.clone());
-            }
-            Ok(())
-        })
-        .build(crate::context())
-        .map_err(|e| e.to_string())?;
-    app.run(|_app, event| {
-        // Closing the last window leaves the tray; only "Quit" (an exit with a
-        // code) ends the app.
-        if let RunEvent::ExitRequested {
-            code: None, api, ..
-        } = event
-        {
-            api.prevent_exit();
+    let ask = if hidden { Ask::Hidden } else { Ask::Open };
+    let Some(first) = instance::claim(&paths, ask)? else {
+        return Ok(());
+    };
+    let mut event_loop = EventLoopBuilder::<UserEvent>::with_user_event().build();
+    // A menu-bar app: no Dock icon, no app menu.
+    #[cfg(target_os = "macos")]
+    {
+        use tao::platform::macos::{ActivationPolicy, EventLoopExtMacOS};
+        event_loop.set_activation_policy(ActivationPolicy::Accessory);
+    }
+    #[cfg(not(target_os = "macos"))]
+    let _ = &mut event_loop;
+    let proxy = event_loop.create_proxy();
+    let (refresh, refresh_rx) = std::sync::mpsc::channel::<()>();
+    let shared = Arc::new(Shared {
+        paths: paths.clone(),
+        window: Window::default(),
+        refresh,
+    });
+
+    backend::start(paths.clone(), backend::ui_dir());
+    let on_ask = shared.clone();
+    first.serve(move |ask| {
+        if ask == Ask::Open {
+            on_ask.open_window(None);
         }
     });
-    Ok(())
+    let menu_proxy = proxy.clone();
+    MenuEvent::set_event_handler(Some(move |e| {
+        let _ = menu_proxy.send_event(UserEvent::Menu(e));
+    }));
+    crate::notices::spawn(shared.clone());
+    if !hidden {
+        open_first_window(shared.clone());
+    }
+
+    let mut tray: Option<Tray> = None;
+    let mut refresher = Some((proxy, refresh_rx));
+    // Set by "Quit": the icon is gone at once, the process a moment later, so
+    // the panel's call that carried the click gets its answer first.
+    let mut quit_at: Option<Instant> = None;
+    event_loop.run(move |event, _, control_flow| {
+        *control_flow = match quit_at {
+            Some(at) if Instant::now() >= at => ControlFlow::ExitWithCode(0),
+            Some(at) => ControlFlow::WaitUntil(at),
+            None => ControlFlow::Wait,
+        };
+        match event {
+            // The tray is made once the loop runs (GTK is up on Linux, the
+            // application is launched on macOS).
+            Event::NewEvents(StartCause::Init) => match Tray::build(&shared) {
+                Ok(t) => {
+                    tray = Some(t);
+                    if let Some((proxy, rx)) = refresher.take() {
+                        spawn_refresher(shared.clone(), proxy, rx);
+                    }
+                }
+                Err(e) => {
+                    eprintln!("sessionpipe-app: cannot put the icon in the tray: {e}");
+                    *control_flow = ControlFlow::ExitWithCode(1);
+                }
+            },
+            Event::UserEvent(UserEvent::View(view)) => {
+                if let Some(t) = tray.as_mut() {
+                    t.show(*view);
+                }
+            }
+            Event::UserEvent(UserEvent::Menu(e))
+                if quit_at.is_none() && crate::tray::on_menu(&shared, e.id().as_ref()) =>
+            {
+                tray = None;
+                let at = Instant::now() + QUIT_GRACE;
+                quit_at = Some(at);
+                *control_flow = ControlFlow::WaitUntil(at);
+            }
+            Event::LoopDestroyed => sessionpipe_core::log::info("the app's event loop ended"),
+            _ => {}
+        }
+    })
+}
+
+/// How long the process outlives its icon after "Quit".
+const QUIT_GRACE: Duration = Duration::from_millis(200);
+
+/// How often the menu's sessions and ages are read again.
+const REFRESH: Duration = Duration::from_secs(3);
+
+/// Starts the thread that keeps the tray current: every `REFRESH`, and at once
+/// on a message from `Shared::refresh_now`. It reads off the main thread and
+/// hands the view over; it also points an open window at a new daemon address.
+fn spawn_refresher(
+    shared: Arc<Shared>,
+    proxy: EventLoopProxy<UserEvent>,
+    wake: std::sync::mpsc::Receiver<()>,
+) {
+    use std::sync::mpsc::RecvTimeoutError;
+    let spawned = std::thread::Builder::new()
+        .name("tray".into())
+        .spawn(move || {
+            // The first look comes soon: the embedded daemon takes the lock a
+            // moment after the tray is built.
+            let mut wait = Duration::from_millis(500);
+            loop {
+                match wake.recv_timeout(wait) {
+                    Ok(()) | Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+                wait = REFRESH;
+                shared
+                    .window
+                    .follow(backend::ui_address(&shared.paths).as_ref());
+                let view = View::read(&shared.paths);
+                if proxy.send_event(UserEvent::View(Box::new(view))).is_err() {
+                    return;
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        sessionpipe_core::log::warn(&format!("cannot start the tray's thread: {e}"));
+    }
 }
 
 /// Opens the window once the embedded daemon serves the UI (it takes a few
 /// milliseconds), or after `FIRST_WINDOW_WAIT` on the waiting page.
-fn open_first_window(app: tauri::AppHandle, paths: StatePaths) {
+fn open_first_window(shared: Arc<Shared>) {
     let _ = std::thread::Builder::new()
         .name("first-window".into())
         .spawn(move || {
             let until = Instant::now() + FIRST_WINDOW_WAIT;
-            while backend::ui_address(&paths).is_none() && Instant::now() < until {
+            while backend::ui_address(&shared.paths).is_none() && Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(50));
             }
-            crate::window::open(&app, None);
+            shared.open_window(None);
         });
 }

@@ -151,13 +151,22 @@ fn modified(path: &Path) -> Option<SystemTime> {
 
 /// The UI's built files for the embedded daemon to serve: `$SESSIONPIPE_UI_DIR`,
 /// else beside the binary (`../share/sessionpipe/ui`, as the deb installs it),
-/// else in the app's resources (dmg, msi), else, in a debug build, the
+/// else in the app's resources (`ui/` in the .app's `Resources`, or beside the
+/// exe on Windows, where the bundler puts them), else, in a debug build, the
 /// repository's `ui/dist`.
-pub fn ui_dir(resources: Option<PathBuf>) -> Option<PathBuf> {
+pub fn ui_dir() -> Option<PathBuf> {
     let has_index = |d: &Path| d.join("index.html").is_file();
     if let Some(dir) = sessionpipe_core::cli::default_ui_dir() {
         return Some(dir);
     }
+    let exe_dir = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf));
+    let resources = if cfg!(target_os = "macos") {
+        exe_dir.map(|d| d.join("../Resources"))
+    } else {
+        exe_dir
+    };
     if let Some(dir) = resources.map(|r| r.join("ui")).filter(|d| has_index(d)) {
         return Some(dir);
     }

@@ -1,14 +1,15 @@
 //! `sessionpipe-app`: the sessionpipe desktop app.
 //!
-//! A thin Tauri v2 shell over the `sessionpipe_core` library: it runs the daemon
-//! (or attaches to one already running) and adds what only a desktop has, the
-//! tray icon and menu, native notifications, autostart, and a window on the
-//! daemon's web UI. No protocol, ingest or notification logic lives in this
-//! crate: the core decides, the shell shows.
+//! A thin shell over the `sessionpipe_core` library: it runs the daemon (or
+//! attaches to one already running) and adds what only a desktop has, the tray
+//! icon and menu, native notifications, autostart, and a window on the daemon's
+//! web UI. No protocol, ingest or notification logic lives in this crate: the
+//! core decides, the shell shows.
 //!
-//! One binary, two roles: the tray (`app`, the default), and the window
-//! (`webview`, `--window`), a process of its own that the tray starts. This file
-//! reads the command line and prepares the environment of each role.
+//! Two programs: this one, the tray, which runs all day (tao's event loop and
+//! tray-icon, the crates under Tauri's own tray, and no web view), and
+//! `sessionpipe-window` (`webview.rs`, Tauri), which it starts when the window
+//! opens. This file reads the command line and prepares the environment.
 
 // Release builds on Windows are GUI programs: no console window behind the app.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
@@ -16,10 +17,10 @@
 mod app;
 mod backend;
 mod board;
+mod instance;
 mod notices;
 mod prefs;
 mod tray;
-mod webview;
 mod window;
 
 use std::process::ExitCode;
@@ -35,13 +36,7 @@ Options:
   -V, --version
                Print the version
 
-A second launch opens the first one's window instead of starting again.
-(`--window` is the window's own process, which the tray starts.)";
-
-/// The Tauri configuration and assets, shared by both roles.
-fn context() -> tauri::Context {
-    tauri::generate_context!()
-}
+A second launch opens the first one's window instead of starting again.";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -54,7 +49,6 @@ fn main() -> ExitCode {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
         }
-        Some(webview::WINDOW_ARG) if args.len() == 1 => webview::run(),
         None => tray(false),
         Some(app::HIDDEN_ARG) if args.len() == 1 => tray(true),
         Some(_) => {
@@ -78,8 +72,8 @@ static GDK_GL: std::sync::OnceLock<Option<std::ffi::OsString>> = std::sync::Once
 fn tray(hidden: bool) -> Result<(), String> {
     // On X11, GTK picks its visuals through GLX at start-up, which loads Mesa (and
     // LLVM with it): about 50 MB resident in a process that never draws with GL.
-    // The tray's menus do not; the web view, which may, runs in the window process,
-    // which gets the variable back as it was (`for_the_window`).
+    // The tray's menus do not; the web view, which may, runs in the window's
+    // program, which gets the variable back as it was (`for_the_window`).
     #[cfg(target_os = "linux")]
     {
         GDK_GL.get_or_init(|| std::env::var_os("GDK_GL"));

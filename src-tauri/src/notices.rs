@@ -13,12 +13,12 @@
 //! Must not decide what to say or whether to say it: the words, the tier, mutes,
 //! "Pause notifications" and turn ends are all the core's `decide`.
 
+use crate::app::Shared;
 use sessionpipe_core::config::Config;
 use sessionpipe_core::notify::Watcher;
 use sessionpipe_core::outbox::Outbox;
-use sessionpipe_core::paths::StatePaths;
+use std::sync::Arc;
 use std::time::Duration;
-use tauri::{AppHandle, Runtime};
 
 /// How often the outbox is looked at (a cheap `PRAGMA data_version`).
 const POLL: Duration = Duration::from_millis(300);
@@ -44,30 +44,30 @@ impl Target {
         }
     }
 
-    fn open<R: Runtime>(&self, app: &AppHandle<R>) {
+    fn open(&self, shared: &Shared) {
         match self {
             Target::Link(url) => {
-                use tauri_plugin_opener::OpenerExt;
-                if let Err(e) = app.opener().open_url(url, None::<&str>) {
+                if let Err(e) = open::that_detached(url) {
                     sessionpipe_core::log::warn(&format!("cannot open the session's link: {e}"));
                 }
             }
-            Target::Session(key) => crate::window::open(app, Some(key)),
+            Target::Session(key) => shared.open_window(Some(key)),
         }
     }
 }
 
 /// Starts the notification thread.
-pub fn spawn<R: Runtime>(app: AppHandle<R>, paths: StatePaths) {
+pub fn spawn(shared: Arc<Shared>) {
     let spawned = std::thread::Builder::new()
         .name("notices".into())
-        .spawn(move || follow(app, &paths));
+        .spawn(move || follow(shared));
     if let Err(e) = spawned {
         sessionpipe_core::log::warn(&format!("cannot start the notifications' thread: {e}"));
     }
 }
 
-fn follow<R: Runtime>(app: AppHandle<R>, paths: &StatePaths) {
+fn follow(shared: Arc<Shared>) {
+    let paths = &shared.paths;
     let outbox = loop {
         if let Ok(Some(outbox)) = Outbox::open_readonly(&paths.outbox()) {
             break outbox;
@@ -75,7 +75,7 @@ fn follow<R: Runtime>(app: AppHandle<R>, paths: &StatePaths) {
         std::thread::sleep(WAIT_FOR_OUTBOX);
     };
     let mut watcher = Watcher::from_now(&outbox);
-    let mut shown = platform::Shown::new(app);
+    let mut shown = platform::Shown::new(shared.clone());
     let mut seen_version = None;
     loop {
         std::thread::sleep(POLL);
@@ -98,11 +98,12 @@ mod platform {
     //! Over D-Bus: ids to replace and close, the `default` action for clicks.
 
     use super::Target;
+    use crate::app::Shared;
+    use futures_lite::future::block_on;
     use notify_rust::{Hint, Notification, NotificationHandle, NotificationResponse};
     use sessionpipe_core::notify::Notice;
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
-    use tauri::{AppHandle, Runtime};
 
     /// A notification on screen: its handle (which keeps its D-Bus connection, so
     /// its click still arrives) and which showing of its key it is.
@@ -112,8 +113,8 @@ mod platform {
         target: Target,
     }
 
-    pub struct Shown<R: Runtime> {
-        app: AppHandle<R>,
+    pub struct Shown {
+        shared: Arc<Shared>,
         /// By notice key. An entry leaves when its notification is closed (by the
         /// person, by the server's timeout, by a click, or withdrawn).
         on_screen: Arc<Mutex<HashMap<String, OnScreen>>>,
@@ -123,10 +124,10 @@ mod platform {
         markup: Option<bool>,
     }
 
-    impl<R: Runtime> Shown<R> {
-        pub fn new(app: AppHandle<R>) -> Self {
+    impl Shown {
+        pub fn new(shared: Arc<Shared>) -> Self {
             Shown {
-                app,
+                shared,
                 on_screen: Arc::default(),
                 showings: 0,
                 failed_before: false,
@@ -196,12 +197,12 @@ mod platform {
             // keeps its id, so the earlier showing's waiter hears the same
             // signals: only the key's current showing acts.
             let on_screen = self.on_screen.clone();
-            let app = self.app.clone();
+            let shared = self.shared.clone();
             let _ = std::thread::Builder::new()
                 .name("notice".into())
                 .spawn(move || {
                     let mut clicked = false;
-                    tauri::async_runtime::block_on(handle.wait_for_action_async(|r| {
+                    block_on(handle.wait_for_action_async(|r| {
                         clicked = matches!(r, NotificationResponse::Default)
                             || matches!(r, NotificationResponse::Action(a) if a == "default");
                     }));
@@ -213,7 +214,7 @@ mod platform {
                     if let Some(entry) = map.remove(&key) {
                         drop(map);
                         if clicked {
-                            entry.target.open(&app);
+                            entry.target.open(&shared);
                         }
                     }
                 });
@@ -222,7 +223,7 @@ mod platform {
         fn withdraw(&mut self, key: &str) {
             let entry = self.lock().remove(key);
             if let Some(entry) = entry {
-                tauri::async_runtime::block_on(entry.handle.close_async());
+                block_on(entry.handle.close_async());
             }
         }
 
@@ -256,25 +257,31 @@ mod platform {
     //! macOS and Windows: shown, never replaced or withdrawn (notify-rust has no
     //! ids or closing there); clicking brings the app forward as the OS does.
 
+    use crate::app::Shared;
     use sessionpipe_core::notify::Notice;
-    use tauri::{AppHandle, Runtime};
+    use std::sync::Arc;
+
+    /// The app's identifier (tauri.conf.json), which the msi registers as its
+    /// AppUserModelID.
+    #[cfg_attr(not(windows), allow(dead_code))]
+    const APP_ID: &str = "org.sessionpipe.desktop";
 
     pub struct Shown {
-        /// Windows: the installed app's AppUserModelID (its identifier), which
-        /// the msi registers; a build tree's binary has none and uses the default.
+        /// Windows: the installed app's AppUserModelID; a build tree's binary
+        /// has none and uses the default.
         #[cfg_attr(not(windows), allow(dead_code))]
         app_id: Option<String>,
     }
 
     impl Shown {
-        pub fn new<R: Runtime>(app: AppHandle<R>) -> Self {
+        pub fn new(_shared: Arc<Shared>) -> Self {
             let in_build_tree = std::env::current_exe().is_ok_and(|exe| {
                 exe.parent().is_some_and(|dir| {
                     dir.ends_with("target/debug") || dir.ends_with("target/release")
                 })
             });
             Shown {
-                app_id: (!in_build_tree).then(|| app.config().identifier.clone()),
+                app_id: (!in_build_tree).then(|| APP_ID.to_string()),
             }
         }
 

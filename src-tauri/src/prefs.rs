@@ -10,8 +10,9 @@
 
 use sessionpipe_core::config::Config;
 use sessionpipe_core::paths::StatePaths;
-use tauri::{AppHandle, Runtime};
-use tauri_plugin_autostart::ManagerExt;
+
+/// The login item's name (`~/.config/autostart/sessionpipe.desktop` on Linux).
+const LOGIN_ITEM: &str = "sessionpipe";
 
 /// The settings now (the defaults when the file is missing or unreadable).
 pub fn load(paths: &StatePaths) -> Config {
@@ -33,22 +34,31 @@ pub fn toggle_paused(paths: &StatePaths) -> Result<bool, String> {
 }
 
 /// Flips `open_at_login` and the login item with it.
-pub fn toggle_open_at_login<R: Runtime>(
-    app: &AppHandle<R>,
-    paths: &StatePaths,
-) -> Result<bool, String> {
+pub fn toggle_open_at_login(paths: &StatePaths) -> Result<bool, String> {
     let config = update(paths, |c| c.open_at_login = !c.open_at_login)?;
-    follow_open_at_login(app, &config)?;
+    follow_open_at_login(config.open_at_login)?;
     Ok(config.open_at_login)
 }
 
-/// Makes the OS's login item say what `open_at_login` says.
-pub fn follow_open_at_login<R: Runtime>(app: &AppHandle<R>, config: &Config) -> Result<(), String> {
-    let login = app.autolaunch();
+/// Makes the OS's login item say what `open_at_login` says: this very program,
+/// started `--hidden` (in the tray, no window).
+pub fn follow_open_at_login(wanted: bool) -> Result<(), String> {
+    let login = login_item()?;
     let enabled = login.is_enabled().map_err(|e| e.to_string())?;
-    match (config.open_at_login, enabled) {
+    match (wanted, enabled) {
         (true, false) => login.enable().map_err(|e| e.to_string()),
         (false, true) => login.disable().map_err(|e| e.to_string()),
         _ => Ok(()),
     }
+}
+
+fn login_item() -> Result<auto_launch::AutoLaunch, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("where this program is: {e}"))?;
+    let mut builder = auto_launch::AutoLaunchBuilder::new();
+    builder
+        .set_app_name(LOGIN_ITEM)
+        .set_args(&[crate::app::HIDDEN_ARG]);
+    // On macOS a Launch Agent (the crate's default) runs this binary as it is.
+    builder.set_app_path(&exe.display().to_string());
+    builder.build().map_err(|e| e.to_string())
 }

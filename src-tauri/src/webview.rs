@@ -1,22 +1,44 @@
-//! The window process: `sessionpipe-app --window`, started by the tray
-//! (`window`). It shows one web view on the daemon's UI (or, without a URL, the
-//! bundled waiting page in `src-tauri/fallback/`), follows the tray's commands on
-//! stdin (`show URL`: navigate and bring forward; `go URL`: navigate; `show`:
-//! bring forward; the first line says where the window opens), and exits when
-//! its window closes or its stdin ends (the tray quit or died).
+//! `sessionpipe-window`: the sessionpipe app's window, a program of its own that
+//! the tray (`sessionpipe-app`, `window.rs`) starts. It shows one web view on the
+//! daemon's UI (or, without a URL, the bundled waiting page in
+//! `src-tauri/fallback/`), follows the tray's commands on stdin (`show URL`:
+//! navigate and bring forward; `go URL`: navigate; `show`: bring forward; the
+//! first line says where the window opens), and exits when its window closes or
+//! its stdin ends (the tray quit or died).
 //!
-//! Must not start a daemon, a tray, notifications or the single-instance lock:
-//! it is a view, and the tray process owns everything else. The page is a
-//! remote (loopback) URL with no IPC: it talks to the daemon's API itself.
+//! Its own program so that WebKit is loaded only while the window is open: the
+//! tray, which runs all day, never maps it. Must not start a daemon, a tray,
+//! notifications or an instance lock: it is a view, and the tray owns everything
+//! else. The page is a remote (loopback) URL with no IPC: it talks to the
+//! daemon's API itself.
+
+// Release builds on Windows are GUI programs: no console window behind it.
+#![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 use std::io::BufRead;
-use tauri::{AppHandle, Manager, Url, WebviewUrl, WebviewWindow, WebviewWindowBuilder};
+use tauri::{
+    AppHandle, Manager, RunEvent, Url, WebviewUrl, WebviewWindow, WebviewWindowBuilder, WindowEvent,
+};
 
-/// The argument that makes `sessionpipe-app` the window process.
-pub const WINDOW_ARG: &str = "--window";
 const LABEL: &str = "main";
 
-pub fn run() -> Result<(), String> {
+fn main() -> std::process::ExitCode {
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        eprintln!(
+            "sessionpipe-window is the window of sessionpipe-app, which starts it; run sessionpipe-app"
+        );
+        return std::process::ExitCode::from(2);
+    }
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("sessionpipe-window: {err}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
     let mut first = String::new();
     std::io::stdin()
         .lock()
@@ -38,10 +60,20 @@ pub fn run() -> Result<(), String> {
             follow_stdin(app.handle().clone());
             Ok(())
         })
-        .build(crate::context())
+        .build(tauri::generate_context!())
         .map_err(|e| e.to_string())?;
-    // Tauri ends the event loop when the last (only) window closes.
-    app.run(|_, _| {});
+    // The window is the program: once it is gone, so is the process, at once
+    // (nothing to save), so that the tray never hands a command to a window
+    // that is closing: it starts a new one.
+    app.run(|_, event| {
+        if let RunEvent::WindowEvent {
+            event: WindowEvent::Destroyed,
+            ..
+        } = event
+        {
+            std::process::exit(0);
+        }
+    });
     Ok(())
 }
 

@@ -1,11 +1,12 @@
 //! The app's one window, seen from the tray: the daemon's web UI (`ui.json`'s url
 //! with the token in the fragment), the same files a browser gets from a
-//! headless daemon, shown by a window process (`webview`) this module starts.
+//! headless daemon, shown by `sessionpipe-window` (`webview.rs`), which this
+//! module starts.
 //!
-//! The web view lives in its own process so that closing the window gives back
-//! everything WebKit took (its web and network processes with it), and so the
-//! tray process never starts GL (see `main`). Owns starting that process
-//! (`sessionpipe-app --window`), pointing it at a session (`&session=
+//! The web view lives in its own program so that the tray never loads WebKit,
+//! closing the window gives back everything WebKit took (its web and network
+//! processes with it), and the tray never starts GL (see `main`). Owns starting
+//! that process (the `sessionpipe-window` beside this binary), pointing it at a session (`&session=
 //! harness:id`) or at a new address when the daemon behind the UI changes (the
 //! app took over, or the daemon restarted with a new token), all over the
 //! child's stdin: `show URL` (navigate and bring forward; the first line says
@@ -15,13 +16,14 @@
 //! end closes the child's stdin, which ends the window. Must not talk to the API
 //! itself: the page does.
 
-use crate::app::Shared;
 use crate::backend::{self, UiAddress};
 use sessionpipe_core::paths::StatePaths;
 use std::io::Write;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Mutex;
-use tauri::{AppHandle, Manager, Runtime};
+
+/// The window's program, beside this one.
+const WINDOW_PROGRAM: &str = "sessionpipe-window";
 
 /// The window process, when one runs.
 #[derive(Default)]
@@ -36,14 +38,9 @@ struct Inner {
     shown: Option<UiAddress>,
 }
 
-/// Opens the window (or brings it forward), on `session` when given.
-pub fn open<R: Runtime>(app: &AppHandle<R>, session: Option<&str>) {
-    let shared = app.state::<Shared>();
-    shared.window.open(&shared.paths, session);
-}
-
 impl Window {
-    fn open(&self, paths: &StatePaths, session: Option<&str>) {
+    /// Opens the window (or brings it forward), on `session` when given.
+    pub fn open(&self, paths: &StatePaths, session: Option<&str>) {
         let address = backend::ui_address(paths);
         let line = match address.as_ref().map(|a| a.page(session)) {
             Some(page) => format!("show {page}\n"),
@@ -121,12 +118,14 @@ impl Inner {
 
 /// Starts the window process with `first` as its first command.
 fn spawn(first: &str) -> std::io::Result<(Child, ChildStdin)> {
-    let mut cmd = Command::new(std::env::current_exe()?);
-    cmd.arg(crate::webview::WINDOW_ARG)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null());
+    let exe = std::env::current_exe()?;
+    let program = exe.with_file_name(format!("{WINDOW_PROGRAM}{}", std::env::consts::EXE_SUFFIX));
+    let mut cmd = Command::new(&program);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::null());
     crate::for_the_window(&mut cmd);
-    let mut child = cmd.spawn()?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", program.display())))?;
     let sent = match child.stdin.take() {
         Some(mut stdin) => stdin
             .write_all(first.as_bytes())

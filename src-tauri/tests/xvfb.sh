@@ -19,6 +19,7 @@
 # Installs nothing; a missing tool fails with the apt package to install.
 # Usage: src-tauri/tests/xvfb.sh   (binaries from $SESSIONPIPE_BIN_DIR, default
 # target/debug: cargo build -p sessionpipe-app -p sessionpipe-core -p sessionpipe-hook;
+# the app is two programs, sessionpipe-app (the tray) and sessionpipe-window;
 # screenshots to $SESSIONPIPE_APP_ARTIFACTS, default test-artifacts/app)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,7 +31,7 @@ source "$here/lib.sh"
 if [ "${1:-}" != "--inner" ]; then
   bin=${SESSIONPIPE_BIN_DIR:-${CARGO_TARGET_DIR:-$root/target}/debug}
   need_desktop || exit 1
-  for b in sessionpipe-app sessionpipe sessionpipe-hook; do
+  for b in sessionpipe-app sessionpipe-window sessionpipe sessionpipe-hook; do
     if [ ! -x "$bin/$b" ]; then
       echo "missing $bin/$b: cargo build -p sessionpipe-app -p sessionpipe-core -p sessionpipe-hook" >&2
       exit 1
@@ -100,6 +101,12 @@ step() { printf '\n== %s\n' "$*"; }
 ok() { printf 'ok: %s\n' "$*"; }
 fail() {
   printf 'FAIL: %s\n' "$*" >&2
+  # An app that ended on its own says how (its exit code, or 128 + the signal).
+  if [ -n "${APP:-}" ] && ! kill -0 "$APP" 2>/dev/null; then
+    local code=0
+    wait "$APP" || code=$?
+    printf 'the app (pid %s) had ended: exit status %s\n' "$APP" "$code" >&2
+  fi
   exit 1
 }
 

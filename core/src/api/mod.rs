@@ -79,14 +79,7 @@ pub fn start(paths: &StatePaths, ui_dir: Option<PathBuf>, port: u16) -> std::io:
         ui_dir: ui_dir.map(Arc::new),
     };
     let doc = json!({"url": url, "token": token});
-    let file = paths.root.join("ui.json");
-    crate::paths::create_private_dir(&paths.root)?;
-    crate::install::write_atomic(&file, doc.to_string().as_bytes())?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))?;
-    }
+    crate::paths::write_private_file(&paths.root.join("ui.json"), doc.to_string().as_bytes())?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let thread = std::thread::Builder::new()
         .name("api".into())
@@ -117,7 +110,7 @@ pub fn start(paths: &StatePaths, ui_dir: Option<PathBuf>, port: u16) -> std::io:
 }
 
 /// 128 random bits as hex: two ULIDs' random parts, hashed.
-fn new_token() -> String {
+pub fn new_token() -> String {
     use sha2::{Digest, Sha256};
     let seed = format!(
         "{}{}{}",
