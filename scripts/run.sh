@@ -18,7 +18,7 @@ install -m 0755 "$target/release/sessionpipe" "$target/release/sessionpipe-hook"
 sp="$bin_dir/sessionpipe"
 
 if command -v npm >/dev/null; then
-  (cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent) >/dev/null
+  (cd ui && npm ci --no-audit --no-fund --loglevel=error --no-update-notifier && npm run build --silent) >/dev/null
   rm -rf "$ui_dir" && mkdir -p "$ui_dir" && cp -r ui/dist/. "$ui_dir/"
 else
   echo "npm is missing: no UI (the daemon and the hooks work without it)" >&2
