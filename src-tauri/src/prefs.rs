@@ -41,15 +41,18 @@ pub fn toggle_open_at_login(paths: &StatePaths) -> Result<bool, String> {
 }
 
 /// Makes the OS's login item say what `open_at_login` says: this very program,
-/// started `--hidden` (in the tray, no window).
+/// started `--hidden` (in the tray, no window). An item that exists is written
+/// again, so that one left by an install elsewhere (a build tree, an older
+/// package) starts the program that runs now.
 pub fn follow_open_at_login(wanted: bool) -> Result<(), String> {
     let login = login_item()?;
-    let enabled = login.is_enabled().map_err(|e| e.to_string())?;
-    match (wanted, enabled) {
-        (true, false) => login.enable().map_err(|e| e.to_string()),
-        (false, true) => login.disable().map_err(|e| e.to_string()),
-        _ => Ok(()),
+    if wanted {
+        return login.enable().map_err(|e| e.to_string());
     }
+    if login.is_enabled().map_err(|e| e.to_string())? {
+        return login.disable().map_err(|e| e.to_string());
+    }
+    Ok(())
 }
 
 fn login_item() -> Result<auto_launch::AutoLaunch, String> {
