@@ -152,29 +152,15 @@ impl Watcher {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{HarnessRef, Privacy, SessionBlock};
+    use crate::protocol::test_envelope;
     use serde_json::{Value, json};
 
     fn env(kind: &str, data: Value) -> Envelope {
-        Envelope {
-            protocol: 1,
-            id: "01J00000000000000000000000".into(),
-            kind: kind.into(),
-            time: "2026-01-01T00:00:00.000Z".into(),
-            tier: 3,
-            harness: HarnessRef {
-                name: "claude-code".into(),
-                ..Default::default()
-            },
-            session: SessionBlock {
-                id: "abc12345-x".into(),
-                seq: 3,
-                cwd: Some("~/src/app".into()),
-                ..Default::default()
-            },
-            privacy: Privacy::default(),
-            data: data.as_object().unwrap().clone(),
-        }
+        let mut e = test_envelope(kind, data);
+        e.session.id = "abc12345-x".into();
+        e.session.seq = 3;
+        e.session.cwd = Some("~/src/app".into());
+        e
     }
 
     fn perm() -> Envelope {

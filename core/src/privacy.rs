@@ -73,37 +73,16 @@ pub fn data_strings(env: &Envelope) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{HarnessRef, Privacy, SessionBlock};
-    use serde_json::{Map, json};
+    use crate::protocol::test_envelope;
+    use serde_json::json;
 
     fn env(kind: &str, data: Value) -> Envelope {
-        Envelope {
-            protocol: 1,
-            id: "01J00000000000000000000000".into(),
-            kind: kind.into(),
-            time: "2026-01-01T00:00:00.000Z".into(),
-            tier: 3,
-            harness: HarnessRef {
-                name: "claude-code".into(),
-                ..Default::default()
-            },
-            session: SessionBlock {
-                id: "s".into(),
-                seq: 1,
-                machine: Some("ann-laptop".into()),
-                account_id: Some("acct-1".into()),
-                title: Some("mail ann@example.com".into()),
-                ..Default::default()
-            },
-            privacy: Privacy {
-                rulesets: vec!["secrets@1".into()],
-                pii: false,
-            },
-            data: match data {
-                Value::Object(m) => m,
-                _ => Map::new(),
-            },
-        }
+        let mut e = test_envelope(kind, data);
+        e.session.machine = Some("ann-laptop".into());
+        e.session.account_id = Some("acct-1".into());
+        e.session.title = Some("mail ann@example.com".into());
+        e.privacy.rulesets = vec!["secrets@1".into()];
+        e
     }
 
     fn keys(e: &Envelope) -> Vec<String> {

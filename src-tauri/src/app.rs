@@ -126,13 +126,14 @@ pub fn run(hidden: bool) -> Result<(), String> {
                     t.show(*view);
                 }
             }
-            Event::UserEvent(UserEvent::Menu(e))
-                if quit_at.is_none() && crate::tray::on_menu(&shared, e.id().as_ref()) =>
-            {
-                tray = None;
-                let at = Instant::now() + QUIT_GRACE;
-                quit_at = Some(at);
-                *control_flow = ControlFlow::WaitUntil(at);
+            Event::UserEvent(UserEvent::Menu(e)) if quit_at.is_none() => {
+                let quit = crate::tray::on_menu(&shared, e.id().as_ref());
+                if quit {
+                    tray = None;
+                    let at = Instant::now() + QUIT_GRACE;
+                    quit_at = Some(at);
+                    *control_flow = ControlFlow::WaitUntil(at);
+                }
             }
             Event::LoopDestroyed => sessionpipe_core::log::info("the app's event loop ended"),
             _ => {}

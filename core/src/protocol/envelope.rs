@@ -110,6 +110,33 @@ pub struct Privacy {
     pub pii: bool,
 }
 
+/// A stored envelope for unit tests: a Claude Code event of session `s`, seq 1,
+/// tier 3, with `data` (an object; anything else is empty data).
+#[cfg(test)]
+pub(crate) fn test_envelope(kind: &str, data: Value) -> Envelope {
+    Envelope {
+        protocol: 1,
+        id: "01J00000000000000000000000".into(),
+        kind: kind.into(),
+        time: "2026-01-01T00:00:00.000Z".into(),
+        tier: 3,
+        harness: HarnessRef {
+            name: "claude-code".into(),
+            ..Default::default()
+        },
+        session: SessionBlock {
+            id: "s".into(),
+            seq: 1,
+            ..Default::default()
+        },
+        privacy: Privacy::default(),
+        data: match data {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,24 +179,7 @@ mod tests {
 
     #[test]
     fn envelope_members_keep_their_order() {
-        let env = Envelope {
-            protocol: 1,
-            id: "01J00000000000000000000000".into(),
-            kind: "session.heartbeat".into(),
-            time: "2026-01-01T00:00:00.000Z".into(),
-            tier: 0,
-            harness: HarnessRef {
-                name: "codex".into(),
-                ..Default::default()
-            },
-            session: SessionBlock {
-                id: "s".into(),
-                seq: 1,
-                ..Default::default()
-            },
-            privacy: Privacy::default(),
-            data: Map::new(),
-        };
+        let env = test_envelope("session.heartbeat", Value::Null);
         let json = serde_json::to_string(&env).unwrap();
         let keys: Vec<&str> = [
             "protocol", "id", "type", "time", "tier", "harness", "session", "privacy", "data",

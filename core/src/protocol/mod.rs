@@ -10,6 +10,8 @@ mod events;
 mod tiers;
 mod validate;
 
+#[cfg(test)]
+pub(crate) use envelope::test_envelope;
 pub use envelope::{Envelope, HarnessRef, PROTOCOL_VERSION, Privacy, SessionBlock, TitleSource};
 pub use events::*;
 pub use tiers::{KNOWN_TYPES, field_tier, type_tier};
