@@ -4,11 +4,11 @@
 //! receiver stored the event). Run by `bench/run.sh` with the release binaries:
 //! `bench_delivery HOOK SESSIONPIPE [EVENTS] [HOOKS]`.
 
-use sessionpipe_core::ingest::Ingest;
-use sessionpipe_core::job::Job;
-use sessionpipe_core::outbox::Outbox;
-use sessionpipe_core::paths::StatePaths;
+use sessionpipe_core::pipeline::ingest::Ingest;
+use sessionpipe_core::pipeline::outbox::Outbox;
+use sessionpipe_core::spool::Job;
 use sessionpipe_core::spool::Spool;
+use sessionpipe_core::spool::StatePaths;
 use sessionpipe_receiver::{Options, Receiver};
 use std::io::Write;
 use std::process::{Command, Stdio};

@@ -4,11 +4,11 @@
 //! rules, secrets@1, append, commit (synchronous=FULL), unlink. Run by
 //! `bench/run.sh`.
 
-use sessionpipe_core::ingest::Ingest;
-use sessionpipe_core::job::Job;
-use sessionpipe_core::outbox::Outbox;
-use sessionpipe_core::paths::StatePaths;
+use sessionpipe_core::pipeline::ingest::Ingest;
+use sessionpipe_core::pipeline::outbox::Outbox;
+use sessionpipe_core::spool::Job;
 use sessionpipe_core::spool::Spool;
+use sessionpipe_core::spool::StatePaths;
 use std::time::Instant;
 
 fn main() {

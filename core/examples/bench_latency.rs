@@ -3,7 +3,7 @@
 //! is readable in the outbox (a read-only SQLite connection polled every 100 µs).
 //! Run by `bench/run.sh`.
 
-use sessionpipe_core::outbox::Outbox;
+use sessionpipe_core::pipeline::outbox::Outbox;
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

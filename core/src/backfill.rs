@@ -1,4 +1,4 @@
-//! `sessionpipe backfill [--days N]`: one `session.backfill` (seq 0) per session
+//! Layer 3, backfill: one `session.backfill` (seq 0) per session
 //! the harnesses' own files hold from the last N days, so a receiver sees what
 //! happened before the hooks were installed.
 //!
@@ -7,23 +7,13 @@
 //! over, and seq 0 is unique per (harness, session). It never touches a session's
 //! live seq.
 
-use crate::adapters::{self, Adapter};
-use crate::install::Host;
-use crate::outbox::Outbox;
-use crate::protocol::{EventData, SessionBackfill, SessionBlock};
-use crate::session::{Stamp, envelope};
+use crate::pipeline::outbox::{Outbox, OutboxError};
+use crate::pipeline::session::{Stamp, envelope};
+use harness::Adapter;
+use harness::backfill::Backfilled;
+use harness::install::Host;
+use protocol::{EventData, SessionBackfill};
 use serde::Serialize;
-
-/// What a harness's files say of one past session.
-#[derive(Clone, Debug, Default)]
-pub struct Backfilled {
-    pub session_id: String,
-    pub block: SessionBlock,
-    pub version: Option<String>,
-    pub started_ms: i64,
-    pub last_ms: i64,
-    pub turns: Option<u64>,
-}
 
 /// Per harness: sessions found in the files, appended now, known already.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -42,9 +32,8 @@ pub fn run(
     days: u32,
     machine: &str,
     progress: &mut dyn FnMut(&str, usize, usize),
-) -> Result<Vec<HarnessCount>, String> {
-    let since = crate::time::now_ms() - i64::from(days) * 86_400_000;
-    let db = |e: rusqlite::Error| format!("outbox: {e}");
+) -> Result<Vec<HarnessCount>, OutboxError> {
+    let since = protocol::time::now_ms() - i64::from(days) * 86_400_000;
     let mut counts = Vec::new();
     for adapter in adapters::REGISTRY.iter().copied() {
         let found = adapter.backfill(host, since);
@@ -54,7 +43,7 @@ pub fn run(
             ..Default::default()
         };
         for (i, b) in found.iter().enumerate() {
-            if append(outbox, adapter, b, machine).map_err(db)? {
+            if append(outbox, adapter, b, machine)? {
                 count.added += 1;
             } else {
                 count.known += 1;
@@ -72,8 +61,8 @@ fn append(
     adapter: &dyn Adapter,
     b: &Backfilled,
     machine: &str,
-) -> rusqlite::Result<bool> {
-    if !crate::protocol::valid_session_id(&b.session_id) {
+) -> Result<bool, OutboxError> {
+    if !protocol::valid_session_id(&b.session_id) {
         return Ok(false);
     }
     let tx = outbox.begin()?;
@@ -91,12 +80,12 @@ fn append(
         time_ms: b.last_ms,
     };
     let event = EventData::SessionBackfill(SessionBackfill {
-        started_at: crate::time::rfc3339_ms(b.started_ms),
-        last_at: crate::time::rfc3339_ms(b.last_ms),
+        started_at: protocol::time::rfc3339_ms(b.started_ms),
+        last_at: protocol::time::rfc3339_ms(b.last_ms),
         turns: b.turns,
     });
     let mut env = envelope(&stamp, 0, event);
-    crate::ingest::redact_secrets(&mut env);
+    crate::pipeline::ingest::redact_secrets(&mut env);
     let added = tx.append_backfill(&env)?;
     tx.commit()?;
     Ok(added)

@@ -6,10 +6,10 @@
 //! Pure: the app shows what this decides (and the daemon can too); nothing here
 //! touches D-Bus or a window. `Watcher` follows the outbox with a cursor.
 
-use crate::config::Config;
-use crate::outbox::Outbox;
-use crate::privacy::filter;
-use crate::protocol::Envelope;
+use crate::pipeline::outbox::Outbox;
+use crate::pipeline::privacy::filter;
+use crate::state::config::Config;
+use protocol::Envelope;
 use serde::Serialize;
 
 /// What to show or take back.
@@ -152,7 +152,7 @@ impl Watcher {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::test_envelope;
+    use protocol::test_envelope;
     use serde_json::{Value, json};
 
     fn env(kind: &str, data: Value) -> Envelope {

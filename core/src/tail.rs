@@ -1,12 +1,13 @@
-//! `sessionpipe tail`: the outbox as a tier-N destination would see it.
+//! Layer 3, tail: `sessionpipe tail`, the outbox as a tier-N destination would
+//! see it.
 //!
 //! Reads the outbox directly (read-only; SQLite's WAL lets it read while the daemon
 //! writes), so it works with or without a daemon. Follows by polling SQLite's
 //! change counter, which costs nothing while nothing changes.
 
-use crate::outbox::Outbox;
-use crate::privacy::filter;
-use crate::protocol::Envelope;
+use crate::pipeline::outbox::{Outbox, OutboxError};
+use crate::pipeline::privacy::filter;
+use protocol::Envelope;
 use serde_json::Value;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -26,19 +27,18 @@ pub struct TailOptions {
 const POLL: Duration = Duration::from_millis(150);
 
 /// Prints events until done (or forever when following). A closed stdout ends it.
-pub fn run(outbox_path: &Path, opts: &TailOptions) -> Result<(), String> {
+pub fn run(outbox_path: &Path, opts: &TailOptions) -> Result<(), OutboxError> {
     let color =
         !opts.json && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let home = crate::paths::home_dir().map(|h| h.to_string_lossy().into_owned());
+    let home = spool::paths::home_dir().map(|h| h.to_string_lossy().into_owned());
     let outbox = loop {
         match Outbox::open_readonly(outbox_path) {
             Ok(Some(o)) => break o,
-            Err(e) => return Err(format!("cannot open {}: {e}", outbox_path.display())),
+            Err(e) => return Err(e),
             Ok(None) if opts.follow => std::thread::sleep(POLL),
             Ok(None) => return Ok(()),
         }
     };
-    let db = |e: rusqlite::Error| format!("outbox: {e}");
     let mut out = std::io::stdout().lock();
     let mut print = |env: &Envelope| -> bool {
         let line = if opts.json {
@@ -52,11 +52,10 @@ pub fn run(outbox_path: &Path, opts: &TailOptions) -> Result<(), String> {
     let mut version = -1;
     let mut first = true;
     loop {
-        let v = outbox.data_version().map_err(db)?;
+        let v = outbox.data_version()?;
         if v != version {
             version = v;
-            let (last, events) =
-                visible_after(&outbox, cursor, opts, home.as_deref()).map_err(db)?;
+            let (last, events) = visible_after(&outbox, cursor, opts, home.as_deref())?;
             // The first read of a follow shows only the newest `last` events.
             let skip = match (first, opts.follow, opts.last) {
                 (true, true, Some(n)) => events.len().saturating_sub(n),
@@ -83,7 +82,7 @@ fn visible_after(
     from: i64,
     opts: &TailOptions,
     home: Option<&str>,
-) -> rusqlite::Result<(i64, Vec<Envelope>)> {
+) -> Result<(i64, Vec<Envelope>), OutboxError> {
     let mut out = Vec::new();
     let mut cursor = from;
     loop {
@@ -139,7 +138,7 @@ fn summary(env: &Envelope) -> String {
             .unwrap_or("")
             .to_string()
     };
-    let cut = |t: String| crate::adapters::common::one_line(&t, 80);
+    let cut = |t: String| harness::payload::one_line(&t, 80);
     let parts: Vec<String> = match env.kind.as_str() {
         "session.started" => vec![s("source"), env.session.cwd.clone().unwrap_or_default()],
         "session.ended" => vec![s("reason")],

@@ -9,7 +9,7 @@
 //! runs beyond one comparison, so the common hook path stays as fast as it was.
 //! Std only, like the rest of the hook; it must never block, print or fail.
 
-use crate::json::Value;
+use spool::json::Value;
 use std::process::Command;
 
 /// The flag sessionpipe's notify entry puts before the person's previous notify.
@@ -34,7 +34,7 @@ pub fn run_previous(args: &[String]) {
 
 /// A JSON array of strings (what the installer writes with serde_json), or `None`.
 fn string_array(json: &str) -> Option<Vec<String>> {
-    let Value::Array(items) = crate::json::parse(json.as_bytes())? else {
+    let Value::Array(items) = spool::json::parse(json.as_bytes())? else {
         return None;
     };
     items

@@ -14,8 +14,8 @@
 //! (`claude-code StatusLine`), whose limits `status_line` reads, prints as the
 //! line and spools only when they changed.
 //!
-//! The job file format is shared with `sessionpipe_core::job` (the reader):
-//! the raw payload bytes, then `\n`, then one line of JSON (the trailer) and `\n`.
+//! The job file format, the state dir's rule and the wake datagram are the
+//! `sessionpipe-spool` crate's, which the daemon reads with: one copy of each.
 //!
 //! `no_main`: Rust's own start-up (stack-guard discovery through
 //! `/proc/self/maps`, an alternate signal stack) costs a measurable share of a
@@ -27,14 +27,13 @@
 #![cfg_attr(not(test), no_main)]
 
 mod chain;
-mod job;
-mod json;
 mod status_line;
 mod stdout_rule;
 mod wake;
 
+use spool::job::{self, Job};
+use spool::paths::state_dir;
 use std::io::Write;
-use std::path::PathBuf;
 
 #[cfg(all(unix, not(test)))]
 unsafe extern "C" {
@@ -71,7 +70,7 @@ fn run() {
     }
 
     match state_dir() {
-        Some(dir) => match job::spool_stdin(&dir, &args) {
+        Some(dir) => match spool_stdin(&dir, &args) {
             Ok(_) => wake::wake_or_start_worker(&dir),
             // A full disk or an unwritable state dir loses this payload, silently:
             // the harness must not notice. Read what is left so it never blocks.
@@ -90,26 +89,10 @@ fn run() {
     // Exit 0 whatever happened above: the hook path is invisible.
 }
 
+/// Reads stdin into a new job in the state dir's spool.
 #[cfg_attr(test, allow(dead_code))]
-/// Where the spool lives; the same rule as `sessionpipe_core::paths::state_dir`.
-fn state_dir() -> Option<PathBuf> {
-    let var = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(dir) = var("SESSIONPIPE_STATE_DIR") {
-        return Some(dir);
-    }
-    if cfg!(windows) {
-        return var("LOCALAPPDATA").map(|d| d.join("sessionpipe"));
-    }
-    let home = var("HOME");
-    if cfg!(target_os = "macos") {
-        return home.map(|h| h.join("Library/Application Support/sessionpipe"));
-    }
-    if let Some(xdg) = var("XDG_STATE_HOME").filter(|p| p.is_absolute()) {
-        return Some(xdg.join("sessionpipe"));
-    }
-    home.map(|h| h.join(".local/state/sessionpipe"))
+fn spool_stdin(state_dir: &std::path::Path, args: &[String]) -> std::io::Result<String> {
+    let call = Job::of_this_process(args, job::now_ns());
+    let spool = spool::StatePaths::new(state_dir).spool();
+    job::write(&spool, &call, &mut std::io::stdin().lock())
 }

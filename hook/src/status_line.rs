@@ -18,8 +18,10 @@
 //! or none, and exit 0. It parses the payload (the one hook that must), with the
 //! hook's own small reader, and stays std only.
 
-use crate::json::{self, Value};
-use crate::{job, wake};
+use crate::wake;
+use spool::files::create_private_file;
+use spool::job::{self, Job};
+use spool::json::{self, Value};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -29,8 +31,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 const MAX_PAYLOAD: u64 = 1 << 20;
 /// At most one job per config dir in this many seconds.
 pub const MIN_INTERVAL_S: u64 = 60;
-/// The state folder's subfolder for the per-config-dir memory.
-const STATE_SUBDIR: &str = "status-line";
 
 /// One limit window as Claude Code hands it over, under its own key.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,7 +67,8 @@ pub fn run(state_dir: Option<&Path>, args: &[String]) {
         var("CLAUDE_CONFIG_DIR").map(PathBuf::from),
         var("HOME").map(PathBuf::from),
     );
-    let memory = state_dir.join(STATE_SUBDIR).join(format!(
+    let state = spool::StatePaths::new(state_dir);
+    let memory = state.status_line().join(format!(
         "{:016x}",
         fnv1a(config.to_string_lossy().as_bytes())
     ));
@@ -76,7 +77,8 @@ pub fn run(state_dir: Option<&Path>, args: &[String]) {
     if !due(read_sent(&memory), digest, now) {
         return;
     }
-    if job::spool(state_dir, args, &mut payload.as_slice()).is_ok() {
+    let call = Job::of_this_process(args, job::now_ns());
+    if job::write(&state.spool(), &call, &mut payload.as_slice()).is_ok() {
         // Remembered only once spooled, so a failed spool is tried again.
         let _ = write_sent(&memory, Sent { at_s: now, digest });
         wake::wake_or_start_worker(state_dir);
@@ -221,16 +223,16 @@ pub fn write_sent(path: &Path, sent: Sent) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = dir.join(format!(".{name}.{}", std::process::id()));
-    let mut file = match job::create_private(&tmp) {
+    let mut file = match create_private_file(&tmp) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            job::create_private_dirs(dir)?;
-            job::create_private(&tmp)?
+            spool::files::create_private_dir(dir)?;
+            create_private_file(&tmp)?
         }
         // A temp file left by a killed run of the same pid: start it over.
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
             std::fs::remove_file(&tmp)?;
-            job::create_private(&tmp)?
+            create_private_file(&tmp)?
         }
         Err(e) => return Err(e),
     };
@@ -374,7 +376,9 @@ mod tests {
     #[test]
     fn the_memory_round_trips_and_bad_memory_reads_as_none() {
         let dir = std::env::temp_dir().join(format!("sp-status-line-{}", std::process::id()));
-        let path = dir.join(STATE_SUBDIR).join("0123456789abcdef");
+        let path = spool::StatePaths::new(&dir)
+            .status_line()
+            .join("0123456789abcdef");
         let sent = Sent {
             at_s: 1_800_000_000,
             digest: u64::MAX - 1,

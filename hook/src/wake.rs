@@ -1,35 +1,16 @@
 //! Waking the daemon, or starting a drain worker when none answers.
 //!
-//! The wake is one datagram to `<state>/wake.sock`: no connection, no reply, never
-//! a wait. A full socket buffer means a daemon is alive and busy, which is enough.
+//! The wake is `spool::wake::poke`: one datagram, no connection, no reply, never
+//! a wait.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 pub fn wake_or_start_worker(state_dir: &Path) {
-    if !daemon_answers(state_dir) {
+    let socket = spool::StatePaths::new(state_dir).wake_socket();
+    if !spool::wake::poke(&socket) {
         start_worker(state_dir);
     }
-}
-
-#[cfg(unix)]
-fn daemon_answers(state_dir: &Path) -> bool {
-    use std::io::ErrorKind;
-    use std::os::unix::net::UnixDatagram;
-    let Ok(sock) = UnixDatagram::unbound() else {
-        return false;
-    };
-    let _ = sock.set_nonblocking(true);
-    match sock.send_to(b"j", state_dir.join("wake.sock")) {
-        Ok(_) => true,
-        Err(e) => e.kind() == ErrorKind::WouldBlock,
-    }
-}
-
-#[cfg(not(unix))]
-fn daemon_answers(_state_dir: &Path) -> bool {
-    // No datagram socket in std here: the worker finds the daemon itself and exits.
-    false
 }
 
 /// Starts `sessionpipe daemon --drain` detached: its own process group, no stdio,

@@ -13,7 +13,7 @@ use crate::backend;
 use crate::instance::{self, Ask};
 use crate::tray::{Tray, View};
 use crate::window::Window;
-use sessionpipe_core::paths::StatePaths;
+use sessionpipe_core::spool::StatePaths;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
@@ -56,7 +56,7 @@ impl Shared {
     }
 }
 
-pub fn run(hidden: bool) -> Result<(), String> {
+pub fn run(hidden: bool) -> anyhow::Result<()> {
     let paths = StatePaths::from_env()?;
     let ask = if hidden { Ask::Hidden } else { Ask::Open };
     let Some(first) = instance::claim(&paths, ask)? else {
@@ -135,7 +135,7 @@ pub fn run(hidden: bool) -> Result<(), String> {
                     *control_flow = ControlFlow::WaitUntil(at);
                 }
             }
-            Event::LoopDestroyed => sessionpipe_core::log::info("the app's event loop ended"),
+            Event::LoopDestroyed => tracing::info!("the app's event loop ended"),
             _ => {}
         }
     })
@@ -178,7 +178,7 @@ fn spawn_refresher(
             }
         });
     if let Err(e) = spawned {
-        sessionpipe_core::log::warn(&format!("cannot start the tray's thread: {e}"));
+        tracing::warn!("cannot start the tray's thread: {e}");
     }
 }
 

@@ -12,7 +12,8 @@
 //! `ui.json`), the same way `sessionpipe status` and `sessionpipe ui` do.
 
 use sessionpipe_core::daemon;
-use sessionpipe_core::paths::StatePaths;
+use sessionpipe_core::spool::StatePaths;
+use sessionpipe_core::state::lock::{self, Holder, Mode};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -78,7 +79,7 @@ pub fn start(paths: StatePaths, ui_dir: Option<PathBuf>) {
         .name("daemon".into())
         .spawn(move || supervise(&paths, &opts));
     if let Err(e) = spawned {
-        sessionpipe_core::log::warn(&format!("cannot start the daemon's thread: {e}"));
+        tracing::warn!("cannot start the daemon's thread: {e}");
     }
 }
 
@@ -87,13 +88,13 @@ fn supervise(paths: &StatePaths, opts: &daemon::Options) {
     let mut said = None::<String>;
     let mut say = |what: String| {
         if said.as_ref() != Some(&what) {
-            sessionpipe_core::log::info(&what);
+            tracing::info!("{what}");
             said = Some(what);
         }
     };
     loop {
-        if let Some((pid, mode)) = daemon::running(paths)
-            && mode == "daemon"
+        if let Some(Holder { pid, mode }) = lock::holder(paths)
+            && mode == Mode::Daemon
             && pid != me
         {
             say(format!(
@@ -115,8 +116,11 @@ fn supervise(paths: &StatePaths, opts: &daemon::Options) {
 
 /// Who holds the daemon lock now.
 pub fn link(paths: &StatePaths) -> Link {
-    match daemon::running(paths) {
-        Some((pid, mode)) if mode == "daemon" => {
+    match lock::holder(paths) {
+        Some(Holder {
+            pid,
+            mode: Mode::Daemon,
+        }) => {
             if pid == std::process::id() {
                 Link::Embedded
             } else {

@@ -7,9 +7,9 @@
 //! Must not write the outbox or derive anything from events itself.
 
 use sessionpipe_core::notify::display_name;
-use sessionpipe_core::outbox::Outbox;
-use sessionpipe_core::paths::StatePaths;
-use sessionpipe_core::session::{Glance, SessionRecord};
+use sessionpipe_core::pipeline::outbox::Outbox;
+use sessionpipe_core::pipeline::session::{Glance, SessionRecord};
+use sessionpipe_core::spool::StatePaths;
 
 /// A session that has not ended and did nothing for this long drops off the menu
 /// (unless it needs the person).
@@ -43,7 +43,7 @@ pub fn read(paths: &StatePaths) -> Board {
         Ok(Some(outbox)) => outbox.sessions().unwrap_or_default(),
         _ => Vec::new(),
     };
-    build(&records, sessionpipe_core::time::now_ms())
+    build(&records, sessionpipe_core::protocol::time::now_ms())
 }
 
 /// The board of `records` at `now_ms`: live sessions, those needing the person
@@ -141,7 +141,7 @@ fn age(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sessionpipe_core::session::OpenAttention;
+    use sessionpipe_core::pipeline::session::OpenAttention;
 
     const NOW: i64 = 1_800_000_000_000;
 

@@ -9,7 +9,8 @@
 //! can drive the app. Owns that handshake only: what an `open` does is the
 //! caller's (`app`).
 
-use sessionpipe_core::paths::StatePaths;
+use anyhow::Context;
+use sessionpipe_core::spool::StatePaths;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
@@ -47,16 +48,16 @@ pub struct First {
 
 /// Takes the app's place, or hands `ask` to the app that has it (`Ok(None)`:
 /// this launch is done).
-pub fn claim(paths: &StatePaths, ask: Ask) -> Result<Option<First>, String> {
-    sessionpipe_core::paths::create_private_dir(&paths.root)
-        .map_err(|e| format!("cannot create {}: {e}", paths.root.display()))?;
+pub fn claim(paths: &StatePaths, ask: Ask) -> anyhow::Result<Option<First>> {
+    sessionpipe_core::spool::files::create_private_dir(&paths.root)
+        .with_context(|| format!("cannot create {}", paths.root.display()))?;
     let lock_path = paths.root.join("app.lock");
     let lock = File::options()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&lock_path)
-        .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
+        .with_context(|| format!("cannot open {}", lock_path.display()))?;
     match lock.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
@@ -64,16 +65,19 @@ pub fn claim(paths: &StatePaths, ask: Ask) -> Result<Option<First>, String> {
             return Ok(None);
         }
         Err(std::fs::TryLockError::Error(e)) => {
-            return Err(format!("cannot lock {}: {e}", lock_path.display()));
+            anyhow::bail!("cannot lock {}: {e}", lock_path.display());
         }
     }
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
-    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-    let token = sessionpipe_core::api::new_token();
+    let listener =
+        TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("cannot listen on 127.0.0.1")?;
+    let port = listener.local_addr()?.port();
+    let token = sessionpipe_core::daemon::api::new_token();
     let doc = serde_json::json!({"port": port, "token": token, "pid": std::process::id()});
-    sessionpipe_core::paths::write_private_file(&address_file(paths), doc.to_string().as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", address_file(paths).display()))?;
+    sessionpipe_core::spool::files::write_private_file(
+        &address_file(paths),
+        doc.to_string().as_bytes(),
+    )
+    .with_context(|| format!("cannot write {}", address_file(paths).display()))?;
     Ok(Some(First {
         _lock: lock,
         listener,
@@ -96,7 +100,7 @@ impl First {
                 }
             });
         if let Err(e) = spawned {
-            sessionpipe_core::log::warn(&format!("cannot answer later launches: {e}"));
+            tracing::warn!("cannot answer later launches: {e}");
         }
     }
 }
@@ -127,7 +131,7 @@ fn read_ask(mut stream: TcpStream, token: &str) -> Option<Ask> {
 }
 
 /// Hands `ask` to the app that holds the lock.
-fn tell_first(paths: &StatePaths, ask: Ask) -> Result<(), String> {
+fn tell_first(paths: &StatePaths, ask: Ask) -> anyhow::Result<()> {
     let until = Instant::now() + FIND_FIRST;
     let mut last_error;
     loop {
@@ -136,38 +140,32 @@ fn tell_first(paths: &StatePaths, ask: Ask) -> Result<(), String> {
             Err(e) => last_error = e,
         }
         if Instant::now() > until {
-            return Err(format!(
-                "sessionpipe-app already runs, but did not answer: {last_error}"
-            ));
+            anyhow::bail!("sessionpipe-app already runs, but did not answer: {last_error}");
         }
         std::thread::sleep(Duration::from_millis(100));
     }
 }
 
-fn try_tell(paths: &StatePaths, ask: Ask) -> Result<(), String> {
+fn try_tell(paths: &StatePaths, ask: Ask) -> anyhow::Result<()> {
     let file = address_file(paths);
     let doc: serde_json::Value = std::fs::read(&file)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
-        .ok_or_else(|| format!("no address in {}", file.display()))?;
+        .with_context(|| format!("no address in {}", file.display()))?;
     let port = doc["port"].as_u64().and_then(|p| u16::try_from(p).ok());
     let (Some(port), Some(token)) = (port, doc["token"].as_str()) else {
-        return Err(format!("{} is not an address", file.display()));
+        anyhow::bail!("{} is not an address", file.display());
     };
     let mut stream = TcpStream::connect_timeout(&(Ipv4Addr::LOCALHOST, port).into(), IO_TIMEOUT)
-        .map_err(|e| format!("127.0.0.1:{port}: {e}"))?;
+        .with_context(|| format!("127.0.0.1:{port}"))?;
     stream.set_read_timeout(Some(IO_TIMEOUT)).ok();
-    stream
-        .write_all(format!("{token} {}\n", ask.word()).as_bytes())
-        .map_err(|e| e.to_string())?;
+    stream.write_all(format!("{token} {}\n", ask.word()).as_bytes())?;
     let mut answer = String::new();
-    BufReader::new(stream.take(16))
-        .read_line(&mut answer)
-        .map_err(|e| e.to_string())?;
+    BufReader::new(stream.take(16)).read_line(&mut answer)?;
     if answer.trim_end() == "ok" {
         Ok(())
     } else {
-        Err("no answer".into())
+        anyhow::bail!("no answer")
     }
 }
 

@@ -69,7 +69,7 @@ fn main() -> ExitCode {
 #[cfg(target_os = "linux")]
 static GDK_GL: std::sync::OnceLock<Option<std::ffi::OsString>> = std::sync::OnceLock::new();
 
-fn tray(hidden: bool) -> Result<(), String> {
+fn tray(hidden: bool) -> anyhow::Result<()> {
     // On X11, GTK picks its visuals through GLX at start-up, which loads Mesa (and
     // LLVM with it): about 50 MB resident in a process that never draws with GL.
     // The tray's menus do not; the web view, which may, runs in the window's

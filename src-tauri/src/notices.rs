@@ -14,9 +14,9 @@
 //! "Pause notifications" and turn ends are all the core's `decide`.
 
 use crate::app::Shared;
-use sessionpipe_core::config::Config;
 use sessionpipe_core::notify::Watcher;
-use sessionpipe_core::outbox::Outbox;
+use sessionpipe_core::pipeline::outbox::Outbox;
+use sessionpipe_core::state::config::Config;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -48,7 +48,7 @@ impl Target {
         match self {
             Target::Link(url) => {
                 if let Err(e) = open::that_detached(url) {
-                    sessionpipe_core::log::warn(&format!("cannot open the session's link: {e}"));
+                    tracing::warn!("cannot open the session's link: {e}");
                 }
             }
             Target::Session(key) => shared.open_window(Some(key)),
@@ -62,7 +62,7 @@ pub fn spawn(shared: Arc<Shared>) {
         .name("notices".into())
         .spawn(move || follow(shared));
     if let Err(e) = spawned {
-        sessionpipe_core::log::warn(&format!("cannot start the notifications' thread: {e}"));
+        tracing::warn!("cannot start the notifications' thread: {e}");
     }
 }
 
@@ -86,7 +86,7 @@ fn follow(shared: Arc<Shared>) {
         seen_version = version;
         // Read per batch: a change in the UI's settings (pause, mutes, tier)
         // applies to the next event.
-        let config = Config::load(&paths.root).unwrap_or_default();
+        let config = Config::load(paths).unwrap_or_default();
         for notice in watcher.poll(&outbox, &config) {
             shown.apply(notice);
         }
@@ -176,7 +176,7 @@ mod platform {
                 Err(e) => {
                     // Said once: no notification server is a state, not an event.
                     if !self.failed_before {
-                        sessionpipe_core::log::warn(&format!("cannot show a notification: {e}"));
+                        tracing::warn!("cannot show a notification: {e}");
                         self.failed_before = true;
                     }
                     return;
@@ -294,7 +294,7 @@ mod platform {
                     n.app_id(id);
                 }
                 if let Err(e) = n.show() {
-                    sessionpipe_core::log::warn(&format!("cannot show a notification: {e}"));
+                    tracing::warn!("cannot show a notification: {e}");
                 }
             }
         }

@@ -8,33 +8,34 @@
 //! Must not hold settings of its own or act on `notifications_paused` (the core's
 //! `notify::decide` does).
 
-use sessionpipe_core::config::Config;
-use sessionpipe_core::paths::StatePaths;
+use anyhow::Context;
+use sessionpipe_core::spool::StatePaths;
+use sessionpipe_core::state::config::Config;
 
 /// The login item's name (`~/.config/autostart/sessionpipe.desktop` on Linux).
 const LOGIN_ITEM: &str = "sessionpipe";
 
 /// The settings now (the defaults when the file is missing or unreadable).
 pub fn load(paths: &StatePaths) -> Config {
-    Config::load(&paths.root).unwrap_or_default()
+    Config::load(paths).unwrap_or_default()
 }
 
 /// Changes one setting in `config.json` (read, change, write).
-fn update(paths: &StatePaths, change: impl FnOnce(&mut Config)) -> Result<Config, String> {
-    let mut config = Config::load(&paths.root)?;
+fn update(paths: &StatePaths, change: impl FnOnce(&mut Config)) -> anyhow::Result<Config> {
+    let mut config = Config::load(paths)?;
     change(&mut config);
-    config.save(&paths.root)?;
+    config.save(paths)?;
     Ok(config)
 }
 
 /// Flips `notifications_paused`.
-pub fn toggle_paused(paths: &StatePaths) -> Result<bool, String> {
+pub fn toggle_paused(paths: &StatePaths) -> anyhow::Result<bool> {
     update(paths, |c| c.notifications_paused = !c.notifications_paused)
         .map(|c| c.notifications_paused)
 }
 
 /// Flips `open_at_login` and the login item with it.
-pub fn toggle_open_at_login(paths: &StatePaths) -> Result<bool, String> {
+pub fn toggle_open_at_login(paths: &StatePaths) -> anyhow::Result<bool> {
     let config = update(paths, |c| c.open_at_login = !c.open_at_login)?;
     follow_open_at_login(config.open_at_login)?;
     Ok(config.open_at_login)
@@ -44,24 +45,24 @@ pub fn toggle_open_at_login(paths: &StatePaths) -> Result<bool, String> {
 /// started `--hidden` (in the tray, no window). An item that exists is written
 /// again, so that one left by an install elsewhere (a build tree, an older
 /// package) starts the program that runs now.
-pub fn follow_open_at_login(wanted: bool) -> Result<(), String> {
+pub fn follow_open_at_login(wanted: bool) -> anyhow::Result<()> {
     let login = login_item()?;
     if wanted {
-        return login.enable().map_err(|e| e.to_string());
+        return login.enable().map_err(anyhow::Error::from);
     }
-    if login.is_enabled().map_err(|e| e.to_string())? {
-        return login.disable().map_err(|e| e.to_string());
+    if login.is_enabled()? {
+        return login.disable().map_err(anyhow::Error::from);
     }
     Ok(())
 }
 
-fn login_item() -> Result<auto_launch::AutoLaunch, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("where this program is: {e}"))?;
+fn login_item() -> anyhow::Result<auto_launch::AutoLaunch> {
+    let exe = std::env::current_exe().context("where this program is")?;
     let mut builder = auto_launch::AutoLaunchBuilder::new();
     builder
         .set_app_name(LOGIN_ITEM)
         .set_args(&[crate::app::HIDDEN_ARG]);
     // On macOS a Launch Agent (the crate's default) runs this binary as it is.
     builder.set_app_path(&exe.display().to_string());
-    builder.build().map_err(|e| e.to_string())
+    builder.build().map_err(anyhow::Error::from)
 }

@@ -15,8 +15,9 @@ use crate::app::Shared;
 use crate::backend::{self, Link};
 use crate::board::{self, Board};
 use crate::prefs;
-use sessionpipe_core::paths::StatePaths;
-use sessionpipe_core::session::Glance;
+use anyhow::Context;
+use sessionpipe_core::pipeline::session::Glance;
+use sessionpipe_core::spool::StatePaths;
 use tray_icon::menu::{CheckMenuItem, IsMenuItem, Menu, MenuItem, PredefinedMenuItem};
 use tray_icon::{Icon, TrayIcon, TrayIconBuilder};
 
@@ -27,24 +28,26 @@ const IDLE: &[u8] = include_bytes!("../icons/tray/idle.png");
 const WORKING: &[u8] = include_bytes!("../icons/tray/working.png");
 const NEEDS_YOU: &[u8] = include_bytes!("../icons/tray/needs-you.png");
 
-fn icon(state: Glance) -> Result<Icon, String> {
+fn icon(state: Glance) -> anyhow::Result<Icon> {
     let png = match state {
         Glance::NeedsYou => NEEDS_YOU,
         Glance::Working => WORKING,
         Glance::Done => IDLE,
     };
     let (rgba, width, height) = decode_rgba(png)?;
-    Icon::from_rgba(rgba, width, height).map_err(|e| e.to_string())
+    Icon::from_rgba(rgba, width, height).map_err(anyhow::Error::from)
 }
 
 /// The icon PNGs as 8-bit RGBA, what the tray takes.
-fn decode_rgba(png_bytes: &[u8]) -> Result<(Vec<u8>, u32, u32), String> {
+fn decode_rgba(png_bytes: &[u8]) -> anyhow::Result<(Vec<u8>, u32, u32)> {
     let mut decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
     decoder.set_transformations(png::Transformations::normalize_to_color8());
-    let mut reader = decoder.read_info().map_err(|e| e.to_string())?;
-    let size = reader.output_buffer_size().ok_or("the icon is too large")?;
+    let mut reader = decoder.read_info()?;
+    let size = reader
+        .output_buffer_size()
+        .context("the icon is too large")?;
     let mut buf = vec![0; size];
-    let info = reader.next_frame(&mut buf).map_err(|e| e.to_string())?;
+    let info = reader.next_frame(&mut buf)?;
     buf.truncate(info.buffer_size());
     let rgba = match info.color_type {
         png::ColorType::Rgba => buf,
@@ -52,7 +55,7 @@ fn decode_rgba(png_bytes: &[u8]) -> Result<(Vec<u8>, u32, u32), String> {
             .chunks_exact(3)
             .flat_map(|p| [p[0], p[1], p[2], 255])
             .collect(),
-        other => return Err(format!("the icon is {other:?}, not RGB(A)")),
+        other => anyhow::bail!("the icon is {other:?}, not RGB(A)"),
     };
     Ok((rgba, info.width, info.height))
 }
@@ -116,7 +119,7 @@ struct Items {
 }
 
 impl Items {
-    fn build(view: &View) -> Result<Items, String> {
+    fn build(view: &View) -> anyhow::Result<Items> {
         let disabled = |text: &str| MenuItem::new(text, false, None);
         let header = disabled(&view.board.summary());
         let link = view.link_line().map(|l| disabled(&l));
@@ -148,7 +151,7 @@ impl Items {
             all.push(&sep2);
         }
         all.extend([&pause as &dyn IsMenuItem, &login, &sep3, &open, &quit]);
-        let menu = Menu::with_items(&all).map_err(|e| e.to_string())?;
+        let menu = Menu::with_items(&all)?;
         Ok(Items {
             menu,
             header,
@@ -190,7 +193,7 @@ pub struct Tray {
 
 impl Tray {
     /// Puts the icon in the tray.
-    pub fn build(shared: &Shared) -> Result<Tray, String> {
+    pub fn build(shared: &Shared) -> anyhow::Result<Tray> {
         let view = View::read(&shared.paths);
         let items = Items::build(&view)?;
         let icon = TrayIconBuilder::new()
@@ -199,10 +202,9 @@ impl Tray {
             .with_tooltip(view.tooltip())
             .with_menu(Box::new(items.menu.clone()))
             .with_menu_on_left_click(true)
-            .build()
-            .map_err(|e| e.to_string())?;
+            .build()?;
         if let Err(e) = prefs::follow_open_at_login(view.open_at_login) {
-            sessionpipe_core::log::warn(&format!("open at login: {e}"));
+            tracing::warn!("open at login: {e}");
         }
         Ok(Tray {
             icon,
@@ -214,28 +216,24 @@ impl Tray {
     /// Shows `view`; on an error the last view stays, so the next one tries again.
     pub fn show(&mut self, view: View) {
         if let Err(e) = self.apply(&view) {
-            sessionpipe_core::log::warn(&format!("the tray was not refreshed: {e}"));
+            tracing::warn!("the tray was not refreshed: {e}");
             return;
         }
         if view.open_at_login != self.last.open_at_login
             && let Err(e) = prefs::follow_open_at_login(view.open_at_login)
         {
-            sessionpipe_core::log::warn(&format!("open at login: {e}"));
+            tracing::warn!("open at login: {e}");
         }
         self.last = view;
     }
 
-    fn apply(&mut self, view: &View) -> Result<(), String> {
+    fn apply(&mut self, view: &View) -> anyhow::Result<()> {
         let last = &self.last;
         if view.board.state != last.board.state {
-            self.icon
-                .set_icon(Some(icon(view.board.state)?))
-                .map_err(|e| e.to_string())?;
+            self.icon.set_icon(Some(icon(view.board.state)?))?;
         }
         if view.tooltip() != last.tooltip() {
-            self.icon
-                .set_tooltip(Some(view.tooltip()))
-                .map_err(|e| e.to_string())?;
+            self.icon.set_tooltip(Some(view.tooltip()))?;
         }
         if view == last {
             return Ok(());
@@ -261,16 +259,16 @@ pub fn on_menu(shared: &Shared, id: &str) -> bool {
         "open" | "more" => shared.open_window(None),
         "pause" => {
             if let Err(e) = prefs::toggle_paused(&shared.paths) {
-                sessionpipe_core::log::warn(&format!("pause notifications: {e}"));
+                tracing::warn!("pause notifications: {e}");
             }
         }
         "login" => {
             if let Err(e) = prefs::toggle_open_at_login(&shared.paths) {
-                sessionpipe_core::log::warn(&format!("open at login: {e}"));
+                tracing::warn!("open at login: {e}");
             }
         }
         "quit" => {
-            sessionpipe_core::log::info("Quit chosen in the menu: the app ends");
+            tracing::info!("Quit chosen in the menu: the app ends");
             return true;
         }
         _ => {}

@@ -15,6 +15,7 @@
 // Release builds on Windows are GUI programs: no console window behind it.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+use anyhow::Context;
 use std::io::BufRead;
 use tauri::{
     AppHandle, Manager, RunEvent, Url, WebviewUrl, WebviewWindow, WebviewWindowBuilder, WindowEvent,
@@ -38,12 +39,12 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn run() -> Result<(), String> {
+fn run() -> anyhow::Result<()> {
     let mut first = String::new();
     std::io::stdin()
         .lock()
         .read_line(&mut first)
-        .map_err(|e| format!("no first command on stdin: {e}"))?;
+        .context("no first command on stdin")?;
     let (_, page) = parse(&first);
     let app = tauri::Builder::default()
         .setup(move |app| {
@@ -60,8 +61,7 @@ fn run() -> Result<(), String> {
             follow_stdin(app.handle().clone());
             Ok(())
         })
-        .build(tauri::generate_context!())
-        .map_err(|e| e.to_string())?;
+        .build(tauri::generate_context!())?;
     // The window is the program: once it is gone, so is the process, at once
     // (nothing to save), so that the tray never hands a command to a window
     // that is closing: it starts a new one.
@@ -91,7 +91,7 @@ fn follow_stdin(app: AppHandle) {
             app.exit(0);
         });
     if let Err(e) = spawned {
-        sessionpipe_core::log::warn(&format!("the window cannot follow the tray: {e}"));
+        tracing::warn!("the window cannot follow the tray: {e}");
     }
 }
 

@@ -17,7 +17,7 @@
 //! itself: the page does.
 
 use crate::backend::{self, UiAddress};
-use sessionpipe_core::paths::StatePaths;
+use sessionpipe_core::spool::StatePaths;
 use std::io::Write;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Mutex;
@@ -47,7 +47,7 @@ impl Window {
             None => "show\n".into(),
         };
         if let Some(key) = session {
-            sessionpipe_core::log::info(&format!("the window opens on {key}"));
+            tracing::info!("the window opens on {key}");
         }
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         if inner.alive() && inner.send(&line) {
@@ -61,7 +61,7 @@ impl Window {
                 inner.child = Some(child);
                 inner.shown = address;
             }
-            Err(e) => sessionpipe_core::log::warn(&format!("cannot open the window: {e}")),
+            Err(e) => tracing::warn!("cannot open the window: {e}"),
         }
     }
 

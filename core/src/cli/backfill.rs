@@ -1,12 +1,13 @@
 //! `sessionpipe backfill [--days N] [--json]`, and the one backfill `install` runs.
 
-use crate::install::Host;
-use crate::outbox::Outbox;
-use crate::paths::StatePaths;
+use crate::pipeline::outbox::Outbox;
+use anyhow::Context;
+use harness::install::Host;
+use spool::StatePaths;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
-pub fn run(paths: &StatePaths, days: u32, json: bool) -> Result<ExitCode, String> {
+pub fn run(paths: &StatePaths, days: u32, json: bool) -> anyhow::Result<ExitCode> {
     let counts = backfill(paths, days, !json)?;
     if json {
         println!(
@@ -32,14 +33,16 @@ pub fn backfill(
     paths: &StatePaths,
     days: u32,
     show: bool,
-) -> Result<Vec<crate::backfill::HarnessCount>, String> {
+) -> anyhow::Result<Vec<crate::backfill::HarnessCount>> {
     paths
         .ensure()
-        .map_err(|e| format!("{}: {e}", paths.root.display()))?;
-    let mut outbox = Outbox::open(&paths.outbox()).map_err(|e| format!("outbox: {e}"))?;
-    let host = Host::from_env()?;
-    let config = crate::config::Config::load(&paths.root)?;
-    let machine = config.machine.unwrap_or_else(crate::ingest::machine_name);
+        .with_context(|| paths.root.display().to_string())?;
+    let mut outbox = Outbox::open(&paths.outbox())?;
+    let host = Host::from_env().context("HOME is not set")?;
+    let config = crate::state::config::Config::load(paths)?;
+    let machine = config
+        .machine
+        .unwrap_or_else(crate::pipeline::ingest::machine_name);
     let tty = show && std::io::stderr().is_terminal();
     let mut progress = |harness: &str, done: usize, total: usize| {
         if tty && (done == total || done.is_multiple_of(25)) {
@@ -52,12 +55,18 @@ pub fn backfill(
             }
         }
     };
-    crate::backfill::run(&mut outbox, &host, days, &machine, &mut progress)
+    Ok(crate::backfill::run(
+        &mut outbox,
+        &host,
+        days,
+        &machine,
+        &mut progress,
+    )?)
 }
 
 /// `install` backfills once per state dir: the marker says it did.
 pub fn once_after_install(paths: &StatePaths) {
-    let marker = paths.root.join("backfilled");
+    let marker = paths.backfilled_marker();
     if marker.exists() {
         return;
     }
@@ -65,8 +74,11 @@ pub fn once_after_install(paths: &StatePaths) {
         Ok(counts) => {
             let added: usize = counts.iter().map(|c| c.added).sum();
             eprintln!("backfill: {added} past sessions of the last 30 days queued");
-            let _ = std::fs::write(&marker, crate::time::rfc3339_ms(crate::time::now_ms()));
+            let _ = std::fs::write(
+                &marker,
+                protocol::time::rfc3339_ms(protocol::time::now_ms()),
+            );
         }
-        Err(e) => eprintln!("backfill skipped: {e}"),
+        Err(e) => eprintln!("backfill skipped: {e:#}"),
     }
 }

@@ -2,12 +2,13 @@
 //! `ok`, `note` or `problem` in one line; the exit code is 1 when any problem is
 //! found. It reads and reports; it changes nothing.
 
-use crate::install::{self, FileState, Host, Installer};
-use crate::outbox::Outbox;
-use crate::paths::StatePaths;
-use crate::secrets::Secrets;
+use crate::installers::{Action, Installers};
+use crate::pipeline::outbox::Outbox;
 use crate::sinks::{SinkList, Target};
-use crate::spool::Spool;
+use crate::state::secrets::Secrets;
+use harness::install::FileState;
+use spool::Spool;
+use spool::StatePaths;
 use std::process::ExitCode;
 
 struct Report {
@@ -27,14 +28,14 @@ impl Report {
     }
 }
 
-pub fn run(paths: &StatePaths) -> Result<ExitCode, String> {
+pub fn run(paths: &StatePaths) -> anyhow::Result<ExitCode> {
     let mut r = Report { problems: 0 };
     check_state_dir(paths, &mut r);
-    match crate::daemon::running(paths) {
-        Some((pid, mode)) => r.ok(&format!("a {mode} runs (pid {pid})")),
+    match crate::state::lock::holder(paths) {
+        Some(h) => r.ok(&format!("a {} runs (pid {})", h.mode, h.pid)),
         None => r.note("no daemon runs: hooks start a worker that drains the spool and exits; `sessionpipe daemon` (or the app) keeps one running"),
     }
-    let (pending, quarantined) = Spool::new(paths.spool(), paths.quarantine()).counts();
+    let (pending, quarantined) = Spool::of(paths).counts();
     if pending > 1000 {
         r.problem(&format!(
             "{pending} hook calls wait in the spool: is the daemon stuck? (see {})",
@@ -52,7 +53,7 @@ pub fn run(paths: &StatePaths) -> Result<ExitCode, String> {
         Ok(None) => r.note("no outbox yet: nothing has been recorded"),
         Err(e) => r.problem(&format!("the outbox does not open: {e}")),
     }
-    check_harnesses(&mut r)?;
+    check_harnesses(paths, &mut r)?;
     check_sinks(paths, &mut r)?;
     for var in [
         "SESSIONPIPE_ANTHROPIC_API",
@@ -101,18 +102,9 @@ fn check_state_dir(paths: &StatePaths, r: &mut Report) {
     r.ok(&format!("state in {}", paths.root.display()));
 }
 
-fn check_harnesses(r: &mut Report) -> Result<(), String> {
-    let host = Host::from_env()?;
-    let hook_bin = install::hook_binary()?;
-    let installer = Installer {
-        host: &host,
-        state_dir: std::path::Path::new("/"),
-        hook_bin: &hook_bin,
-        dry_run: true,
-        opt_in: &[],
-    };
-    for adapter in install::select(&[])? {
-        let report = installer.status(adapter);
+fn check_harnesses(paths: &StatePaths, r: &mut Report) -> anyhow::Result<()> {
+    for acted in Installers::from_env(paths)?.act(Action::Status, &[], true, &[])? {
+        let report = acted.report;
         for f in &report.files {
             let line = format!("{}: {} ({})", report.harness, f.path, f.state.word());
             match &f.state {
@@ -134,7 +126,7 @@ fn check_harnesses(r: &mut Report) -> Result<(), String> {
     Ok(())
 }
 
-fn check_sinks(paths: &StatePaths, r: &mut Report) -> Result<(), String> {
+fn check_sinks(paths: &StatePaths, r: &mut Report) -> anyhow::Result<()> {
     let list = SinkList::load(paths)?;
     if list.sinks.is_empty() {
         r.note("no sinks: events stay on this machine (`sessionpipe sink add`)");

@@ -1,4 +1,5 @@
-//! The `sessionpipe` command line: argument parsing and output, over the library.
+//! Layer 5, cli: the `sessionpipe` command line, argument parsing and output over
+//! the library. The library's typed errors meet `anyhow` here, at the edge.
 //!
 //! Exit codes: 0 ok, 1 failure, 2 usage. `--json` prints one JSON document (or one
 //! per line for streams). Human output honours `NO_COLOR`.
@@ -8,9 +9,10 @@ mod doctor;
 mod sink;
 mod status;
 
-use crate::install::{self, Host, Installer};
-use crate::paths::StatePaths;
+use crate::installers::{Action, Installers};
+use anyhow::Context;
 use clap::{Parser, Subcommand};
+use spool::StatePaths;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -132,16 +134,17 @@ enum Command {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    crate::logging::init();
     match run(cli.command) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("sessionpipe: {e}");
+            eprintln!("sessionpipe: {e:#}");
             ExitCode::from(1)
         }
     }
 }
 
-fn run(command: Command) -> Result<ExitCode, String> {
+fn run(command: Command) -> anyhow::Result<ExitCode> {
     let paths = StatePaths::from_env()?;
     match command {
         Command::Install {
@@ -151,7 +154,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             json,
         } => {
             let opt_in: &[&str] = if status_line {
-                &[crate::adapters::claude_code::STATUS_LINE_ENTRY]
+                &[adapters::claude_code::STATUS_LINE_ENTRY]
             } else {
                 &[]
             };
@@ -160,7 +163,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 json,
                 opt_in,
             };
-            let code = hooks_command(&paths, &harnesses, &options, |i, a| i.install(a))?;
+            let code = hooks_command(&paths, &harnesses, &options, Action::Install)?;
             if !dry_run {
                 backfill::once_after_install(&paths);
             }
@@ -176,9 +179,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 json,
                 opt_in: &[],
             };
-            hooks_command(&paths, &harnesses, &options, |i, a| {
-                i.uninstall(a).map(|r| (r, None))
-            })
+            hooks_command(&paths, &harnesses, &options, Action::Uninstall)
         }
         Command::Status { json } => status::run(&paths, json),
         Command::Tail {
@@ -197,7 +198,8 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 session,
                 last: Some(lines),
             };
-            crate::tail::run(&paths.outbox(), &opts).map(|_| ExitCode::SUCCESS)
+            crate::tail::run(&paths.outbox(), &opts)?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Daemon {
             drain,
@@ -212,15 +214,17 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 ui_dir: ui.or_else(default_ui_dir),
                 ..Default::default()
             };
-            crate::daemon::run(&paths, &opts).map(|_| ExitCode::SUCCESS)
+            crate::daemon::run(&paths, &opts)?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Ui => {
-            let running = crate::daemon::running(&paths).is_some_and(|(_, mode)| mode == "daemon");
-            let doc: serde_json::Value = std::fs::read(paths.root.join("ui.json"))
+            let running = crate::state::lock::holder(&paths)
+                .is_some_and(|h| h.mode == crate::state::lock::Mode::Daemon);
+            let doc: serde_json::Value = std::fs::read(paths.ui_file())
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok())
                 .filter(|_| running)
-                .ok_or("no daemon serves the UI: start `sessionpipe daemon` (or the app)")?;
+                .context("no daemon serves the UI: start `sessionpipe daemon` (or the app)")?;
             println!(
                 "{}/#token={}",
                 doc["url"].as_str().unwrap_or(""),
@@ -267,49 +271,35 @@ fn hooks_command(
     paths: &StatePaths,
     names: &[String],
     options: &HooksOptions<'_>,
-    action: impl Fn(
-        &Installer<'_>,
-        &dyn crate::adapters::Adapter,
-    ) -> Result<(install::HarnessReport, Option<&'static str>), String>,
-) -> Result<ExitCode, String> {
-    let adapters = install::select(names).map_err(|e| {
-        eprintln!("sessionpipe: {e}");
-        e
-    });
-    let Ok(adapters) = adapters else {
-        return Ok(ExitCode::from(2));
+    action: Action,
+) -> anyhow::Result<ExitCode> {
+    let installers = Installers::from_env(paths)?;
+    let acted = match installers.act(action, names, options.dry_run, options.opt_in) {
+        Ok(a) => a,
+        Err(crate::installers::InstallersError::Harness(e)) => {
+            eprintln!("sessionpipe: {e}");
+            return Ok(ExitCode::from(2));
+        }
+        Err(e) => return Err(e.into()),
     };
-    let host = Host::from_env()?;
-    let hook_bin = install::hook_binary()?;
-    let installer = Installer {
-        host: &host,
-        state_dir: &paths.root,
-        hook_bin: &hook_bin,
-        dry_run: options.dry_run,
-        opt_in: options.opt_in,
-    };
-    let mut reports = Vec::new();
-    let mut notes = Vec::new();
-    for a in adapters {
-        let (report, note) = action(&installer, a)?;
-        notes.extend(note.map(|n| format!("{}: {n}", report.harness)));
-        reports.push(report);
-    }
     if options.json {
+        let reports: Vec<_> = acted.iter().map(|a| &a.report).collect();
         println!(
             "{}",
             serde_json::to_string_pretty(&reports).expect("reports serialise")
         );
     } else {
-        for r in &reports {
-            println!("{}", r.line());
+        for a in &acted {
+            println!("{}", a.report.line());
         }
     }
     // Notes go to stderr so that stdout stays one line per harness.
-    for n in notes {
-        eprintln!("note: {n}");
+    for a in &acted {
+        if let Some(n) = a.first_install_note {
+            eprintln!("note: {}: {n}", a.report.harness);
+        }
     }
-    let skipped = reports.iter().any(|r| r.summary == "skipped");
+    let skipped = acted.iter().any(|a| a.report.summary == "skipped");
     Ok(if skipped {
         ExitCode::from(1)
     } else {

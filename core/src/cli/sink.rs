@@ -1,8 +1,9 @@
 //! `sessionpipe sink add|list|remove|test` and `sessionpipe forget`.
 
-use crate::paths::StatePaths;
-use crate::sinks::{self, NewSink, SinkList};
+use crate::sinks::{self, NewSink, SinkList, Target};
+use anyhow::{Context, bail};
 use clap::Subcommand;
+use spool::StatePaths;
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -37,7 +38,7 @@ pub enum SinkAction {
     Test { id: String },
 }
 
-pub fn run(paths: &StatePaths, action: SinkAction) -> Result<ExitCode, String> {
+pub fn run(paths: &StatePaths, action: SinkAction) -> anyhow::Result<ExitCode> {
     match action {
         SinkAction::Add {
             target,
@@ -47,18 +48,22 @@ pub fn run(paths: &StatePaths, action: SinkAction) -> Result<ExitCode, String> {
             webhook_secret_stdin,
         } => {
             let (token, webhook_secret) = read_secrets(token_stdin, webhook_secret_stdin)?;
-            let (sink, backend) = sinks::add(
-                paths,
-                NewSink {
-                    target,
-                    tier,
-                    pii,
-                    token,
-                    webhook_secret,
-                },
-            )?;
-            println!("added {}", sink.describe());
-            if let Some(b) = backend {
+            let new = NewSink {
+                target,
+                tier,
+                pii,
+                token,
+                webhook_secret,
+            };
+            let added = crate::runtime::block_on(sinks::add(paths, new))?;
+            if let (Some(asked), Target::Http { url }) = (added.lowered_from, &added.sink.target) {
+                eprintln!(
+                    "note: {url} takes tier {} at most; the sink is tier {} (not {asked})",
+                    added.sink.tier, added.sink.tier
+                );
+            }
+            println!("added {}", added.sink.describe());
+            if let Some(b) = added.kept_in {
                 println!("secret kept in {b}");
             }
         }
@@ -87,28 +92,28 @@ pub fn run(paths: &StatePaths, action: SinkAction) -> Result<ExitCode, String> {
 }
 
 /// The token, then the webhook secret, one line each from stdin.
-fn read_secrets(token: bool, webhook: bool) -> Result<(Option<String>, Option<String>), String> {
+fn read_secrets(token: bool, webhook: bool) -> anyhow::Result<(Option<String>, Option<String>)> {
     if !token && !webhook {
         return Ok((None, None));
     }
     let mut input = String::new();
     std::io::stdin()
         .read_to_string(&mut input)
-        .map_err(|e| format!("stdin: {e}"))?;
+        .context("stdin")?;
     let mut lines = input.lines().map(str::trim).filter(|l| !l.is_empty());
     let t = token.then(|| lines.next().map(str::to_string)).flatten();
     if token && t.is_none() {
-        return Err("--token-stdin: no token on stdin".into());
+        bail!("--token-stdin: no token on stdin");
     }
     let w = webhook.then(|| lines.next().map(str::to_string)).flatten();
     if webhook && w.is_none() {
-        return Err("--webhook-secret-stdin: no secret on stdin".into());
+        bail!("--webhook-secret-stdin: no secret on stdin");
     }
     Ok((t, w))
 }
 
-fn test(paths: &StatePaths, id: &str) -> Result<ExitCode, String> {
-    let (ok, lines) = sinks::test_report(paths, id)?;
+fn test(paths: &StatePaths, id: &str) -> anyhow::Result<ExitCode> {
+    let (ok, lines) = crate::runtime::block_on(sinks::test_report(paths, id))?;
     for l in lines {
         println!("{l}");
     }
@@ -122,16 +127,14 @@ fn test(paths: &StatePaths, id: &str) -> Result<ExitCode, String> {
 /// `sessionpipe forget harness:id`: a `session.forgotten` for the sinks that take
 /// it, and the session's events and record removed here (the forgotten event
 /// itself stays until every sink has had it).
-pub fn forget(paths: &StatePaths, which: &str) -> Result<ExitCode, String> {
+pub fn forget(paths: &StatePaths, which: &str) -> anyhow::Result<ExitCode> {
     let (harness, id) = which
         .split_once(':')
-        .filter(|(h, i)| {
-            crate::adapters::lookup(h).is_some() && crate::protocol::valid_session_id(i)
-        })
-        .ok_or_else(|| format!("{which:?} is not harness:session-id"))?;
+        .filter(|(h, i)| adapters::lookup(h).is_some() && protocol::valid_session_id(i))
+        .with_context(|| format!("{which:?} is not harness:session-id"))?;
     let removed = sinks::forget_session(paths, harness, id)?;
     if removed == 0 {
-        return Err(format!("no session {which} in the outbox"));
+        bail!("no session {which} in the outbox");
     }
     println!("forgot {which}: {removed} events removed here; sinks that take forget are told");
     Ok(ExitCode::SUCCESS)

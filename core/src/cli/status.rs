@@ -1,32 +1,23 @@
 //! `sessionpipe status`: hooks per harness, the daemon, the spool, the outbox,
 //! and each sink: how far behind it is and its last error.
 
-use crate::install::{self, Host, Installer};
-use crate::outbox::Outbox;
-use crate::paths::StatePaths;
-use crate::spool::Spool;
+use crate::installers::{Action, Installers};
+use crate::pipeline::outbox::Outbox;
 use serde_json::json;
+use spool::{Spool, StatePaths};
 use std::process::ExitCode;
 
-pub fn run(paths: &StatePaths, as_json: bool) -> Result<ExitCode, String> {
-    let host = Host::from_env()?;
-    let hook_bin = install::hook_binary()?;
-    let installer = Installer {
-        host: &host,
-        state_dir: &paths.root,
-        hook_bin: &hook_bin,
-        dry_run: true,
-        opt_in: &[],
-    };
-    let harnesses: Vec<_> = install::select(&[])?
+pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
+    let harnesses: Vec<_> = Installers::from_env(paths)?
+        .act(Action::Status, &[], true, &[])?
         .into_iter()
-        .map(|a| installer.status(a))
+        .map(|a| a.report)
         .collect();
-    let daemon = crate::daemon::running(paths);
-    let (pending, quarantined) = Spool::new(paths.spool(), paths.quarantine()).counts();
-    let reader = Outbox::open_readonly(&paths.outbox()).map_err(|e| format!("outbox: {e}"))?;
+    let daemon = crate::state::lock::holder(paths);
+    let (pending, quarantined) = Spool::of(paths).counts();
+    let reader = Outbox::open_readonly(&paths.outbox())?;
     let outbox = match &reader {
-        Some(o) => Some(o.counts().map_err(|e| format!("outbox: {e}"))?),
+        Some(o) => Some(o.counts()?),
         None => None,
     };
     let sinks: Vec<serde_json::Value> = crate::sinks::SinkList::load(paths)?
@@ -46,7 +37,7 @@ pub fn run(paths: &StatePaths, as_json: bool) -> Result<ExitCode, String> {
     if as_json {
         let doc = json!({
             "harnesses": harnesses,
-            "daemon": daemon.as_ref().map(|(pid, mode)| json!({"pid": pid, "mode": mode})),
+            "daemon": daemon.as_ref().map(|h| json!({"pid": h.pid, "mode": h.mode.as_str()})),
             "spool": {"pending": pending, "quarantined": quarantined},
             "outbox": outbox.as_ref().map(|c| json!({"events": c.events, "sessions": c.sessions})),
             "sinks": sinks,
@@ -62,7 +53,7 @@ pub fn run(paths: &StatePaths, as_json: bool) -> Result<ExitCode, String> {
         println!("{}", h.line());
     }
     match daemon {
-        Some((pid, mode)) => println!("daemon: running (pid {pid}, {mode})"),
+        Some(h) => println!("daemon: running (pid {}, {})", h.pid, h.mode),
         None => println!("daemon: not running (hooks start a worker when they fire)"),
     }
     println!("spool: {pending} waiting, {quarantined} quarantined");

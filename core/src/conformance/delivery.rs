@@ -18,10 +18,10 @@
 //! `GET /v1/sessions/<harness>:<id>` with the bearer token, 200 with the stored
 //! events or 404 (what `sessionpipe-receiver` serves).
 
+use super::Failed;
 use super::Outcome;
 use super::matching::matches;
-use reqwest::Url;
-use reqwest::blocking::{Client, RequestBuilder};
+use reqwest::{Client, RequestBuilder, Url};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -65,24 +65,29 @@ pub struct Runner {
     base: Url,
     token: String,
     client: Client,
-    discovery: Option<Result<Discovery, String>>,
+    /// The runner's own runtime: the CLI that runs scenarios has none.
+    rt: tokio::runtime::Runtime,
+    discovery: Option<Result<Discovery, Failed>>,
 }
 
 impl Runner {
-    pub fn new(target: &Target) -> Result<Runner, String> {
+    pub fn new(target: &Target) -> Result<Runner, Failed> {
         let base =
             Url::parse(&target.url).map_err(|e| format!("--receiver {}: {e}", target.url))?;
         if !matches!(base.scheme(), "http" | "https") {
-            return Err(format!("--receiver {}: not an http(s) URL", target.url));
+            return Err(Failed(format!(
+                "--receiver {}: not an http(s) URL",
+                target.url
+            )));
         }
-        if base.scheme() == "http" && !is_loopback(&base) {
-            return Err(format!(
+        if base.scheme() == "http" && !crate::sinks::http::is_loopback(&base) {
+            return Err(Failed(format!(
                 "--receiver {}: plain http only to localhost, 127.0.0.1 or [::1]; use https",
                 target.url
-            ));
+            )));
         }
         if target.token.is_empty() {
-            return Err("--token is empty".into());
+            return Err(Failed::from("--token is empty"));
         }
         let client = Client::builder()
             .timeout(TIMEOUT)
@@ -91,29 +96,34 @@ impl Runner {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| format!("HTTP client: {e}"))?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("runtime: {e}"))?;
         Ok(Runner {
             base,
             token: target.token.clone(),
             client,
+            rt,
             discovery: None,
         })
     }
 
-    fn discovery(&mut self) -> Result<Discovery, String> {
+    fn discovery(&mut self) -> Result<Discovery, Failed> {
         if self.discovery.is_none() {
             self.discovery = Some(self.discover());
         }
         self.discovery.clone().expect("just filled")
     }
 
-    fn discover(&self) -> Result<Discovery, String> {
+    fn discover(&self) -> Result<Discovery, Failed> {
         let url = self
             .base
             .join("/.well-known/sessionpipe")
             .map_err(|e| e.to_string())?;
         let (status, body) = self.exchange(self.client.get(url))?;
         if status != 200 {
-            return Err(format!("well-known answered {status}"));
+            return Err(Failed(format!("well-known answered {status}")));
         }
         let doc = body.ok_or("the well-known document is not JSON")?;
         let num = |p: &str, default: Option<u64>| {
@@ -160,7 +170,7 @@ impl Runner {
         }
         let d = match self.discovery() {
             Ok(d) => d,
-            Err(e) => return Outcome::Fail(e),
+            Err(e) => return Outcome::Fail(e.0),
         };
         if let Some(cap) = doc["capability"].as_str()
             && !d.capabilities.iter().any(|c| c == cap)
@@ -171,7 +181,7 @@ impl Runner {
             match skip_when(expr, &d) {
                 Ok(true) => return Outcome::Skip(format!("skip_when {expr}")),
                 Ok(false) => {}
-                Err(e) => return Outcome::Fail(e),
+                Err(e) => return Outcome::Fail(e.0),
             }
         }
         let ctx = Context::new(&d);
@@ -184,7 +194,7 @@ impl Runner {
         Outcome::Pass
     }
 
-    fn step(&self, step: &Value, ctx: &Context, d: &Discovery) -> Result<(), String> {
+    fn step(&self, step: &Value, ctx: &Context, d: &Discovery) -> Result<(), Failed> {
         let kind = step_kind(step).ok_or("a step names exactly one action")?;
         let args = ctx.fill(&step[kind]);
         let (status, body) = match kind {
@@ -209,7 +219,7 @@ impl Runner {
                 std::thread::sleep(Duration::from_secs_f64(s.ok_or("wait_s is 0-60")?));
                 return Ok(());
             }
-            other => return Err(format!("unknown step {other}")),
+            other => return Err(Failed(format!("unknown step {other}"))),
         };
         let Some(expect) = step.get("expect") else {
             return Ok(());
@@ -219,7 +229,10 @@ impl Runner {
             .ok_or("expect.status is missing")?;
         if u64::from(status) != want {
             let shown = body.map(|b| format!(" {b}")).unwrap_or_default();
-            return Err(format!("status {status}, expected {want}{}", clip(&shown)));
+            return Err(Failed(format!(
+                "status {status}, expected {want}{}",
+                clip(&shown)
+            )));
         }
         if let Some(want_body) = expect.get("body") {
             let got = body.ok_or("the body is not JSON")?;
@@ -233,7 +246,7 @@ impl Runner {
         args: &Value,
         ctx: &Context,
         d: &Discovery,
-    ) -> Result<(u16, Option<Value>), String> {
+    ) -> Result<(u16, Option<Value>), Failed> {
         let events = match &args["events"] {
             Value::Array(list) => list.iter().map(|e| stamp(e.clone())).collect(),
             Value::String(s) if s == "{max_events+1 events}" => {
@@ -243,9 +256,9 @@ impl Runner {
                 vec![ctx.event(0, Some(d.max_bytes as usize))]
             }
             other => {
-                return Err(format!(
+                return Err(Failed(format!(
                     "send.events {other} is not a list or a known placeholder"
-                ));
+                )));
             }
         };
         let body = json!({ "events": events }).to_string();
@@ -258,7 +271,7 @@ impl Runner {
             None => req.bearer_auth(&self.token),
             Some("wrong") => req.bearer_auth(format!("{}-wrong", self.token)),
             Some("none") => req,
-            Some(other) => return Err(format!("send.auth {other:?} is not wrong or none")),
+            Some(other) => return Err(Failed(format!("send.auth {other:?} is not wrong or none"))),
         };
         if let Some(headers) = args["headers"].as_object() {
             for (k, v) in headers {
@@ -272,27 +285,21 @@ impl Runner {
     }
 
     /// Sends a request: the status and the body when it is JSON.
-    fn exchange(&self, req: RequestBuilder) -> Result<(u16, Option<Value>), String> {
+    fn exchange(&self, req: RequestBuilder) -> Result<(u16, Option<Value>), Failed> {
         // The error's text names the URL, never a header, so the token stays out.
-        let resp = req
-            .send()
-            .map_err(|e| format!("no answer: {}", chain(&e)))?;
-        let status = resp.status().as_u16();
-        let text = resp
-            .text()
-            .map_err(|e| format!("reading the answer: {e}"))?;
-        Ok((status, serde_json::from_str(&text).ok()))
+        self.rt.block_on(async {
+            let resp = req
+                .send()
+                .await
+                .map_err(|e| format!("no answer: {}", chain(&e)))?;
+            let status = resp.status().as_u16();
+            let text = resp
+                .text()
+                .await
+                .map_err(|e| format!("reading the answer: {e}"))?;
+            Ok((status, serde_json::from_str(&text).ok()))
+        })
     }
-}
-
-fn is_loopback(url: &Url) -> bool {
-    let host = url.host_str().unwrap_or_default();
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// An error and its causes, `a: b: c` (reqwest's own text stops at the first).
@@ -327,26 +334,28 @@ fn stamp(mut e: Value) -> Value {
         e["id"] = Value::String(ulid::Ulid::generate().to_string());
     }
     if e["time"] == "*" {
-        e["time"] = Value::String(crate::time::rfc3339_ms(crate::time::now_ms()));
+        e["time"] = Value::String(protocol::time::rfc3339_ms(protocol::time::now_ms()));
     }
     e
 }
 
 /// `skip_when`: `<max_tier|max_events|max_bytes> <op> <integer>`, op one of
 /// `== != < <= > >=`. Anything else fails the scenario rather than guessing.
-fn skip_when(expr: &str, d: &Discovery) -> Result<bool, String> {
+fn skip_when(expr: &str, d: &Discovery) -> Result<bool, Failed> {
     let words: Vec<&str> = expr.split_whitespace().collect();
     let [name, op, n] = words[..] else {
-        return Err(format!("skip_when {expr:?} is not `name op number`"));
+        return Err(Failed(format!(
+            "skip_when {expr:?} is not `name op number`"
+        )));
     };
     let left = match name {
         "max_tier" => d.max_tier,
         "max_events" => d.max_events,
         "max_bytes" => d.max_bytes,
         _ => {
-            return Err(format!(
+            return Err(Failed(format!(
                 "skip_when names {name}, which this runner does not know"
-            ));
+            )));
         }
     };
     let right: u64 = n
@@ -359,7 +368,7 @@ fn skip_when(expr: &str, d: &Discovery) -> Result<bool, String> {
         "<=" => left <= right,
         ">" => left > right,
         ">=" => left >= right,
-        _ => return Err(format!("skip_when {expr:?}: unknown operator {op}")),
+        _ => return Err(Failed(format!("skip_when {expr:?}: unknown operator {op}"))),
     })
 }
 
@@ -461,8 +470,8 @@ mod tests {
             ctx.event(7, None),
             ctx.event(0, Some(10)),
         ] {
-            let env: crate::protocol::Envelope = serde_json::from_value(e).unwrap();
-            crate::protocol::validate_envelope(&env).unwrap();
+            let env: protocol::Envelope = serde_json::from_value(e).unwrap();
+            protocol::validate_envelope(&env).unwrap();
         }
     }
 

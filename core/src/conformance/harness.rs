@@ -5,14 +5,15 @@
 //! daemon runs it, minus the session's memory (no earlier calls, no synthetic
 //! start, no facts from files), and every produced envelope is validated.
 
+use super::Failed;
 use super::matching::matches;
-use crate::adapters::{self, Mapped, Memo};
-use crate::job::Job;
-use crate::protocol::validate_envelope;
-use crate::session::{Stamp, envelope};
+use crate::pipeline::session::{Stamp, envelope};
+use harness::{Mapped, Memo};
+use protocol::validate_envelope;
 use serde_json::Value;
+use spool::Job;
 
-pub fn run(fixture: &Value) -> Result<(), String> {
+pub fn run(fixture: &Value) -> Result<(), Failed> {
     let job = job_of(fixture)?;
     let adapter = adapters::lookup(&job.harness)
         .ok_or_else(|| format!("no adapter for harness {:?}", job.harness))?;
@@ -25,7 +26,7 @@ pub fn run(fixture: &Value) -> Result<(), String> {
             let mut events = m.events;
             adapter.remember(&job, &mut events, &mut Memo::new());
             let mut block = m.block;
-            block.machine = Some(crate::ingest::machine_name());
+            block.machine = Some(crate::pipeline::ingest::machine_name());
             let stamp = Stamp {
                 harness: adapter.name(),
                 harness_event: Some(&job.event),
@@ -39,7 +40,7 @@ pub fn run(fixture: &Value) -> Result<(), String> {
                 .enumerate()
                 .map(|(i, ev)| {
                     let mut env = envelope(&stamp, i as u64 + 1, ev);
-                    crate::ingest::redact_secrets(&mut env);
+                    crate::pipeline::ingest::redact_secrets(&mut env);
                     env
                 })
                 .collect()
@@ -51,11 +52,11 @@ pub fn run(fixture: &Value) -> Result<(), String> {
     let expect = fixture["expect"].as_array().ok_or("expect is not a list")?;
     if expect.len() != produced.len() {
         let kinds: Vec<&str> = produced.iter().map(|e| e.kind.as_str()).collect();
-        return Err(format!(
+        return Err(Failed(format!(
             "{} events {kinds:?}, expected {}",
             produced.len(),
             expect.len()
-        ));
+        )));
     }
     for (i, (want, got)) in expect.iter().zip(&produced).enumerate() {
         let got = serde_json::to_value(got).expect("an envelope serialises");
@@ -65,7 +66,7 @@ pub fn run(fixture: &Value) -> Result<(), String> {
 }
 
 /// The job the hook would have written for the fixture's call.
-fn job_of(fixture: &Value) -> Result<Job, String> {
+fn job_of(fixture: &Value) -> Result<Job, Failed> {
     let input = &fixture["input"];
     let argv: Vec<String> = input["argv"]
         .as_array()
@@ -84,8 +85,8 @@ fn job_of(fixture: &Value) -> Result<Job, String> {
     let at_ms = fixture
         .pointer("/recorded/at")
         .and_then(Value::as_str)
-        .and_then(crate::time::parse_rfc3339_ms)
-        .unwrap_or_else(crate::time::now_ms);
+        .and_then(protocol::time::parse_rfc3339_ms)
+        .unwrap_or_else(protocol::time::now_ms);
     Ok(Job {
         name: "fixture.job".into(),
         harness: argv.first().cloned().unwrap_or_default(),
@@ -112,7 +113,7 @@ const FIXTURE_ENV_DROPPED: &[&str] = &["HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME
 /// hook received it and, as `expect`, the events the adapter makes of it today
 /// (ids, times, tiers and seq wildcarded). Review the expectation before keeping
 /// it: recording proves the payload is real, not that the mapping is right.
-pub fn fixture_from_job(job: &Job, harness_version: &str, how: &str) -> Result<Value, String> {
+pub fn fixture_from_job(job: &Job, harness_version: &str, how: &str) -> Result<Value, Failed> {
     let mut replay = job.clone();
     let env: serde_json::Map<String, Value> = job
         .env
@@ -156,7 +157,7 @@ pub fn fixture_from_job(job: &Job, harness_version: &str, how: &str) -> Result<V
         "harness": job.harness,
         "event": job.event,
         "recorded": {
-            "at": crate::time::rfc3339_ms(job.at_ms()),
+            "at": protocol::time::rfc3339_ms(job.at_ms()),
             "harness_version": harness_version,
             "how": how,
         },
@@ -166,7 +167,7 @@ pub fn fixture_from_job(job: &Job, harness_version: &str, how: &str) -> Result<V
 }
 
 /// Every job file in `dir` (a `SESSIONPIPE_JOB_ARCHIVE`), in arrival order.
-pub fn jobs_in(dir: &std::path::Path) -> Result<Vec<Job>, String> {
+pub fn jobs_in(dir: &std::path::Path) -> Result<Vec<Job>, Failed> {
     let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .flatten()
@@ -174,7 +175,10 @@ pub fn jobs_in(dir: &std::path::Path) -> Result<Vec<Job>, String> {
         .filter(|p| p.extension().is_some_and(|x| x == "job"))
         .collect();
     paths.sort();
-    paths.iter().map(|p| Job::read(p)).collect()
+    paths
+        .iter()
+        .map(|p| Job::read(p).map_err(|e| Failed(format!("{}: {e}", p.display()))))
+        .collect()
 }
 
 /// Writes one fixture per job into `dir`, named after the hook event in kebab case
@@ -185,7 +189,7 @@ pub fn record_fixtures(
     dir: &std::path::Path,
     version: &str,
     how: &str,
-) -> Result<(), String> {
+) -> Result<(), Failed> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for job in jobs {
         let fixture = fixture_from_job(job, version, how)?;

@@ -1,4 +1,5 @@
-//! `sessionpipe conformance PATH...`: runs conformance files and folders.
+//! Layer 3, conformance: `sessionpipe conformance PATH...` runs conformance files
+//! and folders.
 //!
 //! Each JSON file is recognised by its shape (see `../shared/conformance/README.md`
 //! for the formats): a harness fixture (`input.argv` + `expect`), a redaction
@@ -13,6 +14,23 @@ pub mod matching;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+
+/// Why a check (or the run) failed, in words for its `FAIL` line.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Failed(pub String);
+
+impl From<String> for Failed {
+    fn from(s: String) -> Self {
+        Failed(s)
+    }
+}
+
+impl From<&str> for Failed {
+    fn from(s: &str) -> Self {
+        Failed(s.to_string())
+    }
+}
 
 /// One check's result.
 #[derive(Clone, Debug)]
@@ -29,14 +47,14 @@ pub enum Outcome {
     Skip(String),
 }
 
-impl From<Result<(), String>> for Outcome {
-    fn from(r: Result<(), String>) -> Outcome {
-        r.map_or_else(Outcome::Fail, |()| Outcome::Pass)
+impl From<Result<(), Failed>> for Outcome {
+    fn from(r: Result<(), Failed>) -> Outcome {
+        r.map_or_else(|f| Outcome::Fail(f.0), |()| Outcome::Pass)
     }
 }
 
 /// Every JSON file under the given paths, sorted, or why a path cannot be read.
-pub fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+pub fn collect(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failed> {
     let mut files = Vec::new();
     for p in paths {
         let meta = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -95,12 +113,17 @@ pub fn run_file(path: &Path, receiver: Option<&mut delivery::Runner>) -> Vec<Che
         return vec![Check { name, result }];
     }
     if doc.get("cases").is_some() {
-        return match sessionpipe_redact::vectors::check_file(path) {
+        return match redact::vectors::check_file(path) {
             Ok(cases) => cases
                 .into_iter()
                 .map(|c| Check {
                     name: format!("{name} #{} {}", c.index, c.name),
-                    result: if c.passed { Ok(()) } else { Err(c.message) }.into(),
+                    result: if c.passed {
+                        Ok(())
+                    } else {
+                        Err(Failed(c.message))
+                    }
+                    .into(),
                 })
                 .collect(),
             Err(e) => fail(e.to_string()),
@@ -110,7 +133,7 @@ pub fn run_file(path: &Path, receiver: Option<&mut delivery::Runner>) -> Vec<Che
 }
 
 /// Runs every file and prints one line per check and the totals. True when all passed.
-pub fn run_and_print(paths: &[PathBuf], out: &mut dyn std::io::Write) -> Result<bool, String> {
+pub fn run_and_print(paths: &[PathBuf], out: &mut dyn std::io::Write) -> Result<bool, Failed> {
     run_and_print_with(paths, None, out)
 }
 
@@ -119,10 +142,10 @@ pub fn run_and_print_with(
     paths: &[PathBuf],
     receiver: Option<&delivery::Target>,
     out: &mut dyn std::io::Write,
-) -> Result<bool, String> {
+) -> Result<bool, Failed> {
     let files = collect(paths)?;
     if files.is_empty() {
-        return Err("no conformance files found".into());
+        return Err(Failed::from("no conformance files found"));
     }
     let mut runner = receiver.map(delivery::Runner::new).transpose()?;
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);

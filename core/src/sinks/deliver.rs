@@ -1,77 +1,87 @@
-//! Running the sinks: one thread per sink reads the outbox after its cursor,
-//! filters each event to the sink's tier, sends batches, and moves the cursor only
-//! when the sink took them. Every answer of the binding's error table has its
-//! rule here: drop, pause, lower the tier, halve, wait, or back off (2 s, 10 s,
-//! 60 s, 5 min, 30 min, then every 30 min, forever).
+//! Running the sinks, on the daemon's runtime: one task per sink reads the
+//! outbox after its cursor, filters each event to the sink's tier, sends batches,
+//! and moves the cursor only when the sink took them. Every answer of the
+//! binding's error table has its rule here: drop, pause, lower the tier, halve,
+//! wait, or back off (the binding's 2 s, 10 s, 60 s, 5 min, 30 min, then every
+//! 30 min forever, each step jittered below its bound so machines that lost the
+//! same receiver do not come back in step).
 //!
 //! A sink never loses an event to an outage: the cursor stays where it was, the
 //! outbox keeps everything. Rowid order is seq order per session, so a batch
-//! holds one session's events in seq order.
+//! holds one session's events in seq order. SQLite and file writes go through
+//! the runtime's blocking pool; only the network is awaited in place.
 
 use super::http::{self, Answer};
 use super::{Sink, SinkList, Target};
-use crate::outbox::Outbox;
-use crate::paths::StatePaths;
-use crate::privacy::filter;
-use crate::protocol::Envelope;
-use crate::secrets::Secrets;
+use crate::pipeline::outbox::{Outbox, StoredEvent};
+use crate::pipeline::privacy::filter;
+use crate::runtime::blocking;
+use crate::state::secrets::Secrets;
+use protocol::Envelope;
+use spool::StatePaths;
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
-/// The backoff after network and server errors, then every 30 minutes forever.
-const BACKOFF: [u64; 5] = [2, 10, 60, 300, 1800];
+/// The binding's backoff after network and server errors; the last step repeats.
+const BACKOFF_S: [u64; 5] = [2, 10, 60, 300, 1800];
 /// How long a sink waits for new events before looking again anyway.
 const IDLE_WAIT: Duration = Duration::from_millis(500);
 /// Discovery is read again at most this often.
 const REDISCOVER_MS: i64 = 24 * 3600 * 1000;
 /// How often a sink whose secrets cannot be read looks again.
 const SECRET_RETRY: Duration = Duration::from_secs(15);
+/// Rows read from the outbox per look.
+const READ_ROWS: usize = 2000;
 
-/// Rung by ingest after each commit, so sinks send without polling delay.
-#[derive(Default)]
-pub struct Notify {
-    generation: Mutex<u64>,
-    rung: Condvar,
+/// Rung by ingest after each commit that appended events, so sinks send without
+/// waiting out `IDLE_WAIT`. A generation counter: a ring between a sink's read
+/// and its wait is never lost.
+#[derive(Clone)]
+pub struct Ring {
+    tx: Arc<watch::Sender<u64>>,
 }
 
-impl Notify {
-    pub fn ring(&self) {
-        *self.generation.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-        self.rung.notify_all();
-    }
-
-    fn wait(&self, seen: u64, timeout: Duration) -> u64 {
-        let g = self.generation.lock().unwrap_or_else(|p| p.into_inner());
-        if *g != seen {
-            return *g;
+impl Default for Ring {
+    fn default() -> Self {
+        Ring {
+            tx: Arc::new(watch::channel(0).0),
         }
-        let (g, _) = self
-            .rung
-            .wait_timeout(g, timeout)
-            .unwrap_or_else(|p| p.into_inner());
-        *g
+    }
+}
+
+impl Ring {
+    /// Callable from any thread (ingest runs on a blocking one).
+    pub fn ring(&self) {
+        self.tx.send_modify(|g| *g = g.wrapping_add(1));
     }
 
-    fn now(&self) -> u64 {
-        *self.generation.lock().unwrap_or_else(|p| p.into_inner())
+    fn subscribe(&self) -> watch::Receiver<u64> {
+        self.tx.subscribe()
     }
+}
+
+/// Whether a sink's task has sent all it can (or waits out an error).
+#[derive(Default)]
+struct Flags {
+    stop: AtomicBool,
+    caught_up: AtomicBool,
 }
 
 struct Running {
     sink: Sink,
-    stop: Arc<AtomicBool>,
-    caught_up: Arc<AtomicBool>,
-    thread: JoinHandle<()>,
+    flags: Arc<Flags>,
+    task: JoinHandle<()>,
 }
 
-/// Starts, restarts and stops sink threads as `sinks.json` changes.
+/// Starts, restarts and stops sink tasks as `sinks.json` changes.
 pub struct Manager {
     paths: StatePaths,
-    notify: Arc<Notify>,
+    ring: Ring,
     running: HashMap<String, Running>,
     with_stdout: bool,
 }
@@ -79,21 +89,22 @@ pub struct Manager {
 impl Manager {
     /// `with_stdout`: run stdout sinks (a foreground daemon has a terminal; a
     /// drain worker does not, and leaves them for the daemon).
-    pub fn new(paths: StatePaths, notify: Arc<Notify>, with_stdout: bool) -> Manager {
+    pub fn new(paths: StatePaths, ring: Ring, with_stdout: bool) -> Manager {
         Manager {
             paths,
-            notify,
+            ring,
             running: HashMap::new(),
             with_stdout,
         }
     }
 
-    /// Brings the threads in line with the sink list on disk.
-    pub fn refresh(&mut self) {
-        let list = match SinkList::load(&self.paths) {
+    /// Brings the tasks in line with the sink list on disk.
+    pub async fn refresh(&mut self) {
+        let paths = self.paths.clone();
+        let list = match blocking(move || SinkList::load(&paths)).await {
             Ok(l) => l,
             Err(e) => {
-                crate::log::warn(&e);
+                tracing::warn!("{e}");
                 return;
             }
         };
@@ -102,13 +113,13 @@ impl Manager {
             .into_iter()
             .filter(|s| self.with_stdout || s.target != Target::Stdout)
             .collect();
-        // A sink's own thread writes its tier and last error back to the list;
+        // A sink's own task writes its tier and last error back to the list;
         // only a change of where it sends (or a pause) restarts it.
         let stale: Vec<String> = self
             .running
             .iter()
             .filter(|(id, r)| {
-                r.thread.is_finished()
+                r.task.is_finished()
                     || !wanted.iter().any(|w| {
                         &w.id == *id
                             && w.target == r.sink.target
@@ -120,37 +131,22 @@ impl Manager {
             .collect();
         for id in stale {
             if let Some(r) = self.running.remove(&id) {
-                r.stop.store(true, Ordering::Relaxed);
-                self.notify.ring();
-                let _ = r.thread.join();
+                stop(r).await;
             }
         }
         for sink in wanted {
             if self.running.contains_key(&sink.id) || sink.paused.is_some() {
                 continue;
             }
-            let stop = Arc::new(AtomicBool::new(false));
-            let caught_up = Arc::new(AtomicBool::new(false));
-            let (paths, notify, s, st, cu) = (
+            let flags = Arc::new(Flags::default());
+            let task = tokio::spawn(run(
                 self.paths.clone(),
-                self.notify.clone(),
                 sink.clone(),
-                stop.clone(),
-                caught_up.clone(),
-            );
-            let thread = std::thread::Builder::new()
-                .name(format!("sink-{}", sink.id))
-                .spawn(move || run(paths, s, st, cu, notify))
-                .expect("a sink thread starts");
-            self.running.insert(
-                sink.id.clone(),
-                Running {
-                    sink,
-                    stop,
-                    caught_up,
-                    thread,
-                },
-            );
+                flags.clone(),
+                self.ring.subscribe(),
+            ));
+            self.running
+                .insert(sink.id.clone(), Running { sink, flags, task });
         }
     }
 
@@ -158,54 +154,76 @@ impl Manager {
     pub fn settled(&self) -> bool {
         self.running
             .values()
-            .all(|r| r.caught_up.load(Ordering::Relaxed))
+            .all(|r| r.flags.caught_up.load(Ordering::Relaxed) || r.task.is_finished())
     }
 
-    pub fn stop(&mut self) {
+    pub async fn stop(&mut self) {
         for (_, r) in self.running.drain() {
-            r.stop.store(true, Ordering::Relaxed);
-            self.notify.ring();
-            let _ = r.thread.join();
+            stop(r).await;
         }
     }
 }
 
+async fn stop(r: Running) {
+    r.flags.stop.store(true, Ordering::Relaxed);
+    r.task.abort();
+    let _ = r.task.await;
+}
+
+/// The sink's own connection to the outbox, moved into blocking steps.
+type SharedOutbox = Arc<Mutex<Outbox>>;
+
+fn lock(ob: &SharedOutbox) -> std::sync::MutexGuard<'_, Outbox> {
+    ob.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// One sink's loop, until stopped or paused.
-fn run(
-    paths: StatePaths,
-    mut sink: Sink,
-    stop: Arc<AtomicBool>,
-    caught_up: Arc<AtomicBool>,
-    notify: Arc<Notify>,
-) {
-    let Ok(mut ob) = Outbox::open_for_sink(&paths.outbox()) else {
-        crate::log::warn(&format!("sink {}: cannot open the outbox", sink.id));
-        return;
+async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: watch::Receiver<u64>) {
+    let outbox_path = paths.outbox();
+    let ob = match blocking(move || Outbox::open_for_sink(&outbox_path)).await {
+        Ok(ob) => Arc::new(Mutex::new(ob)),
+        Err(e) => {
+            tracing::warn!(sink = %sink.id, "cannot open the outbox: {e}");
+            return;
+        }
     };
-    let secrets = Secrets::new(&paths.root);
-    let token = secrets.get(&sink.token_key());
-    let webhook = secrets.get(&sink.webhook_key());
-    let client = http::client();
-    let home = crate::paths::home_dir().map(|h| h.to_string_lossy().into_owned());
+    let secrets = Arc::new(Secrets::new(&paths.root));
+    let (token, webhook) = {
+        let (s, t, w) = (secrets.clone(), sink.token_key(), sink.webhook_key());
+        blocking(move || (s.get(&t), s.get(&w))).await
+    };
+    let home = spool::paths::home_dir().map(|h| h.to_string_lossy().into_owned());
     let mut sender = Sender {
-        client,
+        client: http::client(),
         token,
         webhook,
         max_events_cap: None,
         failures: 0,
     };
-    let mut seen = notify.now();
-    while !stop.load(Ordering::Relaxed) {
-        rediscover(&paths, &mut sink);
-        let cursor = ob.sink_cursor(&sink.id).unwrap_or(0);
-        let rows = match ob.events_after(cursor, 2000) {
+    rung.mark_unchanged();
+    while !flags.stop.load(Ordering::Relaxed) {
+        rediscover(&paths, &mut sink).await;
+        let (id, o) = (sink.id.clone(), ob.clone());
+        let read = blocking(move || {
+            let o = lock(&o);
+            let cursor = o.sink_cursor(&id).unwrap_or(0);
+            o.events_after(cursor, READ_ROWS)
+        })
+        .await;
+        let rows = match read {
             Ok(r) => r,
             Err(e) => {
-                crate::log::warn(&format!("sink {}: outbox: {e}", sink.id));
-                pause_for(&stop, Duration::from_secs(1));
+                tracing::warn!(sink = %sink.id, "{e}");
+                tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
         };
+        if rows.is_empty() {
+            flags.caught_up.store(true, Ordering::Relaxed);
+            let _ = tokio::time::timeout(IDLE_WAIT, rung.changed()).await;
+            continue;
+        }
+        flags.caught_up.store(false, Ordering::Relaxed);
         let batch = Batch::build(
             &rows,
             &sink,
@@ -213,98 +231,95 @@ fn run(
             sender.max_events(&sink),
             max_bytes(&sink),
         );
-        if rows.is_empty() {
-            caught_up.store(true, Ordering::Relaxed);
-            seen = notify.wait(seen, IDLE_WAIT);
-            continue;
-        }
-        caught_up.store(false, Ordering::Relaxed);
         for dropped in &batch.dropped {
-            crate::log::warn(&format!(
-                "sink {}: dropped event {dropped}: larger than the receiver takes",
-                sink.id
-            ));
+            tracing::warn!(sink = %sink.id, "dropped event {dropped}: larger than the receiver takes");
         }
         if batch.lines.is_empty() {
-            let _ = ob.set_sink_cursor(&sink.id, batch.through);
+            move_cursor(&ob, &sink.id, batch.through).await;
             continue;
         }
-        if let Err(why) = sender.load_secrets(&sink, &secrets) {
-            record_error(&paths, &mut sink, &why);
-            caught_up.store(true, Ordering::Relaxed);
-            pause_for(&stop, SECRET_RETRY);
+        if let Err(why) = sender.load_secrets(&sink, &secrets).await {
+            record_error(&paths, &mut sink, why).await;
+            flags.caught_up.store(true, Ordering::Relaxed);
+            tokio::time::sleep(SECRET_RETRY).await;
             continue;
         }
-        match sender.send(&sink, &batch) {
+        match sender.send(&sink, &batch).await {
             Step::Advance => {
-                let _ = ob.set_sink_cursor(&sink.id, batch.through);
+                move_cursor(&ob, &sink.id, batch.through).await;
                 sender.failures = 0;
                 if sink.last_error.take().is_some() {
-                    let _ = SinkList::update(&paths, &sink.id, |s| s.last_error = None);
+                    update(&paths, &sink.id, |s| s.last_error = None).await;
                 }
             }
             Step::Retry => {}
             Step::LowerTier(t) => {
-                crate::log::warn(&format!(
-                    "sink {}: the receiver takes tier {t} at most; lowering",
-                    sink.id
-                ));
+                tracing::warn!(sink = %sink.id, "the receiver takes tier {t} at most; lowering");
                 sink.tier = sink.tier.min(t);
                 let tier = sink.tier;
-                let _ = SinkList::update(&paths, &sink.id, |s| s.tier = tier);
+                update(&paths, &sink.id, move |s| s.tier = tier).await;
             }
             Step::Wait(d, why) => {
-                record_error(&paths, &mut sink, &why);
-                caught_up.store(true, Ordering::Relaxed);
-                pause_for(&stop, d);
+                record_error(&paths, &mut sink, &why).await;
+                flags.caught_up.store(true, Ordering::Relaxed);
+                tokio::time::sleep(d).await;
             }
             Step::Pause(why) => {
-                crate::log::warn(&format!("sink {} paused: {why}", sink.id));
-                let _ = SinkList::update(&paths, &sink.id, |s| s.paused = Some(why.clone()));
-                caught_up.store(true, Ordering::Relaxed);
+                tracing::warn!(sink = %sink.id, "paused: {why}");
+                update(&paths, &sink.id, move |s| s.paused = Some(why)).await;
+                flags.caught_up.store(true, Ordering::Relaxed);
                 return;
             }
         }
     }
 }
 
-fn record_error(paths: &StatePaths, sink: &mut Sink, why: &str) {
+async fn move_cursor(ob: &SharedOutbox, sink: &str, through: i64) {
+    let (o, id) = (ob.clone(), sink.to_string());
+    if let Err(e) = blocking(move || lock(&o).set_sink_cursor(&id, through)).await {
+        tracing::warn!(sink, "cannot move the cursor (the batch goes again): {e}");
+    }
+}
+
+/// Changes this sink in `sinks.json`.
+async fn update(paths: &StatePaths, id: &str, change: impl FnOnce(&mut Sink) + Send + 'static) {
+    let (p, i) = (paths.clone(), id.to_string());
+    if let Err(e) = blocking(move || SinkList::update(&p, &i, change)).await {
+        tracing::warn!(sink = id, "{e}");
+    }
+}
+
+async fn record_error(paths: &StatePaths, sink: &mut Sink, why: &str) {
     if sink.last_error.as_deref() != Some(why) {
-        crate::log::warn(&format!("sink {}: {why}", sink.id));
+        tracing::warn!(sink = %sink.id, "{why}");
         sink.last_error = Some(why.to_string());
-        let _ = SinkList::update(paths, &sink.id, |s| s.last_error = Some(why.to_string()));
+        let why = why.to_string();
+        update(paths, &sink.id, move |s| s.last_error = Some(why)).await;
     }
 }
 
 /// Re-reads an HTTP receiver's discovery once a day.
-fn rediscover(paths: &StatePaths, sink: &mut Sink) {
+async fn rediscover(paths: &StatePaths, sink: &mut Sink) {
     let (Target::Http { url }, Some(d)) = (&sink.target, &sink.discovery) else {
         return;
     };
-    if crate::time::now_ms() - d.read_at < REDISCOVER_MS {
+    if protocol::time::now_ms() - d.read_at < REDISCOVER_MS {
         return;
     }
-    if let Ok(fresh) = http::discover(url) {
+    if let Ok(fresh) = http::discover(url).await {
         sink.tier = sink.tier.min(fresh.max_tier);
         sink.discovery = Some(fresh.clone());
         let tier = sink.tier;
-        let _ = SinkList::update(paths, &sink.id, |s| {
+        update(paths, &sink.id, move |s| {
             s.discovery = Some(fresh);
             s.tier = tier;
-        });
+        })
+        .await;
     }
 }
 
 fn max_bytes(sink: &Sink) -> usize {
     sink.discovery.as_ref().map_or(usize::MAX, |d| d.max_bytes)
-}
-
-/// Sleeps `d` in small steps so a stop is seen soon.
-fn pause_for(stop: &AtomicBool, d: Duration) {
-    let until = Instant::now() + d;
-    while Instant::now() < until && !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(100).min(until - Instant::now()));
-    }
 }
 
 /// A batch ready to send, and how far the cursor may move once it is taken.
@@ -317,7 +332,7 @@ struct Batch {
 
 impl Batch {
     fn build(
-        rows: &[crate::outbox::StoredEvent],
+        rows: &[StoredEvent],
         sink: &Sink,
         home: Option<&str>,
         max_events: usize,
@@ -376,10 +391,10 @@ enum Step {
 }
 
 struct Sender {
-    client: reqwest::blocking::Client,
+    client: reqwest::Client,
     token: Option<String>,
     webhook: Option<String>,
-    /// Halved after a 413, for the rest of this thread's life.
+    /// Halved after a 413, for the rest of this task's life.
     max_events_cap: Option<usize>,
     failures: usize,
 }
@@ -388,17 +403,23 @@ impl Sender {
     /// Reads again a token or webhook secret the sink was added with and that
     /// could not be read before: a keychain unlocks some time after login.
     /// Sending without it would get the sink paused by a 401, or send unsigned.
-    fn load_secrets(&mut self, sink: &Sink, secrets: &Secrets) -> Result<(), String> {
+    async fn load_secrets(
+        &mut self,
+        sink: &Sink,
+        secrets: &Arc<Secrets>,
+    ) -> Result<(), &'static str> {
         if sink.has_token && self.token.is_none() {
-            self.token = secrets.get(&sink.token_key());
+            let (s, k) = (secrets.clone(), sink.token_key());
+            self.token = blocking(move || s.get(&k)).await;
         }
         if sink.has_webhook_secret && self.webhook.is_none() {
-            self.webhook = secrets.get(&sink.webhook_key());
+            let (s, k) = (secrets.clone(), sink.webhook_key());
+            self.webhook = blocking(move || s.get(&k)).await;
         }
         let missing = (sink.has_token && self.token.is_none())
             || (sink.has_webhook_secret && self.webhook.is_none());
         if missing {
-            return Err("its secrets cannot be read (a locked keychain?); waiting".into());
+            return Err("its secrets cannot be read (a locked keychain?); waiting");
         }
         Ok(())
     }
@@ -408,19 +429,23 @@ impl Sender {
         self.max_events_cap.map_or(d, |c| c.min(d)).max(1)
     }
 
-    fn send(&mut self, sink: &Sink, batch: &Batch) -> Step {
+    async fn send(&mut self, sink: &Sink, batch: &Batch) -> Step {
         match &sink.target {
             Target::Stdout => {
-                let mut out = std::io::stdout().lock();
-                let ok = batch
-                    .lines
-                    .iter()
-                    .try_for_each(|l| writeln!(out, "{l}"))
-                    .and_then(|_| out.flush());
+                let lines = batch.lines.clone();
+                let ok = blocking(move || {
+                    let mut out = std::io::stdout().lock();
+                    lines
+                        .iter()
+                        .try_for_each(|l| writeln!(out, "{l}"))
+                        .and_then(|_| out.flush())
+                })
+                .await;
                 self.io_step(ok, "stdout")
             }
             Target::File { path } => {
-                let ok = append_lines(std::path::Path::new(path), &batch.lines);
+                let (p, lines) = (path.clone(), batch.lines.clone());
+                let ok = blocking(move || append_lines(std::path::Path::new(&p), &lines)).await;
                 self.io_step(ok, path)
             }
             Target::Http { .. } => {
@@ -430,57 +455,56 @@ impl Sender {
                     .map(|d| d.events.clone())
                     .unwrap_or_default();
                 let body = http::batch_body(&batch.lines);
-                match http::send(
+                let answer = http::send(
                     &self.client,
                     &url,
                     self.token.as_deref(),
                     self.webhook.as_deref(),
                     body,
-                ) {
-                    Answer::Accepted { rejected, max_tier } => {
-                        for (id, reason) in rejected {
-                            crate::log::warn(&format!(
-                                "sink {}: event {id} rejected: {reason}",
-                                sink.id
-                            ));
-                        }
-                        match max_tier {
-                            Some(t) if t < sink.tier => Step::LowerTier(t),
-                            _ => Step::Advance,
-                        }
-                    }
-                    Answer::Malformed(why) => {
-                        crate::log::warn(&format!(
-                            "sink {}: a batch of {} was refused as malformed ({why}) and dropped",
-                            sink.id,
-                            batch.lines.len()
-                        ));
-                        Step::Advance
-                    }
-                    Answer::Unsupported => {
-                        Step::Pause("the receiver does not speak protocol 1".into())
-                    }
-                    Answer::Unauthorized => Step::Pause(
-                        "401: the token was refused (sink add again with a new token)".into(),
-                    ),
-                    Answer::TierAboveMax(t) => Step::LowerTier(t),
-                    Answer::TooLarge if batch.lines.len() > 1 => {
-                        self.max_events_cap = Some(batch.lines.len() / 2);
-                        Step::Retry
-                    }
-                    Answer::TooLarge => {
-                        crate::log::warn(&format!(
-                            "sink {}: a single event was too large for the receiver and was dropped",
-                            sink.id
-                        ));
-                        Step::Advance
-                    }
-                    Answer::RetryAfter(d) => {
-                        Step::Wait(d, format!("429: waiting {}s", d.as_secs()))
-                    }
-                    Answer::Transient(why) => self.backoff(why),
+                )
+                .await;
+                self.http_step(sink, batch, answer)
+            }
+        }
+    }
+
+    fn http_step(&mut self, sink: &Sink, batch: &Batch, answer: Answer) -> Step {
+        match answer {
+            Answer::Accepted { rejected, max_tier } => {
+                for (id, reason) in rejected {
+                    tracing::warn!(sink = %sink.id, "event {id} rejected: {reason}");
+                }
+                match max_tier {
+                    Some(t) if t < sink.tier => Step::LowerTier(t),
+                    _ => Step::Advance,
                 }
             }
+            Answer::Malformed(why) => {
+                tracing::warn!(
+                    sink = %sink.id,
+                    "a batch of {} was refused as malformed ({why}) and dropped",
+                    batch.lines.len()
+                );
+                Step::Advance
+            }
+            Answer::Unsupported => Step::Pause("the receiver does not speak protocol 1".into()),
+            Answer::Unauthorized => {
+                Step::Pause("401: the token was refused (sink add again with a new token)".into())
+            }
+            Answer::TierAboveMax(t) => Step::LowerTier(t),
+            Answer::TooLarge if batch.lines.len() > 1 => {
+                self.max_events_cap = Some(batch.lines.len() / 2);
+                Step::Retry
+            }
+            Answer::TooLarge => {
+                tracing::warn!(
+                    sink = %sink.id,
+                    "a single event was too large for the receiver and was dropped"
+                );
+                Step::Advance
+            }
+            Answer::RetryAfter(d) => Step::Wait(d, format!("429: waiting {}s", d.as_secs())),
+            Answer::Transient(why) => self.backoff(why),
         }
     }
 
@@ -492,13 +516,27 @@ impl Sender {
     }
 
     fn backoff(&mut self, why: String) -> Step {
-        let secs = BACKOFF[self.failures.min(BACKOFF.len() - 1)];
+        let d = backoff_delay(self.failures, random_unit());
         self.failures += 1;
-        Step::Wait(
-            Duration::from_secs(secs),
-            format!("{why}; retrying in {secs}s"),
-        )
+        Step::Wait(d, format!("{why}; retrying in {}s", d.as_secs().max(1)))
     }
+}
+
+/// The wait after `failures` earlier failures in a row: the binding's step,
+/// jittered down by up to a fifth (`unit` in [0, 1)), never under the first step.
+fn backoff_delay(failures: usize, unit: f64) -> Duration {
+    let bound = BACKOFF_S[failures.min(BACKOFF_S.len() - 1)] as f64;
+    let jittered = bound * (1.0 - 0.2 * unit.clamp(0.0, 1.0));
+    Duration::from_secs_f64(jittered.max(BACKOFF_S[0] as f64))
+}
+
+/// A uniform number in [0, 1) from the OS's random source (0 if it fails).
+fn random_unit() -> f64 {
+    let mut b = [0u8; 8];
+    if getrandom::fill(&mut b).is_err() {
+        return 0.0;
+    }
+    (u64::from_le_bytes(b) >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// Appends lines to a JSONL file and syncs them before the cursor moves.
@@ -514,4 +552,25 @@ fn append_lines(path: &std::path::Path, lines: &[String]) -> std::io::Result<()>
     }
     f.write_all(buf.as_bytes())?;
     f.sync_data()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_follows_the_bindings_steps_jittered_below_each() {
+        for (failures, bound) in [(0, 2), (1, 10), (2, 60), (3, 300), (4, 1800), (9, 1800)] {
+            let top = backoff_delay(failures, 0.0);
+            let low = backoff_delay(failures, 0.999);
+            assert_eq!(top, Duration::from_secs(bound), "{failures}");
+            assert!(low <= top && low >= Duration::from_secs(2), "{failures}");
+            if bound > 2 {
+                assert!(low < top, "jittered: {low:?} vs {top:?}");
+                assert!(low.as_secs_f64() >= bound as f64 * 0.8);
+            }
+        }
+        let a = random_unit();
+        assert!((0.0..1.0).contains(&a));
+    }
 }

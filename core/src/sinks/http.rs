@@ -3,7 +3,8 @@
 //! what each answer means for the sender.
 //!
 //! It classifies answers; it does not decide retries or move cursors (`deliver`
-//! does). Requests time out after 15 s; HTTPS is required except on loopback.
+//! does). Requests time out after 15 s; HTTPS is required except on loopback; a
+//! redirect is never followed. Async, on the daemon's runtime.
 
 use super::Discovery;
 use base64::Engine;
@@ -19,7 +20,7 @@ const DEFAULT_MAX_BYTES: usize = 262_144;
 /// What a receiver's answer to a batch means.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
-    /// 2xx: the cursor moves past the batch. `rejected` are never retried.
+    /// 202: the cursor moves past the batch. `rejected` are never retried.
     Accepted {
         rejected: Vec<(String, String)>,
         max_tier: Option<u8>,
@@ -40,8 +41,30 @@ pub enum Answer {
     Transient(String),
 }
 
-pub fn client() -> reqwest::blocking::Client {
-    reqwest::blocking::Client::builder()
+/// Why a receiver's discovery document could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryError {
+    #[error("{0} is not a URL to discover")]
+    BadUrl(String),
+    #[error("{0}")]
+    Network(String),
+    #[error("{url} answered {status}")]
+    Status { url: String, status: u16 },
+    #[error("{url} is not JSON: {source}")]
+    NotJson {
+        url: String,
+        source: serde_json::Error,
+    },
+    #[error("{0} does not list protocol 1")]
+    NoProtocol1(String),
+    #[error("no endpoints.events")]
+    NoEventsEndpoint,
+    #[error("its events endpoint {0} is not HTTPS")]
+    NotHttps(String),
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
         .timeout(TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -60,34 +83,45 @@ pub fn is_loopback(url: &reqwest::Url) -> bool {
 }
 
 /// Reads `/.well-known/sessionpipe` at the receiver's origin.
-pub fn discover(url: &str) -> Result<Discovery, String> {
-    let base = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
-    let well_known = base
-        .join("/.well-known/sessionpipe")
-        .map_err(|e| e.to_string())?;
+pub async fn discover(url: &str) -> Result<Discovery, DiscoveryError> {
+    let bad = || DiscoveryError::BadUrl(url.to_string());
+    let base = reqwest::Url::parse(url).map_err(|_| bad())?;
+    let well_known = base.join("/.well-known/sessionpipe").map_err(|_| bad())?;
+    let shown = well_known.to_string();
     let resp = client()
-        .get(well_known.clone())
+        .get(well_known)
         .send()
-        .map_err(|e| e.to_string())?;
+        .await
+        .map_err(|e| DiscoveryError::Network(without_url(&e)))?;
     if !resp.status().is_success() {
-        return Err(format!("{well_known} answered {}", resp.status()));
+        return Err(DiscoveryError::Status {
+            url: shown,
+            status: resp.status().as_u16(),
+        });
     }
-    let text = resp.text().map_err(|e| e.to_string())?;
-    let doc: Value =
-        serde_json::from_str(&text).map_err(|e| format!("{well_known} is not JSON: {e}"))?;
+    let text = resp
+        .text()
+        .await
+        .map_err(|e| DiscoveryError::Network(without_url(&e)))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|source| DiscoveryError::NotJson {
+        url: shown.clone(),
+        source,
+    })?;
     let speaks = doc["protocol"]
         .as_array()
         .is_some_and(|p| p.iter().any(|v| v.as_u64() == Some(1)));
     if !speaks {
-        return Err(format!("{well_known} does not list protocol 1"));
+        return Err(DiscoveryError::NoProtocol1(shown));
     }
     let events = doc
         .pointer("/endpoints/events")
         .and_then(Value::as_str)
-        .ok_or("no endpoints.events")?;
-    let events = base.join(events).map_err(|e| e.to_string())?;
+        .ok_or(DiscoveryError::NoEventsEndpoint)?;
+    let events = base
+        .join(events)
+        .map_err(|_| DiscoveryError::NoEventsEndpoint)?;
     if events.scheme() != "https" && !is_loopback(&events) {
-        return Err(format!("its events endpoint {events} is not HTTPS"));
+        return Err(DiscoveryError::NotHttps(events.to_string()));
     }
     let clamp = |v: Option<u64>, default: usize, max: usize| {
         v.map_or(default, |n| (n as usize).clamp(1, max))
@@ -113,7 +147,7 @@ pub fn discover(url: &str) -> Result<Discovery, String> {
                     .collect()
             })
             .unwrap_or_default(),
-        read_at: crate::time::now_ms(),
+        read_at: protocol::time::now_ms(),
     })
 }
 
@@ -132,8 +166,8 @@ pub fn batch_body(events: &[String]) -> String {
 }
 
 /// POSTs one batch and says what the answer means.
-pub fn send(
-    client: &reqwest::blocking::Client,
+pub async fn send(
+    client: &reqwest::Client,
     events_url: &str,
     token: Option<&str>,
     webhook_secret: Option<&str>,
@@ -157,15 +191,15 @@ pub fn send(
             .header("webhook-timestamp", ts)
             .header("webhook-signature", sig);
     }
-    match req.body(body).send() {
-        Ok(resp) => classify(resp),
+    match req.body(body).send().await {
+        Ok(resp) => classify(resp).await,
         Err(e) if e.is_timeout() => Answer::Transient("timed out after 15 s".into()),
         Err(e) => Answer::Transient(format!("network: {}", without_url(&e))),
     }
 }
 
+/// reqwest puts the URL in its message; the URL may carry a path token.
 fn without_url(e: &reqwest::Error) -> String {
-    // reqwest puts the URL in its message; the URL may carry a path token.
     let s = e.to_string();
     match s.find(" for url (") {
         Some(i) => s[..i].to_string(),
@@ -173,7 +207,7 @@ fn without_url(e: &reqwest::Error) -> String {
     }
 }
 
-fn classify(resp: reqwest::blocking::Response) -> Answer {
+async fn classify(resp: reqwest::Response) -> Answer {
     let status = resp.status().as_u16();
     let retry_after = resp
         .headers()
@@ -182,6 +216,7 @@ fn classify(resp: reqwest::blocking::Response) -> Answer {
         .and_then(parse_retry_after);
     let body: Value = resp
         .text()
+        .await
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or(Value::Null);
@@ -228,29 +263,16 @@ fn classify(resp: reqwest::blocking::Response) -> Answer {
     }
 }
 
-/// `Retry-After`: seconds, or an HTTP date.
+/// `Retry-After`: seconds, or an HTTP date (RFC 9110's three forms).
 fn parse_retry_after(v: &str) -> Option<Duration> {
     if let Ok(s) = v.trim().parse::<u64>() {
         return Some(Duration::from_secs(s));
     }
-    let when = httpdate_ms(v.trim())?;
-    Some(Duration::from_millis(
-        (when - crate::time::now_ms()).max(0) as u64
-    ))
-}
-
-/// `Sun, 06 Nov 1994 08:49:37 GMT` in epoch ms.
-fn httpdate_ms(s: &str) -> Option<i64> {
-    let parts: Vec<&str> = s.split_whitespace().collect();
-    let [_, day, month, year, time, "GMT"] = parts.as_slice() else {
-        return None;
-    };
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let m = MONTHS.iter().position(|x| x == month)? + 1;
-    let iso = format!("{year}-{m:02}-{:02}T{time}Z", day.parse::<u32>().ok()?);
-    crate::time::parse_rfc3339_ms(&iso)
+    let when = httpdate::parse_http_date(v.trim()).ok()?;
+    Some(
+        when.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 /// Standard Webhooks: `webhook-id`, `webhook-timestamp`, and `v1,<base64 of
@@ -261,7 +283,7 @@ pub fn webhook_headers(secret: &str, body: &str) -> Option<(String, String, Stri
         .decode(secret.strip_prefix("whsec_")?)
         .ok()?;
     let id = format!("msg_{}", ulid::Ulid::generate());
-    let ts = (crate::time::now_ms() / 1000).to_string();
+    let ts = (protocol::time::now_ms() / 1000).to_string();
     let mut mac = Hmac::<Sha256>::new_from_slice(&key).ok()?;
     mac.update(format!("{id}.{ts}.{body}").as_bytes());
     let sig = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
@@ -276,14 +298,15 @@ mod tests {
     fn retry_after_in_seconds_or_a_date() {
         assert_eq!(parse_retry_after("7"), Some(Duration::from_secs(7)));
         assert_eq!(
-            httpdate_ms("Sun, 06 Nov 1994 08:49:37 GMT"),
-            Some(784_111_777_000)
-        );
-        assert_eq!(
             parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT"),
-            Some(Duration::ZERO)
+            Some(Duration::ZERO),
+            "a date in the past: now"
         );
+        let soon = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(90));
+        let wait = parse_retry_after(&soon).unwrap();
+        assert!(wait > Duration::from_secs(80) && wait <= Duration::from_secs(90));
         assert_eq!(parse_retry_after("soon"), None);
+        assert_eq!(parse_retry_after("Sun, 31 Feb 2027 08:49:37 GMT"), None);
     }
 
     #[test]

@@ -10,9 +10,52 @@
 pub mod deliver;
 pub mod http;
 
-use crate::paths::StatePaths;
-use crate::secrets::{Backend, Secrets};
+use crate::pipeline::outbox::OutboxError;
+use crate::state::file::{self, FileError};
+use crate::state::secrets::{Backend, Secrets};
 use serde::{Deserialize, Serialize};
+use spool::StatePaths;
+
+/// What is wrong with a sink's target as given.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("file sink {0:?} must be an absolute path")]
+    NotAbsolute(String),
+    #[error("{given:?} is not a URL: {source}")]
+    NotUrl {
+        given: String,
+        source: url::ParseError,
+    },
+    #[error("{0} is plain http: HTTPS is required except on localhost")]
+    PlainHttp(String),
+    #[error("{given}: scheme {scheme} is not http(s), file: or stdout")]
+    Scheme { given: String, scheme: String },
+}
+
+/// Why a sink could not be added, changed, removed or tested.
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error("{target} is sink {id} already (sink remove {id} first)")]
+    Exists { target: String, id: String },
+    #[error("a webhook secret is whsec_ followed by base64")]
+    WebhookSecret,
+    #[error("discovery of {url} failed: {source}")]
+    Discovery {
+        url: String,
+        source: http::DiscoveryError,
+    },
+    #[error("no sink {0} (sink list shows them)")]
+    NoSuch(String),
+    #[error("unknown harness {0:?}")]
+    UnknownHarness(String),
+    /// `sinks.json` or the secrets fallback could not be read or written.
+    #[error(transparent)]
+    File(#[from] FileError),
+    #[error(transparent)]
+    Outbox(#[from] OutboxError),
+}
 
 /// Where one sink sends.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,22 +161,12 @@ pub struct SinkList {
 }
 
 impl SinkList {
-    pub fn load(paths: &StatePaths) -> Result<SinkList, String> {
-        let path = paths.root.join("sinks.json");
-        match std::fs::read(&path) {
-            Ok(b) => serde_json::from_slice(&b)
-                .map_err(|e| format!("{} is damaged: {e}", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(SinkList::default()),
-            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
-        }
+    pub fn load(paths: &StatePaths) -> Result<SinkList, FileError> {
+        Ok(file::load(&paths.sinks())?.unwrap_or_default())
     }
 
-    pub fn save(&self, paths: &StatePaths) -> Result<(), String> {
-        paths.ensure().map_err(|e| e.to_string())?;
-        let path = paths.root.join("sinks.json");
-        let json = serde_json::to_vec_pretty(self).expect("sinks serialise");
-        crate::install::write_atomic(&path, &json)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    pub fn save(&self, paths: &StatePaths) -> Result<(), FileError> {
+        file::save(&paths.sinks(), self)
     }
 
     /// Changes one sink on disk (the daemon and the CLI both write the list).
@@ -141,7 +174,7 @@ impl SinkList {
         paths: &StatePaths,
         id: &str,
         change: impl FnOnce(&mut Sink),
-    ) -> Result<(), String> {
+    ) -> Result<(), FileError> {
         let mut list = SinkList::load(paths)?;
         if let Some(s) = list.sinks.iter_mut().find(|s| s.id == id) {
             change(s);
@@ -161,32 +194,32 @@ pub struct NewSink {
 }
 
 /// Parses `https://…`, `file:PATH` or `stdout`; HTTP only on loopback.
-pub fn parse_target(s: &str) -> Result<Target, String> {
+pub fn parse_target(s: &str) -> Result<Target, TargetError> {
     if s == "stdout" {
         return Ok(Target::Stdout);
     }
     if let Some(path) = s.strip_prefix("file:") {
         let p = std::path::Path::new(path);
         if !p.is_absolute() {
-            return Err(format!("file sink {path:?} must be an absolute path"));
+            return Err(TargetError::NotAbsolute(path.to_string()));
         }
         return Ok(Target::File {
             path: path.to_string(),
         });
     }
-    let url = reqwest::Url::parse(s).map_err(|e| format!("{s:?} is not a URL: {e}"))?;
+    let url = reqwest::Url::parse(s).map_err(|source| TargetError::NotUrl {
+        given: s.to_string(),
+        source,
+    })?;
     match url.scheme() {
         "https" => {}
         "http" if http::is_loopback(&url) => {}
-        "http" => {
-            return Err(format!(
-                "{s} is plain http: HTTPS is required except on localhost"
-            ));
-        }
+        "http" => return Err(TargetError::PlainHttp(s.to_string())),
         other => {
-            return Err(format!(
-                "{s}: scheme {other} is not http(s), file: or stdout"
-            ));
+            return Err(TargetError::Scheme {
+                given: s.to_string(),
+                scheme: other.to_string(),
+            });
         }
     }
     Ok(Target::Http {
@@ -194,21 +227,26 @@ pub fn parse_target(s: &str) -> Result<Target, String> {
     })
 }
 
-/// Adds a sink (discovering an HTTP receiver first) and stores its token.
-pub fn add(paths: &StatePaths, new: NewSink) -> Result<(Sink, Option<Backend>), String> {
+/// What `add` did.
+#[derive(Clone, Debug)]
+pub struct Added {
+    pub sink: Sink,
+    /// Where its secrets went, when it was given any.
+    pub kept_in: Option<Backend>,
+    /// The tier asked for, when the receiver takes less (the sink has the lower).
+    pub lowered_from: Option<u8>,
+}
+
+/// Adds a sink (discovering an HTTP receiver first) and stores its secrets.
+pub async fn add(paths: &StatePaths, new: NewSink) -> Result<Added, SinkError> {
     let target = parse_target(&new.target)?;
-    let mut list = SinkList::load(paths)?;
-    if let Some(existing) = list.sinks.iter().find(|s| s.target == target) {
-        return Err(format!(
-            "{} is sink {} already (sink remove {} first)",
-            new.target, existing.id, existing.id
-        ));
-    }
     if let Some(w) = &new.webhook_secret
         && http::webhook_headers(w, "").is_none()
     {
-        return Err("a webhook secret is whsec_ followed by base64".into());
+        return Err(SinkError::WebhookSecret);
     }
+    let (p, t, given) = (paths.clone(), target.clone(), new.target.clone());
+    crate::runtime::blocking(move || refuse_twice(&p, &t, given)).await?;
     let mut sink = Sink {
         id: format!(
             "s_{}",
@@ -220,21 +258,51 @@ pub fn add(paths: &StatePaths, new: NewSink) -> Result<(Sink, Option<Backend>), 
         discovery: None,
         paused: None,
         last_error: None,
-        added_at: crate::time::now_ms(),
+        added_at: protocol::time::now_ms(),
         has_token: new.token.is_some(),
         has_webhook_secret: new.webhook_secret.is_some(),
     };
+    let mut lowered_from = None;
     if let Target::Http { url } = &sink.target {
-        let d = http::discover(url).map_err(|e| format!("discovery of {url} failed: {e}"))?;
+        let d = http::discover(url)
+            .await
+            .map_err(|source| SinkError::Discovery {
+                url: url.clone(),
+                source,
+            })?;
         if sink.tier > d.max_tier {
-            eprintln!(
-                "note: {url} takes tier {} at most; the sink is tier {}",
-                d.max_tier, d.max_tier
-            );
+            lowered_from = Some(sink.tier);
             sink.tier = d.max_tier;
         }
         sink.discovery = Some(d);
     }
+    let p = paths.clone();
+    let kept_in = crate::runtime::blocking(move || keep(&p, &sink, new).map(|b| (sink, b))).await;
+    let (sink, kept_in) = kept_in?;
+    Ok(Added {
+        sink,
+        kept_in,
+        lowered_from,
+    })
+}
+
+/// Refuses a second sink to the same target.
+fn refuse_twice(paths: &StatePaths, target: &Target, given: String) -> Result<(), SinkError> {
+    match SinkList::load(paths)?
+        .sinks
+        .into_iter()
+        .find(|s| s.target == *target)
+    {
+        Some(existing) => Err(SinkError::Exists {
+            target: given,
+            id: existing.id,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Stores a new sink's secrets, then the sink. Where the secrets went.
+fn keep(paths: &StatePaths, sink: &Sink, new: NewSink) -> Result<Option<Backend>, SinkError> {
     let secrets = Secrets::new(&paths.root);
     let mut backend = None;
     if let Some(token) = &new.token {
@@ -243,66 +311,73 @@ pub fn add(paths: &StatePaths, new: NewSink) -> Result<(Sink, Option<Backend>), 
     if let Some(w) = &new.webhook_secret {
         backend = Some(secrets.set(&sink.webhook_key(), w)?);
     }
+    let mut list = SinkList::load(paths)?;
     list.sinks.push(sink.clone());
     list.save(paths)?;
-    Ok((sink, backend))
+    Ok(backend)
 }
 
 /// Forgets a session: a `session.forgotten` goes to the outbox (sinks that take
 /// `forget` pass it on), then every earlier event of it and its record go.
 /// Returns how many events were removed; 0 when the session is not known.
-pub fn forget_session(paths: &StatePaths, harness: &str, id: &str) -> Result<usize, String> {
-    let db = |e: rusqlite::Error| format!("outbox: {e}");
+pub fn forget_session(paths: &StatePaths, harness: &str, id: &str) -> Result<usize, SinkError> {
     let adapter =
-        crate::adapters::lookup(harness).ok_or_else(|| format!("unknown harness {harness:?}"))?;
-    let mut ob = crate::outbox::Outbox::open(&paths.outbox()).map_err(db)?;
-    let tx = ob.begin().map_err(db)?;
-    if !tx.session_known(harness, id).map_err(db)? {
+        adapters::lookup(harness).ok_or_else(|| SinkError::UnknownHarness(harness.to_string()))?;
+    let mut ob = crate::pipeline::outbox::Outbox::open(&paths.outbox())?;
+    let tx = ob.begin()?;
+    if !tx.session_known(harness, id)? {
         return Ok(0);
     }
-    let mut record = tx.load_session(harness, id).map_err(db)?;
-    let forgotten = crate::protocol::EventData::SessionForgotten(crate::protocol::Empty {});
-    crate::ingest::append_events(
+    let mut record = tx.load_session(harness, id)?;
+    let forgotten = protocol::EventData::SessionForgotten(protocol::Empty {});
+    crate::pipeline::ingest::append_events(
         &tx,
         adapter,
         id,
         &mut record,
         "forget",
-        crate::time::now_ms(),
+        protocol::time::now_ms(),
         vec![forgotten],
-    )
-    .map_err(db)?;
-    let last = tx.last_rowid().map_err(db)?;
-    let removed = tx.delete_session_before(harness, id, last).map_err(db)?;
-    tx.commit().map_err(db)?;
+    )?;
+    let last = tx.last_rowid()?;
+    let removed = tx.delete_session_before(harness, id, last)?;
+    tx.commit()?;
     Ok(removed)
 }
 
 /// `sink test`: the receiver's discovery, and a dry run of the filter over the
 /// last events (what this sink would get). Sends nothing. `(ok, lines)`.
-pub fn test_report(paths: &StatePaths, id: &str) -> Result<(bool, Vec<String>), String> {
-    let list = SinkList::load(paths)?;
+pub async fn test_report(paths: &StatePaths, id: &str) -> Result<(bool, Vec<String>), SinkError> {
+    let p = paths.clone();
+    let list = crate::runtime::blocking(move || SinkList::load(&p)).await?;
     let sink = list
         .sinks
         .iter()
         .find(|s| s.id == id)
-        .ok_or_else(|| format!("no sink {id}"))?;
+        .ok_or_else(|| SinkError::NoSuch(id.to_string()))?;
     let mut lines = vec![sink.describe()];
     let mut ok = true;
-    let secrets = Secrets::new(&paths.root);
-    for what in sink.unreadable_secrets(&secrets) {
+    let (p, s) = (paths.clone(), sink.clone());
+    let (unreadable, token_in) = crate::runtime::blocking(move || {
+        let secrets = Secrets::new(&p.root);
+        let token_in = s
+            .has_token
+            .then(|| secrets.backend_of(&s.token_key()))
+            .flatten();
+        (s.unreadable_secrets(&secrets), token_in)
+    })
+    .await;
+    for what in unreadable {
         ok = false;
         lines.push(format!(
             "its {what} cannot be read (a locked keychain?); nothing is sent until it can"
         ));
     }
-    if sink.has_token
-        && let Some(b) = secrets.backend_of(&sink.token_key())
-    {
+    if let Some(b) = token_in {
         lines.push(format!("its token is kept in {b}"));
     }
     if let Target::Http { url } = &sink.target {
-        match http::discover(url) {
+        match http::discover(url).await {
             Ok(d) => lines.push(format!(
                 "discovery: events at {}, max tier {}, batches of {} events / {} bytes, capabilities {}",
                 d.events,
@@ -317,21 +392,26 @@ pub fn test_report(paths: &StatePaths, id: &str) -> Result<(bool, Vec<String>), 
             }
         }
     }
-    if let Some(ob) =
-        crate::outbox::Outbox::open_readonly(&paths.outbox()).map_err(|e| e.to_string())?
-    {
-        let last = ob.counts().map_err(|e| e.to_string())?.last_rowid;
-        let rows = ob
-            .events_after((last - 200).max(0), 200)
-            .map_err(|e| e.to_string())?;
-        let home = crate::paths::home_dir().map(|h| h.to_string_lossy().into_owned());
+    let (p, s) = (paths.clone(), sink.clone());
+    lines.extend(crate::runtime::blocking(move || dry_run(&p, &s)).await?);
+    Ok((ok, lines))
+}
+
+/// What the last events would look like at the sink's tier, as lines.
+fn dry_run(paths: &StatePaths, sink: &Sink) -> Result<Vec<String>, SinkError> {
+    let mut lines = Vec::new();
+    if let Some(ob) = crate::pipeline::outbox::Outbox::open_readonly(&paths.outbox())? {
+        let last = ob.counts()?.last_rowid;
+        let rows = ob.events_after((last - 200).max(0), 200)?;
+        let home = spool::paths::home_dir().map(|h| h.to_string_lossy().into_owned());
         let mut kinds: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
         for r in &rows {
-            let Ok(env) = serde_json::from_str::<crate::protocol::Envelope>(&r.envelope) else {
+            let Ok(env) = serde_json::from_str::<protocol::Envelope>(&r.envelope) else {
                 continue;
             };
             let passes =
-                crate::privacy::filter(&env, sink.tier, sink.pii, home.as_deref()).is_some();
+                crate::pipeline::privacy::filter(&env, sink.tier, sink.pii, home.as_deref())
+                    .is_some();
             let k = kinds.entry(env.kind).or_default();
             k.0 += usize::from(passes);
             k.1 += 1;
@@ -351,23 +431,23 @@ pub fn test_report(paths: &StatePaths, id: &str) -> Result<(bool, Vec<String>), 
             lines.push(format!("  {kind}: {sent} of {all}"));
         }
     }
-    Ok((ok, lines))
+    Ok(lines)
 }
 
 /// Removes a sink, its token and its cursor.
-pub fn remove(paths: &StatePaths, id: &str) -> Result<Sink, String> {
+pub fn remove(paths: &StatePaths, id: &str) -> Result<Sink, SinkError> {
     let mut list = SinkList::load(paths)?;
     let i = list
         .sinks
         .iter()
         .position(|s| s.id == id)
-        .ok_or_else(|| format!("no sink {id} (sink list shows them)"))?;
+        .ok_or_else(|| SinkError::NoSuch(id.to_string()))?;
     let sink = list.sinks.remove(i);
     list.save(paths)?;
     let secrets = Secrets::new(&paths.root);
     secrets.delete(&sink.token_key());
     secrets.delete(&sink.webhook_key());
-    if let Ok(mut ob) = crate::outbox::Outbox::open(&paths.outbox()) {
+    if let Ok(mut ob) = crate::pipeline::outbox::Outbox::open(&paths.outbox()) {
         let _ = ob.forget_cursor(id);
     }
     Ok(sink)
@@ -392,7 +472,7 @@ mod tests {
         assert!(parse_target("http://localhost:9000").is_ok());
         assert!(parse_target("http://[::1]:9000").is_ok());
         let plain = parse_target("http://r.example").unwrap_err();
-        assert!(plain.contains("HTTPS is required"), "{plain}");
+        assert!(plain.to_string().contains("HTTPS is required"), "{plain}");
         assert!(parse_target("ftp://x").is_err());
         assert!(parse_target("not a url").is_err());
     }

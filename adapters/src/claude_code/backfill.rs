@@ -1,0 +1,162 @@
+//! Claude Code's past sessions, for `sessionpipe backfill`: every
+//! `<config>/projects/<slug>/<session>.jsonl` modified since the cutoff, read once
+//! (streamed, lines over the cap passed over) for its times, turns, folder,
+//! branch, model, version and title. Subagent transcripts (in a session's own
+//! folder) are not sessions.
+
+use super::facts::account_id;
+use super::transcript::{MAX_LINE, parse_value};
+use harness::backfill::Backfilled;
+use harness::transcript::{Rec, for_each_line};
+use protocol::TitleSource;
+use serde_json::Value;
+use std::path::Path;
+
+/// A `first-ask` title is this many characters of the first ask.
+const FIRST_ASK_CHARS: usize = 50;
+
+pub fn sessions(config_dirs: &[std::path::PathBuf], home: &Path, since_ms: i64) -> Vec<Backfilled> {
+    let mut out = Vec::new();
+    for config in config_dirs {
+        let account = account_id(Some(home), config);
+        let Ok(projects) = std::fs::read_dir(config.join("projects")) else {
+            continue;
+        };
+        for project in projects.flatten() {
+            let Ok(files) = std::fs::read_dir(project.path()) else {
+                continue;
+            };
+            for f in files.flatten() {
+                let path = f.path();
+                let recent = harness::payload::modified_ms(&path).is_some_and(|ms| ms >= since_ms);
+                if recent
+                    && path.extension().is_some_and(|x| x == "jsonl")
+                    && let Some(mut b) = scan(&path, home)
+                {
+                    b.block.account_id = account.clone();
+                    out.push(b);
+                }
+            }
+        }
+    }
+    out.sort_by_key(|b| std::cmp::Reverse(b.last_ms));
+    out
+}
+
+/// What one transcript says of its session; `None` for a file with no record
+/// that has a time (nothing happened in it).
+fn scan(path: &Path, home: &Path) -> Option<Backfilled> {
+    let session_id = path.file_stem()?.to_str()?.to_string();
+    let mut b = Backfilled {
+        session_id,
+        ..Default::default()
+    };
+    let (mut first, mut last) = (None::<i64>, None::<i64>);
+    let (mut custom, mut ai, mut first_ask) = (None, None, None);
+    let mut turns = 0u64;
+    for_each_line(path, 0, MAX_LINE, &mut |line| {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            return;
+        };
+        let field = |k: &str| v.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+        if let Some(ms) = field("timestamp").and_then(protocol::time::parse_rfc3339_ms) {
+            first = Some(first.map_or(ms, |f| f.min(ms)));
+            last = Some(last.map_or(ms, |l| l.max(ms)));
+        }
+        if b.block.cwd.is_none()
+            && let Some(cwd) = field("cwd")
+        {
+            b.block.cwd = Some(spool::paths::tilde(cwd, Some(home)));
+        }
+        if let Some(branch) = field("gitBranch").filter(|b| *b != "HEAD") {
+            b.block.branch = Some(branch.to_string());
+        }
+        if let Some(version) = field("version") {
+            b.version = Some(version.to_string());
+        }
+        let parsed = parse_value(&v);
+        for rec in &parsed.recs {
+            if let Rec::Ask {
+                words,
+                injected: false,
+                ..
+            } = rec
+            {
+                turns += 1;
+                first_ask = first_ask.take().or_else(|| Some(words.clone()));
+            }
+        }
+        b.block.model = parsed.model.or(b.block.model.take());
+        b.block.url = parsed.url.or(b.block.url.take());
+        custom = parsed.custom_title.or(custom.take());
+        ai = parsed.ai_title.or(ai.take());
+    })
+    .ok()?;
+    b.started_ms = first?;
+    b.last_ms = last?;
+    b.turns = Some(turns);
+    let title = custom
+        .map(|t| (t, TitleSource::Custom))
+        .or(ai.map(|t| (t, TitleSource::Harness)))
+        .or(first_ask.map(|t| {
+            (
+                harness::payload::one_line(&t, FIRST_ASK_CHARS),
+                TitleSource::FirstAsk,
+            )
+        }));
+    if let Some((t, source)) = title {
+        b.block.title = Some(t);
+        b.block.title_source = Some(source);
+    }
+    Some(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_transcript_becomes_one_backfilled_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        let project = home.join(".claude/projects/-home-ann-app");
+        std::fs::create_dir_all(project.join("s1/subagents")).unwrap();
+        let lines = [
+            r#"{"type":"user","promptId":"p1","timestamp":"2026-11-01T10:00:00.000Z","cwd":"CWD","gitBranch":"main","version":"2.1.300","message":{"content":"fix the bug in the parser please, it drops the last line of every file"}}"#,
+            r#"{"type":"assistant","timestamp":"2026-11-01T10:00:05.000Z","message":{"model":"claude-opus-5-5","content":[{"type":"text","text":"Done."}]}}"#,
+            r#"{"type":"user","isMeta":true,"timestamp":"2026-11-01T10:01:00.000Z","message":{"content":"<local-command-stdout>x</local-command-stdout>"}}"#,
+            r#"{"type":"user","promptId":"p2","timestamp":"2026-11-01T10:02:00.000Z","message":{"content":"thanks"}}"#,
+            r#"{"type":"ai-title","aiTitle":"Parser fix"}"#,
+        ]
+        .join("\n")
+        .replace("CWD", &home.join("app").display().to_string());
+        std::fs::write(project.join("s1.jsonl"), lines + "\n").unwrap();
+        std::fs::write(project.join("s1/subagents/agent-a.jsonl"), "{}\n").unwrap();
+        std::fs::write(project.join("empty.jsonl"), "").unwrap();
+        let found = sessions(&[home.join(".claude")], home, 0);
+        assert_eq!(found.len(), 1);
+        let b = &found[0];
+        assert_eq!(b.session_id, "s1");
+        assert_eq!(b.turns, Some(2));
+        assert_eq!(b.block.cwd.as_deref(), Some("~/app"));
+        assert_eq!(b.block.branch.as_deref(), Some("main"));
+        assert_eq!(b.block.model.as_deref(), Some("claude-opus-5-5"));
+        assert_eq!(
+            (b.block.title.as_deref(), b.block.title_source),
+            (Some("Parser fix"), Some(TitleSource::Harness))
+        );
+        assert_eq!(b.version.as_deref(), Some("2.1.300"));
+        assert_eq!(
+            protocol::time::rfc3339_ms(b.started_ms),
+            "2026-11-01T10:00:00.000Z"
+        );
+        assert_eq!(
+            protocol::time::rfc3339_ms(b.last_ms),
+            "2026-11-01T10:02:00.000Z"
+        );
+        assert!(
+            sessions(&[home.join(".claude")], home, i64::MAX).is_empty(),
+            "older than the cutoff"
+        );
+    }
+}

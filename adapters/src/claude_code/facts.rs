@@ -1,0 +1,267 @@
+//! Claude Code's facts from its own files (ADAPTERS.md, Facts row): the account
+//! (`oauthAccount.accountUuid` in the config dir's `.claude.json`, or an `api-…`
+//! id for a config dir that runs on another API), and the per-process session
+//! registry (`<config>/sessions/<pid>.json`: the session's name and its
+//! Remote Control link).
+//!
+//! Reads only those keys: never a token, never the email (no credential is read
+//! unless the person turned on remote titles or the pool, which live elsewhere).
+
+use harness::Job;
+use harness::SessionFiles;
+use protocol::{SessionBlock, TitleSource};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+pub fn facts(job: &Job, files: &SessionFiles) -> SessionBlock {
+    let Some(config) = config_dir(job, files) else {
+        return SessionBlock::default();
+    };
+    let mut block = SessionBlock {
+        account_id: account_id(job.home().as_deref(), &config),
+        ..Default::default()
+    };
+    if let Some(entry) = registry_entry(job, &config) {
+        let name = entry
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.trim().is_empty());
+        let source = match entry.get("nameSource").and_then(Value::as_str) {
+            Some("user") => Some(TitleSource::Custom),
+            Some("auto" | "hook" | "peer") => Some(TitleSource::Harness),
+            _ => None, // `derived` is never a title
+        };
+        if let (Some(name), Some(source)) = (name, source) {
+            block.title = Some(name.trim().to_string());
+            block.title_source = Some(source);
+        }
+        if let Some(bridge) = entry.get("bridgeSessionId").and_then(Value::as_str) {
+            block.url = Some(format!("https://claude.ai/code/{bridge}"));
+        }
+    }
+    block
+}
+
+/// The config dir the session belongs to: the transcript's
+/// (`<config>/projects/<slug>/<id>.jsonl`), else `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+pub(super) fn config_dir(job: &Job, files: &SessionFiles) -> Option<PathBuf> {
+    if let Some(t) = &files.transcript
+        && let Some(projects) = t.parent().and_then(Path::parent)
+        && projects.file_name().is_some_and(|n| n == "projects")
+    {
+        return projects.parent().map(Path::to_path_buf);
+    }
+    job.env("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| job.home().map(|h| h.join(".claude")))
+}
+
+/// `oauthAccount.accountUuid`, else `api-<16 hex>` of a non-Anthropic
+/// `env.ANTHROPIC_BASE_URL` origin in the config dir's settings.
+pub fn account_id(home: Option<&Path>, config: &Path) -> Option<String> {
+    let home_default = home.map(|h| h.join(".claude")).is_some_and(|d| d == config);
+    let claude_json = if home_default {
+        config.parent()?.join(".claude.json")
+    } else {
+        config.join(".claude.json")
+    };
+    if let Some(v) = read_json(&claude_json)
+        && let Some(id) = v
+            .pointer("/oauthAccount/accountUuid")
+            .and_then(Value::as_str)
+    {
+        return Some(id.to_string());
+    }
+    let settings = read_json(&config.join("settings.json"))?;
+    let url = settings.pointer("/env/ANTHROPIC_BASE_URL")?.as_str()?;
+    let origin = origin_of(url)?;
+    let host = origin.split("://").nth(1)?.split(':').next()?;
+    if host == "anthropic.com" || host.ends_with(".anthropic.com") {
+        return None;
+    }
+    let hex: String = Sha256::digest(origin.as_bytes())
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Some(format!("api-{hex}"))
+}
+
+/// `scheme://host[:port]` of an http(s) URL, without user info or path.
+fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    if !matches!(scheme, "http" | "https") {
+        return None;
+    }
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit('@').next()?;
+    (!host_port.is_empty()).then(|| format!("{scheme}://{}", host_port.to_ascii_lowercase()))
+}
+
+/// The registry entry of the Claude Code process that ran the hook:
+/// `CLAUDE_PID`, else the hook's parent and its ancestors.
+fn registry_entry(job: &Job, config: &Path) -> Option<Value> {
+    let sessions = config.join("sessions");
+    let mut pids: Vec<u32> = job
+        .env("CLAUDE_PID")
+        .and_then(|p| p.parse().ok())
+        .into_iter()
+        .collect();
+    let mut pid = job.ppid;
+    for _ in 0..4 {
+        let Some(p) = pid else { break };
+        pids.push(p);
+        pid = parent_of(p);
+    }
+    pids.into_iter()
+        .find_map(|p| read_json(&sessions.join(format!("{p}.json"))))
+}
+
+#[cfg(target_os = "linux")]
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn parent_of(_pid: u32) -> Option<u32> {
+    None
+}
+
+/// A JSON file, when it exists and parses. `.claude.json` holds the person's
+/// project history and can run to megabytes; it is read on turn boundaries only.
+fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(home: &Path, env: &[(&str, &str)]) -> Job {
+        let mut j = Job {
+            harness: "claude-code".into(),
+            event: "Stop".into(),
+            ..Default::default()
+        };
+        j.env.insert("HOME".into(), home.display().to_string());
+        for (k, v) in env {
+            j.env.insert(k.to_string(), v.to_string());
+        }
+        j
+    }
+
+    fn files(transcript: PathBuf) -> SessionFiles {
+        SessionFiles {
+            transcript: Some(transcript),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn account_from_the_default_config_dirs_claude_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        std::fs::create_dir_all(home.join(".claude/projects/-w")).unwrap();
+        std::fs::write(
+            home.join(".claude.json"),
+            r#"{"oauthAccount":{"accountUuid":"acct-123","emailAddress":"ann@example.com"}}"#,
+        )
+        .unwrap();
+        let f = facts(
+            &job(home, &[]),
+            &files(home.join(".claude/projects/-w/s.jsonl")),
+        );
+        assert_eq!(f.account_id.as_deref(), Some("acct-123"));
+        assert!(serde_json::to_string(&f).unwrap().find("ann@").is_none());
+    }
+
+    #[test]
+    fn a_config_dir_on_another_api_gets_an_api_id_from_its_origin() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join(".claude-kimi");
+        std::fs::create_dir_all(config.join("projects/-w")).unwrap();
+        std::fs::write(
+            config.join("settings.json"),
+            r#"{"env":{"ANTHROPIC_BASE_URL":"https://user:pw@Api.Example.com:8443/anthropic/v1"}}"#,
+        )
+        .unwrap();
+        let f = facts(
+            &job(dir.path(), &[]),
+            &files(config.join("projects/-w/s.jsonl")),
+        );
+        let want: String = Sha256::digest(b"https://api.example.com:8443")
+            .iter()
+            .take(8)
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(f.account_id, Some(format!("api-{want}")));
+        std::fs::write(
+            config.join("settings.json"),
+            r#"{"env":{"ANTHROPIC_BASE_URL":"https://api.anthropic.com"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            facts(
+                &job(dir.path(), &[]),
+                &files(config.join("projects/-w/s.jsonl"))
+            )
+            .account_id,
+            None
+        );
+    }
+
+    #[test]
+    fn the_registry_names_the_session_and_its_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        std::fs::create_dir_all(home.join(".claude/sessions")).unwrap();
+        std::fs::write(
+            home.join(".claude/sessions/4242.json"),
+            r#"{"pid":4242,"name":"Fix login","nameSource":"user","bridgeSessionId":"session_01AbC"}"#,
+        )
+        .unwrap();
+        let f = facts(
+            &job(home, &[("CLAUDE_PID", "4242")]),
+            &SessionFiles::default(),
+        );
+        assert_eq!(
+            (f.title.as_deref(), f.title_source),
+            (Some("Fix login"), Some(TitleSource::Custom))
+        );
+        assert_eq!(
+            f.url.as_deref(),
+            Some("https://claude.ai/code/session_01AbC")
+        );
+        std::fs::write(
+            home.join(".claude/sessions/4242.json"),
+            r#"{"name":"x","nameSource":"derived"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            facts(
+                &job(home, &[("CLAUDE_PID", "4242")]),
+                &SessionFiles::default()
+            )
+            .title,
+            None
+        );
+    }
+
+    #[test]
+    fn origins() {
+        assert_eq!(
+            origin_of("http://localhost:8080/x").as_deref(),
+            Some("http://localhost:8080")
+        );
+        assert_eq!(origin_of("ftp://x"), None);
+        assert_eq!(origin_of("https://"), None);
+    }
+}

@@ -1,0 +1,253 @@
+//! Codex's past sessions, for `sessionpipe backfill`: every rollout under
+//! `$CODEX_HOME/sessions/YYYY/MM/DD/` (`rollout-*.jsonl`, or `.jsonl.zst` once
+//! compressed) modified since the cutoff, read once, streamed, for its times,
+//! turns, folder, branch, repository, model, title and version.
+//!
+//! Only the person's own threads are sessions (ADAPTERS.md, Codex row: Threads):
+//! a subagent's rollout (`session_meta.source.subagent`) is part of its parent's
+//! session and is passed over; a fork the person made (`forked_from_id` alone) is
+//! a session of its own; an ephemeral thread wrote no rollout, so there is
+//! nothing of it here. A session's rollout lives in the folder of the day it
+//! started, so no folder is passed over by its date: each file's time decides.
+//!
+//! It reads the rollouts and nothing else of Codex's, and writes nothing: what
+//! becomes of the sessions it finds is `harness::backfill`'s.
+
+use super::transcript::{Meta, compressed, for_each_line, parse_line};
+use harness::backfill::Backfilled;
+use harness::transcript::Rec;
+use protocol::TitleSource;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// A `first-ask` title is this many characters of the first ask (the default of
+/// `TranscriptSource::first_ask_chars`, as the live reader uses).
+const FIRST_ASK_CHARS: usize = 80;
+
+/// The sessions of `codex_home` active since `since_ms`, newest first.
+pub fn sessions(codex_home: &Path, home: &Path, since_ms: i64) -> Vec<Backfilled> {
+    // One session per thread: a rollout caught while Codex compresses it can
+    // be there twice (plain and `.zst`); the one that says more wins.
+    let mut by_id: HashMap<String, Backfilled> = HashMap::new();
+    for path in rollouts(&codex_home.join("sessions")) {
+        let recent = harness::payload::modified_ms(&path).is_some_and(|ms| ms >= since_ms);
+        if !recent {
+            continue;
+        }
+        if let Some(b) = scan(&path, home) {
+            match by_id.get(&b.session_id) {
+                Some(known) if known.last_ms >= b.last_ms => {}
+                _ => {
+                    by_id.insert(b.session_id.clone(), b);
+                }
+            }
+        }
+    }
+    let mut out: Vec<Backfilled> = by_id.into_values().collect();
+    out.sort_by_key(|b| std::cmp::Reverse(b.last_ms));
+    out
+}
+
+/// Every `rollout-*.jsonl[.zst]` three folders down (`YYYY/MM/DD`).
+fn rollouts(sessions: &Path) -> Vec<PathBuf> {
+    let subdirs = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for year in subdirs(sessions) {
+        for month in subdirs(&year) {
+            for day in subdirs(&month) {
+                let Ok(files) = std::fs::read_dir(&day) else {
+                    continue;
+                };
+                out.extend(files.flatten().map(|f| f.path()).filter(|p| {
+                    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+                    let plain = if compressed(p) {
+                        name.strip_suffix(".zst").unwrap_or_default()
+                    } else {
+                        name
+                    };
+                    name.starts_with("rollout-") && plain.ends_with(".jsonl")
+                }));
+            }
+        }
+    }
+    out
+}
+
+/// What one rollout says of its session; `None` for a subagent's thread or a
+/// file with nothing that has a time.
+fn scan(path: &Path, home: &Path) -> Option<Backfilled> {
+    let (mut first, mut last) = (None::<i64>, None::<i64>);
+    let mut meta: Option<Meta> = None;
+    let mut subagent = false;
+    let (mut model, mut first_ask) = (None, None);
+    let mut turns = 0u64;
+    for_each_line(path, 0, &mut |line| {
+        if subagent {
+            return; // known at the first line; the rest is not read
+        }
+        let l = parse_line(line);
+        if let Some(ms) = l.at_ms {
+            first = Some(first.map_or(ms, |f: i64| f.min(ms)));
+            last = Some(last.map_or(ms, |t: i64| t.max(ms)));
+        }
+        if let Some(m) = l.meta {
+            subagent |= m.subagent;
+            // A rollout's own `session_meta` comes first; keep it.
+            meta.get_or_insert(m);
+        }
+        model = l.model.or(model.take());
+        for rec in l.recs {
+            if let Rec::Ask { words, .. } = rec {
+                turns += 1;
+                first_ask = first_ask.take().or(Some(words));
+            }
+        }
+    })
+    .ok()?;
+    if subagent {
+        return None;
+    }
+    let meta = meta.unwrap_or_default();
+    let session_id = meta.id.or_else(|| super::rollout_thread(path))?;
+    let mut b = Backfilled {
+        session_id,
+        version: meta.version,
+        started_ms: first?,
+        last_ms: last?,
+        turns: Some(turns),
+        ..Default::default()
+    };
+    b.block.cwd = meta.cwd.map(|c| spool::paths::tilde(&c, Some(home)));
+    b.block.branch = meta.branch;
+    b.block.repo = meta.repo;
+    b.block.model = model;
+    if let Some(ask) = first_ask {
+        b.block.title = Some(harness::payload::one_line(&ask, FIRST_ASK_CHARS));
+        b.block.title_source = Some(TitleSource::FirstAsk);
+    }
+    Some(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recorded(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("../conformance/transcripts/codex/{name}"))
+    }
+
+    /// A Codex home whose sessions folder holds the recorded rollouts, named as
+    /// Codex names them.
+    fn codex_home() -> tempfile::TempDir {
+        let home = tempfile::tempdir().unwrap();
+        let day = home.path().join("sessions/2026/11/29");
+        std::fs::create_dir_all(&day).unwrap();
+        for (file, thread) in [
+            ("one-turn.jsonl", "01a22900-3b7d-7f91-8b4f-43c8cf049ae8"),
+            (
+                "two-turns.jsonl.zst",
+                "01a22900-3e2c-7763-90fd-d0504f2cc628",
+            ),
+            ("fork.jsonl", "01a22900-41c8-7062-8d2a-4fc8bc768239"),
+            ("interrupted.jsonl", "01a22900-4619-78a1-88c2-ccf708befe80"),
+            (
+                "subagent-parent.jsonl",
+                "01a22900-5352-7a83-9ac7-eda7e6ae6f7a",
+            ),
+            ("subagent.jsonl", "01a22900-53d9-71f1-b69d-47758aef3b22"),
+        ] {
+            let zst = if file.ends_with(".zst") { ".zst" } else { "" };
+            let name = format!("rollout-2026-11-29T20-30-10-{thread}.jsonl{zst}");
+            std::fs::copy(recorded(file), day.join(name)).unwrap();
+        }
+        std::fs::write(day.join("notes.txt"), "not a rollout").unwrap();
+        home
+    }
+
+    #[test]
+    fn the_persons_threads_from_plain_and_compressed_rollouts() {
+        let codex = codex_home();
+        let home = Path::new("/work/cxrec/home");
+        let found = sessions(codex.path(), home, 0);
+        let ids: Vec<&str> = found.iter().map(|b| &b.session_id[..]).collect();
+        assert_eq!(
+            ids,
+            [
+                "01a22900-5352-7a83-9ac7-eda7e6ae6f7a",
+                "01a22900-4619-78a1-88c2-ccf708befe80",
+                "01a22900-41c8-7062-8d2a-4fc8bc768239",
+                "01a22900-3e2c-7763-90fd-d0504f2cc628",
+                "01a22900-3b7d-7f91-8b4f-43c8cf049ae8",
+            ],
+            "newest first; the subagent's thread is its parent's"
+        );
+        let two = &found[3];
+        assert_eq!(two.turns, Some(2));
+        assert_eq!(two.version.as_deref(), Some("0.171.0"));
+        assert_eq!(two.block.cwd.as_deref(), Some("~/work/repo"));
+        assert_eq!(two.block.branch.as_deref(), Some("main"));
+        assert_eq!(
+            two.block.repo.as_deref(),
+            Some("https://github.com/ann/repo.git")
+        );
+        assert_eq!(two.block.model.as_deref(), Some("mock-model"));
+        assert_eq!(
+            (two.block.title.as_deref(), two.block.title_source),
+            (
+                Some("Run the shell command, then tell me what it printed."),
+                Some(TitleSource::FirstAsk)
+            )
+        );
+        assert_eq!(
+            protocol::time::rfc3339_ms(two.started_ms),
+            "2026-11-29T20:30:11.564Z"
+        );
+        assert_eq!(
+            protocol::time::rfc3339_ms(two.last_ms),
+            "2026-11-29T20:30:12.201Z"
+        );
+        // A fork is a session of its own, with its own turns.
+        let fork = &found[2];
+        assert_eq!(fork.turns, Some(1));
+        assert_eq!(
+            fork.block.title.as_deref(),
+            Some("What did the first turn print?")
+        );
+        assert_eq!(found[1].turns, Some(1), "the interrupted turn counts");
+
+        assert!(
+            sessions(codex.path(), home, i64::MAX).is_empty(),
+            "older than the cutoff"
+        );
+        assert!(sessions(&codex.path().join("missing"), home, 0).is_empty());
+    }
+
+    #[test]
+    fn a_rollout_caught_mid_compression_is_one_session() {
+        let codex = codex_home();
+        let day = codex.path().join("sessions/2026/11/29");
+        let thread = "01a22900-3e2c-7763-90fd-d0504f2cc628";
+        // The plain file, cut after the first turn, beside its compressed copy.
+        let plain = std::fs::read(recorded("two-turns.jsonl")).unwrap();
+        std::fs::write(
+            day.join(format!("rollout-2026-11-29T20-30-10-{thread}.jsonl")),
+            &plain[..17_840],
+        )
+        .unwrap();
+        let found = sessions(codex.path(), Path::new("/h"), 0);
+        let mine: Vec<_> = found.iter().filter(|b| b.session_id == thread).collect();
+        assert_eq!(mine.len(), 1);
+        assert_eq!(mine[0].turns, Some(2), "the one that says more");
+    }
+}

@@ -1,0 +1,187 @@
+//! The daemon's local API and the UI's files, on loopback, behind a token.
+//!
+//! The same UI (`ui/dist`) runs in the app's window and, on a machine without a
+//! desktop, in a browser pointed here. Every `/api/` call needs the token (a
+//! bearer header; `ui.json` in the state dir, 0600, holds it and the URL); the
+//! static files need none (they hold no data). Requests whose `Host` is not this
+//! loopback address are refused, so a web page cannot reach the API through DNS
+//! rebinding. The listener binds 127.0.0.1 only and serves on the daemon's
+//! runtime. This module owns routing and checks; `views` the handlers, which call
+//! the library; `error` what a failure answers.
+
+mod error;
+mod views;
+
+pub use error::ApiError;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::json;
+use spool::StatePaths;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use subtle::ConstantTimeEq;
+use tower_http::services::{ServeDir, ServeFile};
+
+/// A running API.
+pub struct Api {
+    pub url: String,
+    pub token: String,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Api {
+    /// The address the UI opens, with the token in the fragment (never sent).
+    pub fn ui_url(&self) -> String {
+        format!("{}/#token={}", self.url, self.token)
+    }
+
+    /// Stops taking connections and waits for the ones open to finish.
+    pub async fn stop(mut self) {
+        if let Some(s) = self.shutdown.take() {
+            let _ = s.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+#[derive(Clone)]
+struct Ctx {
+    paths: StatePaths,
+    token: Arc<String>,
+    host: Arc<String>,
+}
+
+/// Starts the API on `127.0.0.1:port` (0: any free port) on the current runtime
+/// and writes `ui.json` (URL and token, 0600) to the state dir.
+pub fn start(paths: &StatePaths, ui_dir: Option<PathBuf>, port: u16) -> std::io::Result<Api> {
+    let token = new_token();
+    let listener = std::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port)))?;
+    listener.set_nonblocking(true)?;
+    let addr = listener.local_addr()?;
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let url = format!("http://127.0.0.1:{}", addr.port());
+    let ctx = Ctx {
+        paths: paths.clone(),
+        token: Arc::new(token.clone()),
+        host: Arc::new(format!("127.0.0.1:{}", addr.port())),
+    };
+    let doc = json!({"url": url, "token": token});
+    spool::files::write_private_file(&paths.ui_file(), doc.to_string().as_bytes())?;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let app = router(ctx, ui_dir);
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = rx.await;
+            })
+            .await;
+    });
+    Ok(Api {
+        url,
+        token,
+        shutdown: Some(tx),
+        task,
+    })
+}
+
+/// 128 bits from the OS's random source, as hex.
+pub fn new_token() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the OS has a random source");
+    hex::encode(bytes)
+}
+
+fn router(ctx: Ctx, ui_dir: Option<PathBuf>) -> Router {
+    let api = Router::new()
+        .route("/overview", get(views::overview))
+        .route(
+            "/sessions/{harness}/{id}/events",
+            get(views::session_events),
+        )
+        .route("/harnesses", get(views::harnesses))
+        .route("/harnesses/{name}", post(views::set_harness))
+        .route("/sinks", get(views::sinks).post(views::add_sink))
+        .route("/sinks/{id}", axum::routing::delete(views::remove_sink))
+        .route("/sinks/{id}/test", post(views::test_sink))
+        .route("/settings", get(views::settings).put(views::put_settings))
+        .fallback(|| async { ApiError::NotFound("no such API call".into()) })
+        .layer(middleware::from_fn_with_state(ctx.clone(), require_token));
+    let app = Router::new().nest("/api", api);
+    let app = match ui_dir {
+        // An unknown path is the UI's page: it routes itself.
+        Some(dir) => app.fallback_service(
+            ServeDir::new(&dir)
+                .append_index_html_on_directories(true)
+                .fallback(ServeFile::new(dir.join("index.html"))),
+        ),
+        None => app.fallback(|| async {
+            ApiError::NotFound("this daemon serves no UI (build ui/ and start it with --ui)".into())
+        }),
+    };
+    app.layer(middleware::map_response(no_store))
+        .layer(middleware::from_fn_with_state(
+            ctx.clone(),
+            require_loopback_host,
+        ))
+        .with_state(ctx)
+}
+
+/// Nothing the daemon serves is cached: the board changes, the UI is rebuilt.
+async fn no_store(mut resp: Response) -> Response {
+    resp.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    resp
+}
+
+/// Refuses a request addressed to any other host (DNS rebinding).
+async fn require_loopback_host(State(ctx): State<Ctx>, req: Request, next: Next) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let localhost = host.replacen("localhost", "127.0.0.1", 1);
+    if localhost != *ctx.host {
+        return ApiError::WrongHost.into_response();
+    }
+    next.run(req).await
+}
+
+async fn require_token(
+    State(ctx): State<Ctx>,
+    headers: HeaderMap,
+    req: Request,
+    next: Next,
+) -> Response {
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if !bool::from(given.as_bytes().ct_eq(ctx.token.as_bytes())) {
+        return ApiError::Unauthorized.into_response();
+    }
+    next.run(req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_128_random_bits() {
+        let (a, b) = (new_token(), new_token());
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,343 @@
+//! The API's handlers: what the UI shows (the live board, approvals, harnesses,
+//! sinks, settings) and the few things it changes, each through the library.
+//! Blocking reads and writes (SQLite, the state files, the keychain) run on the
+//! runtime's blocking pool; a failure is an `ApiError` with its status.
+
+use super::{ApiError, Ctx};
+use crate::installers::{Action, Installers};
+use crate::pipeline::outbox::Outbox;
+use crate::pipeline::session::SessionRecord;
+use crate::runtime::blocking;
+use crate::sinks::{self, NewSink, SinkList};
+use crate::state::config::Config;
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use serde_json::{Value, json};
+
+/// A session stays on the board this long after its last event, unless it still
+/// needs the person or is working.
+const BOARD_MS: i64 = 24 * 3600 * 1000;
+
+type Answer = Result<Json<Value>, ApiError>;
+
+/// A JSON body, or why it is not one (as JSON, like every other answer).
+fn body(given: Result<Json<Value>, JsonRejection>) -> Result<Value, ApiError> {
+    given
+        .map(|Json(v)| v)
+        .map_err(|e| ApiError::BadRequest(format!("the body is not JSON: {}", e.body_text())))
+}
+
+/// The query of `/api/sessions/.../events`.
+#[derive(serde::Deserialize)]
+pub struct Limit {
+    pub limit: Option<usize>,
+}
+
+/// The live board: sessions (those needing the person first), the approvals
+/// across them, the machine and the daemon.
+pub async fn overview(State(ctx): State<Ctx>) -> Answer {
+    let paths = ctx.paths.clone();
+    blocking(move || {
+        let config = Config::load(&paths).unwrap_or_default();
+        let machine = config
+            .machine
+            .clone()
+            .unwrap_or_else(crate::pipeline::ingest::machine_name);
+        let outbox = Outbox::open_readonly(&paths.outbox())?;
+        let records = match &outbox {
+            Some(ob) => ob.sessions()?,
+            None => Vec::new(),
+        };
+        let now = protocol::time::now_ms();
+        let mut sessions: Vec<Value> = records
+            .iter()
+            .filter(|(_, _, r)| r.last_ms > 0)
+            .map(|(h, id, r)| session_view(h, id, r, now))
+            .filter(|v| v["state"] != "done" || now - v["last_ms"].as_i64().unwrap_or(0) < BOARD_MS)
+            .collect();
+        let rank = |v: &Value| match v["state"].as_str() {
+            Some("needs_you") => 0,
+            Some("working") => 1,
+            _ => 2,
+        };
+        sessions.sort_by_key(|v| {
+            (
+                rank(v),
+                std::cmp::Reverse(v["last_ms"].as_i64().unwrap_or(0)),
+            )
+        });
+        if let Some(ob) = &outbox {
+            for s in sessions.iter_mut().filter(|s| s["state"] == "needs_you") {
+                describe_attentions(ob, s);
+            }
+        }
+        let approvals: Vec<Value> = sessions
+            .iter()
+            .flat_map(|s| {
+                s["attentions"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(move |mut a| {
+                        a["session"] = s["key"].clone();
+                        a["title"] = s["title"].clone();
+                        a
+                    })
+            })
+            .collect();
+        let daemon = crate::state::lock::holder(&paths)
+            .map(|h| json!({"pid": h.pid, "mode": h.mode.as_str()}));
+        Ok(Json(json!({
+            "machine": machine, "daemon": daemon, "sessions": sessions, "approvals": approvals
+        })))
+    })
+    .await
+}
+
+/// One session on the board: who, where, its state at a glance, its attentions.
+fn session_view(harness: &str, id: &str, r: &SessionRecord, now: i64) -> Value {
+    let attentions: Vec<Value> = r
+        .open
+        .iter()
+        .map(|a| json!({"attention_id": a.id, "agent_id": a.agent_id}))
+        .collect();
+    json!({
+        "key": format!("{harness}:{id}"),
+        "harness": harness,
+        "id": id,
+        "title": r.block.title.clone().or_else(|| r.block.cwd.clone()).unwrap_or_else(|| id.chars().take(8).collect()),
+        "cwd": r.block.cwd,
+        "repo": r.block.repo,
+        "branch": r.block.branch,
+        "model": r.block.model,
+        "url": r.block.url,
+        "state": r.glance().as_str(),
+        "ended": r.ended,
+        "last_ms": r.last_ms,
+        "age_s": (now - r.last_ms).max(0) / 1000,
+        "attentions": attentions,
+    })
+}
+
+/// Fills each open attention of a session with what its `attention.needed` said
+/// (`kind`, and `tool`, `message`, `time` when present), read from the session's
+/// recent events: the board and the approvals list show what is being asked.
+fn describe_attentions(ob: &Outbox, session: &mut Value) {
+    let (Some(harness), Some(id)) = (session["harness"].as_str(), session["id"].as_str()) else {
+        return;
+    };
+    let Ok(rows) = ob.events_of(harness, id, 200) else {
+        return;
+    };
+    let Some(attentions) = session["attentions"].as_array_mut() else {
+        return;
+    };
+    for row in rows.iter().rev() {
+        let Ok(env) = serde_json::from_str::<Value>(&row.envelope) else {
+            continue;
+        };
+        if env["type"] != "attention.needed" {
+            continue;
+        }
+        let data = &env["data"];
+        for a in attentions.iter_mut() {
+            if a["attention_id"] == data["attention_id"] && a.get("kind").is_none() {
+                a["kind"] = data["kind"].clone();
+                a["tool"] = data["tool"].clone();
+                a["message"] = data["message"].clone();
+                a["time"] = env["time"].clone();
+            }
+        }
+    }
+}
+
+/// A session's recent events (everything stored: this is the person's own view).
+pub async fn session_events(
+    State(ctx): State<Ctx>,
+    Path((harness, id)): Path<(String, String)>,
+    Query(q): Query<Limit>,
+) -> Answer {
+    let paths = ctx.paths.clone();
+    let limit = q.limit.unwrap_or(50).min(500);
+    blocking(move || {
+        let Some(ob) = Outbox::open_readonly(&paths.outbox())? else {
+            return Ok(Json(json!([])));
+        };
+        let events: Vec<Value> = ob
+            .events_of(&harness, &id, limit)?
+            .iter()
+            .filter_map(|r| serde_json::from_str(&r.envelope).ok())
+            .collect();
+        Ok(Json(Value::Array(events)))
+    })
+    .await
+}
+
+/// The harnesses' reports as the UI shows them: each file's state, and the note.
+fn harness_reports(ctx: &Ctx, names: &[String], action: Action) -> Answer {
+    let acted = Installers::from_env(&ctx.paths)?.act(action, names, false, &[])?;
+    let out: Vec<Value> = acted
+        .into_iter()
+        .map(|a| {
+            let mut v = serde_json::to_value(&a.report).expect("a report serialises");
+            v["note"] = json!(a.first_install_note.or(a.note));
+            v["line"] = json!(a.report.line());
+            v
+        })
+        .collect();
+    Ok(Json(Value::Array(out)))
+}
+
+/// Each harness: its hooks' state per file, with the reason when skipped or inactive.
+pub async fn harnesses(State(ctx): State<Ctx>) -> Answer {
+    blocking(move || harness_reports(&ctx, &[], Action::Status)).await
+}
+
+/// Installs (`{"installed": true}`) or removes a harness's hooks.
+pub async fn set_harness(
+    State(ctx): State<Ctx>,
+    Path(name): Path<String>,
+    given: Result<Json<Value>, JsonRejection>,
+) -> Answer {
+    let Some(on) = body(given)?.get("installed").and_then(Value::as_bool) else {
+        return Err(ApiError::BadRequest(
+            "send {\"installed\": true|false}".into(),
+        ));
+    };
+    let action = if on {
+        Action::Install
+    } else {
+        Action::Uninstall
+    };
+    blocking(move || harness_reports(&ctx, &[name], action)).await
+}
+
+/// The sinks, each with how far behind it is.
+pub async fn sinks(State(ctx): State<Ctx>) -> Answer {
+    let paths = ctx.paths.clone();
+    blocking(move || {
+        let list = SinkList::load(&paths)?;
+        let ob = Outbox::open_readonly(&paths.outbox())?;
+        let views: Vec<Value> = list
+            .sinks
+            .iter()
+            .map(|s| {
+                let behind = ob
+                    .as_ref()
+                    .and_then(|o| o.sink_cursor(&s.id).and_then(|c| o.count_after(c)).ok())
+                    .unwrap_or(0);
+                let mut v = serde_json::to_value(s).expect("a sink serialises");
+                v["behind"] = json!(behind);
+                v["line"] = json!(s.describe());
+                v
+            })
+            .collect();
+        Ok(Json(Value::Array(views)))
+    })
+    .await
+}
+
+/// Adds a sink: `{"target", "tier", "pii", "token", "webhook_secret"}` (the
+/// secrets go to the keychain or the 0600 file, never back out).
+pub async fn add_sink(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejection>) -> Answer {
+    let b = body(given)?;
+    let Some(target) = b.get("target").and_then(Value::as_str).map(str::to_string) else {
+        return Err(ApiError::BadRequest("a sink needs a target".into()));
+    };
+    let tier = match b.get("tier") {
+        None => 0,
+        Some(t) => match t.as_u64() {
+            Some(t) if t <= 3 => t as u8,
+            _ => return Err(ApiError::BadRequest("tier is 0 to 3".into())),
+        },
+    };
+    let secret = |k: &str| {
+        b.get(k)
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+    };
+    let new = NewSink {
+        target,
+        tier,
+        pii: b.get("pii").and_then(Value::as_bool).unwrap_or(false),
+        token: secret("token"),
+        webhook_secret: secret("webhook_secret"),
+    };
+    let added = sinks::add(&ctx.paths, new).await?;
+    Ok(Json(json!({
+        "added": added.sink.describe(),
+        "id": added.sink.id,
+        "tier": added.sink.tier,
+    })))
+}
+
+pub async fn remove_sink(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answer {
+    let paths = ctx.paths.clone();
+    blocking(move || {
+        let s = sinks::remove(&paths, &id)?;
+        Ok(Json(json!({"removed": s.describe()})))
+    })
+    .await
+}
+
+/// `sink test`: discovery and a dry run of the filter; sends nothing.
+pub async fn test_sink(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answer {
+    let (ok, lines) = sinks::test_report(&ctx.paths, &id).await?;
+    Ok(Json(json!({"ok": ok, "lines": lines})))
+}
+
+pub async fn settings(State(ctx): State<Ctx>) -> Answer {
+    let paths = ctx.paths.clone();
+    blocking(move || Ok(Json(settings_view(&Config::load(&paths)?)))).await
+}
+
+/// The settings as GET and PUT answer them: the stored keys, with the tier in
+/// effect and the hostname (what an empty machine name falls back to).
+fn settings_view(c: &Config) -> Value {
+    let mut v = serde_json::to_value(c).expect("config serialises");
+    v["notify_tier"] = json!(c.notify_tier());
+    v["hostname"] = json!(crate::pipeline::ingest::machine_name());
+    v
+}
+
+/// Changes settings: the keys given replace the stored ones; others stay.
+pub async fn put_settings(
+    State(ctx): State<Ctx>,
+    given: Result<Json<Value>, JsonRejection>,
+) -> Answer {
+    let b = body(given)?;
+    let Some(changes) = b.as_object().cloned() else {
+        return Err(ApiError::BadRequest("send an object of settings".into()));
+    };
+    let paths = ctx.paths.clone();
+    blocking(move || {
+        let current = serde_json::to_value(Config::load(&paths)?).expect("config serialises");
+        let mut merged = current.as_object().cloned().unwrap_or_default();
+        for (k, v) in changes {
+            if !merged.contains_key(&k) {
+                return Err(ApiError::BadRequest(format!("no setting {k:?}")));
+            }
+            merged.insert(k, v);
+        }
+        let config: Config = serde_json::from_value(Value::Object(merged))
+            .map_err(|e| ApiError::BadRequest(format!("settings: {e}")))?;
+        if config.notify_tier.is_some_and(|t| t > 3) {
+            return Err(ApiError::BadRequest("notify_tier is 0 to 3".into()));
+        }
+        if config
+            .machine
+            .as_deref()
+            .is_some_and(|m| m.trim().is_empty() || m.len() > 80)
+        {
+            return Err(ApiError::BadRequest(
+                "the machine name is 1 to 80 characters".into(),
+            ));
+        }
+        config.save(&paths)?;
+        Ok(Json(settings_view(&config)))
+    })
+    .await
+}

@@ -1,0 +1,322 @@
+//! Layer 4, daemon: the daemon's life. One per user (an exclusive lock on
+//! `daemon.lock`), a wake socket the hook pokes, the ingest loop, the sinks and
+//! the local API (`api`), all on one tokio runtime: the network and the API on
+//! its workers, SQLite and the spool on its blocking pool (ingest is one
+//! long-lived blocking task, the outbox's only writer of events).
+//!
+//! Two modes share this code. `sessionpipe daemon` runs until killed. The drain
+//! worker (`daemon --drain`), started by a hook that found no daemon, takes the
+//! spool and exits once idle, so events are never stranded while the app is
+//! closed. The order of start (lock, bind, drain) and of exit (unbind, drain,
+//! unlock) is what guarantees that a job written while a worker exits is taken by
+//! that worker or by the next one the hook starts.
+//!
+//! Uses layers 1 to 3 and the crates below. Control, ACP and the pool listener
+//! are started here when they land, on the same runtime.
+
+pub mod api;
+mod wake;
+
+use crate::pipeline::ingest::Ingest;
+use crate::pipeline::outbox::{Outbox, OutboxError};
+use crate::sinks::deliver::{Manager, Ring};
+use crate::state::lock::{self, Lock, Mode};
+use spool::{Spool, StatePaths};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Exit once the spool has been empty for `idle_exit`.
+    pub drain: bool,
+    pub idle_exit: Duration,
+    /// Serve the local API (and the UI's files from `ui_dir`) on loopback.
+    pub api: bool,
+    pub api_port: u16,
+    pub ui_dir: Option<std::path::PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            drain: false,
+            idle_exit: Duration::from_secs(2),
+            api: false,
+            api_port: 0,
+            ui_dir: None,
+        }
+    }
+}
+
+/// Why the daemon could not start (once it runs, it logs and goes on).
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("cannot create {path}: {source}")]
+    StateDir {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot lock {path}: {source}")]
+    Lock {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("another sessionpipe daemon is running{}", pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    Running { pid: Option<u32> },
+    #[error("cannot open the outbox {path}: {source}")]
+    Outbox {
+        path: std::path::PathBuf,
+        source: OutboxError,
+    },
+    #[error("cannot bind {path}: {source}")]
+    Wake {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// How long a drain worker waits for the lock holder to either answer the wake
+/// socket or exit, before leaving the jobs to whoever comes next.
+const WORKER_PATIENCE: Duration = Duration::from_secs(30);
+/// How long `sessionpipe daemon` retries the lock (a `status` may hold it shared
+/// for a moment) before saying another daemon runs.
+const START_PATIENCE: Duration = Duration::from_secs(1);
+/// The spool is listed at least this often even without a wake.
+const POLL: Duration = Duration::from_secs(1);
+/// The sink list is read again this often (the CLI and the API change it).
+const SINKS_REFRESH: Duration = Duration::from_secs(1);
+/// At exit, how long what came in last may take to go out.
+const EXIT_DELIVERY: Duration = Duration::from_secs(5);
+
+/// Runs the daemon (or drain worker) in this process until it is done.
+pub fn run(paths: &StatePaths, opts: &Options) -> Result<(), DaemonError> {
+    paths.ensure().map_err(|source| DaemonError::StateDir {
+        path: paths.root.clone(),
+        source,
+    })?;
+    crate::logging::init();
+    if opts.drain {
+        crate::logging::to_file(&paths.log_file());
+    }
+    let Some(lock) = acquire_lock(paths, opts)? else {
+        return Ok(()); // a drain worker whose work another process will do
+    };
+    let outbox = Outbox::open(&paths.outbox()).map_err(|source| DaemonError::Outbox {
+        path: paths.outbox(),
+        source,
+    })?;
+    let rt = crate::runtime::daemon().map_err(DaemonError::Runtime)?;
+    let result = rt.block_on(serve(paths, opts, outbox));
+    // Blocking steps still running (a hold worker's last read) finish within
+    // their own short budgets; the lock is given up only after them.
+    rt.shutdown_timeout(Duration::from_secs(2));
+    drop(lock);
+    result
+}
+
+/// Everything the daemon does while it holds the lock.
+async fn serve(paths: &StatePaths, opts: &Options, outbox: Outbox) -> Result<(), DaemonError> {
+    let spool = Spool::of(paths);
+    spool.sweep_stale_temps();
+    let _ = outbox.prune_jobs_done(protocol::time::now_ms());
+    let config = crate::state::config::Config::load(paths).unwrap_or_else(|e| {
+        tracing::warn!("{e}; using the defaults");
+        Default::default()
+    });
+    let machine = config
+        .machine
+        .clone()
+        .unwrap_or_else(crate::pipeline::ingest::machine_name);
+    let mut ingest = Ingest::new(outbox, spool, machine);
+    if config.transcripts {
+        ingest.send_turns(paths.outbox());
+    }
+    if let Some(dir) = std::env::var_os("SESSIONPIPE_JOB_ARCHIVE").filter(|d| !d.is_empty()) {
+        let dir = std::path::PathBuf::from(dir);
+        tracing::warn!(
+            "SESSIONPIPE_JOB_ARCHIVE is set: every hook payload is kept in {}",
+            dir.display()
+        );
+        ingest.keep_jobs_in(dir);
+    }
+    let ring = Ring::default();
+    let rung = ring.clone();
+    ingest.ring_after_commit(move || rung.ring());
+
+    // A drain worker has no terminal: stdout sinks wait for a daemon.
+    let sinks = Arc::new(tokio::sync::Mutex::new(Manager::new(
+        paths.clone(),
+        ring,
+        !opts.drain,
+    )));
+    sinks.lock().await.refresh().await;
+    let settled = Arc::new(AtomicBool::new(false));
+    // A drain worker's exit waits on the sinks: it looks often.
+    let tick = if opts.drain {
+        Duration::from_millis(100)
+    } else {
+        SINKS_REFRESH
+    };
+    let refresher = tokio::spawn(refresh_sinks(sinks.clone(), settled.clone(), tick));
+
+    // A drain worker serves no UI: it lives for seconds.
+    let api = if opts.api && !opts.drain {
+        match api::start(paths, opts.ui_dir.clone(), opts.api_port) {
+            Ok(api) => {
+                tracing::info!(
+                    "UI and API at {} (the token is in {})",
+                    api.url,
+                    paths.ui_file().display()
+                );
+                Some(api)
+            }
+            Err(e) => {
+                tracing::warn!("the local API did not start: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let wake = wake::Socket::bind(&paths.wake_socket()).map_err(|source| DaemonError::Wake {
+        path: paths.wake_socket(),
+        source,
+    })?;
+    if !opts.drain {
+        tracing::info!("daemon running, state in {}", paths.root.display());
+    }
+
+    let loop_opts = opts.clone();
+    let loop_settled = settled.clone();
+    let ingest = crate::runtime::blocking(move || {
+        ingest_until_done(&mut ingest, &wake, &loop_opts, &loop_settled);
+        // Exit: stop answering wakes first, so a hook that writes a job from
+        // now on starts a new worker (which waits for this lock); then take
+        // what came in.
+        drop(wake);
+        if let Err(e) = ingest.drain() {
+            tracing::warn!("final drain failed, jobs stay spooled: {e}");
+        }
+        ingest
+    })
+    .await;
+    drop(ingest);
+
+    // What came in last goes out too, unless a sink waits out an error.
+    let until = Instant::now() + EXIT_DELIVERY;
+    while !sinks.lock().await.settled() && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    refresher.abort();
+    sinks.lock().await.stop().await;
+    if let Some(api) = api {
+        api.stop().await;
+    }
+    Ok(())
+}
+
+/// Keeps the sink tasks in line with `sinks.json`, and says every `tick` whether
+/// they are all caught up (a drain worker's exit rule reads it).
+async fn refresh_sinks(
+    sinks: Arc<tokio::sync::Mutex<Manager>>,
+    settled: Arc<AtomicBool>,
+    tick: Duration,
+) {
+    let mut refreshed = Instant::now();
+    loop {
+        tokio::time::sleep(tick).await;
+        let mut m = sinks.lock().await;
+        if refreshed.elapsed() >= SINKS_REFRESH {
+            m.refresh().await;
+            refreshed = Instant::now();
+        }
+        settled.store(m.settled(), Ordering::Relaxed);
+    }
+}
+
+/// The ingest loop: drains the spool at every wake (and every `POLL`), until a
+/// drain worker has been idle for its `idle_exit`.
+fn ingest_until_done(
+    ingest: &mut Ingest,
+    wake: &wake::Socket,
+    opts: &Options,
+    settled: &AtomicBool,
+) {
+    let mut last_work = Instant::now();
+    loop {
+        let mut waiting = false;
+        match ingest.drain() {
+            Ok(r) => {
+                if r.jobs > 0 {
+                    last_work = Instant::now();
+                }
+                waiting = r.deferred > 0;
+            }
+            Err(e) => {
+                tracing::warn!("ingest paused: {e}");
+                std::thread::sleep(POLL);
+            }
+        }
+        if waiting {
+            // A held turn has the session: come back as soon as it is given back.
+            ingest.wait_for_sessions(Duration::from_millis(50));
+            continue;
+        }
+        if opts.drain
+            && ingest.idle()
+            && settled.load(Ordering::Relaxed)
+            && last_work.elapsed() >= opts.idle_exit
+        {
+            return;
+        }
+        let wait = if opts.drain {
+            opts.idle_exit.min(POLL)
+        } else {
+            POLL
+        };
+        wake.wait(wait);
+    }
+}
+
+/// Takes the daemon lock. `Ok(None)`: a drain worker that need not run.
+fn acquire_lock(paths: &StatePaths, opts: &Options) -> Result<Option<Lock>, DaemonError> {
+    let mode = if opts.drain {
+        Mode::Drain
+    } else {
+        Mode::Daemon
+    };
+    let started = Instant::now();
+    loop {
+        match lock::try_acquire(paths, mode) {
+            Ok(Some(lock)) => return Ok(Some(lock)),
+            Ok(None) => {}
+            Err(source) => {
+                return Err(DaemonError::Lock {
+                    path: paths.daemon_lock(),
+                    source,
+                });
+            }
+        }
+        if opts.drain {
+            // Someone holds the lock. If it answers wakes it will take our job;
+            // if it is a worker on its way out, wait for it to let go.
+            if spool::wake::poke(&paths.wake_socket()) || started.elapsed() > WORKER_PATIENCE {
+                return Ok(None);
+            }
+        } else if started.elapsed() > START_PATIENCE {
+            // A drain worker lets go within seconds of the spool running dry.
+            match lock::holder(paths) {
+                Some(h) if h.mode == Mode::Drain && started.elapsed() < WORKER_PATIENCE => {}
+                holder => {
+                    return Err(DaemonError::Running {
+                        pid: holder.map(|h| h.pid),
+                    });
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,427 @@
+//! From spool to outbox: read jobs in arrival order, map each with its harness's
+//! adapter, apply the session rules, run `secrets@1`, append, and only then remove
+//! the job files.
+//!
+//! A batch of jobs commits in one transaction together with the names of the jobs
+//! it took, so a crash at any point either keeps the jobs for the next run or
+//! remembers they are done: never lost, never appended twice. A job that cannot be
+//! read is quarantined with its reason and never retried. This module does not
+//! deliver or filter; it is the only writer of the outbox's events.
+
+use crate::pipeline::holds::{Busy, HoldTask, HoldWorker, SessionKey};
+use crate::pipeline::outbox::{Outbox, OutboxError, OutboxTx};
+use crate::pipeline::reading::{self, Turns};
+use crate::pipeline::session::{self, Hold, SessionRecord, Stamp};
+use harness::{Adapter, Mapped};
+use protocol::{Envelope, EventData};
+use spool::Job;
+use spool::Spool;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// Jobs per transaction: large enough to amortise a commit's fsync under a hook
+/// storm, small enough that one batch stays a few milliseconds.
+const BATCH: usize = 1024;
+
+pub struct Ingest {
+    outbox: Outbox,
+    spool: Spool,
+    machine: String,
+    /// Where committed jobs are moved instead of removed (a diagnostic, and how
+    /// the project records fixtures from real harnesses).
+    archive: Option<std::path::PathBuf>,
+    turns: Turns,
+    busy: Arc<Busy>,
+    holds: Option<HoldWorker>,
+    /// Rung after each commit that appended events (the sinks wait on it).
+    after_commit: Option<Box<dyn Fn() + Send>>,
+}
+
+/// Why a drain stopped: the spool cannot be listed, or the outbox not written.
+/// The jobs stay in the spool for the next drain.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("cannot list the spool: {0}")]
+    Spool(std::io::Error),
+    #[error(transparent)]
+    Outbox(#[from] OutboxError),
+}
+
+/// What became of one job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Appended(usize),
+    Ignored(String),
+    Quarantined(String),
+}
+
+impl Outcome {
+    /// The outcome as `jobs_done` keeps it.
+    fn record(&self) -> String {
+        match self {
+            Outcome::Appended(n) => format!("appended {n}"),
+            Outcome::Ignored(why) => format!("ignored: {why}"),
+            Outcome::Quarantined(why) => format!("quarantined: {why}"),
+        }
+    }
+
+    /// Reads back what `record` wrote (anything else is an older note: ignored).
+    fn from_record(s: &str) -> Outcome {
+        if let Some(why) = s.strip_prefix("quarantined: ") {
+            return Outcome::Quarantined(why.to_string());
+        }
+        if let Some(n) = s.strip_prefix("appended ").and_then(|n| n.parse().ok()) {
+            return Outcome::Appended(n);
+        }
+        Outcome::Ignored(s.strip_prefix("ignored: ").unwrap_or(s).to_string())
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DrainReport {
+    pub jobs: usize,
+    pub events: usize,
+    pub quarantined: usize,
+    /// Jobs left for later because their session was taken (a held turn).
+    pub deferred: usize,
+}
+
+/// What ingesting one job did, beyond its outcome.
+enum Taken {
+    Done(Outcome, Option<(SessionKey, Option<HoldTask>)>),
+    /// Its session is taken: the job waits in the spool.
+    Deferred(SessionKey),
+}
+
+impl Ingest {
+    pub fn new(outbox: Outbox, spool: Spool, machine: String) -> Ingest {
+        Ingest {
+            outbox,
+            spool,
+            machine,
+            archive: None,
+            turns: Turns::FactsOnly,
+            busy: Arc::new(Busy::default()),
+            holds: None,
+            after_commit: None,
+        }
+    }
+
+    /// Calls `ring` after each commit that appended events (the sinks wait on it).
+    pub fn ring_after_commit(&mut self, ring: impl Fn() + Send + 'static) {
+        self.after_commit = Some(Box::new(ring));
+    }
+
+    /// Keeps every committed job in `dir`. Payloads hold prompts and tool output:
+    /// only for diagnostics and recording fixtures.
+    pub fn keep_jobs_in(&mut self, dir: std::path::PathBuf) {
+        self.archive = Some(dir);
+    }
+
+    /// Sends `turn.transcript` events (some destination takes tier 2), with a
+    /// worker that waits for a turn's words to reach the transcript file.
+    pub fn send_turns(&mut self, outbox_path: std::path::PathBuf) {
+        self.turns = Turns::Send;
+        self.holds = Some(HoldWorker::start(
+            outbox_path,
+            self.busy.clone(),
+            self.machine.clone(),
+        ));
+    }
+
+    /// True when no session is taken and no held turn waits.
+    pub fn idle(&self) -> bool {
+        self.busy.is_idle() && self.holds.as_ref().is_none_or(HoldWorker::idle)
+    }
+
+    /// Waits a little for a taken session to be given back.
+    pub fn wait_for_sessions(&self, timeout: std::time::Duration) {
+        self.busy.wait(timeout);
+    }
+
+    /// Takes every job in the spool, batch by batch, until none is left or every
+    /// job left waits for its session.
+    pub fn drain(&mut self) -> Result<DrainReport, IngestError> {
+        let mut report = DrainReport::default();
+        loop {
+            // One listing per pass: a storm leaves thousands of files, and each
+            // listing reads them all.
+            let names = self.spool.pending(usize::MAX).map_err(IngestError::Spool)?;
+            if names.is_empty() {
+                return Ok(report);
+            }
+            // Sessions deferred early in the pass stay deferred to its end, so
+            // a later job of theirs never goes before an earlier one.
+            let mut deferred: HashSet<SessionKey> = HashSet::new();
+            let mut progressed = false;
+            report.deferred = 0;
+            for chunk in names.chunks(BATCH) {
+                let (outcomes, waiting) = self.batch(chunk, &mut deferred)?;
+                progressed |= !outcomes.is_empty();
+                report.deferred += waiting;
+                self.finish(outcomes, &mut report);
+            }
+            if !progressed {
+                return Ok(report);
+            }
+        }
+    }
+
+    /// Removes (or archives, or quarantines) the jobs a batch committed.
+    fn finish(&self, outcomes: Vec<(String, Outcome)>, report: &mut DrainReport) {
+        for (name, outcome) in outcomes {
+            report.jobs += 1;
+            match &outcome {
+                Outcome::Appended(n) => report.events += n,
+                Outcome::Quarantined(why) => {
+                    report.quarantined += 1;
+                    tracing::warn!("quarantined {name}: {why}");
+                }
+                Outcome::Ignored(_) => {}
+            }
+            let done = match (&outcome, &self.archive) {
+                (Outcome::Quarantined(why), _) => self.spool.quarantine(&name, why),
+                (_, Some(dir)) => self.spool.archive(&name, dir),
+                (_, None) => self.spool.remove(&name),
+            };
+            if let Err(e) = done {
+                // Committed already: the next drain finds it in jobs_done.
+                tracing::warn!("cannot remove job {name}: {e}");
+            }
+        }
+    }
+
+    /// Commits one batch: each job's outcome in order, and how many were deferred.
+    fn batch(
+        &mut self,
+        names: &[String],
+        deferred: &mut HashSet<SessionKey>,
+    ) -> Result<(Vec<(String, Outcome)>, usize), OutboxError> {
+        let ctx = Ctx {
+            machine: &self.machine,
+            turns: self.turns,
+            busy: &self.busy,
+        };
+        let mut taken: HashSet<SessionKey> = HashSet::new();
+        // Each session's record is read once per batch and written at its end.
+        let mut records: HashMap<SessionKey, SessionRecord> = HashMap::new();
+        let mut holds: Vec<HoldTask> = Vec::new();
+        let mut outcomes = Vec::with_capacity(names.len());
+        let mut waiting = 0;
+        let tx = self.outbox.begin()?;
+        for name in names {
+            if let Some(done) = tx.job_outcome(name)? {
+                outcomes.push((name.clone(), Outcome::from_record(&done)));
+                continue;
+            }
+            let taken_now = match Job::read(&self.spool.path(name)) {
+                Ok(job) => ingest_job(&tx, &job, &ctx, &mut taken, deferred, &mut records)?,
+                Err(why) => Taken::Done(Outcome::Quarantined(why.to_string()), None),
+            };
+            match taken_now {
+                Taken::Deferred(key) => {
+                    waiting += 1;
+                    deferred.insert(key);
+                }
+                Taken::Done(outcome, session) => {
+                    if let Some((_, Some(hold))) = session {
+                        holds.retain(|h| h.key != hold.key);
+                        holds.push(hold);
+                    }
+                    tx.mark_job(name, &outcome.record(), protocol::time::now_ms())?;
+                    outcomes.push((name.clone(), outcome));
+                }
+            }
+        }
+        for ((harness, session), record) in &records {
+            tx.save_session(harness, session, record)?;
+        }
+        let committed = tx.commit();
+        // Sessions go back once their events are committed; a held turn's session
+        // stays taken and goes to the hold worker.
+        for key in &taken {
+            if !(committed.is_ok() && holds.iter().any(|h| &h.key == key)) {
+                self.busy.give_back(key);
+            }
+        }
+        committed?;
+        if let Some(ring) = &self.after_commit
+            && outcomes
+                .iter()
+                .any(|(_, o)| matches!(o, Outcome::Appended(n) if *n > 0))
+        {
+            ring();
+        }
+        for hold in holds {
+            match &self.holds {
+                Some(w) => w.submit(hold),
+                None => self.busy.give_back(&hold.key),
+            }
+        }
+        Ok((outcomes, waiting))
+    }
+
+    pub fn outbox(&self) -> &Outbox {
+        &self.outbox
+    }
+}
+
+struct Ctx<'a> {
+    machine: &'a str,
+    turns: Turns,
+    busy: &'a Busy,
+}
+
+/// Maps one job and appends its events inside `tx`, unless its session is taken.
+fn ingest_job(
+    tx: &OutboxTx<'_>,
+    job: &Job,
+    ctx: &Ctx<'_>,
+    taken: &mut HashSet<SessionKey>,
+    deferred: &HashSet<SessionKey>,
+    records: &mut HashMap<SessionKey, SessionRecord>,
+) -> Result<Taken, OutboxError> {
+    let Some(adapter) = adapters::lookup(&job.harness) else {
+        let why = format!("no adapter for harness {:?}", job.harness);
+        return Ok(Taken::Done(Outcome::Quarantined(why), None));
+    };
+    let mapping = match adapter.map(job) {
+        Ok(Mapped::Events(m)) => *m,
+        Ok(Mapped::Ignored(why)) => return Ok(Taken::Done(Outcome::Ignored(why), None)),
+        Err(e) => return Ok(Taken::Done(Outcome::Quarantined(e.0), None)),
+    };
+    let key: SessionKey = (adapter.name().to_string(), mapping.session_id.clone());
+    // Later jobs of a deferred session wait too, so its events stay in order.
+    if deferred.contains(&key) || (!taken.contains(&key) && !ctx.busy.try_take(&key)) {
+        return Ok(Taken::Deferred(key));
+    }
+    taken.insert(key.clone());
+
+    let record = match records.entry(key.clone()) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(e) => {
+            e.insert(tx.load_session(adapter.name(), &mapping.session_id)?)
+        }
+    };
+    let mut events = mapping.events;
+    adapter.remember(job, &mut events, &mut record.memo);
+    let mut block = mapping.block;
+    block.machine = Some(ctx.machine.to_string());
+    record.block.merge(&block);
+    if mapping.harness_version.is_some() {
+        record.version = mapping.harness_version;
+    }
+    let tool_event = !events.is_empty()
+        && events
+            .iter()
+            .all(|e| matches!(e, EventData::ToolStarted(_) | EventData::ToolEnded(_)));
+    let files = adapter.files(job);
+    let around = reading::around_call(adapter, job, &files, tool_event, record, ctx.turns);
+    let mut all = around.before;
+    all.extend(events);
+    all.extend(around.after);
+    let count = append_events(
+        tx,
+        adapter,
+        &mapping.session_id,
+        record,
+        &job.event,
+        job.at_ms(),
+        all,
+    )?;
+    let hold = around.hold.map(|hold| HoldTask {
+        key: key.clone(),
+        event: job.event.clone(),
+        hold,
+        since: std::time::Instant::now(),
+    });
+    Ok(Taken::Done(Outcome::Appended(count), Some((key, hold))))
+}
+
+/// Applies the session rules to `events`, stamps and redacts them, and appends
+/// them; `record` is updated, not saved.
+pub fn append_events(
+    tx: &OutboxTx<'_>,
+    adapter: &dyn Adapter,
+    session_id: &str,
+    record: &mut SessionRecord,
+    harness_event: &str,
+    time_ms: i64,
+    events: Vec<EventData>,
+) -> Result<usize, OutboxError> {
+    let mut events = events;
+    if let Some(beat) = session::heartbeat_due(record, &events, time_ms) {
+        events.insert(0, beat);
+    }
+    let events = session::apply_rules(record, events);
+    reading::track_running_turn(record, &events);
+    record.saw(&events, time_ms);
+    let stamp = Stamp {
+        harness: adapter.name(),
+        harness_event: Some(harness_event),
+        version: record.version.as_deref(),
+        session_id,
+        block: &record.block,
+        time_ms,
+    };
+    let count = events.len();
+    for event in events {
+        let mut env = session::envelope(&stamp, 0, event);
+        redact_secrets(&mut env);
+        tx.append(&mut env)?;
+    }
+    Ok(count)
+}
+
+/// One attempt of the hold worker: reads the transcript for a held turn and
+/// appends it when whole. True when there is nothing more to wait for.
+pub fn append_held_turn(
+    ob: &mut Outbox,
+    adapter: &dyn Adapter,
+    session_id: &str,
+    harness_event: &str,
+    hold: &Hold,
+    machine: &str,
+) -> Result<bool, OutboxError> {
+    let tx = ob.begin()?;
+    let mut record = tx.load_session(adapter.name(), session_id)?;
+    if record.hold.as_ref() != Some(hold) {
+        return Ok(true); // a later hook sent it, or a newer turn holds
+    }
+    record.block.machine = Some(machine.to_string());
+    let turns = reading::held_turn(adapter, &mut record, protocol::time::now_ms());
+    if turns.is_empty() {
+        return Ok(false);
+    }
+    record.hold = None;
+    append_events(
+        &tx,
+        adapter,
+        session_id,
+        &mut record,
+        harness_event,
+        protocol::time::now_ms(),
+        turns,
+    )?;
+    tx.save_session(adapter.name(), session_id, &record)?;
+    tx.commit()?;
+    Ok(true)
+}
+
+/// `secrets@1` on every string of the event's data and on the session's title,
+/// before the outbox: nothing stored, and so nothing sent, carries a secret.
+pub fn redact_secrets(env: &mut Envelope) {
+    for value in env.data.values_mut() {
+        redact::map_strings(value, &redact::secrets);
+    }
+    if let Some(title) = env.session.title.as_mut()
+        && let std::borrow::Cow::Owned(clean) = redact::secrets(title)
+    {
+        *title = clean;
+    }
+}
+
+/// The machine name events carry: the hostname.
+pub fn machine_name() -> String {
+    gethostname::gethostname().to_string_lossy().into_owned()
+}

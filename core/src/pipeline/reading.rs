@@ -1,0 +1,325 @@
+//! What the daemon reads from a harness's own files around one hook call: facts
+//! (repo, branch, title, model, account, link) and the transcript's turns.
+//!
+//! Runs after the hook exited, inside the session's turn (the ingest thread or
+//! the hold worker owns the session while it runs), on the session's record. It
+//! returns events to put before and after the call's own; it never writes the
+//! outbox and never fails: a file that cannot be read only means fewer facts.
+
+use crate::pipeline::session::{Hold, SessionRecord, TranscriptState};
+use harness::transcript::{ReadPlan, Turn, Want};
+use harness::{Adapter, SessionFiles};
+use protocol::*;
+use spool::Job;
+
+/// How long later hooks keep looking for a held turn's words.
+pub const HOLD_MS: i64 = 60_000;
+
+/// Events a read adds around a call's own, and a turn to keep re-reading for.
+#[derive(Debug, Default)]
+pub struct Around {
+    pub before: Vec<EventData>,
+    pub after: Vec<EventData>,
+    /// The Stop's turn is not whole in the file yet.
+    pub hold: Option<Hold>,
+}
+
+/// Whether turns are sent (some destination takes tier 2) or only read for facts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Turns {
+    Send,
+    FactsOnly,
+}
+
+/// Reads facts and the transcript for one call of `adapter`'s session.
+pub fn around_call(
+    adapter: &dyn Adapter,
+    job: &Job,
+    files: &SessionFiles,
+    tool_event: bool,
+    record: &mut SessionRecord,
+    turns: Turns,
+) -> Around {
+    let mut around = Around::default();
+    if !tool_event {
+        let mut facts = adapter.facts(job, files);
+        if let Some(folder) = &files.folder {
+            let (repo, branch) = harness::facts::git(folder);
+            facts.repo = facts.repo.or(repo);
+            facts.branch = facts.branch.or(branch);
+        }
+        record.block.merge(&facts);
+    }
+    let Some(source) = adapter.transcript() else {
+        return around;
+    };
+    if let Some(path) = &files.transcript {
+        let path = path.to_string_lossy().into_owned();
+        match record.transcript.as_mut() {
+            Some(t) if same_transcript(&t.path, &path) => t.path = path,
+            _ => {
+                record.transcript = Some(TranscriptState {
+                    path,
+                    log: Default::default(),
+                })
+            }
+        }
+    }
+    if record.transcript.is_none() {
+        return around;
+    }
+    let now = job.at_ms();
+    let held = record
+        .hold
+        .clone()
+        .filter(|h| now <= h.until_ms && !tool_event);
+    if files.read.is_none() && held.is_none() {
+        return around;
+    }
+    // Limits go last, so a turn's transcript sits right after its end.
+    let limits = read_new(source, record).map(EventData::LimitsObserved);
+    let Some(state) = record.transcript.as_mut() else {
+        return around;
+    };
+    let sent = |turns_out: Vec<Turn>, place: &mut Vec<EventData>| {
+        if turns == Turns::Send {
+            place.extend(turns_out.into_iter().map(|t| transcript_event(t, now)));
+        }
+    };
+    if let Some(h) = &held {
+        let t = state.log.take(&Want::EndedWith(h.words.clone()));
+        sent(t, &mut around.before);
+    }
+    if let Some(plan) = &files.read {
+        if plan.interruption
+            && let Some(running) = record.running_turn.clone()
+            && state.log.interrupted(&running)
+        {
+            around.before.push(EventData::TurnEnded(TurnEnded::new(
+                Some(running),
+                TurnEndReason::Interrupt,
+            )));
+            record.running_turn = None;
+        }
+        let t = state.log.take(&plan.want);
+        let place = if plan.after {
+            &mut around.after
+        } else {
+            &mut around.before
+        };
+        sent(t, place);
+        around.hold = hold_for(plan, job, record, now);
+    }
+    if let Some(h) = &record.hold {
+        let gone = record
+            .transcript
+            .as_ref()
+            .is_some_and(|t| t.log.sent(h.turn_id.as_deref()));
+        if gone || now > h.until_ms {
+            record.hold = None;
+        }
+    }
+    if turns == Turns::FactsOnly {
+        record.hold = None;
+        around.hold = None;
+    }
+    around.after.extend(limits);
+    around
+}
+
+/// True when two transcript paths name the same transcript: the same path, or
+/// the same file compressed in place (Codex compresses an old rollout to
+/// `<name>.zst`). Its reader counts the cursor in decompressed bytes, so the
+/// cursor and the turns read so far stay good across the change.
+fn same_transcript(a: &str, b: &str) -> bool {
+    a.strip_suffix(".zst").unwrap_or(a) == b.strip_suffix(".zst").unwrap_or(b)
+}
+
+/// Reads the transcript past its cursor into the turn log, and merges the facts
+/// it holds (a title, else the first ask, as `first-ask`).
+fn read_new(
+    source: &dyn harness::transcript::TranscriptSource,
+    record: &mut SessionRecord,
+) -> Option<LimitsObserved> {
+    let state = record.transcript.as_mut()?;
+    let path = std::path::Path::new(&state.path);
+    // A file shorter than the cursor was rewritten: read it again from the
+    // start; what was sent stays sent (the log remembers the last turn).
+    if source.size(path).is_ok_and(|len| len < state.log.cursor) {
+        state.log.restart();
+    }
+    let out = source.read(path, state.log.cursor).ok()?;
+    state.log.feed(out.recs);
+    state.log.cursor = out.cursor;
+    if out.version.is_some() {
+        record.version = out.version;
+    }
+    let mut facts = out.facts;
+    if facts.title.is_none()
+        && let Some(ask) = &state.log.first_ask
+    {
+        facts.title = Some(harness::payload::one_line(ask, source.first_ask_chars()));
+        facts.title_source = Some(TitleSource::FirstAsk);
+    }
+    record.block.merge(&facts);
+    // Limits are sent when they changed, not at every read.
+    let limits = out.limits?;
+    let seen = serde_json::to_value(&limits).ok();
+    if record.last_limits == seen {
+        return None;
+    }
+    record.last_limits = seen;
+    Some(limits)
+}
+
+/// The hold worker's read: the held turn's transcript event when it is whole.
+pub fn held_turn(adapter: &dyn Adapter, record: &mut SessionRecord, now_ms: i64) -> Vec<EventData> {
+    let (Some(source), Some(hold)) = (adapter.transcript(), record.hold.clone()) else {
+        return vec![];
+    };
+    // Limits this read found follow the held turn. When the turn is not whole
+    // yet, nothing of the read is kept (the caller saves no record), so the
+    // next read finds them again.
+    let limits = read_new(source, record);
+    let Some(state) = record.transcript.as_mut() else {
+        return vec![];
+    };
+    let mut out: Vec<EventData> = state
+        .log
+        .take(&Want::EndedWith(hold.words))
+        .into_iter()
+        .map(|t| transcript_event(t, now_ms))
+        .collect();
+    if !out.is_empty() {
+        out.extend(limits.map(EventData::LimitsObserved));
+    }
+    out
+}
+
+/// A Stop's turn the file does not have whole yet: hold it (ADAPTERS.md, Claude
+/// Code Transcript row: re-read for a while, then at later hooks for a minute).
+fn hold_for(plan: &ReadPlan, job: &Job, record: &mut SessionRecord, now: i64) -> Option<Hold> {
+    let Want::EndedWith(words) = &plan.want else {
+        return None;
+    };
+    if !plan.hold {
+        return None;
+    }
+    let turn_id = turn_id_of(job, record);
+    let log = &record.transcript.as_ref()?.log;
+    if log.sent(turn_id.as_deref()) || log.last_turn_whole(words) {
+        return None;
+    }
+    let hold = Hold {
+        turn_id,
+        words: words.clone(),
+        until_ms: now + HOLD_MS,
+    };
+    record.hold = Some(hold.clone());
+    Some(hold)
+}
+
+/// The turn a call ends: the running one (the hooks' own record of it).
+fn turn_id_of(_job: &Job, record: &SessionRecord) -> Option<String> {
+    record.running_turn.clone()
+}
+
+fn transcript_event(t: Turn, now_ms: i64) -> EventData {
+    EventData::TurnTranscript(TurnTranscript {
+        turn: t.n,
+        user: t.user,
+        assistant: t.assistant,
+        at: protocol::time::rfc3339_ms(t.at_ms.unwrap_or(now_ms)),
+    })
+}
+
+/// Keeps `record.running_turn` in step with the events appended for a call.
+pub fn track_running_turn(record: &mut SessionRecord, events: &[EventData]) {
+    for ev in events {
+        match ev {
+            EventData::TurnStarted(t) => record.running_turn = t.turn_id.clone(),
+            EventData::TurnEnded(t) if t.turn_id.is_none() || t.turn_id == record.running_turn => {
+                record.running_turn = None
+            }
+            EventData::SessionEnded(_) => record.running_turn = None,
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::session::SessionRecord;
+    use serde_json::{Value, json};
+    use std::path::Path;
+
+    /// The daemon's reads around Codex's hooks, on the
+    /// recorded rollout cut where Codex had written it at each hook: the version
+    /// and model at the start; a Stop whose words are not in the file yet holds
+    /// its turn, and the held read sends the turn with the limits it found; a
+    /// rollout compressed in place keeps its cursor.
+    #[test]
+    fn the_daemons_reads_as_codex_writes_its_rollout() {
+        let codex = adapters::lookup("codex").unwrap();
+        let recorded = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../conformance/transcripts/codex/one-turn.jsonl");
+        let text = std::fs::read_to_string(recorded).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let dir = tempfile::tempdir().unwrap();
+        let sid = "01a22900-3b7d-7f91-8b4f-43c8cf049ae8";
+        let path = dir
+            .path()
+            .join(format!("rollout-2026-11-29T20-30-10-{sid}.jsonl"));
+        let write = |n: usize| {
+            let upto: String = lines[..n].iter().map(|l| format!("{l}\n")).collect();
+            std::fs::write(&path, upto).unwrap();
+        };
+        let kinds = |evs: &[EventData]| evs.iter().map(|e| e.kind()).collect::<Vec<_>>();
+        let call = |record: &mut SessionRecord, event: &str, extra: Value, rollout: &Path| {
+            let mut p = json!({"session_id": sid, "turn_id": "01a22900-3b98-7782-a77f-480237f2596d",
+                "transcript_path": rollout, "cwd": "/w", "hook_event_name": event});
+            p.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            let job = harness::Job {
+                harness: "codex".into(),
+                event: event.into(),
+                payload: p.to_string().into_bytes(),
+                ..Default::default()
+            };
+            let around = around_call(codex, &job, &codex.files(&job), false, record, Turns::Send);
+            (
+                kinds(&around.before),
+                kinds(&around.after),
+                around.hold.is_some(),
+            )
+        };
+        let mut record = SessionRecord::default();
+
+        write(7); // Codex has written the thread's start, not the ask yet
+        let start = call(&mut record, "SessionStart", json!({}), &path);
+        assert_eq!(start, (vec![], vec![], false));
+        assert_eq!(record.version.as_deref(), Some("0.171.0"));
+        assert_eq!(record.block.model.as_deref(), Some("mock-model"));
+        write(13); // the command's output, not the answer
+        let words = json!({"last_assistant_message": "It printed hello."});
+        let (_, after, held) = call(&mut record, "Stop", words, &path);
+        assert_eq!((after, held), (vec![], true));
+        write(lines.len());
+        let sent = held_turn(codex, &mut record, 0);
+        assert_eq!(kinds(&sent), ["turn.transcript", "limits.observed"]);
+
+        // Codex compresses the rollout; its next hook names the `.zst`.
+        let zst = path.with_extension("jsonl.zst");
+        std::fs::write(&zst, zstd::encode_all(text.as_bytes(), 3).unwrap()).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let end = call(&mut record, "SessionEnd", json!({"reason": "other"}), &zst);
+        assert_eq!(end, (vec![], vec![], false), "nothing is sent twice");
+        let state = record.transcript.as_ref().unwrap();
+        assert_eq!(
+            (state.path.as_str(), state.log.cursor),
+            (zst.to_str().unwrap(), text.len() as u64)
+        );
+    }
+}

@@ -1,0 +1,12 @@
+//! The real harnesses from npm (`e2e/`), driven offline by scripted model APIs on
+//! loopback (`sessionpipe-testkit`): Claude Code, Codex and Gemini CLI run whole
+//! turns, their real hooks call the real `sessionpipe-hook`, and the daemon's
+//! events are checked. One test binary: a change to the core relinks it once.
+//! Without the harnesses installed each test says so in one line and passes,
+//! unless `SESSIONPIPE_REQUIRE_HARNESSES=1` (the test command sets it).
+
+mod real_claude_code;
+mod real_claude_code_transcripts;
+mod real_codex;
+mod real_gemini_cli;
+mod real_gemini_cli_transcripts;

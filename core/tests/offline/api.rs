@@ -1,0 +1,281 @@
+//! The daemon's local API over real HTTP: the token and the host are checked,
+//! the board shows a real hook's attention, a harness toggle writes and removes
+//! real hooks, settings and sinks change through it.
+
+use serde_json::{Value, json};
+use sessionpipe_testkit::Sandbox;
+use std::time::{Duration, Instant};
+
+struct Ui {
+    url: String,
+    token: String,
+    client: reqwest::blocking::Client,
+}
+
+impl Ui {
+    fn of(sb: &Sandbox) -> Ui {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let doc: Value = loop {
+            if let Ok(b) = std::fs::read(sb.state.join("ui.json")) {
+                break serde_json::from_slice(&b).unwrap();
+            }
+            assert!(Instant::now() < deadline, "no ui.json");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Ui {
+            url: doc["url"].as_str().unwrap().into(),
+            token: doc["token"].as_str().unwrap().into(),
+            client: reqwest::blocking::Client::new(),
+        }
+    }
+
+    fn get(&self, path: &str) -> Value {
+        let r = self
+            .client
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .send()
+            .unwrap();
+        assert!(r.status().is_success(), "{path}: {}", r.status());
+        serde_json::from_str(&r.text().unwrap()).unwrap()
+    }
+
+    fn send(&self, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
+        let r = self
+            .client
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .unwrap();
+        let status = r.status().as_u16();
+        (
+            status,
+            serde_json::from_str(&r.text().unwrap_or_default()).unwrap_or(Value::Null),
+        )
+    }
+}
+
+#[test]
+fn the_token_and_the_host_are_checked() {
+    let sb = Sandbox::new();
+    let _d = sb.start_daemon();
+    let ui = Ui::of(&sb);
+    let c = reqwest::blocking::Client::new();
+    assert_eq!(
+        c.get(format!("{}/api/overview", ui.url))
+            .send()
+            .unwrap()
+            .status(),
+        401
+    );
+    let wrong = c
+        .get(format!("{}/api/overview", ui.url))
+        .bearer_auth("nope")
+        .send()
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let rebound = c
+        .get(format!("{}/api/overview", ui.url))
+        .bearer_auth(&ui.token)
+        .header("host", "evil.example:80")
+        .send()
+        .unwrap();
+    assert_eq!(rebound.status(), 421, "another host name is refused");
+    let why: serde_json::Value = serde_json::from_str(&rebound.text().unwrap()).unwrap();
+    assert!(
+        why["error"].as_str().unwrap().contains("127.0.0.1"),
+        "{why}"
+    );
+    assert!(ui.url.starts_with("http://127.0.0.1:"));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(sb.state.join("ui.json"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    let out = sb.sessionpipe(&["ui"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("{}/#token={}", ui.url, ui.token)
+    );
+}
+
+#[test]
+fn the_board_shows_a_sessions_attention_until_it_clears() {
+    let sb = Sandbox::new();
+    let _d = sb.start_daemon();
+    let ui = Ui::of(&sb);
+    let payload = |event: &str, extra: Value| {
+        let mut p = json!({"session_id": "5b1c2d3e-0000-4000-8000-0000000000cc", "transcript_path": "/x.jsonl", "cwd": "/srv/app", "hook_event_name": event, "prompt_id": "p1"});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        p.to_string()
+    };
+    sb.hook(
+        "claude-code",
+        "UserPromptSubmit",
+        payload("UserPromptSubmit", json!({"prompt": "go"})).as_bytes(),
+    );
+    sb.hook(
+        "claude-code",
+        "PermissionRequest",
+        payload(
+            "PermissionRequest",
+            json!({"tool_name": "Bash", "tool_input": {"command": "rm -rf build"}}),
+        )
+        .as_bytes(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let board = loop {
+        let b = ui.get("/api/overview");
+        if b["approvals"].as_array().is_some_and(|a| !a.is_empty()) || Instant::now() > deadline {
+            break b;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let s = &board["sessions"][0];
+    assert_eq!(s["state"], "needs_you");
+    assert_eq!(s["harness"], "claude-code");
+    assert_eq!(s["title"], "/srv/app");
+    assert_eq!(board["approvals"][0]["session"], s["key"]);
+    assert_eq!(board["approvals"][0]["kind"], "permission");
+    assert_eq!(board["approvals"][0]["tool"], "Bash");
+    let events = ui.get(&format!(
+        "/api/sessions/claude-code/{}/events",
+        s["id"].as_str().unwrap()
+    ));
+    let kinds: Vec<&str> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["session.started", "turn.started", "attention.needed"]
+    );
+    assert_eq!(events[2]["data"]["tool"], "Bash");
+
+    sb.hook("claude-code", "Stop", payload("Stop", json!({})).as_bytes());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let b = ui.get("/api/overview");
+        if b["sessions"][0]["state"] == "done" {
+            assert!(b["approvals"].as_array().unwrap().is_empty());
+            break;
+        }
+        assert!(Instant::now() < deadline, "{b}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_harness_toggle_writes_and_removes_real_hooks() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.home.join(".claude")).unwrap();
+    let _d = sb.start_daemon();
+    let ui = Ui::of(&sb);
+    let harnesses = ui.get("/api/harnesses");
+    let claude = harnesses
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["harness"] == "claude-code")
+        .unwrap();
+    assert_eq!(claude["summary"], "missing");
+    let (status, _) = ui.send(
+        reqwest::Method::POST,
+        "/api/harnesses/claude-code",
+        json!({"installed": true}),
+    );
+    assert_eq!(status, 200);
+    let settings = std::fs::read_to_string(sb.home.join(".claude/settings.json")).unwrap();
+    assert!(
+        settings.contains("sessionpipe-hook\\\" claude-code Stop"),
+        "{settings}"
+    );
+    let (_, after) = ui.send(
+        reqwest::Method::POST,
+        "/api/harnesses/claude-code",
+        json!({"installed": false}),
+    );
+    assert_eq!(after[0]["summary"], "removed");
+    assert!(
+        !sb.home.join(".claude/settings.json").exists(),
+        "the file we created is gone again"
+    );
+    let (status, body) = ui.send(
+        reqwest::Method::POST,
+        "/api/harnesses/nonesuch",
+        json!({"installed": true}),
+    );
+    assert_eq!(status, 404, "no such harness: {body}");
+    assert!(body["error"].as_str().unwrap().contains("unknown harness"));
+}
+
+#[test]
+fn settings_and_sinks_change_through_the_api() {
+    let sb = Sandbox::new();
+    let _d = sb.start_daemon();
+    let ui = Ui::of(&sb);
+    assert_eq!(ui.get("/api/settings")["notify_tier"], 1);
+    let (status, v) = ui.send(
+        reqwest::Method::PUT,
+        "/api/settings",
+        json!({"machine": "ann-laptop", "notify_tier": 0}),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v, ui.get("/api/settings"), "PUT answers what GET says");
+    assert_eq!(v["machine"], "ann-laptop");
+    let (status, _) = ui.send(
+        reqwest::Method::PUT,
+        "/api/settings",
+        json!({"notify_tier": 9}),
+    );
+    assert_eq!(status, 400);
+    let (status, _) = ui.send(
+        reqwest::Method::PUT,
+        "/api/settings",
+        json!({"nonsense": true}),
+    );
+    assert_eq!(status, 400);
+
+    let file = sb.root().join("out.jsonl");
+    let (status, added) = ui.send(
+        reqwest::Method::POST,
+        "/api/sinks",
+        json!({"target": format!("file:{}", file.display()), "tier": 1}),
+    );
+    assert_eq!(status, 200, "{added}");
+    assert_eq!(added["tier"], 1, "the tier the sink got");
+    let list = ui.get("/api/sinks");
+    assert_eq!(list[0]["tier"], 1);
+    let id = added["id"].as_str().unwrap();
+    let (status, tested) = ui.send(
+        reqwest::Method::POST,
+        &format!("/api/sinks/{id}/test"),
+        json!({}),
+    );
+    assert_eq!((status, tested["ok"].as_bool()), (200, Some(true)));
+    let (status, _) = ui.send(
+        reqwest::Method::DELETE,
+        &format!("/api/sinks/{id}"),
+        json!({}),
+    );
+    assert_eq!(status, 200);
+    assert!(ui.get("/api/sinks").as_array().unwrap().is_empty());
+    let (status, body) = ui.send(
+        reqwest::Method::POST,
+        "/api/sinks",
+        json!({"target": "http://example.org/x"}),
+    );
+    assert_eq!(status, 400);
+    assert!(body["error"].as_str().unwrap().contains("HTTPS"));
+}

@@ -1,0 +1,25 @@
+//! Everything the core does, end to end, without a real harness: the built
+//! `sessionpipe-hook` and `sessionpipe` binaries in a sandboxed HOME and state
+//! dir, recorded and hand-made payloads, a real receiver over real HTTP, the
+//! installers on real files, crash and chaos runs. One test binary, so a change
+//! to the core relinks it once; modules are grouped by what they prove.
+
+mod antigravity_transcripts;
+mod api;
+mod backfill;
+mod chaos;
+mod conformance;
+mod crash;
+mod delivery_conformance;
+mod devin_transcripts;
+mod grok_build_transcripts;
+mod hook_path;
+mod install_claude_code;
+mod install_codex;
+mod install_gemini_cli;
+mod install_m2_harnesses;
+mod keychain;
+mod sinks_file;
+mod sinks_http;
+mod status_line;
+mod transcript_holds;

@@ -1,0 +1,107 @@
+//! What an adapter is: the trait every harness implements, and what one hook
+//! call becomes.
+//!
+//! An adapter turns one hook call (a `Job`) into protocol events and says where its
+//! harness's hooks are installed. It is pure: no I/O while mapping (facts and
+//! transcripts from the harness's files are read by the daemon after the hook
+//! exited, through `facts` and `transcript`), no seq, no ids, no clock but the
+//! job's. The registry of adapters is the adapters crate's, not this one's.
+
+use crate::install::HookInstall;
+use protocol::{EventData, SessionBlock};
+use serde_json::{Map, Value};
+use spool::Job;
+
+/// Per-session scratch an adapter keeps between hook calls (stored in the outbox
+/// with the session, so it survives restarts).
+pub type Memo = Map<String, Value>;
+
+pub trait Adapter: Sync {
+    /// The protocol's `harness.name`.
+    fn name(&self) -> &'static str;
+    /// Turns one hook call into events of one session, from the call alone.
+    fn map(&self, job: &Job) -> Result<Mapped, MapError>;
+    /// Adjusts a call's events with what the adapter remembers of the session
+    /// (a compaction reported twice, a fallback that only counts when hooks are
+    /// off). Runs after `map`, with the session's memo; most adapters need none.
+    fn remember(&self, _job: &Job, _events: &mut Vec<EventData>, _memo: &mut Memo) {}
+    /// How this harness's hooks are written, when sessionpipe installs them.
+    fn hooks(&self) -> Option<&dyn HookInstall> {
+        None
+    }
+    /// Facts from the harness's own files for this call's session (account,
+    /// registry title, link), read by the daemon after the hook exited. Only
+    /// called on calls that are not tool events; cheap and never failing.
+    fn facts(&self, _job: &Job, _files: &SessionFiles) -> SessionBlock {
+        SessionBlock::default()
+    }
+    /// Where the call's session lives on disk and what it asks of the transcript
+    /// (read from the same payload as `map`, only when the daemon needs it).
+    fn files(&self, _job: &Job) -> SessionFiles {
+        SessionFiles::default()
+    }
+    /// How this harness's transcript is read (tier 2).
+    fn transcript(&self) -> Option<&dyn crate::transcript::TranscriptSource> {
+        None
+    }
+    /// The sessions the harness's files hold that were active since `since_ms`
+    /// (epoch ms), for `sessionpipe backfill`.
+    fn backfill(
+        &self,
+        _host: &crate::install::Host,
+        _since_ms: i64,
+    ) -> Vec<crate::backfill::Backfilled> {
+        Vec::new()
+    }
+}
+
+/// What one hook call becomes.
+#[derive(Debug)]
+pub enum Mapped {
+    /// Events of one session, in order (possibly none).
+    Events(Box<Mapping>),
+    /// A call that reports nothing, on purpose; the reason is for logs and tests.
+    Ignored(String),
+}
+
+#[derive(Debug, Default)]
+pub struct Mapping {
+    pub session_id: String,
+    /// What the call says of the session (id and seq are filled in later).
+    pub block: SessionBlock,
+    pub harness_version: Option<String>,
+    pub events: Vec<EventData>,
+}
+
+/// Where a call's session lives on disk, and what the call asks of its transcript.
+#[derive(Clone, Debug, Default)]
+pub struct SessionFiles {
+    /// The folder the session runs in, absolute (for facts such as the repo).
+    pub folder: Option<std::path::PathBuf>,
+    /// The session's transcript, when the call names it.
+    pub transcript: Option<std::path::PathBuf>,
+    /// What this call asks of the transcript (read only where tier 2 is wanted).
+    pub read: Option<crate::transcript::ReadPlan>,
+}
+
+/// A call that cannot be read at all: quarantined with this reason, never retried.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapError(pub String);
+
+impl std::fmt::Display for MapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for MapError {
+    fn from(s: String) -> Self {
+        MapError(s)
+    }
+}
+
+impl From<&str> for MapError {
+    fn from(s: &str) -> Self {
+        MapError(s.to_string())
+    }
+}

@@ -1,0 +1,619 @@
+//! `sessionpipe install | uninstall | status`: our hook entries in harness configs.
+//!
+//! A harness's config is the person's file. Only our own entries are written or
+//! removed; every other byte is kept (see `jsonedit`); a file that is not plain
+//! JSON is skipped with the reason and left byte-identical; the original is kept
+//! before our first write; uninstall of a file nobody touched since restores its
+//! original bytes. Which files and which entries is each adapter's business
+//! (`HookInstall`); the mechanics are here.
+
+pub mod hooks_json;
+pub mod jsonedit;
+mod ledger;
+
+use crate::adapter::Adapter;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub use hooks_json::{ClaudeHooks, HookEvent, HooksLayout};
+pub use ledger::LedgerError;
+pub use spool::files::write_atomic;
+
+/// Why a config file is left exactly as it is: the reason `status`, `install` and
+/// the UI show beside `skipped`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Skip {
+    /// Comments, trailing commas or anything else a JSON parser refuses.
+    #[error("not plain JSON (line {line}, column {column}: {what})")]
+    NotPlainJson {
+        line: usize,
+        column: usize,
+        what: String,
+    },
+    /// Another format's own parser refused it (TOML).
+    #[error("not valid {format} ({what})")]
+    NotValid { format: &'static str, what: String },
+    /// Valid, but where our entries go holds something else (`"hooks" is not an
+    /// object`).
+    #[error("{0}")]
+    Shape(String),
+    #[error("not UTF-8 text")]
+    NotUtf8,
+    #[error("cannot read it: {0}")]
+    Unreadable(String),
+    #[error("cannot write it: {0}")]
+    Unwritable(String),
+    #[error("cannot create {0}")]
+    NoFolder(String),
+}
+
+/// The machine as an installer sees it: the home, the environment, `PATH`.
+/// Tests build one by hand; the CLI reads the process's.
+#[derive(Clone, Debug)]
+pub struct Host {
+    pub home: PathBuf,
+    pub vars: BTreeMap<String, String>,
+}
+
+impl Host {
+    /// This process's machine; `None` without a home.
+    pub fn from_env() -> Option<Host> {
+        Some(Host {
+            home: spool::paths::home_dir()?,
+            vars: std::env::vars().collect(),
+        })
+    }
+
+    pub fn var(&self, key: &str) -> Option<&str> {
+        self.vars
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// True when an executable named `bin` is on `PATH`.
+    pub fn on_path(&self, bin: &str) -> bool {
+        let Some(path) = self.var("PATH") else {
+            return false;
+        };
+        std::env::split_paths(path).any(|dir| {
+            let p = dir.join(format!("{bin}{}", std::env::consts::EXE_SUFFIX));
+            std::fs::metadata(&p).is_ok_and(|m| m.is_file())
+        })
+    }
+
+    /// `p` with the home written `~`, for messages.
+    pub fn show(&self, p: &Path) -> String {
+        spool::paths::tilde(&p.to_string_lossy(), Some(&self.home))
+    }
+}
+
+/// What a format needs to know to find and write our entries.
+pub struct Ctx<'a> {
+    pub harness: &'a str,
+    /// The hook binary our entries run (absolute).
+    pub hook_bin: &'a Path,
+}
+
+/// What our entries look like in a file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EntryState {
+    Current,
+    Missing,
+    Outdated(String),
+}
+
+/// How our entries live in one kind of config file. Implementations edit text
+/// (never re-serialise the person's file) and say why when they cannot.
+pub trait ConfigFormat: Sync {
+    /// Our entries in `text` (a file that exists and is not blank). `Err`: the
+    /// file cannot be read as this format, and is skipped with that reason.
+    fn judge(&self, text: &str, ctx: &Ctx<'_>) -> Result<EntryState, Skip>;
+    /// `text` (empty for a new file) with our entries added; it holds none now.
+    fn add(&self, text: &str, ctx: &Ctx<'_>) -> Result<String, Skip>;
+    /// `text` without our entries. `original` is the file before our first
+    /// write, so a container it had is kept even when our removal empties it.
+    fn remove(&self, text: &str, original: Option<&str>, ctx: &Ctx<'_>) -> Result<String, Skip>;
+    /// Why the harness would not run our entries even though they are current.
+    fn inactive(&self, _text: &str) -> Option<String> {
+        None
+    }
+    /// Why our entry must not be written into `text` though it is missing: the
+    /// place it goes holds the person's own, which is kept (a `statusLine`).
+    fn occupied(&self, _text: &str) -> Option<String> {
+        None
+    }
+}
+
+/// One config file and its format.
+pub struct Target {
+    pub path: PathBuf,
+    pub format: &'static dyn ConfigFormat,
+    /// The whole file is sessionpipe's (Grok Build reads every file in its hooks
+    /// folder): uninstall removes it once nothing but our entries was in it.
+    pub owned: bool,
+}
+
+impl Target {
+    /// A file of the person's (or the harness's) that holds our entries.
+    pub fn shared(path: PathBuf, format: &'static dyn ConfigFormat) -> Target {
+        Target {
+            path,
+            format,
+            owned: false,
+        }
+    }
+}
+
+/// True for a JSON document that holds nothing (`{}`, or `{"hooks": {}}`).
+fn is_empty_shell(text: &str) -> bool {
+    match serde_json::from_str::<serde_json::Value>(text.trim_start_matches('\u{feff}')) {
+        Ok(serde_json::Value::Object(m)) => m
+            .values()
+            .all(|v| v.as_object().is_some_and(|o| o.is_empty())),
+        _ => false,
+    }
+}
+
+/// An entry beyond the hooks that the person opts into by name (`install
+/// --status-line`), in the file it goes into.
+pub struct OptionalTarget {
+    /// The name `Installer::opt_in` asks for it by, and reports call it.
+    pub name: &'static str,
+    pub target: Target,
+}
+
+/// What an adapter says about installing its harness's hooks.
+pub trait HookInstall: Sync {
+    /// The files our entries go into on this machine. Empty: the harness is not
+    /// found, and nothing is written for it.
+    fn targets(&self, host: &Host) -> Vec<Target>;
+    /// Entries written only when asked for by name; wherever ours is present, a
+    /// later install keeps it current, status reports it and uninstall removes it.
+    fn optional(&self, _host: &Host) -> Vec<OptionalTarget> {
+        Vec::new()
+    }
+    /// Said once, when the hooks are first installed (what the person should know).
+    fn note(&self) -> Option<&'static str> {
+        None
+    }
+}
+
+/// The state of one file, for `status`, or what `install`/`uninstall` did to it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", content = "reason", rename_all = "snake_case")]
+pub enum FileState {
+    Current,
+    Outdated(String),
+    Missing,
+    Skipped(String),
+    Inactive(String),
+    /// Not written: the person's own entry holds its place and is kept.
+    Kept(String),
+    Installed,
+    WouldInstall,
+    Removed,
+    NotInstalled,
+}
+
+impl FileState {
+    pub fn word(&self) -> &'static str {
+        match self {
+            FileState::Current => "current",
+            FileState::Outdated(_) => "outdated",
+            FileState::Missing => "missing",
+            FileState::Skipped(_) => "skipped",
+            FileState::Inactive(_) => "inactive",
+            FileState::Kept(_) => "kept",
+            FileState::Installed => "installed",
+            FileState::WouldInstall => "would install",
+            FileState::Removed => "removed",
+            FileState::NotInstalled => "not installed",
+        }
+    }
+
+    fn reason(&self) -> Option<&str> {
+        match self {
+            FileState::Outdated(r)
+            | FileState::Skipped(r)
+            | FileState::Inactive(r)
+            | FileState::Kept(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FileReport {
+    pub path: String,
+    /// The optional entry this line is about (`status-line`); none for the hooks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry: Option<&'static str>,
+    #[serde(flatten)]
+    pub state: FileState,
+}
+
+/// One harness's result: `files` empty means the harness was not found.
+#[derive(Clone, Debug, Serialize)]
+pub struct HarnessReport {
+    pub harness: String,
+    pub summary: String,
+    pub files: Vec<FileReport>,
+}
+
+impl HarnessReport {
+    fn new(harness: &str, files: Vec<FileReport>) -> HarnessReport {
+        let summary = summarise(&files);
+        HarnessReport {
+            harness: harness.to_string(),
+            summary,
+            files,
+        }
+    }
+
+    /// One line: `claude-code: installed (~/.claude/settings.json)`.
+    pub fn line(&self) -> String {
+        if self.files.is_empty() {
+            return format!("{}: not found", self.harness);
+        }
+        let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+        for f in &self.files {
+            let place = match f.entry {
+                Some(entry) => format!("{entry} in {}", f.path),
+                None => f.path.clone(),
+            };
+            let shown = match f.state.reason() {
+                Some(r) => format!("{place}: {r}"),
+                None => place,
+            };
+            match groups.iter_mut().find(|(w, _)| *w == f.state.word()) {
+                Some((_, v)) => v.push(shown),
+                None => groups.push((f.state.word(), vec![shown])),
+            }
+        }
+        let parts: Vec<String> = groups
+            .into_iter()
+            .map(|(w, v)| format!("{w} ({})", v.join(", ")))
+            .collect();
+        format!("{}: {}", self.harness, parts.join("; "))
+    }
+}
+
+/// The harness's state in a word: the worst of its files'.
+fn summarise(files: &[FileReport]) -> String {
+    if files.is_empty() {
+        return "not found".into();
+    }
+    let order = [
+        "skipped",
+        "inactive",
+        "outdated",
+        "missing",
+        "would install",
+        "installed",
+        "removed",
+        "not installed",
+        "current",
+        "kept",
+    ];
+    let words: Vec<&str> = files.iter().map(|f| f.state.word()).collect();
+    let all = |w: &str| words.iter().all(|x| *x == w);
+    if all("missing") || all("current") {
+        return words[0].to_string();
+    }
+    if words.contains(&"missing") && words.iter().all(|w| matches!(*w, "missing" | "current")) {
+        return "outdated".into();
+    }
+    order
+        .iter()
+        .find(|w| words.contains(w))
+        .unwrap_or(&"current")
+        .to_string()
+}
+
+/// Options shared by the three commands.
+pub struct Installer<'a> {
+    pub host: &'a Host,
+    pub state_dir: &'a Path,
+    /// The hook binary our entries run (absolute).
+    pub hook_bin: &'a Path,
+    pub dry_run: bool,
+    /// Optional entries `install` writes (`HookInstall::optional` names).
+    pub opt_in: &'a [&'a str],
+}
+
+enum Read {
+    Absent,
+    Text(String),
+    Unreadable(Skip),
+}
+
+fn read(path: &Path) -> Read {
+    match std::fs::read(path) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(t) => Read::Text(t),
+            Err(_) => Read::Unreadable(Skip::NotUtf8),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Read::Absent,
+        Err(e) => Read::Unreadable(Skip::Unreadable(e.to_string())),
+    }
+}
+
+impl Installer<'_> {
+    pub fn status(&self, adapter: &dyn Adapter) -> HarnessReport {
+        self.each_target(adapter, false, |t, _, ctx| self.file_status(t, ctx))
+    }
+
+    pub fn install(
+        &self,
+        adapter: &dyn Adapter,
+    ) -> Result<(HarnessReport, Option<&'static str>), LedgerError> {
+        let mut ledger = ledger::Ledger::load(self.state_dir)?;
+        let report = self.each_target(adapter, true, |t, _, ctx| {
+            self.install_file(&mut ledger, t, ctx)
+        });
+        if !self.dry_run {
+            ledger.save()?;
+        }
+        // Said when this install wrote a file (installed, or written but switched
+        // off in the harness: the person needs the note either way).
+        let first_install = ledger.first_write();
+        let note = adapter
+            .hooks()
+            .and_then(|h| h.note())
+            .filter(|_| first_install);
+        Ok((report, note))
+    }
+
+    pub fn uninstall(&self, adapter: &dyn Adapter) -> Result<HarnessReport, LedgerError> {
+        let mut ledger = ledger::Ledger::load(self.state_dir)?;
+        let report = self.each_target(adapter, false, |t, others, ctx| {
+            self.uninstall_file(&mut ledger, t, others, ctx)
+        });
+        if !self.dry_run {
+            ledger.save()?;
+        }
+        Ok(report)
+    }
+
+    /// Acts on every target: the hooks', then each optional entry that is ours
+    /// in its file already, or (for `install`) that `opt_in` asks for. `act` is
+    /// also handed the formats of the other targets in the same file.
+    fn each_target(
+        &self,
+        adapter: &dyn Adapter,
+        installing: bool,
+        mut act: impl FnMut(&Target, &[&'static dyn ConfigFormat], &Ctx<'_>) -> FileState,
+    ) -> HarnessReport {
+        let hooks = adapter
+            .hooks()
+            .expect("select() keeps adapters with installers");
+        let ctx = Ctx {
+            harness: adapter.name(),
+            hook_bin: self.hook_bin,
+        };
+        let mut targets: Vec<(Target, Option<&'static str>)> = hooks
+            .targets(self.host)
+            .into_iter()
+            .map(|t| (t, None))
+            .collect();
+        for o in hooks.optional(self.host) {
+            let asked = installing && self.opt_in.contains(&o.name);
+            if asked || self.ours_in(&o.target, &ctx) {
+                targets.push((o.target, Some(o.name)));
+            }
+        }
+        let files = targets
+            .iter()
+            .enumerate()
+            .map(|(i, (t, entry))| {
+                let others: Vec<&'static dyn ConfigFormat> = targets
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, (o, _))| *j != i && o.path == t.path)
+                    .map(|(_, (o, _))| o.format)
+                    .collect();
+                FileReport {
+                    path: self.host.show(&t.path),
+                    entry: *entry,
+                    state: act(t, &others, &ctx),
+                }
+            })
+            .collect();
+        HarnessReport::new(adapter.name(), files)
+    }
+
+    /// True when `target`'s file holds an entry of ours, current or not.
+    fn ours_in(&self, target: &Target, ctx: &Ctx<'_>) -> bool {
+        matches!(
+            self.file_status(target, ctx),
+            FileState::Current | FileState::Outdated(_) | FileState::Inactive(_)
+        )
+    }
+
+    fn file_status(&self, target: &Target, ctx: &Ctx<'_>) -> FileState {
+        let text = match read(&target.path) {
+            Read::Absent => return FileState::Missing,
+            Read::Text(t) if t.trim().is_empty() => return FileState::Missing,
+            Read::Text(t) => t,
+            Read::Unreadable(why) => return FileState::Skipped(why.to_string()),
+        };
+        match target.format.judge(&text, ctx) {
+            Err(why) => FileState::Skipped(why.to_string()),
+            Ok(EntryState::Current) => match target.format.inactive(&text) {
+                Some(why) => FileState::Inactive(why),
+                None => FileState::Current,
+            },
+            Ok(EntryState::Missing) => FileState::Missing,
+            Ok(EntryState::Outdated(why)) => FileState::Outdated(why),
+        }
+    }
+
+    fn install_file(
+        &self,
+        ledger: &mut ledger::Ledger,
+        target: &Target,
+        ctx: &Ctx<'_>,
+    ) -> FileState {
+        let path = &target.path;
+        let before = match self.file_status(target, ctx) {
+            s @ (FileState::Current | FileState::Skipped(_) | FileState::Inactive(_)) => return s,
+            s => s,
+        };
+        let current = match read(path) {
+            Read::Text(t) => Some(t),
+            Read::Absent => None,
+            Read::Unreadable(why) => return FileState::Skipped(why.to_string()),
+        };
+        if before == FileState::Missing
+            && let Some(why) = current.as_deref().and_then(|t| target.format.occupied(t))
+        {
+            return FileState::Kept(why);
+        }
+        let text = current.clone().unwrap_or_default();
+        let original = ledger
+            .original(path)
+            .flatten()
+            .and_then(|b| String::from_utf8(b).ok());
+        let cleaned = if before == FileState::Missing {
+            Ok(text.clone())
+        } else {
+            target
+                .format
+                .remove(&text, original.as_deref().or(current.as_deref()), ctx)
+        };
+        let new_text = match cleaned.and_then(|t| target.format.add(&t, ctx)) {
+            Ok(t) => t,
+            Err(why) => return FileState::Skipped(why.to_string()),
+        };
+        if self.dry_run {
+            return FileState::WouldInstall;
+        }
+        if let Err(why) =
+            ledger.keep_original(ctx.harness, path, current.as_deref().map(str::as_bytes))
+        {
+            return FileState::Skipped(why.to_string());
+        }
+        if let Some(dir) = path.parent()
+            && let Err(e) = std::fs::create_dir_all(dir)
+        {
+            return FileState::Skipped(
+                Skip::NoFolder(format!("{}: {e}", dir.display())).to_string(),
+            );
+        }
+        if let Err(e) = write_atomic(path, new_text.as_bytes()) {
+            return FileState::Skipped(Skip::Unwritable(e.to_string()).to_string());
+        }
+        ledger.set_written(path, new_text.as_bytes());
+        match target.format.inactive(&new_text) {
+            Some(why) => FileState::Inactive(why),
+            None => FileState::Installed,
+        }
+    }
+
+    /// Removes our entries of `target`'s format. `others` are the formats of the
+    /// other targets in the same file: while one of them still has entries of
+    /// ours there, the file keeps the rest and the original waits for the last.
+    fn uninstall_file(
+        &self,
+        ledger: &mut ledger::Ledger,
+        target: &Target,
+        others: &[&'static dyn ConfigFormat],
+        ctx: &Ctx<'_>,
+    ) -> FileState {
+        let path = &target.path;
+        let text = match read(path) {
+            Read::Absent => return FileState::NotInstalled,
+            Read::Text(t) => t,
+            Read::Unreadable(why) => return FileState::Skipped(why.to_string()),
+        };
+        if text.trim().is_empty() {
+            return FileState::NotInstalled;
+        }
+        if let Err(why) = target.format.judge(&text, ctx) {
+            return FileState::Skipped(why.to_string());
+        }
+        let original = ledger.original(path);
+        let original_text = original
+            .clone()
+            .flatten()
+            .and_then(|b| String::from_utf8(b).ok());
+        let removed = match target.format.remove(&text, original_text.as_deref(), ctx) {
+            Ok(t) => t,
+            Err(why) => return FileState::Skipped(why.to_string()),
+        };
+        if removed == text {
+            return FileState::NotInstalled;
+        }
+        if self.dry_run {
+            return FileState::Removed;
+        }
+        let untouched = ledger
+            .record(path)
+            .is_some_and(|r| r.written == ledger::sha256_hex(text.as_bytes()));
+        let ours_remain = others.iter().any(|f| {
+            matches!(
+                f.judge(&removed, ctx),
+                Ok(EntryState::Current | EntryState::Outdated(_))
+            )
+        });
+        if ours_remain {
+            if let Err(e) = write_atomic(path, removed.as_bytes()) {
+                return FileState::Skipped(Skip::Unwritable(e.to_string()).to_string());
+            }
+            // Nobody else wrote it: the last removal may still give back the original.
+            if untouched {
+                ledger.set_written(path, removed.as_bytes());
+            }
+            return FileState::Removed;
+        }
+        // The original can hold entries of ours too (the state dir was reset, or an
+        // older version installed before this ledger existed): those never come back.
+        let original_clean = original_text.as_deref().map(|o| {
+            std::iter::once(target.format)
+                .chain(others.iter().copied())
+                .fold(o.to_string(), |text, f| {
+                    f.remove(&text, Some(o), ctx).unwrap_or(text)
+                })
+        });
+        let result = match (untouched, &original, original_clean) {
+            (_, _, _) if target.owned && is_empty_shell(&removed) => std::fs::remove_file(path),
+            // Nobody wrote the file since we did: give back the original bytes.
+            (true, Some(Some(_)), Some(clean)) => write_atomic(path, clean.as_bytes()),
+            (true, Some(None), _) => std::fs::remove_file(path),
+            _ => write_atomic(path, removed.as_bytes()),
+        };
+        if let Err(e) = result {
+            return FileState::Skipped(Skip::Unwritable(e.to_string()).to_string());
+        }
+        ledger.forget(path);
+        FileState::Removed
+    }
+}
+
+/// Why the hook binary our entries would run cannot be named.
+#[derive(Debug, thiserror::Error)]
+pub enum HookBinaryError {
+    #[error("cannot find this executable: {0}")]
+    NoExe(std::io::Error),
+    #[error("the hook binary {0} does not exist")]
+    Missing(PathBuf),
+    #[error("{0}: {1}")]
+    Unresolved(PathBuf, std::io::Error),
+}
+
+/// The hook binary our entries should run: `$SESSIONPIPE_HOOK_BIN`, else the
+/// `sessionpipe-hook` beside this executable.
+pub fn hook_binary() -> Result<PathBuf, HookBinaryError> {
+    let path = match std::env::var_os("SESSIONPIPE_HOOK_BIN").filter(|v| !v.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => std::env::current_exe()
+            .map_err(HookBinaryError::NoExe)?
+            .with_file_name(format!("sessionpipe-hook{}", std::env::consts::EXE_SUFFIX)),
+    };
+    if !path.is_file() {
+        return Err(HookBinaryError::Missing(path));
+    }
+    std::fs::canonicalize(&path).map_err(|e| HookBinaryError::Unresolved(path, e))
+}

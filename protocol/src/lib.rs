@@ -1,0 +1,25 @@
+//! `sessionpipe_protocol`: the sessionpipe protocol v1 as Rust types, shared by
+//! the sender (the core) and the receiver.
+//!
+//! Owns the wire shapes and their rules: the envelope and the session block
+//! (`envelope`), the typed data of every event type (`events`), which tier
+//! carries which type and field (`tiers`: the one table both sides read), the
+//! syntactic rules and a whole-envelope check (`validate`), and the protocol's
+//! time format (`time`). No I/O, no harness, no storage: adapters build
+//! `EventData`, the core wraps it in an `Envelope`, a receiver checks what it got.
+
+mod envelope;
+mod events;
+mod tiers;
+pub mod time;
+mod validate;
+
+#[cfg(any(test, feature = "test-util"))]
+pub use envelope::test_envelope;
+pub use envelope::{Envelope, HarnessRef, PROTOCOL_VERSION, Privacy, SessionBlock, TitleSource};
+pub use events::*;
+pub use tiers::{KNOWN_TYPES, field_tier, type_tier};
+pub use validate::{
+    ValidationError, valid_harness_name, valid_session_id, valid_time, valid_tool_name, valid_type,
+    valid_ulid, validate_envelope,
+};

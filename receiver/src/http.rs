@@ -1,0 +1,473 @@
+//! The HTTP side: routes, the answers of the binding's error table, and the two
+//! test doors (the read door and the fault door).
+//!
+//! This module owns request handling and the order of the steps of a batch POST:
+//! read the body, fault door, bearer, `sessionpipe-protocol`, size in bytes,
+//! signature, JSON shape, event count, protocol above 1, tier above `max_tier`, then
+//! each event on its own (rejected, duplicate or stored). Batch-level refusals store
+//! nothing. It must not touch files itself (`store` does, on a blocking thread) and
+//! never logs a token, a secret or an `authorization` header.
+
+use crate::check::{self, Key, SUPPORTED};
+use crate::store::Store;
+use crate::{Fault, Stats};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// The events endpoint, as the well-known document names it.
+pub const EVENTS_PATH: &str = "/v1/events";
+
+/// The most body bytes read before answering; past it the connection is closed.
+/// Far above any `max_bytes` (262 144 at most), so that a sender's oversize batch
+/// is read and answered 413 rather than cut off.
+const READ_CAP: usize = 16 * 1024 * 1024;
+
+/// Settings fixed at start.
+pub struct Settings {
+    pub token: String,
+    pub max_tier: u8,
+    pub max_events: usize,
+    pub max_bytes: usize,
+    pub webhook_key: Option<Vec<u8>>,
+    pub log: bool,
+}
+
+/// Everything the handlers share.
+pub struct Shared {
+    pub settings: Settings,
+    pub store: Mutex<Store>,
+    pub fault: Mutex<Option<Fault>>,
+    pub posts: AtomicU64,
+    pub accepted: AtomicU64,
+    pub duplicates: AtomicU64,
+    pub rejected: AtomicU64,
+}
+
+impl Shared {
+    /// The store; a panic elsewhere while it was held leaves it usable (every
+    /// change to it is one append or one delete, so there is no half state).
+    pub fn store(&self) -> MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn stats(&self) -> Stats {
+        let (sessions, events) = self.store().counts();
+        Stats {
+            posts: self.posts.load(Ordering::Relaxed),
+            accepted: self.accepted.load(Ordering::Relaxed),
+            duplicates: self.duplicates.load(Ordering::Relaxed),
+            rejected: self.rejected.load(Ordering::Relaxed),
+            sessions,
+            events,
+        }
+    }
+
+    /// Takes one answer off the armed fault, if any.
+    fn take_fault(&self) -> Option<Fault> {
+        let mut slot = self.fault.lock().unwrap_or_else(|p| p.into_inner());
+        let f = slot.as_mut()?;
+        let served = f.clone();
+        f.count = f.count.saturating_sub(1);
+        if f.count == 0 {
+            *slot = None;
+        }
+        Some(served)
+    }
+
+    fn log(&self, line: impl FnOnce() -> String) {
+        if self.settings.log {
+            eprintln!("sessionpipe-receiver: {}", line());
+        }
+    }
+}
+
+pub fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/.well-known/sessionpipe", get(well_known))
+        .route(EVENTS_PATH, post(post_events))
+        .route("/v1/sessions/{key}", get(read_session))
+        .route("/test/faults", post(set_faults))
+        .fallback(|| async { answer(StatusCode::NOT_FOUND, json!({"reason": "not_found"})) })
+        .with_state(shared)
+}
+
+fn answer(status: StatusCode, body: Value) -> Response {
+    (status, axum::Json(body)).into_response()
+}
+
+fn refuse(status: StatusCode, reason: &str, detail: impl Into<String>) -> Response {
+    answer(status, json!({"reason": reason, "detail": detail.into()}))
+}
+
+/// The well-known document (`schemas/well-known.json`).
+pub fn discovery(s: &Settings) -> Value {
+    json!({
+        "protocol": SUPPORTED,
+        "max_tier": s.max_tier,
+        "capabilities": ["events", "backfill", "forget"],
+        "auth": ["bearer"],
+        "endpoints": {"events": EVENTS_PATH},
+        "batch": {"max_events": s.max_events, "max_bytes": s.max_bytes},
+    })
+}
+
+async fn well_known(State(sh): State<Arc<Shared>>) -> Response {
+    answer(StatusCode::OK, discovery(&sh.settings))
+}
+
+/// `Authorization: Bearer <token>`, the scheme in any case, compared in constant
+/// time so that the answer's timing says nothing about the token.
+fn authorized(sh: &Shared, headers: &HeaderMap) -> bool {
+    let Some(v) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let Some((scheme, token)) = v.split_once(' ') else {
+        return false;
+    };
+    let want = sh.settings.token.as_bytes();
+    let got = token.trim().as_bytes();
+    let same =
+        want.len() == got.len() && want.iter().zip(got).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
+    scheme.eq_ignore_ascii_case("bearer") && same
+}
+
+fn unauthorized() -> Response {
+    answer(StatusCode::UNAUTHORIZED, json!({"reason": "unauthorized"}))
+}
+
+fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn unsupported(sh: &Shared, what: &str) -> Response {
+    sh.log(|| format!("400 unsupported_protocol ({what})"));
+    answer(
+        StatusCode::BAD_REQUEST,
+        json!({"reason": "unsupported_protocol", "supported": SUPPORTED}),
+    )
+}
+
+fn malformed(sh: &Shared, detail: &str) -> Response {
+    sh.log(|| format!("400 malformed: {detail}"));
+    refuse(StatusCode::BAD_REQUEST, "malformed", detail)
+}
+
+fn too_large(sh: &Shared, detail: String) -> Response {
+    sh.log(|| format!("413 {detail}"));
+    refuse(StatusCode::PAYLOAD_TOO_LARGE, "too_large", detail)
+}
+
+async fn post_events(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
+    sh.posts.fetch_add(1, Ordering::Relaxed);
+    // The body is read whole before any answer, refusals included: answering while
+    // the sender is still writing leaves unread bytes that make the kernel reset the
+    // connection, and the sender would see a network error instead of our 401 or
+    // 413 (and a pooled connection would die under its next request).
+    let Ok(bytes) = axum::body::to_bytes(body, READ_CAP).await else {
+        sh.log(|| format!("413 body over {READ_CAP} bytes, connection closed"));
+        let mut resp = refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            "body over max_bytes",
+        );
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return resp;
+    };
+    if let Some(f) = sh.take_fault() {
+        sh.log(|| format!("{} (fault door)", f.status));
+        return serve_fault(&sh, f).await;
+    }
+    if !authorized(&sh, &headers) {
+        sh.log(|| "401 (wrong or missing bearer token)".into());
+        return unauthorized();
+    }
+    if let Some(v) = headers.get("sessionpipe-protocol") {
+        match v.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok()) {
+            Some(p) if SUPPORTED.contains(&p) => {}
+            Some(_) => return unsupported(&sh, "header"),
+            None => return malformed(&sh, "sessionpipe-protocol is not an integer"),
+        }
+    }
+    let limit = sh.settings.max_bytes;
+    if bytes.len() > limit {
+        return too_large(&sh, format!("{} bytes, max_bytes is {limit}", bytes.len()));
+    }
+    if let Some(key) = &sh.settings.webhook_key {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let verdict = crate::signature::verify(
+            key,
+            header_str(&headers, "webhook-id"),
+            header_str(&headers, "webhook-timestamp"),
+            header_str(&headers, "webhook-signature"),
+            &bytes,
+            now,
+        );
+        if let Err(why) = verdict {
+            sh.log(|| format!("401 {why}"));
+            return refuse(StatusCode::UNAUTHORIZED, "bad_signature", why);
+        }
+    }
+    match batch(&sh, bytes) {
+        Ok(events) => store_batch(sh, events).await,
+        Err(refusal) => refusal,
+    }
+}
+
+/// The batch-level checks, in order; the events when all pass.
+#[allow(clippy::result_large_err)] // the error is the answer; it goes straight out
+fn batch(sh: &Shared, bytes: Bytes) -> Result<Vec<Value>, Response> {
+    let doc: Value =
+        serde_json::from_slice(&bytes).map_err(|_| malformed(sh, "the body is not JSON"))?;
+    let events = match doc {
+        Value::Object(mut o) => o.remove("events"),
+        _ => None,
+    };
+    let Some(Value::Array(events)) = events else {
+        return Err(malformed(sh, "no events list"));
+    };
+    if events.is_empty() {
+        return Err(malformed(sh, "the events list is empty"));
+    }
+    let max = sh.settings.max_events;
+    if events.len() > max {
+        return Err(too_large(
+            sh,
+            format!("{} events, max_events is {max}", events.len()),
+        ));
+    }
+    for (i, e) in events.iter().enumerate() {
+        // Without an id, a rejection could not say which event it was about.
+        if !e.get("id").is_some_and(Value::is_string) {
+            return Err(malformed(sh, &format!("event {i} has no id")));
+        }
+        if check::protocol_of(e).is_some_and(|p| p > *SUPPORTED.iter().max().expect("one version"))
+        {
+            return Err(unsupported(sh, "event"));
+        }
+    }
+    let max_tier = sh.settings.max_tier;
+    if events
+        .iter()
+        .any(|e| check::tier_of(e).is_some_and(|t| t > u64::from(max_tier)))
+    {
+        sh.log(|| format!("403 tier_above_max {max_tier}"));
+        return Err(answer(
+            StatusCode::FORBIDDEN,
+            json!({"reason": "tier_above_max", "max_tier": max_tier}),
+        ));
+    }
+    Ok(events)
+}
+
+/// What one batch came to.
+struct Outcome {
+    accepted: u64,
+    duplicates: u64,
+    rejected: Vec<Value>,
+}
+
+async fn store_batch(sh: Arc<Shared>, events: Vec<Value>) -> Response {
+    let worker = Arc::clone(&sh);
+    let done = tokio::task::spawn_blocking(move || ingest(&worker, &events)).await;
+    match done {
+        Ok(Ok(o)) => {
+            sh.accepted.fetch_add(o.accepted, Ordering::Relaxed);
+            sh.duplicates.fetch_add(o.duplicates, Ordering::Relaxed);
+            sh.rejected
+                .fetch_add(o.rejected.len() as u64, Ordering::Relaxed);
+            sh.log(|| {
+                format!(
+                    "202 accepted {}, duplicates {}, rejected {}",
+                    o.accepted,
+                    o.duplicates,
+                    o.rejected.len()
+                )
+            });
+            let body = json!({
+                "accepted": o.accepted,
+                "duplicates": o.duplicates,
+                "rejected": o.rejected,
+                "max_tier": sh.settings.max_tier,
+            });
+            answer(StatusCode::ACCEPTED, body)
+        }
+        Ok(Err(e)) => {
+            sh.log(|| format!("500 storing the batch: {e}"));
+            refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "storage",
+                "could not store the batch",
+            )
+        }
+        Err(_) => refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "storage",
+            "the store panicked",
+        ),
+    }
+}
+
+/// Judges, dedups and stores the events in order, under the store's lock: the
+/// dedup check and the append must be one step, or two senders racing the same
+/// key would both store it.
+fn ingest(sh: &Shared, events: &[Value]) -> std::io::Result<Outcome> {
+    let mut store = sh.store();
+    let mut out = Outcome {
+        accepted: 0,
+        duplicates: 0,
+        rejected: Vec::new(),
+    };
+    let mut order: Vec<(String, String)> = Vec::new();
+    let mut pending: HashMap<(String, String), Vec<(u64, String)>> = HashMap::new();
+    let mut seen: HashSet<Key> = HashSet::new();
+    for e in events {
+        let key = match check::check_event(e) {
+            Ok(k) => k,
+            Err(reason) => {
+                out.rejected.push(json!({"id": e["id"], "reason": reason}));
+                continue;
+            }
+        };
+        if seen.contains(&key) || store.is_known(&key) {
+            out.duplicates += 1;
+            continue;
+        }
+        let (harness, session, seq) = key.clone();
+        let sk = (harness, session);
+        out.accepted += 1;
+        if e["type"] == "session.forgotten" {
+            // Everything for the session goes, this batch's earlier events too.
+            pending.remove(&sk);
+            seen.retain(|(h, s, _)| (h, s) != (&sk.0, &sk.1));
+            store.forget(&sk.0, &sk.1, seq)?;
+            continue;
+        }
+        seen.insert(key);
+        if !pending.contains_key(&sk) {
+            order.push(sk.clone());
+        }
+        let line = serde_json::to_string(e).expect("a JSON value serialises");
+        pending.entry(sk).or_default().push((seq, line));
+    }
+    for sk in order {
+        if let Some(lines) = pending.get(&sk) {
+            store.append(&sk.0, &sk.1, lines)?;
+        }
+    }
+    Ok(out)
+}
+
+/// `GET /v1/sessions/<harness>:<id>`: the stored events in seq order, or 404.
+async fn read_session(
+    State(sh): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+) -> Response {
+    if !authorized(&sh, &headers) {
+        return unauthorized();
+    }
+    let Some((harness, session)) = key.split_once(':') else {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            "malformed",
+            "expected <harness>:<session id>",
+        );
+    };
+    if !protocol::valid_harness_name(harness) || !protocol::valid_session_id(session) {
+        return answer(StatusCode::NOT_FOUND, json!({"reason": "not_found"}));
+    }
+    let (h, s) = (harness.to_string(), session.to_string());
+    let worker = Arc::clone(&sh);
+    let read = tokio::task::spawn_blocking(move || worker.store().read(&h, &s)).await;
+    match read {
+        Ok(Ok(Some(events))) => answer(StatusCode::OK, Value::Array(events)),
+        Ok(Ok(None)) => answer(StatusCode::NOT_FOUND, json!({"reason": "not_found"})),
+        _ => refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "storage",
+            "could not read the session",
+        ),
+    }
+}
+
+/// `POST /test/faults`: arms the fault door (`{}` disarms it). Loopback peers only,
+/// with the bearer token, so that an exposed receiver cannot be made to misbehave
+/// from elsewhere.
+async fn set_faults(
+    State(sh): State<Arc<Shared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if !peer.ip().to_canonical().is_loopback() {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "loopback_only",
+            "the fault door is for local tests",
+        );
+    }
+    if !authorized(&sh, &headers) {
+        return unauthorized();
+    }
+    let parsed = serde_json::from_slice::<Value>(&body)
+        .map_err(|_| "the body is not JSON".to_string())
+        .and_then(|v| Fault::from_json(&v));
+    match parsed {
+        Ok(fault) => {
+            let armed = fault.as_ref().map(Fault::to_json);
+            *sh.fault.lock().unwrap_or_else(|p| p.into_inner()) = fault;
+            answer(StatusCode::OK, json!({"armed": armed}))
+        }
+        Err(why) => refuse(StatusCode::BAD_REQUEST, "malformed", why),
+    }
+}
+
+async fn serve_fault(sh: &Shared, f: Fault) -> Response {
+    if f.delay_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(f.delay_ms)).await;
+    }
+    let status = StatusCode::from_u16(f.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = f
+        .body
+        .clone()
+        .unwrap_or_else(|| default_fault_body(status, sh.settings.max_tier));
+    let mut resp = answer(status, body);
+    if let Some(v) = f
+        .retry_after
+        .as_deref()
+        .and_then(|v| HeaderValue::from_str(v).ok())
+    {
+        resp.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    resp
+}
+
+/// The body a fault answers with when the test gave none: the one this receiver
+/// would send for that status, so a sender sees a realistic answer.
+fn default_fault_body(status: StatusCode, max_tier: u8) -> Value {
+    match status.as_u16() {
+        400 => json!({"reason": "malformed", "detail": "fault door"}),
+        401 => json!({"reason": "unauthorized"}),
+        403 => json!({"reason": "tier_above_max", "max_tier": max_tier}),
+        413 => json!({"reason": "too_large", "detail": "fault door"}),
+        429 => json!({"reason": "rate_limited"}),
+        s if s >= 500 => json!({"reason": "unavailable", "detail": "fault door"}),
+        _ => json!({"reason": "fault"}),
+    }
+}

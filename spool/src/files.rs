@@ -1,0 +1,107 @@
+//! Writing files whole and private: folders only this user can enter (0700),
+//! files only this user can read (0600), and replacing a file through a temp file
+//! and a rename, so a reader sees the old bytes or the new, never half.
+//!
+//! Mechanics only: what goes into a file, and whether a given file may be
+//! written at all, is the caller's business.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+
+/// `mkdir -p` with mode 0700 on the folders it creates.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+/// Creates a new file (failing if one exists) that only this user may read.
+pub fn create_private_file(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
+}
+
+/// Writes `bytes` to `path` through a temp file in the same folder and a rename,
+/// keeping the existing file's permissions.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.sessionpipe-{}", std::process::id()));
+    let result = (|| {
+        let mut f = File::create(&tmp)?;
+        if let Ok(meta) = fs::metadata(path) {
+            f.set_permissions(meta.permissions())?;
+        }
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Writes a file only this user may read (0600 on Unix), atomically, creating
+/// its private parent folder: where a token or an address lives.
+pub fn write_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    if let Some(dir) = path.parent() {
+        create_private_dir(dir)?;
+    }
+    write_atomic(path, bytes)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn private_files_and_folders_are_this_users_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let nested = dir.path().join("a/b");
+        create_private_dir(&nested).unwrap();
+        assert_eq!(mode(&nested), 0o700);
+        let f = nested.join("token.json");
+        write_private_file(&f, b"{}").unwrap();
+        assert_eq!(mode(&f), 0o600);
+        assert!(create_private_file(&f).is_err(), "an existing file is kept");
+    }
+
+    #[test]
+    fn an_atomic_write_keeps_the_files_mode_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("settings.json");
+        fs::write(&f, "old").unwrap();
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic(&f, b"new").unwrap();
+        assert_eq!(fs::read_to_string(&f).unwrap(), "new");
+        assert_eq!(mode(&f), 0o640);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}

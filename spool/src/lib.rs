@@ -1,0 +1,22 @@
+//! `sessionpipe_spool`: what the hook and the daemon must agree on, written once.
+//!
+//! The hook (`sessionpipe-hook`) writes a job file into the spool and wakes the
+//! daemon; the daemon reads and removes it. Both sides link this crate, so the
+//! state dir's rule (`paths`), the job file format (`job`), the spool folder's
+//! layout (`folder`), private and atomic files (`files`) and the wake datagram
+//! (`wake`) exist once. `json` is the small reader both need: the daemon for a
+//! job's trailer, the hook for the one payload it must read.
+//!
+//! std only: the hook sits on every harness's hook path and links this crate.
+//! Nothing here knows a harness, an event or the protocol.
+
+pub mod files;
+pub mod folder;
+pub mod job;
+pub mod json;
+pub mod paths;
+pub mod wake;
+
+pub use folder::Spool;
+pub use job::{Job, JobError};
+pub use paths::StatePaths;
