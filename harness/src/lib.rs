@@ -13,6 +13,8 @@
 
 pub mod adapter;
 pub mod backfill;
+pub mod claude_shaped;
+pub mod digest;
 pub mod facts;
 pub mod install;
 pub mod payload;

@@ -4,10 +4,7 @@
 //! Nothing here knows a particular harness; a quirk belongs in its adapter file.
 
 use crate::adapter::{MapError, Memo};
-use protocol::{
-    AttentionKind, AttentionNeeded, CompactTrigger, ToolEnded, ToolStarted, TurnStarted,
-    valid_session_id,
-};
+use protocol::{ToolEnded, ToolStarted, valid_session_id};
 use serde_json::{Map, Value};
 use spool::Job;
 use spool::paths::tilde;
@@ -186,6 +183,7 @@ pub fn is_uuid(s: &str) -> bool {
 
 /// Where a Claude-shaped payload keeps a tool call's fields. Harnesses that copy
 /// Claude Code's hook payloads differ only in a few names (Codex's `turn_id`).
+#[derive(Clone, Copy, Debug)]
 pub struct ToolKeys {
     pub tool: &'static str,
     pub call_id: &'static str,
@@ -249,43 +247,6 @@ pub fn error_text(v: Option<&Value>) -> Option<String> {
         Value::String(s) if s.is_empty() => None,
         Value::String(s) => Some(s.clone()),
         other => Some(other.to_string()),
-    }
-}
-
-/// `turn.started` from a Claude-shaped prompt hook: the turn id under `turn_key`
-/// and the prompt's length. Who submitted it stays unknown: only Claude Code's
-/// payload says (ADAPTERS.md, Common conventions).
-pub fn prompt_turn(p: &Map<String, Value>, turn_key: &str) -> TurnStarted {
-    TurnStarted {
-        turn_id: str_of(p, turn_key),
-        prompt_chars: p.get("prompt").and_then(Value::as_str).map(char_count),
-        ..Default::default()
-    }
-}
-
-/// A permission `attention.needed` naming the tool call of a Claude-shaped
-/// payload; the id is the caller's, since each harness has its own rule for it.
-pub fn permission_needed(
-    p: &Map<String, Value>,
-    k: &ToolKeys,
-    attention_id: String,
-) -> AttentionNeeded {
-    let tool = str_of(p, k.tool).unwrap_or_else(|| "unknown".into());
-    AttentionNeeded {
-        attention_id,
-        kind: AttentionKind::Permission,
-        message: Some(tool_message(&tool, p.get(k.input))),
-        tool: Some(tool),
-        agent_id: str_of(p, k.agent_id),
-    }
-}
-
-/// What started a compaction: `manual` when the payload's `trigger` says so, else
-/// `auto` (a harness compacts on its own unless told).
-pub fn compact_trigger(p: &Map<String, Value>) -> CompactTrigger {
-    match str_of(p, "trigger").as_deref() {
-        Some("manual") => CompactTrigger::Manual,
-        _ => CompactTrigger::Auto,
     }
 }
 

@@ -9,7 +9,6 @@
 //! the start. It does no I/O and knows no harness.
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 /// Each side of a turn is cut to this many characters.
 pub const MAX_SIDE_CHARS: usize = 20_000;
@@ -302,11 +301,7 @@ fn cap(s: String) -> String {
 }
 
 fn digest(s: &str) -> String {
-    Sha256::digest(s.trim().as_bytes())
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::digest::sha256_prefix(s.trim().as_bytes(), 8)
 }
 
 /// What one hook call asks of the session's transcript.

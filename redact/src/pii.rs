@@ -109,8 +109,7 @@ fn phones(s: &str, spans: &mut Spans) {
 
 /// The first 8 hex digits of SHA-256 of `machine`.
 pub(crate) fn machine_hash(machine: &str) -> String {
-    let digest = Sha256::digest(machine.as_bytes());
-    digest[..4].iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(&Sha256::digest(machine.as_bytes())[..4])
 }
 
 /// The session-block rules of `pii@1`, in place: `machine` hashed, `account_id`

@@ -5,9 +5,8 @@
 //! which the person never asked anything, is not a conversation.
 
 use super::transcript::{at_ms, records};
-use harness::backfill::Backfilled;
-use harness::transcript::{MAX_LINE_BYTES, Rec, for_each_line};
-use protocol::TitleSource;
+use harness::backfill::{Backfilled, Tally};
+use harness::transcript::{MAX_LINE_BYTES, for_each_line};
 use serde_json::Value;
 use std::path::Path;
 
@@ -36,40 +35,30 @@ pub fn conversations(home: &Path, since_ms: i64) -> Vec<Backfilled> {
     out
 }
 
-/// One transcript as a backfilled session. Steps without a time of their own
-/// take the file's: the conversation was at least that recent.
+/// One transcript as a backfilled session, when it holds an ask. Steps without
+/// a time of their own take the file's: the conversation was at least that
+/// recent.
 fn scan(path: &Path, session_id: String, modified_ms: i64) -> Option<Backfilled> {
-    let (mut first, mut last) = (None::<i64>, None::<i64>);
-    let mut first_ask = None;
-    let mut turns = 0u64;
+    let mut t = Tally::of(session_id);
+    let mut timed = false;
     for_each_line(path, 0, MAX_LINE_BYTES, &mut |line| {
         let Ok(step) = serde_json::from_str::<Value>(line) else {
             return;
         };
         if let Some(ms) = at_ms(&step) {
-            first = Some(first.map_or(ms, |f| f.min(ms)));
-            last = Some(last.map_or(ms, |l| l.max(ms)));
+            t.time(ms);
+            timed = true;
         }
-        for rec in records(&step) {
-            if let Rec::Ask { words, .. } = rec {
-                turns += 1;
-                first_ask.get_or_insert(words);
-            }
-        }
+        t.recs(&records(&step));
     })
     .ok()?;
-    let title = first_ask?;
-    let last_ms = last.unwrap_or(modified_ms);
-    let mut b = Backfilled {
-        session_id,
-        started_ms: first.unwrap_or(last_ms).min(last_ms),
-        last_ms,
-        turns: Some(turns),
-        ..Default::default()
-    };
-    b.block.title = Some(harness::payload::one_line(&title, FIRST_ASK_CHARS));
-    b.block.title_source = Some(TitleSource::FirstAsk);
-    Some(b)
+    if t.turns() == 0 {
+        return None;
+    }
+    if !timed {
+        t.time(modified_ms);
+    }
+    t.finish(FIRST_ASK_CHARS)
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use harness::install::{
     ConfigFormat, Ctx, EntryState, HookEvent, HookInstall, HooksLayout, Host, Skip, Target,
 };
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::path::Path;
 
 /// The hook name our entry is filed under in `hooks.json`.
@@ -23,12 +24,12 @@ const ENTRY: &str = "sessionpipe";
 /// matcher group (`"*"`, every tool), the invocation and stop events a handler
 /// list. Timeouts in seconds.
 static LAYOUT: HooksLayout = HooksLayout {
-    events: &[
+    events: Cow::Borrowed(&[
         HookEvent::plain("PreInvocation"),
         HookEvent::plain("PostInvocation"),
         HookEvent::with_matcher("PostToolUse", "*"),
         HookEvent::plain("Stop"),
-    ],
+    ]),
     timeout_s: 5,
     timeout_unit_ms: false,
     handler_name: None,
@@ -38,7 +39,7 @@ static LAYOUT: HooksLayout = HooksLayout {
 fn entry(hook_bin: &Path, harness: &str) -> Value {
     let mut m = Map::new();
     m.insert("enabled".into(), Value::Bool(true));
-    for e in LAYOUT.events {
+    for e in LAYOUT.events.iter() {
         let g = group(&LAYOUT, e, command(hook_bin, harness, e.name));
         let item = if e.matcher.is_some() {
             g

@@ -6,8 +6,8 @@
 
 use super::facts::account_id;
 use super::transcript::{MAX_LINE, parse_value};
-use harness::backfill::Backfilled;
-use harness::transcript::{Rec, for_each_line};
+use harness::backfill::{Backfilled, Tally, modified_since};
+use harness::transcript::for_each_line;
 use protocol::TitleSource;
 use serde_json::Value;
 use std::path::Path;
@@ -28,9 +28,8 @@ pub fn sessions(config_dirs: &[std::path::PathBuf], home: &Path, since_ms: i64) 
             };
             for f in files.flatten() {
                 let path = f.path();
-                let recent = harness::payload::modified_ms(&path).is_some_and(|ms| ms >= since_ms);
-                if recent
-                    && path.extension().is_some_and(|x| x == "jsonl")
+                if path.extension().is_some_and(|x| x == "jsonl")
+                    && modified_since(&path, since_ms)
                     && let Some(mut b) = scan(&path, home)
                 {
                     b.block.account_id = account.clone();
@@ -46,69 +45,39 @@ pub fn sessions(config_dirs: &[std::path::PathBuf], home: &Path, since_ms: i64) 
 /// What one transcript says of its session; `None` for a file with no record
 /// that has a time (nothing happened in it).
 fn scan(path: &Path, home: &Path) -> Option<Backfilled> {
-    let session_id = path.file_stem()?.to_str()?.to_string();
-    let mut b = Backfilled {
-        session_id,
-        ..Default::default()
-    };
-    let (mut first, mut last) = (None::<i64>, None::<i64>);
-    let (mut custom, mut ai, mut first_ask) = (None, None, None);
-    let mut turns = 0u64;
+    let mut t = Tally::of(path.file_stem()?.to_str()?);
     for_each_line(path, 0, MAX_LINE, &mut |line| {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
             return;
         };
         let field = |k: &str| v.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
         if let Some(ms) = field("timestamp").and_then(protocol::time::parse_rfc3339_ms) {
-            first = Some(first.map_or(ms, |f| f.min(ms)));
-            last = Some(last.map_or(ms, |l| l.max(ms)));
+            t.time(ms);
         }
-        if b.block.cwd.is_none()
+        if t.block.cwd.is_none()
             && let Some(cwd) = field("cwd")
         {
-            b.block.cwd = Some(spool::paths::tilde(cwd, Some(home)));
+            t.block.cwd = Some(spool::paths::tilde(cwd, Some(home)));
         }
         if let Some(branch) = field("gitBranch").filter(|b| *b != "HEAD") {
-            b.block.branch = Some(branch.to_string());
+            t.block.branch = Some(branch.to_string());
         }
         if let Some(version) = field("version") {
-            b.version = Some(version.to_string());
+            t.version = Some(version.to_string());
         }
         let parsed = parse_value(&v);
-        for rec in &parsed.recs {
-            if let Rec::Ask {
-                words,
-                injected: false,
-                ..
-            } = rec
-            {
-                turns += 1;
-                first_ask = first_ask.take().or_else(|| Some(words.clone()));
-            }
+        t.recs(&parsed.recs);
+        t.block.model = parsed.model.or(t.block.model.take());
+        t.block.url = parsed.url.or(t.block.url.take());
+        if let Some(title) = parsed.custom_title {
+            t.title(title, TitleSource::Custom);
         }
-        b.block.model = parsed.model.or(b.block.model.take());
-        b.block.url = parsed.url.or(b.block.url.take());
-        custom = parsed.custom_title.or(custom.take());
-        ai = parsed.ai_title.or(ai.take());
+        if let Some(title) = parsed.ai_title {
+            t.title(title, TitleSource::Harness);
+        }
     })
     .ok()?;
-    b.started_ms = first?;
-    b.last_ms = last?;
-    b.turns = Some(turns);
-    let title = custom
-        .map(|t| (t, TitleSource::Custom))
-        .or(ai.map(|t| (t, TitleSource::Harness)))
-        .or(first_ask.map(|t| {
-            (
-                harness::payload::one_line(&t, FIRST_ASK_CHARS),
-                TitleSource::FirstAsk,
-            )
-        }));
-    if let Some((t, source)) = title {
-        b.block.title = Some(t);
-        b.block.title_source = Some(source);
-    }
-    Some(b)
+    t.finish(FIRST_ASK_CHARS)
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@ use harness::Job;
 use harness::SessionFiles;
 use protocol::{SessionBlock, TitleSource};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 pub fn facts(job: &Job, files: &SessionFiles) -> SessionBlock {
@@ -80,12 +79,10 @@ pub fn account_id(home: Option<&Path>, config: &Path) -> Option<String> {
     if host == "anthropic.com" || host.ends_with(".anthropic.com") {
         return None;
     }
-    let hex: String = Sha256::digest(origin.as_bytes())
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    Some(format!("api-{hex}"))
+    Some(format!(
+        "api-{}",
+        harness::digest::sha256_prefix(origin.as_bytes(), 8)
+    ))
 }
 
 /// `scheme://host[:port]` of an http(s) URL, without user info or path.
@@ -197,11 +194,7 @@ mod tests {
             &job(dir.path(), &[]),
             &files(config.join("projects/-w/s.jsonl")),
         );
-        let want: String = Sha256::digest(b"https://api.example.com:8443")
-            .iter()
-            .take(8)
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let want = harness::digest::sha256_prefix(b"https://api.example.com:8443", 8);
         assert_eq!(f.account_id, Some(format!("api-{want}")));
         std::fs::write(
             config.join("settings.json"),

@@ -16,21 +16,20 @@ mod transcript;
 
 pub use status_line::ENTRY as STATUS_LINE_ENTRY;
 
-use harness::Job;
-use harness::install::{
-    ClaudeHooks, HookEvent, HookInstall, HooksLayout, Host, OptionalTarget, Target,
+use harness::claude_shaped::{
+    self, Call, Folder, NotMapped, PermissionId, Read, Row, Rule, Shaped, StopWithout, Table,
+    Trigger,
 };
-use harness::payload::{
-    CLAUDE_TOOL_KEYS, MAX_MESSAGE_CHARS, char_count, cwd_for, error_text, is_uuid, one_line,
-    payload_object, session_id, str_of, tool_ended, tool_message, tool_started,
-    version_from_ai_agent,
-};
-use harness::transcript::{ReadPlan, TranscriptSource, Want};
-use harness::{Adapter, MapError, Mapped, Mapping, Memo, SessionFiles};
+use harness::install::{ClaudeHooks, HookEvent, HookInstall, Host, OptionalTarget, Target};
+use harness::payload::{CLAUDE_TOOL_KEYS, is_uuid, str_of, version_from_ai_agent};
+use harness::transcript::TranscriptSource;
+use harness::{Adapter, Job, MapError, Mapped, Memo, SessionFiles};
 use protocol::*;
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use std::path::PathBuf;
+use std::sync::LazyLock;
+
+pub use harness::claude_shaped::permission_attention_id;
 
 pub struct ClaudeCode;
 
@@ -46,48 +45,114 @@ const INJECTED_TAGS: &[&str] = &[
     "local-command-stdout",
 ];
 
+const STOP_WORDS: Read = Read::StopWords {
+    otherwise: StopWithout::All,
+};
+
+/// ADAPTERS.md's Claude Code row: Mapping, Ids, and the Transcript reads.
+static TABLE: Table = Table {
+    harness: NAME,
+    session_key: "session_id",
+    tool: CLAUDE_TOOL_KEYS,
+    agent_keys: &["agent_id"],
+    folder: &[
+        Folder::Payload("cwd"),
+        Folder::Env("CLAUDE_PROJECT_DIR"),
+        Folder::HookCwd,
+    ],
+    model_key: Some("model"),
+    transcript_key: Some("transcript_path"),
+    start_keys: &["source", "trigger"],
+    start_words: &[],
+    end_words: &[],
+    folded_names: false,
+    interruptions: true,
+    timeout_s: 5,
+    rows: &[
+        Row::new(
+            HookEvent::plain("SessionStart"),
+            Rule::SessionStart,
+            Read::Closed,
+        ),
+        Row::new(
+            HookEvent::plain("UserPromptSubmit"),
+            Rule::Prompt,
+            Read::Prompt,
+        ),
+        Row::new(
+            HookEvent::matched("PreToolUse"),
+            Rule::ToolStart,
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::matched("PostToolUse"),
+            Rule::ToolEnd { ok: true },
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::matched("PostToolUseFailure"),
+            Rule::ToolEnd { ok: false },
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::matched("PermissionRequest"),
+            Rule::Permission(PermissionId::Minted),
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::plain("Notification"),
+            Rule::Notification,
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::plain("Stop"),
+            Rule::TurnEnd(TurnEndReason::Stop),
+            STOP_WORDS,
+        ),
+        Row::new(
+            HookEvent::plain("StopFailure"),
+            Rule::TurnEnd(TurnEndReason::Error),
+            Read::AsItStands,
+        ),
+        Row::new(
+            HookEvent::plain("SubagentStart"),
+            Rule::SubagentStart,
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::plain("SubagentStop"),
+            Rule::SubagentStop,
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::plain("PreCompact"),
+            Rule::Compact(Trigger::FromPayload),
+            Read::Closed,
+        ),
+        Row::new(
+            HookEvent::plain("PostCompact"),
+            Rule::Compact(Trigger::FromPayload),
+            Read::Nothing,
+        ),
+        Row::new(HookEvent::plain("SessionEnd"), Rule::SessionEnd, Read::All),
+    ],
+};
+
+static HOOKS: LazyLock<ClaudeHooks> = LazyLock::new(|| ClaudeHooks {
+    layout: TABLE.layout(),
+    accepted_events: None,
+});
+
 impl Adapter for ClaudeCode {
     fn name(&self) -> &'static str {
         NAME
     }
 
     fn map(&self, job: &Job) -> Result<Mapped, MapError> {
-        let p = payload_object(job)?;
-        if p.contains_key("hookEventName") && p.contains_key("workspaceRoot") {
-            return Ok(Mapped::Ignored(
-                "a Grok Build payload in Claude Code's hooks (grok-build reports it)".into(),
-            ));
-        }
-        let sid = str_of(&p, "session_id").unwrap_or_default();
-        if !p.contains_key("transcript_path") && !is_uuid(&sid) {
-            return Ok(Mapped::Ignored(
-                "a Devin payload in Claude Code's hooks (devin reports it)".into(),
-            ));
-        }
-        let session_id = session_id(&p, "session_id")?;
-        let event = harness::payload::hook_event(job, &p);
-        let events = if event == limits::EVENT {
-            let config = facts::config_dir(job, &self.files(job));
-            let account = config.and_then(|c| facts::account_id(job.home().as_deref(), &c));
-            match limits::observed(&p, account) {
-                Some(l) => vec![EventData::LimitsObserved(l)],
-                None => return Ok(Mapped::Ignored("a status line without limits".into())),
-            }
-        } else {
-            match map_event(&event, &p, job)? {
-                Some(events) => events,
-                None => return Ok(Mapped::Ignored(format!("{event} is not mapped"))),
-            }
-        };
-        Ok(Mapped::Events(Box::new(Mapping {
-            session_id,
-            block: session_facts(job, &p),
-            harness_version: version_from_ai_agent(job, NAME),
-            events,
-        })))
+        claude_shaped::map(self, job)
     }
 
-    /// One compaction is one event (`common::one_compaction`). Claude Code fires
+    /// One compaction is one event (`payload::one_compaction`). Claude Code fires
     /// hooks between the two (the compaction's own SubagentStop, a SessionStart
     /// with source `compact`), measured on 2.1.332.
     fn remember(&self, job: &Job, events: &mut Vec<EventData>, memo: &mut Memo) {
@@ -99,39 +164,7 @@ impl Adapter for ClaudeCode {
     }
 
     fn files(&self, job: &Job) -> SessionFiles {
-        let Ok(p) = payload_object(job) else {
-            return SessionFiles::default();
-        };
-        let plan = |want, after, hold, interruption| {
-            Some(ReadPlan {
-                want,
-                after,
-                hold,
-                interruption,
-            })
-        };
-        let read = match job.event.as_str() {
-            "UserPromptSubmit" => match str_of(&p, "prompt_id") {
-                Some(id) => plan(Want::ClosedBefore(id), false, false, true),
-                None => plan(Want::Closed, false, false, true),
-            },
-            "PreCompact" | "SessionStart" => plan(Want::Closed, false, false, true),
-            "Stop" => match str_of(&p, "last_assistant_message") {
-                Some(words) => plan(Want::EndedWith(words), true, true, false),
-                // Ended on a tool call or a thinking block: read once, as it stands.
-                None => plan(Want::All, true, false, false),
-            },
-            "StopFailure" => plan(Want::All, true, false, false),
-            "SessionEnd" => plan(Want::All, false, false, false),
-            _ => None,
-        };
-        SessionFiles {
-            folder: str_of(&p, "cwd")
-                .or_else(|| job.env("CLAUDE_PROJECT_DIR").map(str::to_string))
-                .map(PathBuf::from),
-            transcript: str_of(&p, "transcript_path").map(PathBuf::from),
-            read,
-        }
+        claude_shaped::files(self, job)
     }
 
     fn transcript(&self) -> Option<&dyn TranscriptSource> {
@@ -147,157 +180,85 @@ impl Adapter for ClaudeCode {
     }
 }
 
-/// What stdin and the hook's environment say of the session.
-fn session_facts(job: &Job, p: &Map<String, Value>) -> SessionBlock {
-    let folder = str_of(p, "cwd")
-        .or_else(|| job.env("CLAUDE_PROJECT_DIR").map(str::to_string))
-        .unwrap_or_else(|| job.cwd.clone());
-    let url = job
-        .env("CLAUDE_CODE_HOST_SESSION_ID")
-        .map(|id| format!("claude://code/continue/{id}"));
-    let attended = if job.env("CLAUDE_CODE_SESSION_ATTENDED") == Some("1")
-        || job.env("SESSIONPIPE_CONTROL_JOB").is_some()
-        || url.is_some()
-    {
-        Some(true)
-    } else if job.env("CLAUDE_CODE_SESSION_ATTENDED") == Some("0") {
-        Some(false)
-    } else {
-        None
-    };
-    SessionBlock {
-        cwd: (!folder.is_empty()).then(|| cwd_for(job, &folder)),
-        model: str_of(p, "model"),
-        url,
-        attended,
-        ..Default::default()
+impl Shaped for ClaudeCode {
+    fn table(&self) -> &'static Table {
+        &TABLE
     }
-}
 
-fn map_event(
-    event: &str,
-    p: &Map<String, Value>,
-    job: &Job,
-) -> Result<Option<Vec<EventData>>, MapError> {
-    let turn_id = || str_of(p, "prompt_id");
-    let agent_id = || str_of(p, "agent_id");
-    let tool = || str_of(p, "tool_name").unwrap_or_else(|| "unknown".to_string());
-    let one = |e| Ok(Some(vec![e]));
-    match event {
-        "SessionStart" => {
-            let word = str_of(p, "source").or_else(|| str_of(p, "trigger"));
-            one(EventData::SessionStarted(SessionStarted {
-                source: StartSource::from_word(word.as_deref().unwrap_or("")),
-            }))
+    /// Two other harnesses run the hooks in `~/.claude/settings.json` and hand
+    /// them payloads that are not Claude Code's; their own adapters report them.
+    fn prepare(&self, _job: &Job, p: Map<String, Value>) -> Result<Map<String, Value>, NotMapped> {
+        if p.contains_key("hookEventName") && p.contains_key("workspaceRoot") {
+            return Err(NotMapped::Ignored(
+                "a Grok Build payload in Claude Code's hooks (grok-build reports it)".into(),
+            ));
         }
-        "UserPromptSubmit" => {
-            let prompt = p.get("prompt").and_then(Value::as_str);
-            one(EventData::TurnStarted(TurnStarted {
-                turn_id: turn_id(),
-                prompt_chars: prompt.map(char_count),
+        let sid = str_of(&p, "session_id").unwrap_or_default();
+        if !p.contains_key("transcript_path") && !is_uuid(&sid) {
+            return Err(NotMapped::Ignored(
+                "a Devin payload in Claude Code's hooks (devin reports it)".into(),
+            ));
+        }
+        Ok(p)
+    }
+
+    /// Who submitted a prompt and whether Claude Code injected it; the
+    /// background work a Stop or SubagentStop lists.
+    fn adjust(&self, call: &Call<'_>, event: &mut EventData) -> Result<(), NotMapped> {
+        let p = call.payload;
+        match event {
+            EventData::TurnStarted(t) => {
                 // Forwarded as is when the payload has the key (none recorded yet).
-                submitted_by: p.get("source").and_then(Value::as_str).map(str::to_string),
-                injected: prompt.filter(|t| is_injected(t)).map(|_| true),
-            }))
+                t.submitted_by = p.get("source").and_then(Value::as_str).map(str::to_string);
+                t.injected = p
+                    .get("prompt")
+                    .and_then(Value::as_str)
+                    .filter(|t| is_injected(t))
+                    .map(|_| true);
+            }
+            EventData::TurnEnded(t) if call.event == "Stop" => t.background = background(p, None),
+            // Claude Code still lists the stopping subagent as running.
+            EventData::SubagentEnded(s) => s.background = background(p, Some(&s.agent_id)),
+            _ => {}
         }
-        "PreToolUse" => one(EventData::ToolStarted(tool_started(p, &CLAUDE_TOOL_KEYS))),
-        "PostToolUse" | "PostToolUseFailure" => {
-            let ok = event == "PostToolUse";
-            let error = if ok { None } else { error_text(p.get("error")) };
-            one(EventData::ToolEnded(tool_ended(
-                p,
-                &CLAUDE_TOOL_KEYS,
-                ok,
-                error,
-            )))
-        }
-        "PermissionRequest" => {
-            let tool = tool();
-            let input = p.get("tool_input");
-            one(EventData::AttentionNeeded(AttentionNeeded {
-                attention_id: permission_attention_id(
-                    &str_of(p, "prompt_id").unwrap_or_default(),
-                    &tool,
-                    input.unwrap_or(&Value::Null),
-                ),
-                kind: AttentionKind::Permission,
-                message: Some(tool_message(&tool, input)),
-                tool: Some(tool),
-                agent_id: agent_id(),
-            }))
-        }
-        "Notification" => {
-            let kind = match str_of(p, "notification_type").as_deref() {
-                Some("permission_prompt") => AttentionKind::Permission,
-                Some("idle_prompt") => AttentionKind::Idle,
-                Some("elicitation_dialog") => AttentionKind::Elicitation,
-                _ => AttentionKind::Question,
-            };
-            one(EventData::AttentionNeeded(AttentionNeeded {
-                attention_id: format!("notif-{}", job.at_ms()),
-                kind,
-                tool: None,
-                message: str_of(p, "message").map(|m| one_line(&m, MAX_MESSAGE_CHARS)),
-                agent_id: agent_id(),
-            }))
-        }
-        "Stop" => {
-            let mut ended = TurnEnded::new(turn_id(), TurnEndReason::Stop);
-            ended.background = background(p, None);
-            one(EventData::TurnEnded(ended))
-        }
-        "StopFailure" => {
-            let mut ended = TurnEnded::new(turn_id(), TurnEndReason::Error);
-            ended.error = harness::payload::turn_error(p.get("error"));
-            one(EventData::TurnEnded(ended))
-        }
-        "SubagentStart" | "SubagentStop" => {
-            let Some(agent) = agent_id() else {
-                return Err("a subagent hook without agent_id".into());
-            };
-            let agent_type = str_of(p, "agent_type");
-            one(if event == "SubagentStart" {
-                EventData::SubagentStarted(SubagentStarted {
-                    agent_id: agent,
-                    agent_type,
-                })
-            } else {
-                // Claude Code still lists the stopping subagent as running.
-                let background = background(p, Some(&agent));
-                EventData::SubagentEnded(SubagentEnded {
-                    agent_id: agent,
-                    agent_type,
-                    background,
-                })
-            })
-        }
-        "PreCompact" | "PostCompact" => {
-            let trigger = match str_of(p, "trigger").as_deref() {
-                Some("manual") => CompactTrigger::Manual,
-                _ => CompactTrigger::Auto,
-            };
-            one(EventData::ContextCompacted(ContextCompacted { trigger }))
-        }
-        "SessionEnd" => {
-            let reason = EndReason::from_word(&str_of(p, "reason").unwrap_or_default());
-            one(EventData::SessionEnded(SessionEnded { reason }))
-        }
-        _ => Ok(None),
+        Ok(())
     }
-}
 
-/// `perm-` + the first 16 hex digits of `sha256(prompt_id | tool | input)`, the
-/// input as `JSON.stringify` writes it (compact, the payload's key order).
-pub fn permission_attention_id(prompt_id: &str, tool: &str, input: &Value) -> String {
-    let mut h = Sha256::new();
-    h.update(prompt_id.as_bytes());
-    h.update(b"|");
-    h.update(tool.as_bytes());
-    h.update(b"|");
-    h.update(input.to_string().as_bytes());
-    let digest = h.finalize();
-    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-    format!("perm-{hex}")
+    /// The status line's limits (`install --status-line`), which no hook has.
+    fn unlisted(&self, call: &Call<'_>) -> Result<Vec<EventData>, NotMapped> {
+        if call.event != limits::EVENT {
+            return Err(NotMapped::Ignored(format!("{} is not mapped", call.event)));
+        }
+        let job = call.job;
+        let config = facts::config_dir(job, &claude_shaped::files(self, job));
+        let account = config.and_then(|c| facts::account_id(job.home().as_deref(), &c));
+        match limits::observed(call.payload, account) {
+            Some(l) => Ok(vec![EventData::LimitsObserved(l)]),
+            None => Err(NotMapped::Ignored("a status line without limits".into())),
+        }
+    }
+
+    /// The link and whether a person is there, from the hook's environment.
+    fn block(&self, call: &Call<'_>, block: &mut SessionBlock) {
+        let job = call.job;
+        block.url = job
+            .env("CLAUDE_CODE_HOST_SESSION_ID")
+            .map(|id| format!("claude://code/continue/{id}"));
+        block.attended = if job.env("CLAUDE_CODE_SESSION_ATTENDED") == Some("1")
+            || job.env("SESSIONPIPE_CONTROL_JOB").is_some()
+            || block.url.is_some()
+        {
+            Some(true)
+        } else if job.env("CLAUDE_CODE_SESSION_ATTENDED") == Some("0") {
+            Some(false)
+        } else {
+            None
+        };
+    }
+
+    fn version(&self, job: &Job) -> Option<String> {
+        version_from_ai_agent(job, NAME)
+    }
 }
 
 /// True when the prompt is one of Claude Code's own wrappers, after trimming:
@@ -345,38 +306,13 @@ fn background(p: &Map<String, Value>, except_agent: Option<&str>) -> Option<Vec<
     (!kept.is_empty()).then_some(kept)
 }
 
-static HOOKS: ClaudeHooks = ClaudeHooks {
-    layout: HooksLayout {
-        events: &[
-            HookEvent::plain("SessionStart"),
-            HookEvent::plain("UserPromptSubmit"),
-            HookEvent::matched("PreToolUse"),
-            HookEvent::matched("PostToolUse"),
-            HookEvent::matched("PostToolUseFailure"),
-            HookEvent::matched("PermissionRequest"),
-            HookEvent::plain("Notification"),
-            HookEvent::plain("Stop"),
-            HookEvent::plain("StopFailure"),
-            HookEvent::plain("SubagentStart"),
-            HookEvent::plain("SubagentStop"),
-            HookEvent::plain("PreCompact"),
-            HookEvent::plain("PostCompact"),
-            HookEvent::plain("SessionEnd"),
-        ],
-        timeout_s: 5,
-        timeout_unit_ms: false,
-        handler_name: None,
-    },
-    accepted_events: None,
-};
-
 impl HookInstall for ClaudeCode {
     /// `settings.json` of every config dir. Not found when none exists and
     /// `claude` is not on `PATH`.
     fn targets(&self, host: &Host) -> Vec<Target> {
         config_dirs(host)
             .into_iter()
-            .map(|d| Target::shared(d.join("settings.json"), &HOOKS))
+            .map(|d| Target::shared(d.join("settings.json"), &*HOOKS))
             .collect()
     }
 

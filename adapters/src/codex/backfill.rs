@@ -14,38 +14,23 @@
 //! becomes of the sessions it finds is `harness::backfill`'s.
 
 use super::transcript::{Meta, compressed, for_each_line, parse_line};
-use harness::backfill::Backfilled;
-use harness::transcript::Rec;
-use protocol::TitleSource;
-use std::collections::HashMap;
+use harness::backfill::{Backfilled, Tally, modified_since, newest_first};
 use std::path::{Path, PathBuf};
 
 /// A `first-ask` title is this many characters of the first ask (the default of
 /// `TranscriptSource::first_ask_chars`, as the live reader uses).
 const FIRST_ASK_CHARS: usize = 80;
 
-/// The sessions of `codex_home` active since `since_ms`, newest first.
+/// The sessions of `codex_home` active since `since_ms`, newest first. One
+/// session per thread: a rollout caught while Codex compresses it can be there
+/// twice (plain and `.zst`); the one that says more wins.
 pub fn sessions(codex_home: &Path, home: &Path, since_ms: i64) -> Vec<Backfilled> {
-    // One session per thread: a rollout caught while Codex compresses it can
-    // be there twice (plain and `.zst`); the one that says more wins.
-    let mut by_id: HashMap<String, Backfilled> = HashMap::new();
-    for path in rollouts(&codex_home.join("sessions")) {
-        let recent = harness::payload::modified_ms(&path).is_some_and(|ms| ms >= since_ms);
-        if !recent {
-            continue;
-        }
-        if let Some(b) = scan(&path, home) {
-            match by_id.get(&b.session_id) {
-                Some(known) if known.last_ms >= b.last_ms => {}
-                _ => {
-                    by_id.insert(b.session_id.clone(), b);
-                }
-            }
-        }
-    }
-    let mut out: Vec<Backfilled> = by_id.into_values().collect();
-    out.sort_by_key(|b| std::cmp::Reverse(b.last_ms));
-    out
+    newest_first(
+        rollouts(&codex_home.join("sessions"))
+            .into_iter()
+            .filter(|path| modified_since(path, since_ms))
+            .filter_map(|path| scan(&path, home)),
+    )
 }
 
 /// Every `rollout-*.jsonl[.zst]` three folders down (`YYYY/MM/DD`).
@@ -86,61 +71,42 @@ fn rollouts(sessions: &Path) -> Vec<PathBuf> {
 /// What one rollout says of its session; `None` for a subagent's thread or a
 /// file with nothing that has a time.
 fn scan(path: &Path, home: &Path) -> Option<Backfilled> {
-    let (mut first, mut last) = (None::<i64>, None::<i64>);
+    let mut t = Tally::default();
     let mut meta: Option<Meta> = None;
     let mut subagent = false;
-    let (mut model, mut first_ask) = (None, None);
-    let mut turns = 0u64;
     for_each_line(path, 0, &mut |line| {
         if subagent {
             return; // known at the first line; the rest is not read
         }
         let l = parse_line(line);
         if let Some(ms) = l.at_ms {
-            first = Some(first.map_or(ms, |f: i64| f.min(ms)));
-            last = Some(last.map_or(ms, |t: i64| t.max(ms)));
+            t.time(ms);
         }
         if let Some(m) = l.meta {
             subagent |= m.subagent;
             // A rollout's own `session_meta` comes first; keep it.
             meta.get_or_insert(m);
         }
-        model = l.model.or(model.take());
-        for rec in l.recs {
-            if let Rec::Ask { words, .. } = rec {
-                turns += 1;
-                first_ask = first_ask.take().or(Some(words));
-            }
-        }
+        t.block.model = l.model.or(t.block.model.take());
+        t.recs(&l.recs);
     })
     .ok()?;
     if subagent {
         return None;
     }
     let meta = meta.unwrap_or_default();
-    let session_id = meta.id.or_else(|| super::rollout_thread(path))?;
-    let mut b = Backfilled {
-        session_id,
-        version: meta.version,
-        started_ms: first?,
-        last_ms: last?,
-        turns: Some(turns),
-        ..Default::default()
-    };
-    b.block.cwd = meta.cwd.map(|c| spool::paths::tilde(&c, Some(home)));
-    b.block.branch = meta.branch;
-    b.block.repo = meta.repo;
-    b.block.model = model;
-    if let Some(ask) = first_ask {
-        b.block.title = Some(harness::payload::one_line(&ask, FIRST_ASK_CHARS));
-        b.block.title_source = Some(TitleSource::FirstAsk);
-    }
-    Some(b)
+    t.session_id = meta.id.or_else(|| super::rollout_thread(path));
+    t.version = meta.version;
+    t.block.cwd = meta.cwd.map(|c| spool::paths::tilde(&c, Some(home)));
+    t.block.branch = meta.branch;
+    t.block.repo = meta.repo;
+    t.finish(FIRST_ASK_CHARS)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use protocol::TitleSource;
 
     fn recorded(name: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))

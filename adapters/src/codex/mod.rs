@@ -26,18 +26,19 @@ mod backfill;
 mod notify;
 mod transcript;
 
-use harness::Job;
-use harness::install::{ClaudeHooks, HookEvent, HookInstall, HooksLayout, Host, Target};
-use harness::payload::{
-    ToolKeys, compact_trigger, cwd_for, is_uuid, one_compaction, payload_object, permission_needed,
-    prompt_turn, session_id, str_of, tool_ended, tool_started,
+use harness::claude_shaped::{
+    self, Call, Folder, NotMapped, PermissionId, Read, Row, Rule, Shaped, StopWithout, Table,
+    Trigger,
 };
-use harness::transcript::{ReadPlan, TranscriptSource, Want};
-use harness::{Adapter, MapError, Mapped, Mapping, Memo, SessionFiles};
+use harness::install::{ClaudeHooks, HookEvent, HookInstall, Host, Target};
+use harness::payload::{ToolKeys, is_uuid, one_compaction, str_of};
+use harness::transcript::TranscriptSource;
+use harness::{Adapter, Job, MapError, Mapped, Memo, SessionFiles};
 use notify::{CodexNotify, NOTIFY_EVENT};
 use protocol::*;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 pub struct Codex;
 
@@ -58,16 +59,109 @@ const SUBAGENT_EVENTS: &[&str] = &[
     "PermissionRequest",
 ];
 
-/// Codex's names for a tool call's fields.
-const TOOL_KEYS: ToolKeys = ToolKeys {
-    tool: "tool_name",
-    call_id: "tool_use_id",
-    turn_id: "turn_id",
-    agent_id: "agent_id",
-    input: "tool_input",
-    output: "tool_response",
-    ms: "duration_ms",
+const STOP_WORDS: Read = Read::StopWords {
+    otherwise: StopWithout::All,
 };
+
+/// ADAPTERS.md's Codex row. Codex has no PostToolUseFailure and marks no failure
+/// in `tool_response` (a failed command's output is just its output), so every
+/// tool end is ok. Its PermissionRequest carries no tool use id (0.171): the same
+/// request always mints the same id, as Claude Code's does (CONTROL.md §6).
+/// PreModelRequest, PostModelRequest and whatever Codex adds next have no row.
+/// Codex writes a turn's last message before it runs the Stop hook (0.171.0,
+/// every run measured), but a Stop still holds its turn to the words it names,
+/// as Claude Code's does, in case a build writes later.
+static TABLE: Table = Table {
+    harness: NAME,
+    session_key: "session_id",
+    tool: ToolKeys {
+        tool: "tool_name",
+        call_id: "tool_use_id",
+        turn_id: "turn_id",
+        agent_id: "agent_id",
+        input: "tool_input",
+        output: "tool_response",
+        ms: "duration_ms",
+    },
+    agent_keys: &["agent_id", "subagent_id"],
+    folder: &[Folder::Payload("cwd"), Folder::HookCwd],
+    model_key: Some("model"),
+    transcript_key: Some("transcript_path"),
+    start_keys: &["source"],
+    start_words: &[],
+    end_words: &[],
+    folded_names: false,
+    interruptions: true,
+    timeout_s: 5,
+    rows: &[
+        Row::new(
+            HookEvent::plain("SessionStart"),
+            Rule::SessionStart,
+            Read::Closed,
+        ),
+        Row::new(
+            HookEvent::plain("UserPromptSubmit"),
+            Rule::Prompt,
+            Read::Prompt,
+        ),
+        Row::new(
+            HookEvent::matched("PreToolUse"),
+            Rule::ToolStart,
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::matched("PermissionRequest"),
+            Rule::Permission(PermissionId::ToolUseOrMinted),
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::matched("PostToolUse"),
+            Rule::ToolEnd { ok: true },
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::plain("Stop"),
+            Rule::TurnEnd(TurnEndReason::Stop),
+            STOP_WORDS,
+        ),
+        // Codex clamps these two to 3 s (and warns on every start otherwise).
+        Row::new(
+            HookEvent::plain("Interrupt").timeout(3),
+            Rule::TurnEnd(TurnEndReason::Interrupt),
+            Read::AsItStands,
+        ),
+        Row::new(
+            HookEvent::plain("SubagentStart"),
+            Rule::SubagentStart,
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::plain("SubagentStop"),
+            Rule::SubagentStop,
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::plain("PreCompact"),
+            Rule::Compact(Trigger::FromPayload),
+            Read::Closed,
+        ),
+        Row::new(
+            HookEvent::plain("PostCompact"),
+            Rule::Compact(Trigger::FromPayload),
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::plain("SessionEnd").timeout(3),
+            Rule::SessionEnd,
+            Read::All,
+        ),
+    ],
+};
+
+static HOOKS: LazyLock<ClaudeHooks> = LazyLock::new(|| ClaudeHooks {
+    layout: TABLE.layout(),
+    accepted_events: None,
+});
 
 impl Adapter for Codex {
     fn name(&self) -> &'static str {
@@ -78,29 +172,7 @@ impl Adapter for Codex {
         if job.event == NOTIFY_EVENT {
             return notify::map_call(job);
         }
-        let p = payload_object(job)?;
-        if matches!(p.get("transcript_path"), Some(Value::Null)) {
-            return Ok(Mapped::Ignored(
-                "an ephemeral thread (no rollout): not the person's session".into(),
-            ));
-        }
-        let session_id = session_id(&p, "session_id")?;
-        let event = harness::payload::hook_event(job, &p);
-        let subagent = subagent_of(&p, &session_id);
-        if subagent.is_some() && !SUBAGENT_EVENTS.contains(&event.as_str()) {
-            return Ok(Mapped::Ignored(format!(
-                "a subagent's {event}: not its parent's turn or context (subagent.* says it ran)"
-            )));
-        }
-        let Some(events) = map_event(&event, &p, subagent)? else {
-            return Ok(Mapped::Ignored(format!("{event} is not mapped")));
-        };
-        Ok(Mapped::Events(Box::new(Mapping {
-            session_id,
-            block: session_facts(job, &p),
-            harness_version: None,
-            events,
-        })))
+        claude_shaped::map(self, job)
     }
 
     /// One compaction is one event (PreCompact, PostCompact); a notify after the
@@ -123,19 +195,10 @@ impl Adapter for Codex {
     /// The session's folder and rollout, and what the call asks of the rollout.
     /// Nothing is read for a subagent's calls: its SubagentStart and tool calls
     /// name its own rollout, which never becomes the session's, and its
-    /// SubagentStop names the parent's with the subagent's words.
+    /// SubagentStop names the parent's with the subagent's words. A notify call
+    /// has no hook payload, and names nothing.
     fn files(&self, job: &Job) -> SessionFiles {
-        let Ok(p) = payload_object(job) else {
-            return SessionFiles::default(); // notify: no hook payload
-        };
-        let own = str_of(&p, "session_id").is_some_and(|sid| subagent_of(&p, &sid).is_none());
-        SessionFiles {
-            folder: str_of(&p, "cwd").map(PathBuf::from),
-            transcript: str_of(&p, "transcript_path")
-                .filter(|_| own)
-                .map(PathBuf::from),
-            read: read_plan(&harness::payload::hook_event(job, &p), &p).filter(|_| own),
-        }
+        claude_shaped::files(self, job)
     }
 
     fn transcript(&self) -> Option<&dyn TranscriptSource> {
@@ -147,36 +210,43 @@ impl Adapter for Codex {
     }
 }
 
-/// What a hook call asks of the rollout (ADAPTERS.md, Codex row, and the Claude
-/// Code row's Transcript rules this follows). Codex writes a turn's last message
-/// before it runs the Stop hook (0.171.0, every run measured), but a Stop still
-/// holds its turn to the words it names, as Claude Code's does, in case a build
-/// writes later.
-fn read_plan(event: &str, p: &Map<String, Value>) -> Option<ReadPlan> {
-    let plan = |want, after, hold, interruption| {
-        Some(ReadPlan {
-            want,
-            after,
-            hold,
-            interruption,
-        })
-    };
-    match event {
-        // The prompt's own turn (its words are written after this hook) is not
-        // this call's to send, even when a daemon catching up finds it.
-        "UserPromptSubmit" => match str_of(p, "turn_id") {
-            Some(id) => plan(Want::ClosedBefore(id), false, false, true),
-            None => plan(Want::Closed, false, false, true),
-        },
-        "SessionStart" | "PreCompact" => plan(Want::Closed, false, false, true),
-        "Stop" => match str_of(p, "last_assistant_message") {
-            Some(words) => plan(Want::EndedWith(words), true, true, false),
-            None => plan(Want::All, true, false, false),
-        },
-        // The interrupted turn, as it stands, right after its `turn.ended`.
-        "Interrupt" => plan(Want::All, true, false, false),
-        "SessionEnd" => plan(Want::All, false, false, false),
-        _ => None,
+impl Shaped for Codex {
+    fn table(&self) -> &'static Table {
+        &TABLE
+    }
+
+    fn prepare(&self, _job: &Job, p: Map<String, Value>) -> Result<Map<String, Value>, NotMapped> {
+        if matches!(p.get("transcript_path"), Some(Value::Null)) {
+            return Err(NotMapped::Ignored(
+                "an ephemeral thread (no rollout): not the person's session".into(),
+            ));
+        }
+        Ok(p)
+    }
+
+    /// A subagent's calls belong to its parent's session, with its `agent_id`;
+    /// its own prompt, turn end or compaction is not the parent's.
+    fn adjust(&self, call: &Call<'_>, event: &mut EventData) -> Result<(), NotMapped> {
+        let Some(subagent) = subagent_of(call.payload, call.session_id) else {
+            return Ok(());
+        };
+        if !SUBAGENT_EVENTS.contains(&call.event) {
+            return Err(NotMapped::Ignored(format!(
+                "a subagent's {}: not its parent's turn or context (subagent.* says it ran)",
+                call.event
+            )));
+        }
+        match event {
+            EventData::ToolStarted(t) => t.agent_id = Some(subagent),
+            EventData::ToolEnded(t) => t.agent_id = Some(subagent),
+            EventData::AttentionNeeded(a) => a.agent_id = Some(subagent),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn own_call(&self, _job: &Job, p: &Map<String, Value>) -> bool {
+        str_of(p, "session_id").is_some_and(|sid| subagent_of(p, &sid).is_none())
     }
 }
 
@@ -184,92 +254,6 @@ fn read_plan(event: &str, p: &Map<String, Value>) -> Option<ReadPlan> {
 fn codex_home(host: &Host) -> PathBuf {
     host.var("CODEX_HOME")
         .map_or_else(|| host.home.join(".codex"), PathBuf::from)
-}
-
-/// What a payload says of the session: its folder (`~` for the home) and model.
-fn session_facts(job: &Job, p: &Map<String, Value>) -> SessionBlock {
-    let folder = str_of(p, "cwd").unwrap_or_else(|| job.cwd.clone());
-    SessionBlock {
-        cwd: (!folder.is_empty()).then(|| cwd_for(job, &folder)),
-        model: str_of(p, "model"),
-        ..Default::default()
-    }
-}
-
-fn map_event(
-    event: &str,
-    p: &Map<String, Value>,
-    subagent: Option<String>,
-) -> Result<Option<Vec<EventData>>, MapError> {
-    let turn_id = || str_of(p, "turn_id");
-    let one = |e| Ok(Some(vec![e]));
-    match event {
-        "SessionStart" => one(EventData::SessionStarted(SessionStarted {
-            source: StartSource::from_word(&str_of(p, "source").unwrap_or_default()),
-        })),
-        "UserPromptSubmit" => one(EventData::TurnStarted(prompt_turn(p, "turn_id"))),
-        "PreToolUse" => {
-            let mut started = tool_started(p, &TOOL_KEYS);
-            started.agent_id = subagent;
-            one(EventData::ToolStarted(started))
-        }
-        // Codex has no PostToolUseFailure and marks no failure in `tool_response`
-        // (a failed command's output is just its output), so every end is ok.
-        "PostToolUse" => {
-            let mut ended = tool_ended(p, &TOOL_KEYS, true, None);
-            ended.agent_id = subagent;
-            one(EventData::ToolEnded(ended))
-        }
-        "PermissionRequest" => {
-            // No tool use id in Codex's payload (0.171): the same request always
-            // mints the same id, as Claude Code's does (CONTROL.md §6).
-            let tool = str_of(p, "tool_name").unwrap_or_else(|| "unknown".into());
-            let id = str_of(p, "tool_use_id").unwrap_or_else(|| {
-                crate::claude_code::permission_attention_id(
-                    &turn_id().unwrap_or_default(),
-                    &tool,
-                    p.get("tool_input").unwrap_or(&Value::Null),
-                )
-            });
-            let mut needed = permission_needed(p, &TOOL_KEYS, id);
-            needed.agent_id = subagent;
-            one(EventData::AttentionNeeded(needed))
-        }
-        "Stop" => one(EventData::TurnEnded(TurnEnded::new(
-            turn_id(),
-            TurnEndReason::Stop,
-        ))),
-        "Interrupt" => one(EventData::TurnEnded(TurnEnded::new(
-            turn_id(),
-            TurnEndReason::Interrupt,
-        ))),
-        "SubagentStart" | "SubagentStop" => {
-            let agent = str_of(p, "agent_id")
-                .or_else(|| str_of(p, "subagent_id"))
-                .ok_or("a subagent hook without agent_id")?;
-            let agent_type = str_of(p, "agent_type");
-            one(if event == "SubagentStart" {
-                EventData::SubagentStarted(SubagentStarted {
-                    agent_id: agent,
-                    agent_type,
-                })
-            } else {
-                EventData::SubagentEnded(SubagentEnded {
-                    agent_id: agent,
-                    agent_type,
-                    background: None,
-                })
-            })
-        }
-        "PreCompact" | "PostCompact" => one(EventData::ContextCompacted(ContextCompacted {
-            trigger: compact_trigger(p),
-        })),
-        "SessionEnd" => one(EventData::SessionEnded(SessionEnded {
-            reason: EndReason::from_word(&str_of(p, "reason").unwrap_or_default()),
-        })),
-        // PreModelRequest, PostModelRequest and whatever Codex adds next.
-        _ => Ok(None),
-    }
 }
 
 /// The subagent a hook call belongs to: the payload's `agent_id` or `subagent_id`,
@@ -294,30 +278,6 @@ fn rollout_thread(path: &Path) -> Option<String> {
     is_uuid(id).then(|| id.to_ascii_lowercase())
 }
 
-static HOOKS: ClaudeHooks = ClaudeHooks {
-    layout: HooksLayout {
-        events: &[
-            HookEvent::plain("SessionStart"),
-            HookEvent::plain("UserPromptSubmit"),
-            HookEvent::matched("PreToolUse"),
-            HookEvent::matched("PermissionRequest"),
-            HookEvent::matched("PostToolUse"),
-            HookEvent::plain("Stop"),
-            // Codex clamps these two to 3 s (and warns on every start otherwise).
-            HookEvent::plain("Interrupt").timeout(3),
-            HookEvent::plain("SubagentStart"),
-            HookEvent::plain("SubagentStop"),
-            HookEvent::plain("PreCompact"),
-            HookEvent::plain("PostCompact"),
-            HookEvent::plain("SessionEnd").timeout(3),
-        ],
-        timeout_s: 5,
-        timeout_unit_ms: false,
-        handler_name: None,
-    },
-    accepted_events: None,
-};
-
 impl HookInstall for Codex {
     /// `hooks.json` and `config.toml` in `$CODEX_HOME` (default `~/.codex`). Not
     /// found when neither that folder nor `~/.codex` exists and `codex` is not on
@@ -329,7 +289,7 @@ impl HookInstall for Codex {
             return Vec::new();
         }
         vec![
-            Target::shared(dir.join("hooks.json"), &HOOKS),
+            Target::shared(dir.join("hooks.json"), &*HOOKS),
             Target::shared(dir.join("config.toml"), &CodexNotify),
         ]
     }
@@ -346,6 +306,7 @@ impl HookInstall for Codex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harness::transcript::Want;
     use serde_json::json;
 
     const SID: &str = "01a228da-29ef-7781-ba5c-ad8687516197";

@@ -24,18 +24,18 @@ mod store;
 mod testdb;
 mod transcript;
 
-use crate::claude_code::permission_attention_id;
-use harness::Job;
-use harness::install::{ClaudeHooks, HookEvent, HookInstall, HooksLayout, Host, Target};
-use harness::payload::{
-    CLAUDE_TOOL_KEYS, capped, cwd_for, error_text, payload_object, permission_needed, prompt_turn,
-    session_id, str_of, tool_ended, tool_started,
+use harness::claude_shaped::{
+    self, Call, Folder, NotMapped, PermissionId, Read, Row, Rule, Shaped, StopWithout, Table,
+    Trigger,
 };
-use harness::transcript::{ReadPlan, TranscriptSource, Want};
-use harness::{Adapter, MapError, Mapped, Mapping, SessionFiles};
+use harness::install::{ClaudeHooks, HookEvent, HookInstall, Host, Target};
+use harness::payload::{CLAUDE_TOOL_KEYS, capped, error_text, payload_object, str_of};
+use harness::transcript::TranscriptSource;
+use harness::{Adapter, Job, MapError, Mapped, SessionFiles};
 use protocol::*;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
+use std::sync::LazyLock;
 
 pub struct Devin;
 
@@ -53,33 +53,87 @@ const DEVIN_EVENTS: &[&str] = &[
     "PermissionRequest",
 ];
 
+/// ADAPTERS.md's Devin row: exactly Devin's eight events, the matcher (a regex,
+/// where `""` matches every tool) only where Devin matches on a tool name. The
+/// folder comes from `DEVIN_PROJECT_DIR` alone: the payload never names it, and
+/// the hook's own working directory is not taken for it. The store's messages
+/// carry no prompt id to tell a prompt's own turn by, so a prompt reads the turns
+/// a later ask closed; a Stop is not guaranteed (a turn whose tool was rejected
+/// ended with no Stop, ADAPTERS.md Quirks), so a session's end reads everything;
+/// the store has no interruption record to look for.
+static TABLE: Table = Table {
+    harness: NAME,
+    session_key: "session_id",
+    tool: CLAUDE_TOOL_KEYS,
+    agent_keys: &["agent_id"],
+    folder: &[Folder::Env("DEVIN_PROJECT_DIR")],
+    model_key: None,
+    transcript_key: None,
+    start_keys: &["source"],
+    start_words: &[],
+    end_words: &[],
+    folded_names: false,
+    interruptions: false,
+    timeout_s: 5,
+    rows: &[
+        Row::new(
+            HookEvent::plain("SessionStart"),
+            Rule::SessionStart,
+            Read::Closed,
+        ),
+        Row::new(
+            HookEvent::plain("UserPromptSubmit"),
+            Rule::Prompt,
+            Read::Closed,
+        ),
+        Row::new(
+            HookEvent::matched("PreToolUse"),
+            Rule::ToolStart,
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::matched("PostToolUse"),
+            Rule::ToolEnd { ok: true },
+            Read::Nothing,
+        ),
+        // This payload carries the tool-use id (it follows the PreToolUse of the
+        // same id), so the attention is named by it; minted the way Claude
+        // Code's is only if a build ever leaves it out.
+        Row::new(
+            HookEvent::matched("PermissionRequest"),
+            Rule::Permission(PermissionId::ToolUseOrMinted),
+            Read::Nothing,
+        ),
+        // Ended on a tool call: its turn as it stands, not a later one.
+        Row::new(
+            HookEvent::plain("Stop"),
+            Rule::TurnEnd(TurnEndReason::Stop),
+            Read::StopWords {
+                otherwise: StopWithout::AskedBefore,
+            },
+        ),
+        // Devin has no pre-compaction hook and says nothing of who asked.
+        Row::new(
+            HookEvent::plain("PostCompaction"),
+            Rule::Compact(Trigger::Auto),
+            Read::Closed,
+        ),
+        Row::new(HookEvent::plain("SessionEnd"), Rule::SessionEnd, Read::All),
+    ],
+};
+
+static HOOKS: LazyLock<ClaudeHooks> = LazyLock::new(|| ClaudeHooks {
+    layout: TABLE.layout(),
+    accepted_events: Some(DEVIN_EVENTS),
+});
+
 impl Adapter for Devin {
     fn name(&self) -> &'static str {
         NAME
     }
 
     fn map(&self, job: &Job) -> Result<Mapped, MapError> {
-        let p = payload_object(job)?;
-        let session_id = session_id(&p, "session_id")?;
-        let event = harness::payload::hook_event(job, &p);
-        let Some(event_data) = map_event(&event, &p) else {
-            return Ok(Mapped::Ignored(format!("{event} is not mapped")));
-        };
-        // The payload never names the folder; Devin's environment is the only
-        // thing that does (ADAPTERS.md, Env). The hook's own working directory is
-        // not taken for it.
-        let block = SessionBlock {
-            cwd: job
-                .env("DEVIN_PROJECT_DIR")
-                .map(|folder| cwd_for(job, folder)),
-            ..Default::default()
-        };
-        Ok(Mapped::Events(Box::new(Mapping {
-            session_id,
-            block,
-            harness_version: None,
-            events: vec![event_data],
-        })))
+        claude_shaped::map(self, job)
     }
 
     fn hooks(&self) -> Option<&dyn HookInstall> {
@@ -87,50 +141,9 @@ impl Adapter for Devin {
     }
 
     /// The session's transcript is its chain in the store, when the store
-    /// exists. What each event reads: a prompt, the turns before it; a Stop,
-    /// its own turn, held until the store has the words the Stop names; a
-    /// session's end, everything (a Stop is not guaranteed: a turn whose tool
-    /// was rejected ended with no Stop, ADAPTERS.md Quirks).
+    /// exists; what each event reads is the table's.
     fn files(&self, job: &Job) -> SessionFiles {
-        let Ok(p) = payload_object(job) else {
-            return SessionFiles::default();
-        };
-        let plan = |want, after, hold| {
-            Some(ReadPlan {
-                want,
-                after,
-                hold,
-                // Devin's store has no interruption record to look for.
-                interruption: false,
-            })
-        };
-        let read = match harness::payload::hook_event(job, &p).as_str() {
-            // The store's messages carry no prompt id to tell the prompt's own
-            // turn by, so a prompt reads the turns a later ask closed.
-            "UserPromptSubmit" | "SessionStart" | "PostCompaction" => {
-                plan(Want::Closed, false, false)
-            }
-            "Stop" => match str_of(&p, "last_assistant_message") {
-                Some(words) => plan(Want::EndedWith(words), true, true),
-                // Ended on a tool call: its turn as it stands, not a later one.
-                None => plan(Want::AskedBefore(job.at_ms()), true, false),
-            },
-            "SessionEnd" => plan(Want::All, false, false),
-            _ => None,
-        };
-        let transcript = job
-            .home()
-            .zip(str_of(&p, "session_id"))
-            .and_then(|(home, id)| {
-                let var = |k: &str| job.env(k).map(str::to_string);
-                let database = store::database(&store::data_dir(&home, &var));
-                database.is_file().then(|| store::address(&database, &id))
-            });
-        SessionFiles {
-            folder: job.env("DEVIN_PROJECT_DIR").map(PathBuf::from),
-            transcript,
-            read,
-        }
+        claude_shaped::files(self, job)
     }
 
     fn transcript(&self) -> Option<&dyn TranscriptSource> {
@@ -158,76 +171,45 @@ impl Adapter for Devin {
     }
 }
 
-fn map_event(event: &str, p: &Map<String, Value>) -> Option<EventData> {
-    Some(match event {
-        "SessionStart" => EventData::SessionStarted(SessionStarted {
-            source: StartSource::from_word(&str_of(p, "source").unwrap_or_default()),
-        }),
-        "UserPromptSubmit" => EventData::TurnStarted(prompt_turn(p, "prompt_id")),
-        "PreToolUse" => EventData::ToolStarted(tool_started(p, &CLAUDE_TOOL_KEYS)),
-        "PostToolUse" => EventData::ToolEnded(tool_result(p)),
-        "PermissionRequest" => {
-            // This payload carries the tool-use id (it follows the PreToolUse of
-            // the same id), so the attention is named by it. Minted the way Claude
-            // Code's is only if a build ever leaves it out.
-            let id = str_of(p, "tool_use_id").unwrap_or_else(|| {
-                permission_attention_id(
-                    &str_of(p, "prompt_id").unwrap_or_default(),
-                    &str_of(p, "tool_name").unwrap_or_else(|| "unknown".into()),
-                    p.get("tool_input").unwrap_or(&Value::Null),
-                )
-            });
-            EventData::AttentionNeeded(permission_needed(p, &CLAUDE_TOOL_KEYS, id))
+impl Shaped for Devin {
+    fn table(&self) -> &'static Table {
+        &TABLE
+    }
+
+    fn adjust(&self, call: &Call<'_>, event: &mut EventData) -> Result<(), NotMapped> {
+        if let EventData::ToolEnded(ended) = event {
+            tool_result(call.payload, ended);
         }
-        "Stop" => EventData::TurnEnded(TurnEnded::new(str_of(p, "prompt_id"), TurnEndReason::Stop)),
-        // Devin has no pre-compaction hook and says nothing of who asked.
-        "PostCompaction" => EventData::ContextCompacted(ContextCompacted {
-            trigger: CompactTrigger::Auto,
-        }),
-        "SessionEnd" => EventData::SessionEnded(SessionEnded {
-            reason: EndReason::from_word(&str_of(p, "reason").unwrap_or_default()),
-        }),
-        _ => return None,
-    })
+        Ok(())
+    }
+
+    /// `<database>#<session id>` in Devin's store, when the store exists.
+    fn transcript(&self, job: &Job, p: &Map<String, Value>) -> Option<PathBuf> {
+        let home = job.home()?;
+        let id = str_of(p, "session_id")?;
+        let var = |k: &str| job.env(k).map(str::to_string);
+        let database = store::database(&store::data_dir(&home, &var));
+        database.is_file().then(|| store::address(&database, &id))
+    }
 }
 
 /// `tool.ended` from Devin's `tool_response: {success, output, error}`. A response
 /// without `success` is judged by its error; one that is not an object is the
 /// output as it stands.
-fn tool_result(p: &Map<String, Value>) -> ToolEnded {
+fn tool_result(p: &Map<String, Value>, ended: &mut ToolEnded) {
     let response = p.get("tool_response");
     let field = |key: &str| response.and_then(|r| r.get(key));
     let error = error_text(field("error"));
-    let ok = field("success")
+    ended.ok = field("success")
         .and_then(Value::as_bool)
         .unwrap_or(error.is_none());
-    let mut ended = tool_ended(p, &CLAUDE_TOOL_KEYS, ok, error);
+    ended.error = error
+        .filter(|e| !e.is_empty())
+        .map(|e| harness::payload::cut_chars(&e, harness::payload::MAX_ERROR_CHARS));
     if response.is_some_and(Value::is_object) {
         ended.output = field("output").filter(|v| !v.is_null()).map(capped);
     }
-    ended
 }
-
-static HOOKS: ClaudeHooks = ClaudeHooks {
-    layout: HooksLayout {
-        // Exactly Devin's eight; the matcher (a regex, where `""` matches every
-        // tool) only where Devin matches on a tool name.
-        events: &[
-            HookEvent::plain("SessionStart"),
-            HookEvent::plain("UserPromptSubmit"),
-            HookEvent::matched("PreToolUse"),
-            HookEvent::matched("PostToolUse"),
-            HookEvent::matched("PermissionRequest"),
-            HookEvent::plain("Stop"),
-            HookEvent::plain("PostCompaction"),
-            HookEvent::plain("SessionEnd"),
-        ],
-        timeout_s: 5,
-        timeout_unit_ms: false,
-        handler_name: None,
-    },
-    accepted_events: Some(DEVIN_EVENTS),
-};
 
 impl HookInstall for Devin {
     /// The user config file, the only place a user-wide Devin hook lives
@@ -238,7 +220,7 @@ impl HookInstall for Devin {
         if !dir.is_dir() && !host.on_path("devin") {
             return Vec::new();
         }
-        vec![Target::shared(dir.join("config.json"), &HOOKS)]
+        vec![Target::shared(dir.join("config.json"), &*HOOKS)]
     }
 
     fn note(&self) -> Option<&'static str> {
@@ -251,6 +233,8 @@ impl HookInstall for Devin {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harness::Mapping;
+    use harness::transcript::Want;
     use serde_json::json;
     use std::collections::BTreeMap;
     use std::path::Path;

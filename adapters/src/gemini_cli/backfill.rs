@@ -16,13 +16,10 @@
 //! session is therefore the newest of its files.
 
 use super::transcript::{Parser, Record};
-use harness::backfill::Backfilled;
-use harness::payload::one_line;
-use harness::transcript::{MAX_LINE_BYTES, Rec, for_each_line};
+use harness::backfill::{Backfilled, Tally, modified_since, newest_first};
+use harness::transcript::{MAX_LINE_BYTES, for_each_line};
 use protocol::TitleSource;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// A `first-ask` title is this many characters of the first ask.
@@ -30,7 +27,7 @@ const FIRST_ASK_CHARS: usize = 80;
 
 /// The sessions of `<gemini_dir>/tmp/*/chats/`, newest first.
 pub fn sessions(gemini_dir: &Path, home: &Path, since_ms: i64) -> Vec<Backfilled> {
-    let mut newest: HashMap<String, Backfilled> = HashMap::new();
+    let mut found = Vec::new();
     let Ok(projects) = std::fs::read_dir(gemini_dir.join("tmp")) else {
         return Vec::new();
     };
@@ -41,9 +38,7 @@ pub fn sessions(gemini_dir: &Path, home: &Path, since_ms: i64) -> Vec<Backfilled
         let mut cwd = None;
         for f in chats.flatten() {
             let path = f.path();
-            if !is_session_file(&path)
-                || harness::payload::modified_ms(&path).is_none_or(|m| m < since_ms)
-            {
+            if !is_session_file(&path) || !modified_since(&path, since_ms) {
                 continue;
             }
             let Some(mut b) = scan(&path) else {
@@ -53,17 +48,10 @@ pub fn sessions(gemini_dir: &Path, home: &Path, since_ms: i64) -> Vec<Backfilled
             b.block.cwd = folder
                 .as_ref()
                 .map(|p| spool::paths::tilde(&p.to_string_lossy(), Some(home)));
-            match newest.get(&b.session_id) {
-                Some(other) if other.last_ms >= b.last_ms => {}
-                _ => {
-                    newest.insert(b.session_id.clone(), b);
-                }
-            }
+            found.push(b);
         }
     }
-    let mut out: Vec<Backfilled> = newest.into_values().collect();
-    out.sort_by_key(|b| std::cmp::Reverse(b.last_ms));
-    out
+    newest_first(found)
 }
 
 /// `session-*.jsonl` or `session-*.json`, as Gemini CLI lists its sessions.
@@ -74,43 +62,39 @@ fn is_session_file(path: &Path) -> bool {
         && path.is_file()
 }
 
-/// What one file adds up to, record by record.
+/// What one file adds up to, record by record: the skeleton's `Tally`, and what
+/// only Gemini CLI's records say (a subagent's file).
 #[derive(Default)]
-struct Tally {
+struct File {
     parser: Parser,
-    session_id: Option<String>,
+    tally: Tally,
     subagent: bool,
-    times: Vec<i64>,
-    turns: u64,
-    first_ask: Option<String>,
-    summary: Option<String>,
-    model: Option<String>,
 }
 
-impl Tally {
+impl File {
     fn add(&mut self, v: &Value) {
         let r: Record = self.parser.record(v);
-        self.session_id = r.session_id.or(self.session_id.take());
+        let t = &mut self.tally;
+        t.session_id = r.session_id.or(t.session_id.take());
         self.subagent |= r.kind.as_deref() == Some("subagent");
-        self.summary = r.summary.or(self.summary.take());
-        self.model = r.model.or(self.model.take());
-        self.times.extend(r.times);
-        for rec in r.recs {
-            if let Rec::Ask { words, .. } = rec {
-                self.turns += 1;
-                self.first_ask.get_or_insert(words);
-            }
+        if let Some(summary) = r.summary {
+            t.title(summary, TitleSource::Harness);
         }
+        t.block.model = r.model.or(t.block.model.take());
+        for ms in r.times {
+            t.time(ms);
+        }
+        t.recs(&r.recs);
     }
 }
 
 /// The session one file holds; `None` for no session (see the module comment).
 fn scan(path: &Path) -> Option<Backfilled> {
-    let mut t = Tally::default();
+    let mut f = File::default();
     if path.extension().is_some_and(|x| x == "jsonl") {
         for_each_line(path, 0, MAX_LINE_BYTES, &mut |line| {
             if let Ok(v) = serde_json::from_str::<Value>(line) {
-                t.add(&v);
+                f.add(&v);
             }
         })
         .ok()?;
@@ -118,35 +102,20 @@ fn scan(path: &Path) -> Option<Backfilled> {
         // An older version's whole-JSON file: its metadata, then its messages.
         let mut whole: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
         let messages = whole.get_mut("messages").map(Value::take);
-        t.add(&whole);
+        f.add(&whole);
         for m in messages
             .as_ref()
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
         {
-            t.add(m);
+            f.add(m);
         }
     }
-    if t.subagent || t.turns == 0 {
+    if f.subagent || f.tally.turns() == 0 {
         return None;
     }
-    let mut b = Backfilled {
-        session_id: t.session_id?,
-        started_ms: *t.times.iter().min()?,
-        last_ms: *t.times.iter().max()?,
-        turns: Some(t.turns),
-        ..Default::default()
-    };
-    b.block.model = t.model;
-    let title = t.summary.map(|s| (s, TitleSource::Harness)).or(t
-        .first_ask
-        .map(|a| (one_line(&a, FIRST_ASK_CHARS), TitleSource::FirstAsk)));
-    if let Some((title, source)) = title {
-        b.block.title = Some(title);
-        b.block.title_source = Some(source);
-    }
-    Some(b)
+    f.tally.finish(FIRST_ASK_CHARS)
 }
 
 /// The folder a project's chats belong to: the `.project_root` Gemini CLI keeps
@@ -171,10 +140,7 @@ fn project_root(project: &Path, gemini_dir: &Path) -> Option<PathBuf> {
 }
 
 fn sha256_hex(s: &str) -> String {
-    Sha256::digest(s.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    harness::digest::sha256_hex(s.as_bytes())
 }
 
 #[cfg(test)]

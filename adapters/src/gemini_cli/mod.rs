@@ -54,6 +54,7 @@ use harness::transcript::{ReadPlan, TranscriptSource, Want};
 use harness::{Adapter, MapError, Mapped, Mapping, Memo, SessionFiles};
 use protocol::*;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::path::PathBuf;
 
 pub struct GeminiCli;
@@ -312,7 +313,7 @@ static HOOKS: GeminiSettings = GeminiSettings(ClaudeHooks {
         // (see the module comment). Notification gets no matcher: Gemini CLI
         // 0.61.0 ignores it there. BeforeModel, AfterModel and
         // BeforeToolSelection report nothing and are not registered.
-        events: &[
+        events: Cow::Borrowed(&[
             HookEvent::plain("SessionStart"),
             HookEvent::plain("BeforeAgent"),
             HookEvent::with_matcher("BeforeTool", "*"),
@@ -321,7 +322,7 @@ static HOOKS: GeminiSettings = GeminiSettings(ClaudeHooks {
             HookEvent::plain("AfterAgent"),
             HookEvent::with_matcher("PreCompress", "manual"),
             HookEvent::plain("SessionEnd"),
-        ],
+        ]),
         timeout_s: 5,
         timeout_unit_ms: true,
         handler_name: Some(HANDLER_NAME),

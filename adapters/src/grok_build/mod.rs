@@ -21,17 +21,17 @@ mod backfill;
 mod summary;
 mod transcript;
 
-use harness::Job;
-use harness::install::{ClaudeHooks, HookEvent, HookInstall, HooksLayout, Host, Target};
-use harness::payload::{
-    MAX_MESSAGE_CHARS, ToolKeys, compact_trigger, cwd_for, error_text, one_line, payload_object,
-    permission_needed, prompt_turn, session_id, str_of, tool_ended, tool_started, turn_error,
+use harness::claude_shaped::{
+    self, Call, Folder, NotMapped, Read, Row, Rule, Shaped, StopWithout, Table, Trigger,
 };
-use harness::transcript::{ReadPlan, TranscriptSource, Want};
-use harness::{Adapter, MapError, Mapped, Mapping, SessionFiles};
+use harness::install::{ClaudeHooks, HookEvent, HookInstall, Host, Target};
+use harness::payload::{ToolKeys, str_of};
+use harness::transcript::TranscriptSource;
+use harness::{Adapter, Job, MapError, Mapped, SessionFiles};
 use protocol::*;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
+use std::sync::LazyLock;
 
 pub struct GrokBuild;
 
@@ -51,17 +51,109 @@ const TWINS: &[(&str, &str)] = &[
     ("notification_type", "notificationType"),
 ];
 
-/// Where the tool fields are once `twins` ran; the turn is `promptId` (it has no
-/// twin, and is absent from tool events).
-const GROK_TOOL_KEYS: ToolKeys = ToolKeys {
-    tool: "tool_name",
-    call_id: "tool_use_id",
-    turn_id: "promptId",
-    agent_id: "agent_id",
-    input: "tool_input",
-    output: "tool_response",
-    ms: "duration_ms",
+const STOP_WORDS: Read = Read::StopWords {
+    otherwise: StopWithout::All,
 };
+
+/// ADAPTERS.md's Grok Build row, read after `twins`. The turn is `promptId` (it
+/// has no twin, and is absent from tool events). Event names arrive PascalCase
+/// from our entries' argv and snake_case in Grok's `hookEventName`, read alike.
+/// An omitted matcher matches everything; only Notification is narrowed.
+///
+/// The reads are Claude Code's (its Transcript row), by Grok's event names, but
+/// no read looks for an interruption (StopCancelled reports it), and two differ
+/// because the stream closes a turn itself (`turn_completed`), so a read finds
+/// every finished turn closed, its hooks reported or not: a start sends only
+/// the turns asked before it (an earlier run's; a daemon catching up would
+/// otherwise send this run's ahead of everything), and a compaction, which
+/// comes inside a turn, reads nothing: what it could send went with the turn's
+/// prompt.
+static TABLE: Table = Table {
+    harness: NAME,
+    session_key: "session_id",
+    tool: ToolKeys {
+        tool: "tool_name",
+        call_id: "tool_use_id",
+        turn_id: "promptId",
+        agent_id: "agent_id",
+        input: "tool_input",
+        output: "tool_response",
+        ms: "duration_ms",
+    },
+    agent_keys: &["agent_id"],
+    folder: &[
+        Folder::Payload("cwd"),
+        Folder::Payload("workspaceRoot"),
+        Folder::Env("GROK_WORKSPACE_ROOT"),
+    ],
+    model_key: None,
+    transcript_key: Some("transcript_path"),
+    start_keys: &["source"],
+    start_words: &[("new", StartSource::Startup), ("load", StartSource::Resume)],
+    end_words: &[("shutdown", EndReason::Exit)],
+    folded_names: true,
+    interruptions: false,
+    timeout_s: 5,
+    rows: &[
+        Row::new(
+            HookEvent::plain("SessionStart"),
+            Rule::SessionStart,
+            Read::AskedBefore,
+        ),
+        Row::new(
+            HookEvent::plain("UserPromptSubmit"),
+            Rule::Prompt,
+            Read::Prompt,
+        ),
+        Row::new(
+            HookEvent::plain("PreToolUse"),
+            Rule::ToolStart,
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::plain("PostToolUse"),
+            Rule::ToolEnd { ok: true },
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::plain("PostToolUseFailure"),
+            Rule::ToolEnd { ok: false },
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::with_matcher("Notification", "permission_prompt"),
+            Rule::PermissionPrompt,
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::plain("Stop"),
+            Rule::TurnEnd(TurnEndReason::Stop),
+            STOP_WORDS,
+        ),
+        Row::new(
+            HookEvent::plain("StopFailure"),
+            Rule::TurnEnd(TurnEndReason::Error),
+            Read::AsItStands,
+        ),
+        // `max_turns`, `permission_cancelled`: the turn was cut short, not finished.
+        Row::new(
+            HookEvent::plain("StopCancelled"),
+            Rule::TurnEnd(TurnEndReason::Interrupt),
+            Read::AsItStands,
+        ),
+        Row::new(
+            HookEvent::plain("PreCompact"),
+            Rule::Compact(Trigger::FromPayload),
+            Read::Nothing,
+        ),
+        Row::new(HookEvent::plain("SessionEnd"), Rule::SessionEnd, Read::All),
+    ],
+};
+
+static HOOKS: LazyLock<ClaudeHooks> = LazyLock::new(|| ClaudeHooks {
+    layout: TABLE.layout(),
+    accepted_events: None,
+});
 
 impl Adapter for GrokBuild {
     fn name(&self) -> &'static str {
@@ -69,79 +161,15 @@ impl Adapter for GrokBuild {
     }
 
     fn map(&self, job: &Job) -> Result<Mapped, MapError> {
-        let p = twins(payload_object(job)?);
-        let session_id = session_id(&p, "session_id")?;
-        let event = harness::payload::hook_event(job, &p);
-        let event_data = match map_event(&event, &p, job) {
-            Ok(e) => e,
-            Err(why) => return Ok(Mapped::Ignored(why)),
-        };
-        Ok(Mapped::Events(Box::new(Mapping {
-            session_id,
-            block: SessionBlock {
-                cwd: folder(job, &p).map(|f| cwd_for(job, &f)),
-                ..Default::default()
-            },
-            harness_version: None,
-            events: vec![event_data],
-        })))
+        claude_shaped::map(self, job)
     }
 
     fn hooks(&self) -> Option<&dyn HookInstall> {
         Some(self)
     }
 
-    /// Claude Code's reads (its Transcript row), by Grok's event names: a
-    /// prompt sends the turns closed before its own, a Stop holds its turn
-    /// until the stream has its `lastAssistantMessage` or the turn's end, a
-    /// cancelled or failed turn and the session's end are read as they stand.
-    /// No read looks for an interruption: StopCancelled reports it.
-    ///
-    /// Two differ, because the stream closes a turn itself (`turn_completed`),
-    /// so a read finds every finished turn closed, its hooks reported or not. A
-    /// start sends only the turns asked before it (an earlier run's; a daemon
-    /// catching up would otherwise send this run's ahead of everything), and a
-    /// compaction, which comes inside a turn, reads nothing: what it could send
-    /// went with the turn's prompt.
     fn files(&self, job: &Job) -> SessionFiles {
-        let Ok(p) = payload_object(job).map(twins) else {
-            return SessionFiles::default();
-        };
-        let event = harness::payload::hook_event(job, &p);
-        let plan = |want, after, hold| {
-            Some(ReadPlan {
-                want,
-                after,
-                hold,
-                interruption: false,
-            })
-        };
-        let read = match registered(&event).unwrap_or_default() {
-            "UserPromptSubmit" => match str_of(&p, "promptId") {
-                Some(id) => plan(Want::ClosedBefore(id), false, false),
-                None => plan(Want::Closed, false, false),
-            },
-            "SessionStart" => {
-                let at = p.get("timestamp").and_then(summary::epoch_ms);
-                plan(
-                    Want::AskedBefore(at.unwrap_or_else(|| job.at_ms())),
-                    false,
-                    false,
-                )
-            }
-            "Stop" => match str_of(&p, "last_assistant_message") {
-                Some(words) => plan(Want::EndedWith(words), true, true),
-                None => plan(Want::All, true, false),
-            },
-            "StopFailure" | "StopCancelled" => plan(Want::All, true, false),
-            "SessionEnd" => plan(Want::All, false, false),
-            _ => None,
-        };
-        SessionFiles {
-            folder: folder(job, &p).map(PathBuf::from),
-            transcript: str_of(&p, "transcript_path").map(PathBuf::from),
-            read,
-        }
+        claude_shaped::files(self, job)
     }
 
     fn transcript(&self) -> Option<&dyn TranscriptSource> {
@@ -163,12 +191,35 @@ impl Adapter for GrokBuild {
     }
 }
 
-/// The session's folder: `cwd` is in every recorded payload; Grok's
-/// `workspaceRoot`, then its environment, stand in only when it is not.
-fn folder(job: &Job, p: &Map<String, Value>) -> Option<String> {
-    str_of(p, "cwd")
-        .or_else(|| str_of(p, "workspaceRoot"))
-        .or_else(|| job.env("GROK_WORKSPACE_ROOT").map(str::to_string))
+impl Shaped for GrokBuild {
+    fn table(&self) -> &'static Table {
+        &TABLE
+    }
+
+    fn prepare(&self, _job: &Job, p: Map<String, Value>) -> Result<Map<String, Value>, NotMapped> {
+        Ok(twins(p))
+    }
+
+    /// The second Stop, as the process ends: after SessionEnd, no turn.
+    fn adjust(&self, call: &Call<'_>, event: &mut EventData) -> Result<(), NotMapped> {
+        if let EventData::TurnEnded(t) = event
+            && call.event == "Stop"
+            && t.turn_id.is_none()
+            && str_of(call.payload, "reason").as_deref() == Some("shutdown")
+        {
+            return Err(NotMapped::Ignored(
+                "the Stop Grok fires as its process ends (no turn ended)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The start's own `timestamp`, else the hook's clock.
+    fn asked_before(&self, job: &Job, p: &Map<String, Value>) -> i64 {
+        p.get("timestamp")
+            .and_then(summary::epoch_ms)
+            .unwrap_or_else(|| job.at_ms())
+    }
 }
 
 /// The payload with each Claude Code key filled from Grok's own twin when only
@@ -183,112 +234,6 @@ fn twins(mut p: Map<String, Value>) -> Map<String, Value> {
     }
     p
 }
-
-/// The event as we register it. Our entries pass the PascalCase name in argv;
-/// Grok's own `hookEventName` is snake_case (`pre_tool_use`), read alike.
-fn registered(event: &str) -> Option<&'static str> {
-    let fold = |s: &str| s.replace('_', "").to_ascii_lowercase();
-    HOOKS
-        .layout
-        .events
-        .iter()
-        .map(|e| e.name)
-        .find(|name| fold(name) == fold(event))
-}
-
-/// One hook call's event, or why it reports nothing.
-fn map_event(event: &str, p: &Map<String, Value>, job: &Job) -> Result<EventData, String> {
-    let turn_id = || str_of(p, "promptId");
-    Ok(match registered(event).unwrap_or_default() {
-        "SessionStart" => {
-            let source = match str_of(p, "source").as_deref() {
-                Some("new") => StartSource::Startup,
-                Some("load") => StartSource::Resume,
-                other => StartSource::from_word(other.unwrap_or("")),
-            };
-            EventData::SessionStarted(SessionStarted { source })
-        }
-        "UserPromptSubmit" => EventData::TurnStarted(prompt_turn(p, "promptId")),
-        "PreToolUse" => EventData::ToolStarted(tool_started(p, &GROK_TOOL_KEYS)),
-        "PostToolUse" => EventData::ToolEnded(tool_ended(p, &GROK_TOOL_KEYS, true, None)),
-        "PostToolUseFailure" => {
-            let error = error_text(p.get("error"));
-            EventData::ToolEnded(tool_ended(p, &GROK_TOOL_KEYS, false, error))
-        }
-        "Notification" => EventData::AttentionNeeded(permission(p, job)?),
-        "Stop" => {
-            // The second Stop, as the process ends: after SessionEnd, no turn.
-            if turn_id().is_none() && str_of(p, "reason").as_deref() == Some("shutdown") {
-                return Err("the Stop Grok fires as its process ends (no turn ended)".into());
-            }
-            EventData::TurnEnded(TurnEnded::new(turn_id(), TurnEndReason::Stop))
-        }
-        "StopFailure" => {
-            let mut ended = TurnEnded::new(turn_id(), TurnEndReason::Error);
-            ended.error = turn_error(p.get("error"));
-            EventData::TurnEnded(ended)
-        }
-        // `max_turns`, `permission_cancelled`: the turn was cut short, not finished.
-        "StopCancelled" => {
-            EventData::TurnEnded(TurnEnded::new(turn_id(), TurnEndReason::Interrupt))
-        }
-        "PreCompact" => EventData::ContextCompacted(ContextCompacted {
-            trigger: compact_trigger(p),
-        }),
-        "SessionEnd" => {
-            let reason = match str_of(p, "reason").as_deref() {
-                Some("shutdown") => EndReason::Exit,
-                other => EndReason::from_word(other.unwrap_or("")),
-            };
-            EventData::SessionEnded(SessionEnded { reason })
-        }
-        _ => return Err(format!("{event} is not mapped")),
-    })
-}
-
-/// A `permission_prompt` Notification as a permission attention: named by the
-/// tool use it asks about when the payload names one, else `notif-<epoch ms>`.
-/// Any other kind of notification reports nothing (the entry's matcher already
-/// keeps them away).
-fn permission(p: &Map<String, Value>, job: &Job) -> Result<AttentionNeeded, String> {
-    if let Some(kind) = str_of(p, "notification_type").filter(|k| k != "permission_prompt") {
-        return Err(format!("a {kind} notification is not a permission prompt"));
-    }
-    let id = str_of(p, "tool_use_id").unwrap_or_else(|| format!("notif-{}", job.at_ms()));
-    let mut needed = permission_needed(p, &GROK_TOOL_KEYS, id);
-    if str_of(p, "tool_name").is_none() {
-        // Nothing names the tool: say nothing of one rather than `unknown`.
-        needed.tool = None;
-        needed.message = None;
-    }
-    if let Some(message) = str_of(p, "message") {
-        needed.message = Some(one_line(&message, MAX_MESSAGE_CHARS));
-    }
-    Ok(needed)
-}
-
-static HOOKS: ClaudeHooks = ClaudeHooks {
-    layout: HooksLayout {
-        // An omitted matcher matches everything; only Notification is narrowed.
-        events: &[
-            HookEvent::plain("SessionStart"),
-            HookEvent::plain("UserPromptSubmit"),
-            HookEvent::plain("PreToolUse"),
-            HookEvent::plain("PostToolUse"),
-            HookEvent::plain("PostToolUseFailure"),
-            HookEvent::with_matcher("Notification", "permission_prompt"),
-            HookEvent::plain("Stop"),
-            HookEvent::plain("StopFailure"),
-            HookEvent::plain("StopCancelled"),
-            HookEvent::plain("PreCompact"),
-            HookEvent::plain("SessionEnd"),
-        ],
-        timeout_s: 5,
-        timeout_unit_ms: false,
-        handler_name: None,
-    },
-    accepted_events: None,
-};
 
 /// Grok's home: `$GROK_HOME`, else `~/.grok`.
 fn grok_home(host: &Host) -> PathBuf {
@@ -307,7 +252,7 @@ impl HookInstall for GrokBuild {
         }
         vec![Target {
             path: home.join("hooks/sessionpipe.json"),
-            format: &HOOKS,
+            format: &*HOOKS,
             owned: true,
         }]
     }
@@ -322,6 +267,7 @@ impl HookInstall for GrokBuild {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harness::transcript::{ReadPlan, Want};
     use serde_json::json;
     use std::collections::BTreeMap;
     use std::path::Path;
@@ -385,6 +331,7 @@ mod tests {
         let mut j = job("", snake_only);
         j.argv = vec![NAME.into()];
         assert!(matches!(GrokBuild.map(&j).unwrap(), Mapped::Events(_)));
+        let registered = |e: &str| TABLE.row(e).map(|r| r.hook.name);
         assert_eq!(registered("pre_tool_use"), Some("PreToolUse"));
         assert_eq!(registered("stop_failure"), Some("StopFailure"));
         assert_eq!(registered("subagent_start"), None);

@@ -659,14 +659,8 @@ fn a_real_claude_code_status_line_carries_the_limits_to_limits_observed() {
         .expect("the prompt's hook");
     assert_eq!(observed["session"]["id"], turn["session"]["id"]);
     assert_eq!(observed["harness"]["event"], "StatusLine");
-    let origin_digest = {
-        use sha2::Digest;
-        let d = sha2::Sha256::digest(api.base_url().as_bytes());
-        d.iter()
-            .take(8)
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    };
+    let origin_digest =
+        sessionpipe_core::harness::digest::sha256_prefix(api.base_url().as_bytes(), 8);
     let rfc = |s: u64| sessionpipe_core::protocol::time::rfc3339_ms(s as i64 * 1000);
     assert_eq!(
         observed["data"],

@@ -9,6 +9,7 @@
 use super::jsonedit::{Doc, Edits, Node};
 use super::{ConfigFormat, Ctx, EntryState, Skip};
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 use std::path::Path;
 
 /// One event we register, and its matcher when the harness wants one there.
@@ -52,7 +53,7 @@ impl HookEvent {
 /// How a harness wants its Claude-shaped hook entries written.
 #[derive(Debug)]
 pub struct HooksLayout {
-    pub events: &'static [HookEvent],
+    pub events: Cow<'static, [HookEvent]>,
     /// Timeout in seconds.
     pub timeout_s: u64,
     /// The harness reads timeouts in milliseconds.
@@ -402,7 +403,7 @@ mod tests {
     use super::*;
 
     static LAYOUT: HooksLayout = HooksLayout {
-        events: &[HookEvent::plain("Stop"), HookEvent::matched("PreToolUse")],
+        events: Cow::Borrowed(&[HookEvent::plain("Stop"), HookEvent::matched("PreToolUse")]),
         timeout_s: 5,
         timeout_unit_ms: false,
         handler_name: None,

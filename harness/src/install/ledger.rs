@@ -3,7 +3,6 @@
 //! digest, so uninstall can tell an untouched file).
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use spool::files::{create_private_dir, write_atomic};
 use std::collections::BTreeMap;
 use std::fs;
@@ -44,9 +43,7 @@ pub struct InstallState {
     pub files: BTreeMap<String, FileRecord>,
 }
 
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
+pub use crate::digest::sha256_hex;
 
 pub struct Ledger {
     state_dir: PathBuf,
