@@ -76,3 +76,40 @@ pub fn installable(names: &[String]) -> Result<Vec<&'static dyn Adapter>, Unknow
         })
         .collect()
 }
+
+/// Each harness's folder stands alone: it names no other harness's folder, and
+/// nothing inside it imports a module that imports it back.
+#[cfg(test)]
+mod layering {
+    use sessionpipe_testkit::layers;
+    use std::path::Path;
+
+    #[test]
+    fn a_harness_uses_the_kit_never_another_harness() {
+        let files = layers::files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+        let harnesses = layers::children(&files, &[]);
+        let mut wrong = Vec::new();
+        for f in files.iter().filter(|f| !f.module.is_empty()) {
+            for r in layers::references(f) {
+                if let Some(other) = r.first()
+                    && harnesses.contains(other)
+                    && *other != f.module[0]
+                {
+                    wrong.push(format!(
+                        "{} names crate::{}",
+                        f.path.display(),
+                        r.join("::")
+                    ));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        let mut circles = Vec::new();
+        for h in &harnesses {
+            if let Some(c) = layers::circle(&layers::child_graph(&files, std::slice::from_ref(h))) {
+                circles.push(format!("{h}: {}", c.join(" -> ")));
+            }
+        }
+        assert!(circles.is_empty(), "import circles: {}", circles.join("; "));
+    }
+}

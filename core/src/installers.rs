@@ -78,12 +78,16 @@ impl Installers {
         };
         let mut out = Vec::new();
         for adapter in adapters::installable(names)? {
-            let note = adapter.hooks().and_then(|h| h.note());
-            let (report, first_install_note) = match action {
-                Action::Status => (installer.status(adapter), None),
-                Action::Install => installer.install(adapter)?,
-                Action::Uninstall => (installer.uninstall(adapter)?, None),
+            let Some(hooks) = adapter.hooks() else {
+                continue; // `installable` keeps only adapters with installers
             };
+            let name = adapter.name();
+            let (report, first_install_note) = match action {
+                Action::Status => (installer.status(name, hooks), None),
+                Action::Install => installer.install(name, hooks)?,
+                Action::Uninstall => (installer.uninstall(name, hooks)?, None),
+            };
+            let note = hooks.note();
             out.push(Acted {
                 report,
                 first_install_note,

@@ -33,3 +33,87 @@ pub mod runtime;
 pub mod sinks;
 pub mod state;
 pub mod tail;
+
+/// The layers above, held to: every top-level module names its layer in its
+/// opening doc (`Layer N, name: ...`), imports only from its own layer or below,
+/// and no two modules import each other, at the top or inside any folder (a
+/// child never imports its folder's own file back: the folder is the façade).
+#[cfg(test)]
+mod layering {
+    use sessionpipe_testkit::layers::{self, File};
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::path::Path;
+
+    fn src() -> Vec<File> {
+        layers::files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+    }
+
+    fn top_layers(files: &[File]) -> BTreeMap<String, u32> {
+        let mut out = BTreeMap::new();
+        for f in files
+            .iter()
+            .filter(|f| f.module.len() == 1 && (f.is_mod || true))
+        {
+            let top = &f.module[0];
+            let own = f.is_mod
+                || !files
+                    .iter()
+                    .any(|g| g.module.len() == 1 && g.is_mod && g.module[0] == *top);
+            if own {
+                let layer = layers::declared_layer(f).unwrap_or_else(|| {
+                    panic!("{} names no layer in its opening doc", f.path.display())
+                });
+                out.insert(top.clone(), layer);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn each_module_imports_only_its_layer_or_below() {
+        let files = src();
+        let layer = top_layers(&files);
+        let mut wrong = Vec::new();
+        for f in files.iter().filter(|f| !f.module.is_empty()) {
+            let own = layer[&f.module[0]];
+            for r in layers::references(f) {
+                if let Some(theirs) = r.first().and_then(|t| layer.get(t))
+                    && *theirs > own
+                {
+                    wrong.push(format!(
+                        "{} (layer {own}) imports {} (layer {theirs})",
+                        f.path.display(),
+                        r.join("::")
+                    ));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn no_module_imports_one_that_imports_it_back() {
+        let files = src();
+        let mut folders: BTreeSet<Vec<String>> = BTreeSet::new();
+        for f in &files {
+            for n in 0..f.module.len() {
+                folders.insert(f.module[..n].to_vec());
+            }
+        }
+        let mut circles = Vec::new();
+        for folder in folders {
+            let graph = layers::child_graph(&files, &folder);
+            if let Some(c) = layers::circle(&graph) {
+                circles.push(format!(
+                    "an import circle in crate::{}: {}",
+                    folder.join("::"),
+                    c.iter()
+                        .map(|n| if n.is_empty() { "(its own file)" } else { n })
+                        .collect::<Vec<_>>()
+                        .join(" -> ")
+                ));
+            }
+        }
+        assert!(circles.is_empty(), "{}", circles.join("\n"));
+    }
+}

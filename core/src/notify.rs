@@ -1,4 +1,5 @@
-//! What a desktop notification says, decided from the outbox's events: one per
+//! Layer 3, notify: what a desktop notification says, decided from the outbox's
+//! events: one per
 //! attention id, withdrawn when the attention clears, words for each kind, never
 //! more than the notification tier lets through, muted harnesses silent, and a
 //! turn's end only when the person asked for that.

@@ -8,6 +8,7 @@
 //! job's. The registry of adapters is the adapters crate's, not this one's.
 
 use crate::install::HookInstall;
+pub use crate::payload::MapError;
 use protocol::{EventData, SessionBlock};
 use serde_json::{Map, Value};
 use spool::Job;
@@ -82,26 +83,4 @@ pub struct SessionFiles {
     pub transcript: Option<std::path::PathBuf>,
     /// What this call asks of the transcript (read only where tier 2 is wanted).
     pub read: Option<crate::transcript::ReadPlan>,
-}
-
-/// A call that cannot be read at all: quarantined with this reason, never retried.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MapError(pub String);
-
-impl std::fmt::Display for MapError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl From<String> for MapError {
-    fn from(s: String) -> Self {
-        MapError(s)
-    }
-}
-
-impl From<&str> for MapError {
-    fn from(s: &str) -> Self {
-        MapError(s.to_string())
-    }
 }

@@ -10,7 +10,7 @@
 //!
 //! Nothing here knows a particular harness. No I/O: `files` only names files.
 
-use crate::adapter::{MapError, Mapped, Mapping, SessionFiles};
+use crate::adapter::{MapError, Mapped, Mapping, Memo, SessionFiles};
 use crate::install::{HookEvent, HooksLayout};
 use crate::payload::{
     MAX_MESSAGE_CHARS, ToolKeys, char_count, cwd_for, error_text, hook_event, one_line,
@@ -536,6 +536,20 @@ pub fn permission_attention_id(prompt_id: &str, tool: &str, input: &Value) -> St
     h.update(b"|");
     h.update(input.to_string().as_bytes());
     format!("perm-{}", hex::encode(&h.finalize()[..8]))
+}
+
+/// One compaction is one `context.compacted`, for a harness that fires a hook
+/// before it and one after: the PreCompact reports it, and the PostCompact that
+/// follows reports nothing; a PostCompact alone (its PreCompact hook did not run)
+/// still reports it. For an adapter's `remember`, with the session's memo.
+pub fn one_compaction(event: &str, events: &mut Vec<protocol::EventData>, memo: &mut Memo) {
+    match event {
+        "PreCompact" => {
+            memo.insert("compacting".into(), Value::Bool(true));
+        }
+        "PostCompact" if memo.remove("compacting").is_some() => events.clear(),
+        _ => {}
+    }
 }
 
 #[cfg(test)]

@@ -22,3 +22,22 @@ pub mod transcript;
 
 pub use adapter::{Adapter, MapError, Mapped, Mapping, Memo, SessionFiles};
 pub use spool::Job;
+
+/// The kit's modules import each other in one direction only.
+#[cfg(test)]
+mod layering {
+    use sessionpipe_testkit::layers;
+    use std::path::Path;
+
+    #[test]
+    fn no_module_of_the_kit_imports_one_that_imports_it_back() {
+        let files = layers::files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+        let mut circles = Vec::new();
+        for folder in [vec![], vec!["install".to_string()]] {
+            if let Some(c) = layers::circle(&layers::child_graph(&files, &folder)) {
+                circles.push(format!("{}: {}", folder.join("::"), c.join(" -> ")));
+            }
+        }
+        assert!(circles.is_empty(), "import circles: {}", circles.join("; "));
+    }
+}

@@ -3,7 +3,6 @@
 //!
 //! Nothing here knows a particular harness; a quirk belongs in its adapter file.
 
-use crate::adapter::{MapError, Memo};
 use protocol::{ToolEnded, ToolStarted, valid_session_id};
 use serde_json::{Map, Value};
 use spool::Job;
@@ -250,20 +249,6 @@ pub fn error_text(v: Option<&Value>) -> Option<String> {
     }
 }
 
-/// One compaction is one `context.compacted`, for a harness that fires a hook
-/// before it and one after: the PreCompact reports it, and the PostCompact that
-/// follows reports nothing; a PostCompact alone (its PreCompact hook did not run)
-/// still reports it. For an adapter's `remember`, with the session's memo.
-pub fn one_compaction(event: &str, events: &mut Vec<protocol::EventData>, memo: &mut Memo) {
-    match event {
-        "PreCompact" => {
-            memo.insert("compacting".into(), Value::Bool(true));
-        }
-        "PostCompact" if memo.remove("compacting").is_some() => events.clear(),
-        _ => {}
-    }
-}
-
 /// A `turn.ended` error: the harness's error text (see `error_text`), cut to 200
 /// characters, since the field names the error's class and not its whole story.
 pub fn turn_error(v: Option<&Value>) -> Option<String> {
@@ -284,6 +269,28 @@ pub fn hook_event(job: &Job, p: &Map<String, Value>) -> String {
 pub fn modified_ms(path: &std::path::Path) -> Option<i64> {
     let t = std::fs::metadata(path).ok()?.modified().ok()?;
     i64::try_from(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis()).ok()
+}
+
+/// A call that cannot be read at all: quarantined with this reason, never retried.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapError(pub String);
+
+impl std::fmt::Display for MapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for MapError {
+    fn from(s: String) -> Self {
+        MapError(s)
+    }
+}
+
+impl From<&str> for MapError {
+    fn from(s: &str) -> Self {
+        MapError(s.to_string())
+    }
 }
 
 #[cfg(test)]

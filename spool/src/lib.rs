@@ -20,3 +20,29 @@ pub mod wake;
 pub use folder::Spool;
 pub use job::{Job, JobError};
 pub use paths::StatePaths;
+
+/// The hook path stays std only: this crate depends on nothing, and the hook on
+/// this crate alone.
+#[cfg(test)]
+mod std_only {
+    fn dependencies(manifest: &str) -> Vec<String> {
+        let text = std::fs::read_to_string(manifest).expect("the manifest reads");
+        let mut deps = Vec::new();
+        let mut inside = false;
+        for line in text.lines().map(str::trim) {
+            if line.starts_with('[') {
+                inside = line == "[dependencies]";
+            } else if inside && !line.is_empty() && !line.starts_with('#') {
+                deps.push(line.split(['=', ' ']).next().unwrap_or("").to_string());
+            }
+        }
+        deps
+    }
+
+    #[test]
+    fn the_hook_path_depends_on_std_alone() {
+        let dir = env!("CARGO_MANIFEST_DIR");
+        assert_eq!(dependencies(&format!("{dir}/Cargo.toml")), Vec::<String>::new());
+        assert_eq!(dependencies(&format!("{dir}/../hook/Cargo.toml")), ["spool"]);
+    }
+}

@@ -4,13 +4,15 @@
 //! tests: [`http`], a small std-only HTTP/1.1 server that records every request, and
 //! scripted model APIs built on it: [`anthropic`] ([`MockAnthropic`]), [`openai`]
 //! (Codex's Responses API) and [`gemini`]; and [`sandbox`], which runs the real
-//! binaries in a temporary home.
+//! binaries in a temporary home; and [`layers`], which reads a crate's module
+//! structure for the tests that keep it layered.
 //! It is a dev-dependency only; nothing here ships.
 
 pub mod anthropic;
 pub mod gemini;
 pub mod harnesses;
 pub mod http;
+pub mod layers;
 pub mod openai;
 pub mod sandbox;
 

@@ -15,7 +15,7 @@ const FIRST_ASK_CHARS: usize = 80;
 
 pub fn conversations(home: &Path, since_ms: i64) -> Vec<Backfilled> {
     let mut out = Vec::new();
-    for data_dir in super::data_dirs(home) {
+    for data_dir in super::places::data_dirs(home) {
         let Ok(brain) = std::fs::read_dir(data_dir.join("brain")) else {
             continue;
         };
@@ -23,7 +23,7 @@ pub fn conversations(home: &Path, since_ms: i64) -> Vec<Backfilled> {
             let Some(id) = entry.file_name().to_str().map(str::to_string) else {
                 continue;
             };
-            let path = super::transcript_in(&data_dir, &id);
+            let path = super::places::transcript_in(&data_dir, &id);
             let Some(modified) = harness::payload::modified_ms(&path).filter(|m| *m >= since_ms)
             else {
                 continue;
@@ -71,7 +71,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let h = home.path();
         let write = |dir: &str, id: &str, steps: &[Value]| {
-            let t = super::super::transcript_in(&h.join(".gemini").join(dir), id);
+            let t = super::super::places::transcript_in(&h.join(".gemini").join(dir), id);
             std::fs::create_dir_all(t.parent().unwrap()).unwrap();
             let text: String = steps.iter().map(|s| format!("{s}\n")).collect();
             std::fs::write(t, text).unwrap();

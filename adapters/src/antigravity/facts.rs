@@ -21,7 +21,7 @@ pub fn url(
 ) -> Option<String> {
     let installation = data_dir_of(transcript)
         .into_iter()
-        .chain(super::data_dirs(home))
+        .chain(super::places::data_dirs(home))
         .find_map(|d| {
             installation_uuid(&std::fs::read_to_string(d.join("antigravity_state.pbtxt")).ok()?)
         })?;
@@ -79,7 +79,7 @@ pub fn project_of(projects: &Path, folder: &Path) -> Option<String> {
             .and_then(Value::as_array)?
             .iter()
             .filter_map(|r| r.get("folderUri").and_then(Value::as_str))
-            .any(|uri| same_folder(Path::new(&super::folder_of(uri)), folder));
+            .any(|uri| same_folder(Path::new(&super::places::folder_of(uri)), folder));
         let id = v
             .get("id")
             .and_then(Value::as_str)

@@ -15,6 +15,7 @@
 mod backfill;
 mod facts;
 mod hooks;
+mod places;
 mod transcript;
 
 use harness::Job;
@@ -25,17 +26,14 @@ use harness::payload::{
 };
 use harness::transcript::{ReadPlan, TranscriptSource, Want};
 use harness::{Adapter, MapError, Mapped, Mapping, Memo, SessionFiles};
+use places::{data_dirs, folder_of, transcript_in};
 use protocol::*;
 use serde_json::{Map, Value};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub struct Antigravity;
 
 const NAME: &str = "antigravity";
-
-/// Antigravity's data folders under `~/.gemini`: the app's, the CLI's (`agy`)
-/// and the IDE's. Each keeps its own `brain/` and `antigravity_state.pbtxt`.
-const DATA_DIRS: &[&str] = &["antigravity", "antigravity-cli", "antigravity-ide"];
 
 /// A heartbeat stands in for activity a tier-0 destination cannot see, at most
 /// once a minute (PROTOCOL-NOTES §3).
@@ -182,19 +180,6 @@ impl Adapter for Antigravity {
     }
 }
 
-/// The data folders, in `DATA_DIRS` order (whether they exist or not).
-fn data_dirs(home: &Path) -> impl Iterator<Item = PathBuf> + '_ {
-    DATA_DIRS.iter().map(move |d| home.join(".gemini").join(d))
-}
-
-/// Where a data folder keeps a conversation's transcript.
-fn transcript_in(data_dir: &Path, conversation: &str) -> PathBuf {
-    data_dir
-        .join("brain")
-        .join(conversation)
-        .join(".system_generated/logs/transcript.jsonl")
-}
-
 fn heartbeat() -> EventData {
     EventData::SessionHeartbeat(Empty {})
 }
@@ -236,55 +221,12 @@ fn first_workspace(p: &Map<String, Value>) -> Option<String> {
     (!folder.is_empty()).then_some(folder)
 }
 
-/// A workspace path as a folder: a plain path as is, a `file://` URI decoded
-/// (`file:///home/a%20b` → `/home/a b`, `file:///C:/x` → `C:/x`, a host other
-/// than `localhost` → `//host/share`).
-fn folder_of(path: &str) -> String {
-    let has_scheme = path.len() >= 7 && path[..7].eq_ignore_ascii_case("file://");
-    if !has_scheme {
-        return path.to_string();
-    }
-    let rest = &path[7..];
-    let (host, local) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let decoded = percent_decode(local);
-    if !host.is_empty() && !host.eq_ignore_ascii_case("localhost") {
-        return format!("//{}{decoded}", percent_decode(host));
-    }
-    let b = decoded.as_bytes();
-    if b.len() >= 3 && b[0] == b'/' && b[1].is_ascii_alphabetic() && b[2] == b':' {
-        return decoded[1..].to_string();
-    }
-    decoded
-}
-
-/// `%XX` escapes as bytes; the result read as UTF-8 (invalid bytes replaced).
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        if b[i] == b'%'
-            && let (Some(hi), Some(lo)) = (
-                b.get(i + 1).and_then(|c| hex(*c)),
-                b.get(i + 2).and_then(|c| hex(*c)),
-            )
-        {
-            out.push((hi * 16 + lo) as u8);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
     use std::collections::BTreeMap;
+    use std::path::Path;
 
     const CONV: &str = "ec33ebf9-0cba-4100-8142-c61503f6c587";
 

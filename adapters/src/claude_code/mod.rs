@@ -138,6 +138,9 @@ static TABLE: Table = Table {
     ],
 };
 
+/// `install --status-line`'s entry.
+static STATUS_LINE: status_line::StatusLine = status_line::StatusLine { harness: NAME };
+
 static HOOKS: LazyLock<ClaudeHooks> = LazyLock::new(|| ClaudeHooks {
     layout: TABLE.layout(),
     accepted_events: None,
@@ -152,11 +155,11 @@ impl Adapter for ClaudeCode {
         claude_shaped::map(self, job)
     }
 
-    /// One compaction is one event (`payload::one_compaction`). Claude Code fires
+    /// One compaction is one event (`claude_shaped::one_compaction`). Claude Code fires
     /// hooks between the two (the compaction's own SubagentStop, a SessionStart
     /// with source `compact`), measured on 2.1.332.
     fn remember(&self, job: &Job, events: &mut Vec<EventData>, memo: &mut Memo) {
-        harness::payload::one_compaction(&job.event, events, memo);
+        claude_shaped::one_compaction(&job.event, events, memo);
     }
 
     fn hooks(&self) -> Option<&dyn HookInstall> {
@@ -323,7 +326,7 @@ impl HookInstall for ClaudeCode {
             .into_iter()
             .map(|d| OptionalTarget {
                 name: status_line::ENTRY,
-                target: Target::shared(d.join("settings.json"), &status_line::STATUS_LINE),
+                target: Target::shared(d.join("settings.json"), &STATUS_LINE),
             })
             .collect()
     }

@@ -24,9 +24,10 @@ const KEY: &str = "statusLine";
 /// next prompt.
 const REFRESH_S: u64 = 60;
 
-pub struct StatusLine;
-
-pub static STATUS_LINE: StatusLine = StatusLine;
+pub struct StatusLine {
+    /// The harness whose status line it is (its hook entries are named by it).
+    pub harness: &'static str,
+}
 
 /// The `statusLine` member in a file, as far as sessionpipe is concerned.
 enum Found {
@@ -90,7 +91,7 @@ impl ConfigFormat for StatusLine {
         let node = doc.root.get(KEY)?;
         let value: Value = serde_json::from_str(&doc.text[node.start..node.end]).ok()?;
         let command = value.get("command").and_then(Value::as_str).unwrap_or("");
-        (!is_ours(command, super::NAME)).then(|| {
+        (!is_ours(command, self.harness)).then(|| {
             "the statusLine there is the person's own, and is kept; sessionpipe's is not written"
                 .into()
         })
@@ -123,6 +124,10 @@ impl ConfigFormat for StatusLine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    static STATUS_LINE: StatusLine = StatusLine {
+        harness: "claude-code",
+    };
     use std::path::Path;
 
     fn ctx() -> Ctx<'static> {

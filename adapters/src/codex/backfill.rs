@@ -95,7 +95,7 @@ fn scan(path: &Path, home: &Path) -> Option<Backfilled> {
         return None;
     }
     let meta = meta.unwrap_or_default();
-    t.session_id = meta.id.or_else(|| super::rollout_thread(path));
+    t.session_id = meta.id.or_else(|| super::transcript::rollout_thread(path));
     t.version = meta.version;
     t.block.cwd = meta.cwd.map(|c| spool::paths::tilde(&c, Some(home)));
     t.block.branch = meta.branch;

@@ -26,12 +26,13 @@ mod backfill;
 mod notify;
 mod transcript;
 
+use harness::claude_shaped::one_compaction;
 use harness::claude_shaped::{
     self, Call, Folder, NotMapped, PermissionId, Read, Row, Rule, Shaped, StopWithout, Table,
     Trigger,
 };
 use harness::install::{ClaudeHooks, HookEvent, HookInstall, Host, Target};
-use harness::payload::{ToolKeys, is_uuid, one_compaction, str_of};
+use harness::payload::{ToolKeys, str_of};
 use harness::transcript::TranscriptSource;
 use harness::{Adapter, Job, MapError, Mapped, Memo, SessionFiles};
 use notify::{CodexNotify, NOTIFY_EVENT};
@@ -263,19 +264,9 @@ fn subagent_of(p: &Map<String, Value>, session_id: &str) -> Option<String> {
     str_of(p, "agent_id")
         .or_else(|| str_of(p, "subagent_id"))
         .or_else(|| {
-            let thread = rollout_thread(Path::new(&str_of(p, "transcript_path")?))?;
+            let thread = transcript::rollout_thread(Path::new(&str_of(p, "transcript_path")?))?;
             (!thread.eq_ignore_ascii_case(session_id)).then_some(thread)
         })
-}
-
-/// The thread a rollout file is named for (`rollout-<time>-<thread id>.jsonl`,
-/// possibly `.zst`), lowercased.
-fn rollout_thread(path: &Path) -> Option<String> {
-    let name = path.file_name()?.to_str()?;
-    let stem = name.strip_suffix(".zst").unwrap_or(name);
-    let stem = stem.strip_prefix("rollout-")?.strip_suffix(".jsonl")?;
-    let id = stem.get(stem.len().checked_sub(36)?..)?;
-    is_uuid(id).then(|| id.to_ascii_lowercase())
 }
 
 impl HookInstall for Codex {
@@ -669,11 +660,17 @@ mod tests {
     #[test]
     fn subagent_ids_from_rollout_names() {
         assert_eq!(
-            rollout_thread(Path::new(&rollout(SID))).as_deref(),
+            transcript::rollout_thread(Path::new(&rollout(SID))).as_deref(),
             Some(SID)
         );
-        assert_eq!(rollout_thread(Path::new("/x/notes.jsonl")), None);
-        assert_eq!(rollout_thread(Path::new("/x/rollout-short.jsonl")), None);
+        assert_eq!(
+            transcript::rollout_thread(Path::new("/x/notes.jsonl")),
+            None
+        );
+        assert_eq!(
+            transcript::rollout_thread(Path::new("/x/rollout-short.jsonl")),
+            None
+        );
     }
 
     #[test]

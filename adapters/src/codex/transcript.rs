@@ -22,6 +22,7 @@
 //! Parsing and reading only: it never writes, and never reads anything but the
 //! rollout it is handed.
 
+use harness::payload::is_uuid;
 use harness::transcript::{MAX_LINE_BYTES, ReadOut, Rec, TranscriptSource};
 use protocol::{LimitWindow, LimitsObserved};
 use serde_json::Value;
@@ -283,6 +284,16 @@ fn limits_of(p: &Value) -> Option<LimitsObserved> {
         windows,
         ..Default::default()
     })
+}
+
+/// The thread a rollout file is named for (`rollout-<time>-<thread id>.jsonl`,
+/// possibly `.zst`), lowercased.
+pub fn rollout_thread(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".zst").unwrap_or(name);
+    let stem = stem.strip_prefix("rollout-")?.strip_suffix(".jsonl")?;
+    let id = stem.get(stem.len().checked_sub(36)?..)?;
+    is_uuid(id).then(|| id.to_ascii_lowercase())
 }
 
 #[cfg(test)]

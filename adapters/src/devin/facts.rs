@@ -1,7 +1,6 @@
 //! Facts about a Devin session from Devin's own files (ADAPTERS.md, Devin Facts
-//! row): the model, folder and first prompt from the session store, the version
-//! from the `_versions/current` symlink, the account from the user config's
-//! `devin.org_id`.
+//! row): the model, folder and first prompt from the session store, the account
+//! from the user config's `devin.org_id`. The version is `store::version`'s.
 //!
 //! Must not read `credentials.toml` or run `devin auth status` (which would name
 //! the person): the org id is the only account id Devin keeps in a plain file.
@@ -69,27 +68,6 @@ pub fn row(conn: &Connection, session: &str) -> rusqlite::Result<Option<Row>> {
         },
     )
     .optional()
-}
-
-/// The installed version: the name `_versions/current` points at
-/// (`_versions/3000.11.3`, or a path inside it such as `…/3000.11.3/bin/devin`).
-pub fn version(data_dir: &Path) -> Option<String> {
-    let target = std::fs::read_link(data_dir.join("_versions").join("current")).ok()?;
-    target
-        .iter()
-        .rev()
-        .filter_map(|c| c.to_str())
-        .find(|c| plausible_version(c))
-        .map(str::to_string)
-}
-
-/// A version names itself with a digit first and no more than letters, digits,
-/// dots, dashes and pluses (`3000.11.3`, `3000.12.0-rc1`).
-fn plausible_version(s: &str) -> bool {
-    s.len() <= 64
-        && s.starts_with(|c: char| c.is_ascii_digit())
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'))
 }
 
 /// `devin.org_id` of the user config (`{"devin": {"org_id": …}}`, or the dotted
@@ -188,29 +166,6 @@ mod tests {
             )
         );
         assert_eq!(f.account_id, None);
-    }
-
-    #[test]
-    fn the_version_is_where_current_points() {
-        let dir = tempfile::tempdir().unwrap();
-        let versions = dir.path().join("_versions");
-        std::fs::create_dir_all(versions.join("3000.11.3/bin")).unwrap();
-        assert_eq!(version(dir.path()), None);
-        #[cfg(unix)]
-        {
-            std::os::unix::fs::symlink("3000.11.3", versions.join("current")).unwrap();
-            assert_eq!(version(dir.path()).as_deref(), Some("3000.11.3"));
-            std::fs::remove_file(versions.join("current")).unwrap();
-            std::os::unix::fs::symlink(
-                versions.join("3000.11.3/bin/devin"),
-                versions.join("current"),
-            )
-            .unwrap();
-            assert_eq!(version(dir.path()).as_deref(), Some("3000.11.3"));
-        }
-        assert!(plausible_version("3000.12.0-rc1"));
-        assert!(!plausible_version("bin"));
-        assert!(!plausible_version("3000 11"));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //!
 //! Owns where the store and Devin's data and config folders are, the
 //! `<database>#<session id>` address a session's transcript goes by (there is no
-//! per-session file), and opening the database. It must never write to the
+//! per-session file), opening the database, and the installed version beside it
+//! (`_versions/current`). It must never write to the
 //! database or create it: every connection is opened read-only, without the
 //! create flag, and set `query_only`. Devin writes to it while it runs, so a
 //! busy or locked database is "nothing to read now", never an error.
@@ -120,6 +121,27 @@ pub fn column_value(v: rusqlite::types::ValueRef<'_>) -> Value {
     }
 }
 
+/// The installed version: the name `_versions/current` points at
+/// (`_versions/3000.11.3`, or a path inside it such as `…/3000.11.3/bin/devin`).
+pub fn version(data_dir: &Path) -> Option<String> {
+    let target = std::fs::read_link(data_dir.join("_versions").join("current")).ok()?;
+    target
+        .iter()
+        .rev()
+        .filter_map(|c| c.to_str())
+        .find(|c| plausible_version(c))
+        .map(str::to_string)
+}
+
+/// A version names itself with a digit first and no more than letters, digits,
+/// dots, dashes and pluses (`3000.11.3`, `3000.12.0-rc1`).
+fn plausible_version(s: &str) -> bool {
+    s.len() <= 64
+        && s.starts_with(|c: char| c.is_ascii_digit())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,5 +213,28 @@ mod tests {
         let db = dir.path().join("sessions.db");
         assert!(open(&db).is_none());
         assert!(!db.exists());
+    }
+
+    #[test]
+    fn the_version_is_where_current_points() {
+        let dir = tempfile::tempdir().unwrap();
+        let versions = dir.path().join("_versions");
+        std::fs::create_dir_all(versions.join("3000.11.3/bin")).unwrap();
+        assert_eq!(version(dir.path()), None);
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("3000.11.3", versions.join("current")).unwrap();
+            assert_eq!(version(dir.path()).as_deref(), Some("3000.11.3"));
+            std::fs::remove_file(versions.join("current")).unwrap();
+            std::os::unix::fs::symlink(
+                versions.join("3000.11.3/bin/devin"),
+                versions.join("current"),
+            )
+            .unwrap();
+            assert_eq!(version(dir.path()).as_deref(), Some("3000.11.3"));
+        }
+        assert!(plausible_version("3000.12.0-rc1"));
+        assert!(!plausible_version("bin"));
+        assert!(!plausible_version("3000 11"));
     }
 }

@@ -64,7 +64,7 @@ impl TranscriptSource for DevinTranscript {
         if out.facts.title.is_some() {
             out.facts.title_source = Some(TitleSource::FirstAsk);
         }
-        out.version = database.parent().and_then(super::facts::version);
+        out.version = database.parent().and_then(super::store::version);
         Ok(out)
     }
 

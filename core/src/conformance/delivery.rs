@@ -18,8 +18,7 @@
 //! `GET /v1/sessions/<harness>:<id>` with the bearer token, 200 with the stored
 //! events or 404 (what `sessionpipe-receiver` serves).
 
-use super::Failed;
-use super::Outcome;
+use super::check::{Failed, Outcome};
 use super::matching::matches;
 use reqwest::{Client, RequestBuilder, Url};
 use serde_json::{Value, json};

@@ -5,7 +5,7 @@
 //! daemon runs it, minus the session's memory (no earlier calls, no synthetic
 //! start, no facts from files), and every produced envelope is validated.
 
-use super::Failed;
+use super::check::Failed;
 use super::matching::matches;
 use crate::pipeline::session::{Stamp, envelope};
 use harness::{Mapped, Memo};

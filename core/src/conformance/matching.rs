@@ -2,7 +2,7 @@
 //! expectation must match, keys absent from it are not checked, `"*"` matches any
 //! value. Arrays match element by element and must have the same length.
 
-use super::Failed;
+use super::check::Failed;
 use serde_json::Value;
 
 /// `Ok` when `actual` matches `expect`, else the JSON path of the first mismatch.

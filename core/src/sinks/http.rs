@@ -6,12 +6,25 @@
 //! does). Requests time out after 15 s; HTTPS is required except on loopback; a
 //! redirect is never followed. Async, on the daemon's runtime.
 
-use super::Discovery;
 use base64::Engine;
 use hmac::{Hmac, KeyInit, Mac};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::Sha256;
 use std::time::Duration;
+
+/// What discovery (`/.well-known/sessionpipe`) said of a receiver.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Discovery {
+    pub events: String,
+    pub max_tier: u8,
+    pub max_events: usize,
+    pub max_bytes: usize,
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    /// When it was read (epoch ms); re-read at most daily.
+    pub read_at: i64,
+}
 
 pub const TIMEOUT: Duration = Duration::from_secs(15);
 const DEFAULT_MAX_EVENTS: usize = 50;

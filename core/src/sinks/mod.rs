@@ -1,4 +1,4 @@
-//! Sinks: where events go. An HTTPS receiver speaking the HTTP binding
+//! Layer 3, sinks: where events go. An HTTPS receiver speaking the HTTP binding
 //! (PROTOCOL-NOTES §5), a JSONL file, or stdout.
 //!
 //! This module owns the sink list (`sinks.json` in the state dir, tokens in
@@ -9,6 +9,8 @@
 
 pub mod deliver;
 pub mod http;
+
+pub use http::Discovery;
 
 use crate::pipeline::outbox::OutboxError;
 use crate::state::file::{self, FileError};
@@ -64,19 +66,6 @@ pub enum Target {
     Http { url: String },
     File { path: String },
     Stdout,
-}
-
-/// What discovery (`/.well-known/sessionpipe`) said of a receiver.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Discovery {
-    pub events: String,
-    pub max_tier: u8,
-    pub max_events: usize,
-    pub max_bytes: usize,
-    #[serde(default)]
-    pub capabilities: Vec<String>,
-    /// When it was read (epoch ms); re-read at most daily.
-    pub read_at: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,8 +6,8 @@
 //! Only our handlers are touched; a group or event list is removed only when our
 //! removal emptied it and the original file did not have it.
 
+use super::format::{ConfigFormat, Ctx, EntryState, Skip};
 use super::jsonedit::{Doc, Edits, Node};
-use super::{ConfigFormat, Ctx, EntryState, Skip};
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
 use std::path::Path;

@@ -7,7 +7,7 @@
 //! Validity is checked by `serde_json` first; this parser assumes valid JSON and
 //! only records where things are.
 
-use super::Skip;
+use super::format::Skip;
 use serde_json::Value;
 
 /// A JSON value and where it sits in the text (`start..end`, bytes).

@@ -7,46 +7,19 @@
 //! original bytes. Which files and which entries is each adapter's business
 //! (`HookInstall`); the mechanics are here.
 
+pub mod format;
 pub mod hooks_json;
 pub mod jsonedit;
 mod ledger;
 
-use crate::adapter::Adapter;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub use format::{ConfigFormat, Ctx, EntryState, Skip};
 pub use hooks_json::{ClaudeHooks, HookEvent, HooksLayout};
 pub use ledger::LedgerError;
 pub use spool::files::write_atomic;
-
-/// Why a config file is left exactly as it is: the reason `status`, `install` and
-/// the UI show beside `skipped`.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Skip {
-    /// Comments, trailing commas or anything else a JSON parser refuses.
-    #[error("not plain JSON (line {line}, column {column}: {what})")]
-    NotPlainJson {
-        line: usize,
-        column: usize,
-        what: String,
-    },
-    /// Another format's own parser refused it (TOML).
-    #[error("not valid {format} ({what})")]
-    NotValid { format: &'static str, what: String },
-    /// Valid, but where our entries go holds something else (`"hooks" is not an
-    /// object`).
-    #[error("{0}")]
-    Shape(String),
-    #[error("not UTF-8 text")]
-    NotUtf8,
-    #[error("cannot read it: {0}")]
-    Unreadable(String),
-    #[error("cannot write it: {0}")]
-    Unwritable(String),
-    #[error("cannot create {0}")]
-    NoFolder(String),
-}
 
 /// The machine as an installer sees it: the home, the environment, `PATH`.
 /// Tests build one by hand; the CLI reads the process's.
@@ -86,43 +59,6 @@ impl Host {
     /// `p` with the home written `~`, for messages.
     pub fn show(&self, p: &Path) -> String {
         spool::paths::tilde(&p.to_string_lossy(), Some(&self.home))
-    }
-}
-
-/// What a format needs to know to find and write our entries.
-pub struct Ctx<'a> {
-    pub harness: &'a str,
-    /// The hook binary our entries run (absolute).
-    pub hook_bin: &'a Path,
-}
-
-/// What our entries look like in a file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum EntryState {
-    Current,
-    Missing,
-    Outdated(String),
-}
-
-/// How our entries live in one kind of config file. Implementations edit text
-/// (never re-serialise the person's file) and say why when they cannot.
-pub trait ConfigFormat: Sync {
-    /// Our entries in `text` (a file that exists and is not blank). `Err`: the
-    /// file cannot be read as this format, and is skipped with that reason.
-    fn judge(&self, text: &str, ctx: &Ctx<'_>) -> Result<EntryState, Skip>;
-    /// `text` (empty for a new file) with our entries added; it holds none now.
-    fn add(&self, text: &str, ctx: &Ctx<'_>) -> Result<String, Skip>;
-    /// `text` without our entries. `original` is the file before our first
-    /// write, so a container it had is kept even when our removal empties it.
-    fn remove(&self, text: &str, original: Option<&str>, ctx: &Ctx<'_>) -> Result<String, Skip>;
-    /// Why the harness would not run our entries even though they are current.
-    fn inactive(&self, _text: &str) -> Option<String> {
-        None
-    }
-    /// Why our entry must not be written into `text` though it is missing: the
-    /// place it goes holds the person's own, which is kept (a `statusLine`).
-    fn occupied(&self, _text: &str) -> Option<String> {
-        None
     }
 }
 
@@ -341,16 +277,18 @@ fn read(path: &Path) -> Read {
 }
 
 impl Installer<'_> {
-    pub fn status(&self, adapter: &dyn Adapter) -> HarnessReport {
-        self.each_target(adapter, false, |t, _, ctx| self.file_status(t, ctx))
+    /// The state of `harness`'s entries (its hooks as `hooks` writes them).
+    pub fn status(&self, harness: &str, hooks: &dyn HookInstall) -> HarnessReport {
+        self.each_target(harness, hooks, false, |t, _, ctx| self.file_status(t, ctx))
     }
 
     pub fn install(
         &self,
-        adapter: &dyn Adapter,
+        harness: &str,
+        hooks: &dyn HookInstall,
     ) -> Result<(HarnessReport, Option<&'static str>), LedgerError> {
         let mut ledger = ledger::Ledger::load(self.state_dir)?;
-        let report = self.each_target(adapter, true, |t, _, ctx| {
+        let report = self.each_target(harness, hooks, true, |t, _, ctx| {
             self.install_file(&mut ledger, t, ctx)
         });
         if !self.dry_run {
@@ -359,16 +297,17 @@ impl Installer<'_> {
         // Said when this install wrote a file (installed, or written but switched
         // off in the harness: the person needs the note either way).
         let first_install = ledger.first_write();
-        let note = adapter
-            .hooks()
-            .and_then(|h| h.note())
-            .filter(|_| first_install);
+        let note = hooks.note().filter(|_| first_install);
         Ok((report, note))
     }
 
-    pub fn uninstall(&self, adapter: &dyn Adapter) -> Result<HarnessReport, LedgerError> {
+    pub fn uninstall(
+        &self,
+        harness: &str,
+        hooks: &dyn HookInstall,
+    ) -> Result<HarnessReport, LedgerError> {
         let mut ledger = ledger::Ledger::load(self.state_dir)?;
-        let report = self.each_target(adapter, false, |t, others, ctx| {
+        let report = self.each_target(harness, hooks, false, |t, others, ctx| {
             self.uninstall_file(&mut ledger, t, others, ctx)
         });
         if !self.dry_run {
@@ -382,15 +321,13 @@ impl Installer<'_> {
     /// also handed the formats of the other targets in the same file.
     fn each_target(
         &self,
-        adapter: &dyn Adapter,
+        harness: &str,
+        hooks: &dyn HookInstall,
         installing: bool,
         mut act: impl FnMut(&Target, &[&'static dyn ConfigFormat], &Ctx<'_>) -> FileState,
     ) -> HarnessReport {
-        let hooks = adapter
-            .hooks()
-            .expect("select() keeps adapters with installers");
         let ctx = Ctx {
-            harness: adapter.name(),
+            harness,
             hook_bin: self.hook_bin,
         };
         let mut targets: Vec<(Target, Option<&'static str>)> = hooks
@@ -421,7 +358,7 @@ impl Installer<'_> {
                 }
             })
             .collect();
-        HarnessReport::new(adapter.name(), files)
+        HarnessReport::new(harness, files)
     }
 
     /// True when `target`'s file holds an entry of ours, current or not.

@@ -13,6 +13,7 @@ mod error;
 mod views;
 
 pub use error::ApiError;
+use views::Ctx;
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -49,13 +50,6 @@ impl Api {
         }
         let _ = (&mut self.task).await;
     }
-}
-
-#[derive(Clone)]
-struct Ctx {
-    paths: StatePaths,
-    token: Arc<String>,
-    host: Arc<String>,
 }
 
 /// Starts the API on `127.0.0.1:port` (0: any free port) on the current runtime

@@ -3,7 +3,7 @@
 //! Blocking reads and writes (SQLite, the state files, the keychain) run on the
 //! runtime's blocking pool; a failure is an `ApiError` with its status.
 
-use super::{ApiError, Ctx};
+use super::error::ApiError;
 use crate::installers::{Action, Installers};
 use crate::pipeline::outbox::Outbox;
 use crate::pipeline::session::SessionRecord;
@@ -14,6 +14,17 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use serde_json::{Value, json};
+use spool::StatePaths;
+use std::sync::Arc;
+
+/// What every handler (and the API's checks) runs with.
+#[derive(Clone)]
+pub struct Ctx {
+    pub paths: StatePaths,
+    pub token: Arc<String>,
+    /// `127.0.0.1:<port>`: the only `Host` answered.
+    pub host: Arc<String>,
+}
 
 /// A session stays on the board this long after its last event, unless it still
 /// needs the person or is working.

@@ -7,6 +7,7 @@
 //! deliver; readers (tail, sinks) read envelopes back in append order. Its
 //! schema and migrations are `schema`'s.
 
+mod error;
 mod schema;
 
 use crate::pipeline::session::SessionRecord;
@@ -19,17 +20,7 @@ use std::time::Duration;
 /// spool after this long would be appended again; no crash leaves one that long.
 const JOBS_DONE_KEEP_MS: i64 = 7 * 24 * 3600 * 1000;
 
-/// Why the outbox could not be read or written.
-#[derive(Debug, thiserror::Error)]
-pub enum OutboxError {
-    #[error("the outbox: {0}")]
-    Sqlite(#[from] rusqlite::Error),
-    /// A newer sessionpipe wrote it: this one would misread it, so it stops.
-    #[error("the outbox has schema {found}, newer than the {known} this sessionpipe knows")]
-    Newer { found: i64, known: i64 },
-}
-
-pub type Result<T> = std::result::Result<T, OutboxError>;
+pub use error::{OutboxError, Result};
 
 pub struct Outbox {
     conn: Connection,

@@ -6,7 +6,7 @@
 //! same steps forward. A file newer than this version knows is refused, never
 //! guessed at. Nothing else about the outbox lives here.
 
-use super::{OutboxError, Result};
+use super::error::{OutboxError, Result};
 use rusqlite::{Connection, TransactionBehavior};
 
 /// Step N takes a file from `user_version` N-1 to N.
