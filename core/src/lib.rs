@@ -50,21 +50,12 @@ mod layering {
 
     fn top_layers(files: &[File]) -> BTreeMap<String, u32> {
         let mut out = BTreeMap::new();
-        for f in files
-            .iter()
-            .filter(|f| f.module.len() == 1 && (f.is_mod || true))
-        {
-            let top = &f.module[0];
-            let own = f.is_mod
-                || !files
-                    .iter()
-                    .any(|g| g.module.len() == 1 && g.is_mod && g.module[0] == *top);
-            if own {
-                let layer = layers::declared_layer(f).unwrap_or_else(|| {
-                    panic!("{} names no layer in its opening doc", f.path.display())
-                });
-                out.insert(top.clone(), layer);
-            }
+        // A top-level module's own file: `src/x.rs` or `src/x/mod.rs`.
+        for f in files.iter().filter(|f| f.module.len() == 1) {
+            let layer = layers::declared_layer(f).unwrap_or_else(|| {
+                panic!("{} names no layer in its opening doc", f.path.display())
+            });
+            out.insert(f.module[0].clone(), layer);
         }
         out
     }

@@ -30,6 +30,24 @@ const SESSION_STRINGS: &[(&str, usize)] = &[
     ("account_id", 128),
 ];
 
+/// Why one event is rejected: which member, and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejected(pub String);
+
+impl std::fmt::Display for Rejected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Rejected {}
+
+impl From<&str> for Rejected {
+    fn from(s: &str) -> Self {
+        Rejected(s.to_string())
+    }
+}
+
 /// The dedup key: (harness.name, session.id, seq).
 pub type Key = (String, String, u64);
 
@@ -45,7 +63,7 @@ pub fn tier_of(event: &Value) -> Option<u64> {
 }
 
 /// The key to store `event` under, or why it is rejected.
-pub fn check_event(event: &Value) -> Result<Key, String> {
+pub fn check_event(event: &Value) -> Result<Key, Rejected> {
     let e = event.as_object().ok_or("not an object")?;
     match e.get("protocol").and_then(Value::as_u64) {
         Some(1) => {}
@@ -69,11 +87,11 @@ pub fn check_event(event: &Value) -> Result<Key, String> {
     if let Some(min) = protocol::type_tier(kind).map(u64::from)
         && tier < min
     {
-        return Err(format!("type: {kind} is never sent below tier {min}"));
+        return Err(Rejected(format!("type: {kind} is never sent below tier {min}")));
     }
 
     let harness = obj_of(e, "harness")?;
-    let name = str_of(harness, "name").map_err(|r| format!("harness.{r}"))?;
+    let name = str_of(harness, "name").map_err(|r| Rejected(format!("harness.{r}")))?;
     if !protocol::valid_harness_name(name) {
         return Err("harness.name: not a registry name".into());
     }
@@ -81,13 +99,13 @@ pub fn check_event(event: &Value) -> Result<Key, String> {
         if let Some(v) = harness.get(k) {
             match v.as_str() {
                 Some(s) if s.chars().count() <= 64 => {}
-                _ => return Err(format!("harness.{k}: a string of at most 64")),
+                _ => return Err(Rejected(format!("harness.{k}: a string of at most 64"))),
             }
         }
     }
 
     let session = obj_of(e, "session")?;
-    let sid = str_of(session, "id").map_err(|r| format!("session.{r}"))?;
+    let sid = str_of(session, "id").map_err(|r| Rejected(format!("session.{r}")))?;
     if !protocol::valid_session_id(sid) {
         return Err("session.id: 1-128 characters of [A-Za-z0-9._:-]".into());
     }
@@ -99,7 +117,7 @@ pub fn check_event(event: &Value) -> Result<Key, String> {
         if let Some(v) = session.get(*k) {
             match v.as_str() {
                 Some(s) if s.chars().count() <= *max => {}
-                _ => return Err(format!("session.{k}: a string of at most {max}")),
+                _ => return Err(Rejected(format!("session.{k}: a string of at most {max}"))),
             }
         }
     }
@@ -129,7 +147,7 @@ pub fn check_event(event: &Value) -> Result<Key, String> {
         return Err("privacy.pii: must be a boolean".into());
     }
     if tier > 0 && !has_secrets {
-        return Err(format!("privacy: tier {tier} without secrets@1"));
+        return Err(Rejected(format!("privacy: tier {tier} without secrets@1")));
     }
 
     if !e.get("data").is_some_and(Value::is_object) {
@@ -138,18 +156,18 @@ pub fn check_event(event: &Value) -> Result<Key, String> {
     Ok((name.to_string(), sid.to_string(), seq))
 }
 
-fn str_of<'a>(o: &'a Map<String, Value>, k: &str) -> Result<&'a str, String> {
+fn str_of<'a>(o: &'a Map<String, Value>, k: &str) -> Result<&'a str, Rejected> {
     match o.get(k) {
         Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(format!("{k}: must be a string")),
-        None => Err(format!("{k}: missing")),
+        Some(_) => Err(Rejected(format!("{k}: must be a string"))),
+        None => Err(Rejected(format!("{k}: missing"))),
     }
 }
 
-fn obj_of<'a>(o: &'a Map<String, Value>, k: &str) -> Result<&'a Map<String, Value>, String> {
+fn obj_of<'a>(o: &'a Map<String, Value>, k: &str) -> Result<&'a Map<String, Value>, Rejected> {
     o.get(k)
         .and_then(Value::as_object)
-        .ok_or_else(|| format!("{k}: must be an object"))
+        .ok_or_else(|| Rejected(format!("{k}: must be an object")))
 }
 
 /// `^[a-z][a-z0-9-]*@\d+$`.
@@ -225,18 +243,18 @@ mod tests {
         ];
         for (path, v, member) in cases {
             let why = check_event(&with(path, v)).unwrap_err();
-            assert!(why.starts_with(member), "{path}: {why}");
+            assert!(why.0.starts_with(member), "{path}: {why}");
         }
     }
 
     #[test]
     fn tier_rules() {
         let mut e = with("/type", json!("tool.ended"));
-        assert!(check_event(&e).unwrap_err().contains("below tier 1"));
+        assert!(check_event(&e).unwrap_err().0.contains("below tier 1"));
         e["tier"] = json!(1);
         assert!(check_event(&e).is_ok());
         e["privacy"]["rulesets"] = json!([]);
-        assert!(check_event(&e).unwrap_err().contains("secrets@1"));
+        assert!(check_event(&e).unwrap_err().0.contains("secrets@1"));
     }
 
     #[test]

@@ -340,7 +340,7 @@ fn ingest(sh: &Shared, events: &[Value]) -> std::io::Result<Outcome> {
         let key = match check::check_event(e) {
             Ok(k) => k,
             Err(reason) => {
-                out.rejected.push(json!({"id": e["id"], "reason": reason}));
+                out.rejected.push(json!({"id": e["id"], "reason": reason.0}));
                 continue;
             }
         };
@@ -426,7 +426,7 @@ async fn set_faults(
         return unauthorized();
     }
     let parsed = serde_json::from_slice::<Value>(&body)
-        .map_err(|_| "the body is not JSON".to_string())
+        .map_err(|_| crate::Invalid::from("the body is not JSON"))
         .and_then(|v| Fault::from_json(&v));
     match parsed {
         Ok(fault) => {
@@ -434,7 +434,7 @@ async fn set_faults(
             *sh.fault.lock().unwrap_or_else(|p| p.into_inner()) = fault;
             answer(StatusCode::OK, json!({"armed": armed}))
         }
-        Err(why) => refuse(StatusCode::BAD_REQUEST, "malformed", why),
+        Err(why) => refuse(StatusCode::BAD_REQUEST, "malformed", why.0),
     }
 }
 

@@ -105,24 +105,24 @@ impl Options {
     }
 
     /// The settings the handlers use, or why these options cannot start.
-    fn settings(&self) -> Result<http::Settings, String> {
+    fn settings(&self) -> Result<http::Settings, Invalid> {
         if self.token.is_empty() || self.token.chars().any(char::is_whitespace) {
-            return Err("the token must be non-empty and without spaces".into());
+            return Err(Invalid("the token must be non-empty and without spaces".into()));
         }
         if self.max_tier > 3 {
-            return Err("max_tier is 0-3".into());
+            return Err(Invalid("max_tier is 0-3".into()));
         }
         if !(1..=50).contains(&self.max_events) {
-            return Err("max_events is 1-50".into());
+            return Err(Invalid("max_events is 1-50".into()));
         }
         if !(1024..=262_144).contains(&self.max_bytes) {
-            return Err("max_bytes is 1024-262144".into());
+            return Err(Invalid("max_bytes is 1024-262144".into()));
         }
         if !self.listen.ip().is_loopback() && !self.allow_remote {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "{} is not a loopback address (allow_remote / --allow-remote to listen there)",
                 self.listen
-            ));
+            )));
         }
         let webhook_key = match &self.webhook_secret {
             Some(s) => Some(signature::decode_secret(s)?),
@@ -136,6 +136,25 @@ impl Options {
             webhook_key,
             log: self.log,
         })
+    }
+}
+
+/// Why what the receiver was given (its options, a fault, a webhook secret)
+/// cannot be used; the words say which part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Invalid(pub String);
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Invalid {}
+
+impl From<&str> for Invalid {
+    fn from(s: &str) -> Self {
+        Invalid(s.to_string())
     }
 }
 
@@ -166,7 +185,7 @@ impl Fault {
 
     /// Reads the fault door's body: `{}` (disarm, `None`) or `{"status": 503,
     /// "count"?: 3, "body"?: {...}, "retry_after"?: "2", "delay_ms"?: 0}`.
-    pub fn from_json(v: &Value) -> Result<Option<Fault>, String> {
+    pub fn from_json(v: &Value) -> Result<Option<Fault>, Invalid> {
         let o = v.as_object().ok_or("a fault is a JSON object")?;
         if o.is_empty() {
             return Ok(None);
@@ -177,7 +196,7 @@ impl Fault {
                 "status" | "count" | "body" | "retry_after" | "delay_ms"
             )
         }) {
-            return Err(format!("unknown member {k}"));
+            return Err(Invalid(format!("unknown member {k}")));
         }
         let status = o
             .get("status")
@@ -195,7 +214,7 @@ impl Fault {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
             Some(Value::Number(n)) => Some(n.to_string()),
-            Some(_) => return Err("retry_after: a string or a number".into()),
+            Some(_) => return Err(Invalid("retry_after: a string or a number".into())),
         };
         let delay_ms = match o.get("delay_ms") {
             None => 0,

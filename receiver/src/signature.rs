@@ -16,15 +16,15 @@ use sha2::Sha256;
 pub const TOLERANCE_S: i64 = 300;
 
 /// The key bytes of a `whsec_…` secret.
-pub fn decode_secret(secret: &str) -> Result<Vec<u8>, String> {
+pub fn decode_secret(secret: &str) -> Result<Vec<u8>, crate::Invalid> {
     let b64 = secret
         .strip_prefix("whsec_")
         .ok_or("a webhook secret starts with whsec_")?;
     let key = STANDARD
         .decode(b64)
-        .map_err(|_| "the webhook secret after whsec_ is not base64")?;
+        .map_err(|_| crate::Invalid::from("the webhook secret after whsec_ is not base64"))?;
     if key.is_empty() {
-        return Err("the webhook secret is empty".into());
+        return Err(crate::Invalid::from("the webhook secret is empty"));
     }
     Ok(key)
 }

@@ -79,6 +79,18 @@ pub enum VectorError {
     Format(String),
 }
 
+/// What is wrong with one case or recipe as written (not with the rule).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadCase(pub &'static str);
+
+impl fmt::Display for BadCase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for BadCase {}
+
 impl fmt::Display for VectorError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -191,7 +203,7 @@ pub fn summary(results: &[CaseResult]) -> String {
 
 /// Every string a vector document's `cases` hold: each `in`, `out` and materialised
 /// `template`.
-pub fn texts(doc: &Value) -> Result<Vec<String>, String> {
+pub fn texts(doc: &Value) -> Result<Vec<String>, BadCase> {
     let abc = doc["rnd_default_abc"].as_str().unwrap_or(DEFAULT_ABC);
     let mut out = Vec::new();
     for case in list(doc, "cases") {
@@ -220,11 +232,13 @@ pub fn expand_template(
     template: &str,
     parts: &[Value],
     default_abc: &str,
-) -> Result<String, String> {
+) -> Result<String, BadCase> {
     let mut token = String::new();
     for part in parts {
-        let len = part["len"].as_u64().ok_or("a `t` part without `len`")?;
-        let len = usize::try_from(len).map_err(|_| "`len` too large")?;
+        let len = part["len"]
+            .as_u64()
+            .ok_or(BadCase("a `t` part without `len`"))?;
+        let len = usize::try_from(len).map_err(|_| BadCase("`len` too large"))?;
         token.push_str(part["prefix"].as_str().unwrap_or(""));
         token.push_str(&rnd(len, part["abc"].as_str().unwrap_or(default_abc)));
     }
@@ -233,14 +247,14 @@ pub fn expand_template(
 
 /// Builds an adversarial input: `prefix`, `repeat` × `times`, `then`, `then_repeat` ×
 /// `then_times`, `suffix` (all but `repeat` and `times` optional).
-pub fn build_recipe(recipe: &Value) -> Result<String, String> {
+pub fn build_recipe(recipe: &Value) -> Result<String, BadCase> {
     let text = |k: &str| recipe[k].as_str().unwrap_or("");
     let count = |k: &str| {
-        usize::try_from(recipe[k].as_u64().unwrap_or(0)).map_err(|_| format!("`{k}` too large"))
+        usize::try_from(recipe[k].as_u64().unwrap_or(0)).map_err(|_| BadCase("a count too large"))
     };
     let repeat = recipe["repeat"]
         .as_str()
-        .ok_or("a recipe without `repeat`")?;
+        .ok_or(BadCase("a recipe without `repeat`"))?;
     let mut s = String::from(text("prefix"));
     s.push_str(&repeat.repeat(count("times")?));
     s.push_str(text("then"));
@@ -307,13 +321,13 @@ impl Rule<'_> {
     }
 }
 
-fn check_case(case: &Value, abc: &str, rule: Rule<'_>) -> Result<Verdict, String> {
+fn check_case(case: &Value, abc: &str, rule: Rule<'_>) -> Result<Verdict, BadCase> {
     let input = match (case["in"].as_str(), case["template"].as_str()) {
         (Some(s), _) => s.to_string(),
         (None, Some(t)) => expand_template(t, list(case, "t"), abc)?,
-        (None, None) => return Err("neither `in` nor `template`".into()),
+        (None, None) => return Err(BadCase("neither `in` nor `template`")),
     };
-    let want = case["out"].as_str().ok_or("no string `out`")?;
+    let want = case["out"].as_str().ok_or(BadCase("no string `out`"))?;
     let got = rule.apply(&input);
     let message = if got != want {
         Some(diff(&input, want, &got))
@@ -351,9 +365,9 @@ fn check_session(case: &Value) -> Verdict {
     }
 }
 
-fn check_adversarial(case: &Value, rule: Rule<'_>) -> Result<Verdict, String> {
+fn check_adversarial(case: &Value, rule: Rule<'_>) -> Result<Verdict, BadCase> {
     let input = build_recipe(&case["recipe"])?;
-    let max_ms = case["max_ms"].as_u64().ok_or("no `max_ms`")?;
+    let max_ms = case["max_ms"].as_u64().ok_or(BadCase("no `max_ms`"))?;
     let started = Instant::now();
     let out = rule.apply(&input);
     let elapsed = started.elapsed();

@@ -42,7 +42,13 @@ mod std_only {
     #[test]
     fn the_hook_path_depends_on_std_alone() {
         let dir = env!("CARGO_MANIFEST_DIR");
-        assert_eq!(dependencies(&format!("{dir}/Cargo.toml")), Vec::<String>::new());
-        assert_eq!(dependencies(&format!("{dir}/../hook/Cargo.toml")), ["spool"]);
+        assert_eq!(
+            dependencies(&format!("{dir}/Cargo.toml")),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            dependencies(&format!("{dir}/../hook/Cargo.toml")),
+            ["spool"]
+        );
     }
 }

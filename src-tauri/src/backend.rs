@@ -15,7 +15,7 @@ use sessionpipe_core::daemon;
 use sessionpipe_core::spool::StatePaths;
 use sessionpipe_core::state::lock::{self, Holder, Mode};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// How often the supervisor looks whether the lock became free.
 const RETRY: Duration = Duration::from_secs(2);
@@ -32,40 +32,7 @@ pub enum Link {
     Starting,
 }
 
-/// Where the daemon's UI is: `ui.json` in the state dir.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UiAddress {
-    /// `http://127.0.0.1:PORT`
-    pub url: String,
-    pub token: String,
-}
-
-impl UiAddress {
-    /// The UI's page, on one session (`harness:id`) when given. The token and the
-    /// session ride in the fragment, which the browser never sends.
-    pub fn page(&self, session: Option<&str>) -> String {
-        let mut page = format!("{}/#token={}", self.url, fragment_escape(&self.token));
-        if let Some(key) = session {
-            page.push_str("&session=");
-            page.push_str(&fragment_escape(key));
-        }
-        page
-    }
-}
-
-/// Percent-encodes what could end a fragment parameter (`&`, `#`, `%`, spaces...);
-/// the UI reads the fragment with `URLSearchParams`, which decodes it.
-fn fragment_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b':') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
+pub use sessionpipe_core::state::ui_file::UiAddress;
 
 /// Starts the supervisor thread: the daemon runs in it while this process holds
 /// the lock, which is for the rest of the app's life once it has it.
@@ -131,26 +98,10 @@ pub fn link(paths: &StatePaths) -> Link {
     }
 }
 
-/// The running daemon's UI, when one serves it: `ui.json` as written by the lock
-/// holder. A `ui.json` older than the lock's record is a previous daemon's (the
-/// holder runs without its API), so it is not an address.
+/// The running daemon's UI, when one serves it (`ui.json`, believed only while
+/// its daemon holds the lock).
 pub fn ui_address(paths: &StatePaths) -> Option<UiAddress> {
-    if link(paths) == Link::Starting {
-        return None;
-    }
-    let file = paths.root.join("ui.json");
-    if modified(&file)? < modified(&paths.daemon_lock())? {
-        return None;
-    }
-    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).ok()?).ok()?;
-    Some(UiAddress {
-        url: doc.get("url")?.as_str()?.trim_end_matches('/').to_string(),
-        token: doc.get("token")?.as_str()?.to_string(),
-    })
-}
-
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+    sessionpipe_core::state::ui_file::current(paths)
 }
 
 /// The UI's built files for the embedded daemon to serve: `$SESSIONPIPE_UI_DIR`,
@@ -186,23 +137,6 @@ pub fn ui_dir() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_page_carries_token_and_session_in_the_fragment() {
-        let addr = UiAddress {
-            url: "http://127.0.0.1:4000".into(),
-            token: "ab12".into(),
-        };
-        assert_eq!(addr.page(None), "http://127.0.0.1:4000/#token=ab12");
-        assert_eq!(
-            addr.page(Some("claude-code:834104cf-a9d5")),
-            "http://127.0.0.1:4000/#token=ab12&session=claude-code:834104cf-a9d5"
-        );
-        assert_eq!(
-            addr.page(Some("codex:a&b#c d")),
-            "http://127.0.0.1:4000/#token=ab12&session=codex:a%26b%23c%20d"
-        );
-    }
 
     #[test]
     fn no_daemon_no_address() {

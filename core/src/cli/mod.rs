@@ -218,18 +218,9 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Ui => {
-            let running = crate::state::lock::holder(&paths)
-                .is_some_and(|h| h.mode == crate::state::lock::Mode::Daemon);
-            let doc: serde_json::Value = std::fs::read(paths.ui_file())
-                .ok()
-                .and_then(|b| serde_json::from_slice(&b).ok())
-                .filter(|_| running)
+            let address = crate::state::ui_file::current(&paths)
                 .context("no daemon serves the UI: start `sessionpipe daemon` (or the app)")?;
-            println!(
-                "{}/#token={}",
-                doc["url"].as_str().unwrap_or(""),
-                doc["token"].as_str().unwrap_or("")
-            );
+            println!("{}", address.page(None));
             Ok(ExitCode::SUCCESS)
         }
         Command::Backfill { days, json } => backfill::run(&paths, days, json),

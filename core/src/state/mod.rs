@@ -1,6 +1,7 @@
 //! Layer 1, state: the machine's own files of sessionpipe beside the outbox.
 //! The person's settings (`config`), secrets in the keychain or a 0600 file
-//! (`secrets`), and the daemon lock (`lock`); `file` reads and writes them.
+//! (`secrets`), the daemon lock (`lock`) and where its UI answers (`ui_file`);
+//! `file` reads and writes them.
 //!
 //! Uses only the crates below the core (spool, protocol); never a module of
 //! this crate above it.
@@ -9,3 +10,4 @@ pub mod config;
 pub mod file;
 pub mod lock;
 pub mod secrets;
+pub mod ui_file;

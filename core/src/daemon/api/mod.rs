@@ -15,13 +15,13 @@ mod views;
 pub use error::ApiError;
 use views::Ctx;
 
+use crate::state::ui_file::UiAddress;
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use serde_json::json;
 use spool::StatePaths;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -38,11 +38,6 @@ pub struct Api {
 }
 
 impl Api {
-    /// The address the UI opens, with the token in the fragment (never sent).
-    pub fn ui_url(&self) -> String {
-        format!("{}/#token={}", self.url, self.token)
-    }
-
     /// Stops taking connections and waits for the ones open to finish.
     pub async fn stop(mut self) {
         if let Some(s) = self.shutdown.take() {
@@ -66,8 +61,11 @@ pub fn start(paths: &StatePaths, ui_dir: Option<PathBuf>, port: u16) -> std::io:
         token: Arc::new(token.clone()),
         host: Arc::new(format!("127.0.0.1:{}", addr.port())),
     };
-    let doc = json!({"url": url, "token": token});
-    spool::files::write_private_file(&paths.ui_file(), doc.to_string().as_bytes())?;
+    let address = UiAddress {
+        url: url.clone(),
+        token: token.clone(),
+    };
+    address.save(paths).map_err(std::io::Error::other)?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let app = router(ctx, ui_dir);
     let task = tokio::spawn(async move {

@@ -1,0 +1,117 @@
+//! `ui.json`: where the running daemon's UI and API answer, and their token
+//! (0600). The daemon writes it when its API starts; `sessionpipe ui`, the app's
+//! tray and window read it. Owns that file's shape and when it is believed: only
+//! while a daemon (not a drain worker) holds the lock, and only when written
+//! after that daemon took it (an older file is a previous daemon's).
+
+use super::lock::{self, Mode};
+use serde::{Deserialize, Serialize};
+use spool::StatePaths;
+use std::path::Path;
+use std::time::SystemTime;
+
+/// Where the daemon's UI is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UiAddress {
+    /// `http://127.0.0.1:PORT`
+    pub url: String,
+    pub token: String,
+}
+
+impl UiAddress {
+    /// The UI's page, on one session (`harness:id`) when given. The token and the
+    /// session ride in the fragment, which the browser never sends.
+    pub fn page(&self, session: Option<&str>) -> String {
+        let mut page = format!("{}/#token={}", self.url, fragment_escape(&self.token));
+        if let Some(key) = session {
+            page.push_str("&session=");
+            page.push_str(&fragment_escape(key));
+        }
+        page
+    }
+
+    /// Writes the file (private, atomic).
+    pub fn save(&self, paths: &StatePaths) -> Result<(), super::file::FileError> {
+        super::file::save(&paths.ui_file(), self)
+    }
+}
+
+/// The running daemon's UI, when a daemon holds the lock and wrote this file
+/// after it took the lock.
+pub fn current(paths: &StatePaths) -> Option<UiAddress> {
+    let holder = lock::holder(paths)?;
+    if holder.mode != Mode::Daemon {
+        return None;
+    }
+    let file = paths.ui_file();
+    if modified(&file)? < modified(&paths.daemon_lock())? {
+        return None;
+    }
+    let mut address: UiAddress = super::file::load(&file).ok()??;
+    address.url = address.url.trim_end_matches('/').to_string();
+    Some(address)
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// Percent-encodes what could end a fragment parameter (`&`, `#`, `%`, spaces...);
+/// the UI reads the fragment with `URLSearchParams`, which decodes it.
+fn fragment_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b':') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_carries_token_and_session_in_the_fragment() {
+        let addr = UiAddress {
+            url: "http://127.0.0.1:4000".into(),
+            token: "ab12".into(),
+        };
+        assert_eq!(addr.page(None), "http://127.0.0.1:4000/#token=ab12");
+        assert_eq!(
+            addr.page(Some("claude-code:834104cf-a9d5")),
+            "http://127.0.0.1:4000/#token=ab12&session=claude-code:834104cf-a9d5"
+        );
+        assert_eq!(
+            addr.page(Some("codex:a&b#c d")),
+            "http://127.0.0.1:4000/#token=ab12&session=codex:a%26b%23c%20d"
+        );
+    }
+
+    #[test]
+    fn a_file_is_believed_only_while_its_daemon_holds_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(dir.path());
+        let addr = UiAddress {
+            url: "http://127.0.0.1:1/".into(),
+            token: "t".into(),
+        };
+        addr.save(&paths).unwrap();
+        assert_eq!(current(&paths), None, "nobody holds the lock");
+        let drain = lock::try_acquire(&paths, Mode::Drain).unwrap().unwrap();
+        assert_eq!(current(&paths), None, "a drain worker serves no UI");
+        drop(drain);
+        let _daemon = lock::try_acquire(&paths, Mode::Daemon).unwrap().unwrap();
+        assert_eq!(
+            current(&paths),
+            None,
+            "written before this daemon took the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        addr.save(&paths).unwrap();
+        assert_eq!(current(&paths).unwrap().url, "http://127.0.0.1:1");
+    }
+}
