@@ -279,3 +279,64 @@ fn settings_and_sinks_change_through_the_api() {
     assert_eq!(status, 400);
     assert!(body["error"].as_str().unwrap().contains("HTTPS"));
 }
+
+/// Each failure says whose it is: the caller's mistake a 4xx, a receiver the
+/// caller named a 502, the daemon's own a 500; every one with a JSON body.
+#[test]
+fn failures_answer_their_status_with_a_json_reason() {
+    let sb = Sandbox::new();
+    let _d = sb.start_daemon();
+    let ui = Ui::of(&sb);
+    let raw = |method: reqwest::Method, path: &str, body: &str, token: Option<&str>| {
+        let mut req = ui
+            .client
+            .request(method, format!("{}{path}", ui.url))
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        let r = req.send().unwrap();
+        let status = r.status().as_u16();
+        let body: Value = serde_json::from_str(&r.text().unwrap()).unwrap_or(Value::Null);
+        assert!(body["error"].is_string(), "{path}: {status} without a JSON reason");
+        (status, body["error"].as_str().unwrap().to_string())
+    };
+    let token = Some(ui.token.as_str());
+    let put = reqwest::Method::PUT;
+    let post = reqwest::Method::POST;
+    let (s, why) = raw(put.clone(), "/api/settings", "{not json", token);
+    assert_eq!(s, 400, "{why}");
+    assert!(why.contains("not JSON"), "{why}");
+    assert_eq!(raw(put.clone(), "/api/settings", "[1]", token).0, 400);
+    assert_eq!(raw(put, "/api/settings", r#"{"notify_tier": 9}"#, token).0, 400);
+    assert_eq!(raw(reqwest::Method::GET, "/api/nope", "", token).0, 404);
+    assert_eq!(raw(reqwest::Method::GET, "/api/nope", "", None).0, 401);
+    assert_eq!(raw(post.clone(), "/api/sinks", r#"{"tier": 1}"#, token).0, 400);
+    assert_eq!(
+        raw(post.clone(), "/api/sinks", r#"{"target": "ftp://x", "tier": 1}"#, token).0,
+        400
+    );
+    assert_eq!(
+        raw(post.clone(), "/api/sinks", r#"{"target": "stdout", "tier": 7}"#, token).0,
+        400
+    );
+    let sink = format!(r#"{{"target": "file:{}/s.jsonl", "tier": 1}}"#, sb.home.display());
+    let (status, _) = ui.send(post.clone(), "/api/sinks", serde_json::from_str(&sink).unwrap());
+    assert_eq!(status, 200);
+    assert_eq!(raw(post.clone(), "/api/sinks", &sink, token).0, 409, "the same target twice");
+    assert_eq!(raw(reqwest::Method::DELETE, "/api/sinks/s_none", "", token).0, 404);
+    assert_eq!(raw(post.clone(), "/api/sinks/s_none/test", "", token).0, 404);
+    // Nothing answers there: the receiver the caller named failed, not us.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = dead.local_addr().unwrap().port();
+    drop(dead);
+    let unanswered = format!(r#"{{"target": "http://127.0.0.1:{port}", "tier": 1}}"#);
+    let (s, why) = raw(post, "/api/sinks", &unanswered, token);
+    assert_eq!(s, 502, "{why}");
+    // An outbox the daemon cannot read is its own failure.
+    std::fs::write(sb.state.join("outbox.db"), b"this is not a database").unwrap();
+    let _ = std::fs::remove_file(sb.state.join("outbox.db-wal"));
+    let (s, why) = raw(reqwest::Method::GET, "/api/overview", "", token);
+    assert_eq!(s, 500, "{why}");
+}

@@ -19,6 +19,7 @@ mod install_codex;
 mod install_gemini_cli;
 mod install_m2_harnesses;
 mod keychain;
+mod outbox_schema;
 mod sinks_file;
 mod sinks_http;
 mod status_line;

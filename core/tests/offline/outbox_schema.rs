@@ -1,0 +1,118 @@
+//! The outbox's schema steps on a real outbox of the first release (written by
+//! sessionpipe 0.1.0, commit a1e3398, from the recorded Claude Code, Codex and
+//! Gemini CLI payloads of `conformance/harness/`, delivered once to a file sink:
+//! `data/outbox-0.1.0.db`, no `user_version`). Opening it to write migrates it
+//! and keeps every event, session, cursor and committed job; a file newer than
+//! this build is refused and left as it was.
+
+use rusqlite::Connection;
+use sessionpipe_core::pipeline::outbox::{Outbox, OutboxError};
+use std::path::{Path, PathBuf};
+
+const OLD: &str = "tests/offline/data/outbox-0.1.0.db";
+
+fn copy_of_old() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("outbox.db");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join(OLD), &path).unwrap();
+    (dir, path)
+}
+
+/// Everything the outbox holds, as rows of text.
+fn contents(path: &Path) -> Vec<Vec<String>> {
+    let c = Connection::open(path).unwrap();
+    let mut out = Vec::new();
+    for q in [
+        "SELECT rowid, harness, session, seq, type, time, envelope FROM events ORDER BY rowid",
+        "SELECT harness, session, next_seq, record FROM sessions ORDER BY harness, session",
+        "SELECT sink, rowid FROM sink_cursors ORDER BY sink",
+        "SELECT name, outcome FROM jobs_done ORDER BY name",
+    ] {
+        let mut stmt = c.prepare(q).unwrap();
+        let n = stmt.column_count();
+        let rows = stmt
+            .query_map([], |r| {
+                (0..n)
+                    .map(|i| {
+                        r.get_ref(i).map(|v| match v {
+                            rusqlite::types::ValueRef::Integer(i) => i.to_string(),
+                            rusqlite::types::ValueRef::Text(t) => {
+                                String::from_utf8_lossy(t).into_owned()
+                            }
+                            other => format!("{other:?}"),
+                        })
+                    })
+                    .collect::<rusqlite::Result<Vec<String>>>()
+            })
+            .unwrap();
+        out.extend(rows.map(Result::unwrap));
+    }
+    out
+}
+
+fn user_version(path: &Path) -> i64 {
+    Connection::open(path)
+        .unwrap()
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn an_outbox_of_the_first_release_migrates_and_keeps_everything() {
+    let (_dir, path) = copy_of_old();
+    assert_eq!(user_version(&path), 0, "the first release set no version");
+    let before = contents(&path);
+    assert_eq!(before.iter().filter(|r| r.len() == 7).count(), 36);
+    // Read-only openers read the old file as it is, without migrating it.
+    let ro = Outbox::open_readonly(&path).unwrap().unwrap();
+    assert_eq!(ro.counts().unwrap().events, 36);
+    drop(ro);
+    assert_eq!(user_version(&path), 0);
+
+    let mut ob = Outbox::open(&path).unwrap();
+    assert_eq!(ob.schema_version().unwrap(), 1);
+    assert_eq!(contents(&path), before, "every row kept as it was");
+    let cursor = ob.sink_cursor("s_qh80nb9e").unwrap();
+    assert_eq!(cursor, 36);
+    assert_eq!(ob.count_after(cursor).unwrap(), 0);
+
+    // The seq of a known session goes on where it was.
+    let stored = ob.events_after(0, 1).unwrap().remove(0);
+    let mut env: protocol::Envelope = serde_json::from_str(&stored.envelope).unwrap();
+    let session_seqs: Vec<u64> = ob
+        .events_after(0, 100)
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_str::<protocol::Envelope>(&r.envelope).unwrap())
+        .filter(|e| e.session.id == env.session.id && e.harness.name == env.harness.name)
+        .map(|e| e.session.seq)
+        .collect();
+    env.id = "01J00000000000000000000001".into();
+    let seq = ob.append(&mut env).unwrap();
+    assert_eq!(seq, session_seqs.iter().max().unwrap() + 1);
+    drop(ob);
+    // A second open has nothing left to do.
+    Outbox::open(&path).unwrap();
+    assert_eq!(user_version(&path), 1);
+}
+
+#[test]
+fn an_outbox_from_a_newer_sessionpipe_is_refused_and_left_alone() {
+    let (_dir, path) = copy_of_old();
+    Connection::open(&path)
+        .unwrap()
+        .pragma_update(None, "user_version", 99)
+        .unwrap();
+    let before = contents(&path);
+    for opened in [
+        Outbox::open(&path).err(),
+        Outbox::open_readonly(&path).err(),
+    ] {
+        match opened {
+            Some(OutboxError::Newer { found: 99, known }) => assert_eq!(known, 1),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(contents(&path), before);
+    assert_eq!(user_version(&path), 99);
+}
