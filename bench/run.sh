@@ -1,23 +1,65 @@
 #!/usr/bin/env bash
 # Builds release binaries and runs the benchmarks whose results are in
 # BENCHMARKS.md: the hook against /bin/true, hook -> outbox latency, ingest
-# throughput, delivery throughput and hook -> receiver latency.
-# Usage: bench/run.sh [RUNS]
+# throughput, delivery throughput, hook -> receiver latency, and the daemon's
+# idle memory.
+#
+# With BASELINE (the release folder of an earlier build, holding its
+# sessionpipe, sessionpipe-hook and examples/), every benchmark runs for both
+# builds in the same run: the hooks interleaved call by call, the others one
+# after the other, this build first; ratios are this build over the baseline.
+# Usage: bench/run.sh [RUNS] [BASELINE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-2000}"
+base="${2:-}"
 cargo build --release -q -p sessionpipe-hook -p sessionpipe-core --bins --examples
 rel=${CARGO_TARGET_DIR:-target}/release
-hook=$rel/sessionpipe-hook
-sp=$rel/sessionpipe
+if [ -n "$base" ]; then
+  for b in sessionpipe sessionpipe-hook examples/bench_latency examples/bench_ingest examples/bench_delivery; do
+    [ -x "$base/$b" ] || { echo "missing $base/$b" >&2; exit 1; }
+  done
+fi
 echo "## $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -srm), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "hook binary: $(stat -c %s "$hook") bytes"
+echo "hook binary: $(stat -c %s "$rel/sessionpipe-hook") bytes${base:+ (baseline: $(stat -c %s "$base/sessionpipe-hook") bytes)}"
 echo
-"$rel"/examples/bench_hook "$hook" "$sp" "$runs"
+"$rel"/examples/bench_hook "$rel/sessionpipe-hook" "$rel/sessionpipe" "$runs" ${base:+"$base/sessionpipe-hook"}
+
+# One benchmark for this build, then (with a baseline) for the baseline's.
+both() {
+  local name=$1
+  shift
+  echo
+  [ -n "$base" ] && echo "### this build"
+  "$rel/examples/$name" "$rel/sessionpipe-hook" "$rel/sessionpipe" "$@"
+  if [ -n "$base" ]; then
+    echo "### baseline"
+    "$base/examples/$name" "$base/sessionpipe-hook" "$base/sessionpipe" "$@"
+  fi
+}
+both bench_latency 500
 echo
-"$rel"/examples/bench_latency "$hook" "$sp" 500
-echo
+[ -n "$base" ] && echo "### this build"
 "$rel"/examples/bench_ingest 20000
+if [ -n "$base" ]; then
+  echo "### baseline"
+  "$base"/examples/bench_ingest 20000
+fi
+both bench_delivery 20000 300
+
+# The daemon's resident memory after 30 s idle (API and UI on, nothing to do).
+idle_rss() {
+  local bin=$1 dir pid kb
+  dir=$(mktemp -d)
+  SESSIONPIPE_STATE_DIR=$dir/state HOME=$dir "$bin/sessionpipe" daemon >/dev/null 2>&1 &
+  pid=$!
+  sleep 30
+  kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status")
+  kill "$pid"
+  wait "$pid" 2>/dev/null || true
+  rm -rf "$dir"
+  awk -v k="$kb" 'BEGIN {printf "%.1f MB", k / 1024}'
+}
 echo
-"$rel"/examples/bench_delivery "$hook" "$sp" 20000 300
+echo "\`sessionpipe daemon\` resident memory after 30 s idle: $(idle_rss "$rel")${base:+ (baseline: $(idle_rss "$base"))}"

@@ -2,7 +2,9 @@
 //! spool it, wake the daemon, exit) against `/bin/true` run exactly the same way
 //! (spawned with the payload file as stdin, stdout to /dev/null, waited for),
 //! interleaved in one run so both see the same machine. A daemon runs, as on a
-//! person's machine. Run by `bench/run.sh`; prints one markdown table row each.
+//! person's machine. Given a second hook binary (an earlier build's), it runs
+//! interleaved too, against the same daemon: before and after in one run. Run by
+//! `bench/run.sh`; prints one markdown table row each.
 
 use std::fs::File;
 use std::process::{Command, Stdio};
@@ -37,11 +39,12 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let hook = args
         .get(1)
-        .expect("usage: bench_hook HOOK SESSIONPIPE [RUNS]");
+        .expect("usage: bench_hook HOOK SESSIONPIPE [RUNS [BASELINE_HOOK]]");
     let sessionpipe = args
         .get(2)
-        .expect("usage: bench_hook HOOK SESSIONPIPE [RUNS]");
+        .expect("usage: bench_hook HOOK SESSIONPIPE [RUNS [BASELINE_HOOK]]");
     let runs: usize = args.get(3).and_then(|n| n.parse().ok()).unwrap_or(2000);
+    let baseline = args.get(4).filter(|b| !b.is_empty());
 
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
@@ -71,17 +74,28 @@ fn main() {
     let hook_args = ["claude-code", "PreToolUse"];
     for _ in 0..200 {
         spawn_once(hook, &hook_args, &payload, &env);
+        if let Some(b) = baseline {
+            spawn_once(b, &hook_args, &payload, &env);
+        }
         spawn_once("/bin/true", &hook_args, &payload, &env);
     }
-    let (mut h, mut t) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+    let (mut h, mut t, mut b) = (
+        Vec::with_capacity(runs),
+        Vec::with_capacity(runs),
+        Vec::new(),
+    );
     for _ in 0..runs {
         h.push(spawn_once(hook, &hook_args, &payload, &env));
+        if let Some(base) = baseline {
+            b.push(spawn_once(base, &hook_args, &payload, &env));
+        }
         t.push(spawn_once("/bin/true", &hook_args, &payload, &env));
     }
     let _ = daemon.kill();
     let _ = daemon.wait();
     h.sort();
     t.sort();
+    b.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
         "payload: {} bytes, runs: {runs} each, interleaved, daemon running",
@@ -89,7 +103,12 @@ fn main() {
     );
     println!("| program | median | p90 | p99 |");
     println!("|---|---:|---:|---:|");
-    for (name, v) in [("sessionpipe-hook", &h), ("/bin/true", &t)] {
+    let mut rows = vec![("sessionpipe-hook", &h)];
+    if baseline.is_some() {
+        rows.push(("sessionpipe-hook (baseline build)", &b));
+    }
+    rows.push(("/bin/true", &t));
+    for (name, v) in rows {
         println!(
             "| `{name}` | {:.3} ms | {:.3} ms | {:.3} ms |",
             ms(percentile(v, 0.5)),
@@ -101,4 +120,11 @@ fn main() {
         "ratio of medians (hook / true): {:.2}",
         ms(percentile(&h, 0.5)) / ms(percentile(&t, 0.5))
     );
+    if baseline.is_some() {
+        println!(
+            "ratio of medians (baseline hook / true): {:.2}; hook / baseline hook: {:.2}",
+            ms(percentile(&b, 0.5)) / ms(percentile(&t, 0.5)),
+            ms(percentile(&h, 0.5)) / ms(percentile(&b, 0.5))
+        );
+    }
 }

@@ -538,6 +538,9 @@ pub fn permission_attention_id(prompt_id: &str, tool: &str, input: &Value) -> St
     format!("perm-{}", hex::encode(&h.finalize()[..8]))
 }
 
+/// The session's memo: a PreCompact ran and its PostCompact has not yet.
+const MEMO_COMPACTING: &str = "compacting";
+
 /// One compaction is one `context.compacted`, for a harness that fires a hook
 /// before it and one after: the PreCompact reports it, and the PostCompact that
 /// follows reports nothing; a PostCompact alone (its PreCompact hook did not run)
@@ -545,9 +548,9 @@ pub fn permission_attention_id(prompt_id: &str, tool: &str, input: &Value) -> St
 pub fn one_compaction(event: &str, events: &mut Vec<protocol::EventData>, memo: &mut Memo) {
     match event {
         "PreCompact" => {
-            memo.insert("compacting".into(), Value::Bool(true));
+            memo.insert(MEMO_COMPACTING.into(), Value::Bool(true));
         }
-        "PostCompact" if memo.remove("compacting").is_some() => events.clear(),
+        "PostCompact" if memo.remove(MEMO_COMPACTING).is_some() => events.clear(),
         _ => {}
     }
 }

@@ -87,7 +87,9 @@ pub fn check_event(event: &Value) -> Result<Key, Rejected> {
     if let Some(min) = protocol::type_tier(kind).map(u64::from)
         && tier < min
     {
-        return Err(Rejected(format!("type: {kind} is never sent below tier {min}")));
+        return Err(Rejected(format!(
+            "type: {kind} is never sent below tier {min}"
+        )));
     }
 
     let harness = obj_of(e, "harness")?;

@@ -340,7 +340,8 @@ fn ingest(sh: &Shared, events: &[Value]) -> std::io::Result<Outcome> {
         let key = match check::check_event(e) {
             Ok(k) => k,
             Err(reason) => {
-                out.rejected.push(json!({"id": e["id"], "reason": reason.0}));
+                out.rejected
+                    .push(json!({"id": e["id"], "reason": reason.0}));
                 continue;
             }
         };

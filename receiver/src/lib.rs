@@ -107,7 +107,9 @@ impl Options {
     /// The settings the handlers use, or why these options cannot start.
     fn settings(&self) -> Result<http::Settings, Invalid> {
         if self.token.is_empty() || self.token.chars().any(char::is_whitespace) {
-            return Err(Invalid("the token must be non-empty and without spaces".into()));
+            return Err(Invalid(
+                "the token must be non-empty and without spaces".into(),
+            ));
         }
         if self.max_tier > 3 {
             return Err(Invalid("max_tier is 0-3".into()));

@@ -33,6 +33,11 @@ use std::path::PathBuf;
 
 pub struct Antigravity;
 
+/// The session's memo: a first invocation was seen (the conversation started).
+const MEMO_SEEN: &str = "seen";
+/// The session's memo: when the last heartbeat (or turn start) went out, epoch ms.
+const MEMO_BEAT_MS: &str = "beat_ms";
+
 const NAME: &str = "antigravity";
 
 /// A heartbeat stands in for activity a tier-0 destination cannot see, at most
@@ -90,12 +95,12 @@ impl Adapter for Antigravity {
     /// not a new session. Heartbeats are kept to one a minute, counted from the
     /// last one or the turn's start (which a tier-0 destination sees itself).
     fn remember(&self, job: &Job, events: &mut Vec<EventData>, memo: &mut Memo) {
-        if memo.contains_key("seen") {
+        if memo.contains_key(MEMO_SEEN) {
             events.retain(|e| !matches!(e, EventData::SessionStarted(_)));
         }
-        memo.insert("seen".into(), Value::Bool(true));
+        memo.insert(MEMO_SEEN.into(), Value::Bool(true));
         let now = job.at_ms();
-        let last = memo.get("beat_ms").and_then(Value::as_i64);
+        let last = memo.get(MEMO_BEAT_MS).and_then(Value::as_i64);
         // A clock that went back counts as due, so heartbeats never stop for good.
         let due = last.is_none_or(|t| now < t || now - t >= HEARTBEAT_EVERY_MS);
         events.retain(|e| due || !matches!(e, EventData::SessionHeartbeat(_)));
@@ -105,7 +110,7 @@ impl Adapter for Antigravity {
                 EventData::SessionHeartbeat(_) | EventData::TurnStarted(_)
             )
         }) {
-            memo.insert("beat_ms".into(), Value::from(now));
+            memo.insert(MEMO_BEAT_MS.into(), Value::from(now));
         }
     }
 

@@ -19,7 +19,7 @@ use crate::runtime::blocking;
 use crate::state::secrets::Secrets;
 use protocol::Envelope;
 use spool::StatePaths;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -131,6 +131,8 @@ impl Manager {
             .collect();
         for id in stale {
             if let Some(r) = self.running.remove(&id) {
+                r.flags.stop.store(true, Ordering::Relaxed);
+                self.ring.ring();
                 stop(r).await;
             }
         }
@@ -158,16 +160,28 @@ impl Manager {
     }
 
     pub async fn stop(&mut self) {
-        for (_, r) in self.running.drain() {
+        let running: Vec<Running> = self.running.drain().map(|(_, r)| r).collect();
+        for r in &running {
+            r.flags.stop.store(true, Ordering::Relaxed);
+        }
+        self.ring.ring();
+        for r in running {
             stop(r).await;
         }
     }
 }
 
-async fn stop(r: Running) {
+/// How long a stopping sink may take to finish the step it is in.
+const STOP_GRACE: Duration = Duration::from_millis(300);
+
+/// Stops a sink's task: at its next step, or at once when it waits out an
+/// error. A batch cut off in flight is sent again later, and receivers dedup.
+async fn stop(mut r: Running) {
     r.flags.stop.store(true, Ordering::Relaxed);
-    r.task.abort();
-    let _ = r.task.await;
+    if tokio::time::timeout(STOP_GRACE, &mut r.task).await.is_err() {
+        r.task.abort();
+        let _ = r.task.await;
+    }
 }
 
 /// The sink's own connection to the outbox, moved into blocking steps.
@@ -201,31 +215,43 @@ async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: wat
         failures: 0,
     };
     rung.mark_unchanged();
+    // Rows read ahead of the cursor, oldest first: a read takes up to
+    // `READ_ROWS`, and batches are cut from them until they run out.
+    let mut queue: VecDeque<StoredEvent> = VecDeque::new();
+    let mut cursor = None::<i64>;
     while !flags.stop.load(Ordering::Relaxed) {
         rediscover(&paths, &mut sink).await;
-        let (id, o) = (sink.id.clone(), ob.clone());
-        let read = blocking(move || {
-            let o = lock(&o);
-            let cursor = o.sink_cursor(&id).unwrap_or(0);
-            o.events_after(cursor, READ_ROWS)
-        })
-        .await;
-        let rows = match read {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::warn!(sink = %sink.id, "{e}");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
+        if queue.is_empty() {
+            let (id, o) = (sink.id.clone(), ob.clone());
+            let read = blocking(move || {
+                let o = lock(&o);
+                let from = match cursor {
+                    Some(c) => c,
+                    None => o.sink_cursor(&id)?,
+                };
+                o.events_after(from, READ_ROWS).map(|rows| (from, rows))
+            })
+            .await;
+            match read {
+                Ok((from, rows)) => {
+                    cursor = Some(from);
+                    queue.extend(rows);
+                }
+                Err(e) => {
+                    tracing::warn!(sink = %sink.id, "{e}");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
             }
-        };
-        if rows.is_empty() {
+        }
+        if queue.is_empty() {
             flags.caught_up.store(true, Ordering::Relaxed);
             let _ = tokio::time::timeout(IDLE_WAIT, rung.changed()).await;
             continue;
         }
         flags.caught_up.store(false, Ordering::Relaxed);
         let batch = Batch::build(
-            &rows,
+            queue.make_contiguous(),
             &sink,
             home.as_deref(),
             sender.max_events(&sink),
@@ -236,6 +262,7 @@ async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: wat
         }
         if batch.lines.is_empty() {
             move_cursor(&ob, &sink.id, batch.through).await;
+            advance(&mut queue, &mut cursor, batch.through);
             continue;
         }
         if let Err(why) = sender.load_secrets(&sink, &secrets).await {
@@ -247,6 +274,7 @@ async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: wat
         match sender.send(&sink, &batch).await {
             Step::Advance => {
                 move_cursor(&ob, &sink.id, batch.through).await;
+                advance(&mut queue, &mut cursor, batch.through);
                 sender.failures = 0;
                 if sink.last_error.take().is_some() {
                     update(&paths, &sink.id, |s| s.last_error = None).await;
@@ -272,6 +300,14 @@ async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: wat
             }
         }
     }
+}
+
+/// Drops the rows a batch took (or passed over) from the read-ahead.
+fn advance(queue: &mut VecDeque<StoredEvent>, cursor: &mut Option<i64>, through: i64) {
+    while queue.front().is_some_and(|r| r.rowid <= through) {
+        queue.pop_front();
+    }
+    *cursor = Some(cursor.map_or(through, |c| c.max(through)));
 }
 
 async fn move_cursor(ob: &SharedOutbox, sink: &str, through: i64) {

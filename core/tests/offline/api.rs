@@ -299,7 +299,10 @@ fn failures_answer_their_status_with_a_json_reason() {
         let r = req.send().unwrap();
         let status = r.status().as_u16();
         let body: Value = serde_json::from_str(&r.text().unwrap()).unwrap_or(Value::Null);
-        assert!(body["error"].is_string(), "{path}: {status} without a JSON reason");
+        assert!(
+            body["error"].is_string(),
+            "{path}: {status} without a JSON reason"
+        );
         (status, body["error"].as_str().unwrap().to_string())
     };
     let token = Some(ui.token.as_str());
@@ -309,24 +312,59 @@ fn failures_answer_their_status_with_a_json_reason() {
     assert_eq!(s, 400, "{why}");
     assert!(why.contains("not JSON"), "{why}");
     assert_eq!(raw(put.clone(), "/api/settings", "[1]", token).0, 400);
-    assert_eq!(raw(put, "/api/settings", r#"{"notify_tier": 9}"#, token).0, 400);
+    assert_eq!(
+        raw(put, "/api/settings", r#"{"notify_tier": 9}"#, token).0,
+        400
+    );
     assert_eq!(raw(reqwest::Method::GET, "/api/nope", "", token).0, 404);
     assert_eq!(raw(reqwest::Method::GET, "/api/nope", "", None).0, 401);
-    assert_eq!(raw(post.clone(), "/api/sinks", r#"{"tier": 1}"#, token).0, 400);
     assert_eq!(
-        raw(post.clone(), "/api/sinks", r#"{"target": "ftp://x", "tier": 1}"#, token).0,
+        raw(post.clone(), "/api/sinks", r#"{"tier": 1}"#, token).0,
         400
     );
     assert_eq!(
-        raw(post.clone(), "/api/sinks", r#"{"target": "stdout", "tier": 7}"#, token).0,
+        raw(
+            post.clone(),
+            "/api/sinks",
+            r#"{"target": "ftp://x", "tier": 1}"#,
+            token
+        )
+        .0,
         400
     );
-    let sink = format!(r#"{{"target": "file:{}/s.jsonl", "tier": 1}}"#, sb.home.display());
-    let (status, _) = ui.send(post.clone(), "/api/sinks", serde_json::from_str(&sink).unwrap());
+    assert_eq!(
+        raw(
+            post.clone(),
+            "/api/sinks",
+            r#"{"target": "stdout", "tier": 7}"#,
+            token
+        )
+        .0,
+        400
+    );
+    let sink = format!(
+        r#"{{"target": "file:{}/s.jsonl", "tier": 1}}"#,
+        sb.home.display()
+    );
+    let (status, _) = ui.send(
+        post.clone(),
+        "/api/sinks",
+        serde_json::from_str(&sink).unwrap(),
+    );
     assert_eq!(status, 200);
-    assert_eq!(raw(post.clone(), "/api/sinks", &sink, token).0, 409, "the same target twice");
-    assert_eq!(raw(reqwest::Method::DELETE, "/api/sinks/s_none", "", token).0, 404);
-    assert_eq!(raw(post.clone(), "/api/sinks/s_none/test", "", token).0, 404);
+    assert_eq!(
+        raw(post.clone(), "/api/sinks", &sink, token).0,
+        409,
+        "the same target twice"
+    );
+    assert_eq!(
+        raw(reqwest::Method::DELETE, "/api/sinks/s_none", "", token).0,
+        404
+    );
+    assert_eq!(
+        raw(post.clone(), "/api/sinks/s_none/test", "", token).0,
+        404
+    );
     // Nothing answers there: the receiver the caller named failed, not us.
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = dead.local_addr().unwrap().port();
