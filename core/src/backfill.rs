@@ -85,7 +85,7 @@ fn append(
         turns: b.turns,
     });
     let mut env = envelope(&stamp, 0, event);
-    crate::pipeline::ingest::redact_secrets(&mut env);
+    crate::pipeline::scrub::envelope(&mut env);
     let added = tx.append_backfill(&env)?;
     tx.commit()?;
     Ok(added)

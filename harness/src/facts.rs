@@ -65,16 +65,19 @@ fn origin_url(config: &str) -> Option<String> {
     None
 }
 
-/// A remote URL without credentials: `https://user:token@host/x` → `https://host/x`.
-/// An scp-like `git@host:x` names an ssh user, not a secret, and stays.
+/// A remote URL as it may be shown: its host and path, without the userinfo,
+/// query or fragment a credential rides in (`https://user:token@host/x?access_token=t`
+/// → `https://host/x`). An scp-like `git@host:x` names an ssh user, not a
+/// secret, and stays.
 pub fn strip_credentials(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
+    let rest = &rest[..rest.find(['?', '#']).unwrap_or(rest.len())];
     let host_end = rest.find('/').unwrap_or(rest.len());
     match rest[..host_end].rfind('@') {
         Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
-        None => url.to_string(),
+        None => format!("{scheme}://{rest}"),
     }
 }
 
@@ -101,6 +104,14 @@ mod tests {
             "git@github.com:a/b.git"
         );
         assert_eq!(strip_credentials("ssh://git@host:22/x"), "ssh://host:22/x");
+        assert_eq!(
+            strip_credentials("https://github.com/acme/w.git?access_token=ghp_x#frag"),
+            "https://github.com/acme/w.git"
+        );
+        assert_eq!(
+            strip_credentials("https://u:p@h.example/a?x=1"),
+            "https://h.example/a"
+        );
     }
 
     #[test]

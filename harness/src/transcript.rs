@@ -6,7 +6,9 @@
 //! turns are whole and may be sent, holding a turn back until its end is in the
 //! file (Claude Code flushes its transcript after its Stop hook fires). It keeps
 //! only what is not yet sent, plus a cursor, so a long file is never re-read from
-//! the start. It does no I/O and knows no harness.
+//! the start. What it keeps is kept redacted: every word goes through `secrets@1`
+//! as it is fed, so a turn held in the outbox's session records holds no secret.
+//! It does no I/O and knows no harness.
 
 use serde::{Deserialize, Serialize};
 
@@ -119,7 +121,7 @@ impl TurnLog {
     /// Feeds records read from the transcript, in file order.
     pub fn feed(&mut self, recs: impl IntoIterator<Item = Rec>) {
         for rec in recs {
-            match rec {
+            match clean(rec) {
                 Rec::Ask {
                     words,
                     prompt_id,
@@ -267,6 +269,27 @@ impl TurnLog {
                 .any(|t| t.prompt_id.as_deref() == prompt_id)
     }
 
+    /// Runs `secrets@1` over a log kept before its words were (an outbox written
+    /// by an earlier version; its schema step calls this). True when it changed.
+    pub fn scrub(&mut self) -> bool {
+        let mut changed = false;
+        let mut fix = |s: &mut String| {
+            if let std::borrow::Cow::Owned(c) = redact::secrets(s) {
+                *s = c;
+                changed = true;
+            }
+        };
+        for t in &mut self.turns {
+            fix(&mut t.user);
+            fix(&mut t.assistant);
+            fix(&mut t.last_words);
+        }
+        if let Some(a) = self.first_ask.as_mut() {
+            fix(a);
+        }
+        changed
+    }
+
     /// Starts over after the file shrank (rewritten): what was sent stays sent.
     pub fn restart(&mut self) {
         self.cursor = 0;
@@ -275,10 +298,40 @@ impl TurnLog {
     }
 }
 
-/// Stop's `last_assistant_message` and the transcript's last words are the same
-/// text, up to surrounding whitespace.
-fn same_words(a: &str, b: &str) -> bool {
-    a.trim() == b.trim()
+/// The transcript's last words (kept redacted) and a Stop's
+/// `last_assistant_message` (as the hook gave it) are the same text, up to
+/// surrounding whitespace, once both went through `secrets@1`.
+fn same_words(kept: &str, given: &str) -> bool {
+    kept.trim() == redact::secrets(given).trim()
+}
+
+/// A record's words through `secrets@1`, before anything of them is kept.
+fn clean(rec: Rec) -> Rec {
+    let scrub = |w: String| match redact::secrets(&w) {
+        std::borrow::Cow::Owned(c) => c,
+        std::borrow::Cow::Borrowed(_) => w,
+    };
+    match rec {
+        Rec::Ask {
+            words,
+            prompt_id,
+            at_ms,
+            injected,
+        } => Rec::Ask {
+            words: scrub(words),
+            prompt_id,
+            at_ms,
+            injected,
+        },
+        Rec::More { words } => Rec::More {
+            words: scrub(words),
+        },
+        Rec::Reply { words, at_ms } => Rec::Reply {
+            words: scrub(words),
+            at_ms,
+        },
+        other => other,
+    }
 }
 
 fn join(a: &str, b: &str) -> String {
@@ -617,6 +670,49 @@ mod tests {
             log.take(&Want::ClosedBy(300)).is_empty(),
             "turn 3 is running"
         );
+    }
+
+    #[test]
+    fn words_are_kept_redacted_and_a_stop_still_names_them() {
+        let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+        let mut log = TurnLog::default();
+        log.feed([
+            ask(&format!("use {token}"), "p1"),
+            reply(&format!("set {token}")),
+        ]);
+        let kept = serde_json::to_string(&log).unwrap();
+        assert!(!kept.contains("ghp_0123"), "{kept}");
+        assert!(
+            log.last_turn_whole(&format!("set {token}")),
+            "the Stop's raw words"
+        );
+        let t = log.take(&Want::EndedWith(format!("set {token}\n")));
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].user, "use [redacted]");
+        assert!(
+            log.first_ask
+                .as_deref()
+                .is_some_and(|a| !a.contains("ghp_"))
+        );
+    }
+
+    #[test]
+    fn a_log_kept_before_redaction_is_scrubbed() {
+        let token = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMN";
+        let mut log: TurnLog = serde_json::from_value(serde_json::json!({
+            "cursor": 1, "count": 1, "last_sent": null, "first_ask": format!("key {token}"),
+            "turns": [{"n": 1, "prompt_id": "p", "user": format!("key {token}"), "assistant": "",
+                       "at_ms": null, "last_words": token, "tool_after_words": false,
+                       "closed": false, "interrupted": false, "injected": false}]
+        }))
+        .unwrap();
+        assert!(log.scrub());
+        assert!(
+            !serde_json::to_string(&log)
+                .unwrap()
+                .contains("sk-ant-api03")
+        );
+        assert!(!log.scrub(), "once is enough");
     }
 
     #[test]

@@ -122,28 +122,77 @@ fn ident_at(s: &str, at: usize) -> Option<&str> {
     (end > 0).then(|| &rest[..end])
 }
 
-/// The first identifier of each item of a `{a, b::c, d as e}` group at `at`
-/// (just past the `{`).
-fn group_heads(s: &str, at: usize) -> Vec<String> {
-    let mut heads = Vec::new();
-    let mut depth = 0;
-    let mut item_start = true;
-    for (i, c) in s[at..].char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' if depth == 0 => break,
-            '}' => depth -= 1,
-            ',' if depth == 0 => item_start = true,
-            c if item_start && (c.is_ascii_alphabetic() || c == '_') && depth == 0 => {
-                if let Some(id) = ident_at(s, at + i) {
-                    heads.push(id.to_string());
+/// The paths a use-tree at `at` names: `a::b::c`, or `a::{b, c::d}` (each
+/// item with the prefix before the group). Lowercase segments only: a type or a
+/// function ends the module path, which is all the layering needs.
+fn paths_at(s: &str, at: usize) -> Vec<Vec<String>> {
+    let mut prefix = Vec::new();
+    let mut i = at;
+    loop {
+        if s[i..].starts_with('{') {
+            let mut out = Vec::new();
+            let mut depth = 0;
+            let mut start = i + 1;
+            for (k, c) in s[i + 1..].char_indices() {
+                let pos = i + 1 + k;
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => {
+                        out.extend(item(s, start, pos, &prefix));
+                        return out;
+                    }
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        out.extend(item(s, start, pos, &prefix));
+                        start = pos + 1;
+                    }
+                    _ => {}
                 }
-                item_start = false;
             }
-            _ => {}
+            return out;
         }
+        let Some(id) = ident_at(s, i) else {
+            return if prefix.is_empty() {
+                vec![]
+            } else {
+                vec![prefix]
+            };
+        };
+        i += id.len();
+        // A call or a macro (`f(`, `m!`) ends the path: it is no module.
+        let called = s[i..].starts_with('(') || s[i..].starts_with('!');
+        let module_like = !called && id.starts_with(|c: char| c.is_ascii_lowercase() || c == '_');
+        if module_like && id != "self" {
+            prefix.push(id.to_string());
+        }
+        if !module_like || !s[i..].starts_with("::") {
+            return if prefix.is_empty() {
+                vec![]
+            } else {
+                vec![prefix]
+            };
+        }
+        i += 2;
     }
-    heads
+}
+
+/// One item of a group, between `start` and `end`, with the group's prefix.
+fn item(s: &str, start: usize, end: usize, prefix: &[String]) -> Vec<Vec<String>> {
+    let text = &s[start..end];
+    let lead = text.len() - text.trim_start().len();
+    let at = start + lead;
+    if at >= end {
+        return vec![];
+    }
+    let inner = paths_at(&s[..end], at);
+    let mut out: Vec<Vec<String>> = inner
+        .into_iter()
+        .map(|p| prefix.iter().cloned().chain(p).collect())
+        .collect();
+    if out.is_empty() && !prefix.is_empty() {
+        out.push(prefix.to_vec()); // `self`, or a type of the prefix module
+    }
+    out
 }
 
 /// The module paths (absolute, from the crate root) a file names through
@@ -169,21 +218,12 @@ pub fn references(file: &File) -> BTreeSet<Vec<String>> {
                 base.pop();
                 at += "super::".len();
             }
-            let heads = if code[at..].starts_with('{') {
-                group_heads(&code, at + 1)
-            } else {
-                ident_at(&code, at)
-                    .map(|s| vec![s.to_string()])
-                    .unwrap_or_default()
-            };
-            for h in heads {
-                if h == "self" {
-                    out.insert(base.clone());
-                } else {
-                    let mut p = base.clone();
-                    p.push(h);
-                    out.insert(p);
-                }
+            let named = paths_at(&code, at);
+            if named.is_empty() {
+                out.insert(base.clone()); // `super::Item`: the parent module itself
+            }
+            for p in named {
+                out.insert(base.iter().cloned().chain(p).collect());
             }
         }
     }
@@ -322,7 +362,12 @@ mod tests {
         let got: Vec<String> = references(&f).into_iter().map(|p| p.join("::")).collect();
         assert_eq!(
             got,
-            ["daemon::api::error", "daemon::wake", "pipeline", "state"]
+            [
+                "daemon::api::error",
+                "daemon::wake",
+                "pipeline::outbox",
+                "state"
+            ]
         );
     }
 

@@ -42,7 +42,7 @@ pub fn backfill(
     let config = crate::state::config::Config::load(paths)?;
     let machine = config
         .machine
-        .unwrap_or_else(crate::pipeline::ingest::machine_name);
+        .unwrap_or_else(crate::pipeline::append::machine_name);
     let tty = show && std::io::stderr().is_terminal();
     let mut progress = |harness: &str, done: usize, total: usize| {
         if tty && (done == total || done.is_multiple_of(25)) {

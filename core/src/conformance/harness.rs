@@ -26,7 +26,7 @@ pub fn run(fixture: &Value) -> Result<(), Failed> {
             let mut events = m.events;
             adapter.remember(&job, &mut events, &mut Memo::new());
             let mut block = m.block;
-            block.machine = Some(crate::pipeline::ingest::machine_name());
+            block.machine = Some(crate::pipeline::append::machine_name());
             let stamp = Stamp {
                 harness: adapter.name(),
                 harness_event: Some(&job.event),
@@ -40,7 +40,7 @@ pub fn run(fixture: &Value) -> Result<(), Failed> {
                 .enumerate()
                 .map(|(i, ev)| {
                     let mut env = envelope(&stamp, i as u64 + 1, ev);
-                    crate::pipeline::ingest::redact_secrets(&mut env);
+                    crate::pipeline::scrub::envelope(&mut env);
                     env
                 })
                 .collect()

@@ -129,7 +129,7 @@ async fn serve(paths: &StatePaths, opts: &Options, outbox: Outbox) -> Result<(),
     let machine = config
         .machine
         .clone()
-        .unwrap_or_else(crate::pipeline::ingest::machine_name);
+        .unwrap_or_else(crate::pipeline::append::machine_name);
     let mut ingest = Ingest::new(outbox, spool, machine);
     if config.transcripts {
         ingest.send_turns(paths.outbox());

@@ -8,9 +8,11 @@
 //! forward (ADAPTERS.md: re-read for 400 ms holding the session, then every
 //! 100 ms for 5 s without holding it, then at later hooks for a minute).
 
-use crate::pipeline::outbox::Outbox;
+use crate::pipeline::append::append_events;
+use crate::pipeline::outbox::{Outbox, OutboxError};
+use crate::pipeline::reading::{self, LivePaths};
 use crate::pipeline::session::Hold;
-use adapters;
+use harness::Adapter;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -89,13 +91,23 @@ pub struct HoldWorker {
 }
 
 impl HoldWorker {
-    pub fn start(outbox: PathBuf, busy: Arc<Busy>, machine: String) -> HoldWorker {
+    pub fn start(
+        outbox: PathBuf,
+        busy: Arc<Busy>,
+        live: Arc<LivePaths>,
+        machine: String,
+    ) -> HoldWorker {
         let (tx, rx) = channel::<HoldTask>();
         let pending = Arc::new(Mutex::new(0usize));
         let counter = pending.clone();
+        let shared = Shared {
+            busy,
+            live,
+            machine,
+        };
         std::thread::Builder::new()
             .name("hold-worker".into())
-            .spawn(move || run(rx, outbox, busy, machine, counter))
+            .spawn(move || run(rx, outbox, shared, counter))
             .expect("the hold worker starts");
         HoldWorker { tx, pending }
     }
@@ -112,13 +124,14 @@ impl HoldWorker {
     }
 }
 
-fn run(
-    rx: Receiver<HoldTask>,
-    path: PathBuf,
+/// What the worker shares with the ingest thread.
+struct Shared {
     busy: Arc<Busy>,
+    live: Arc<LivePaths>,
     machine: String,
-    pending: Arc<Mutex<usize>>,
-) {
+}
+
+fn run(rx: Receiver<HoldTask>, path: PathBuf, shared: Shared, pending: Arc<Mutex<usize>>) {
     let mut outbox = None;
     for task in rx {
         if outbox.is_none() {
@@ -127,9 +140,9 @@ fn run(
                 .ok();
         }
         if let Some(ob) = outbox.as_mut() {
-            wait_for_turn(ob, &busy, &machine, &task);
+            wait_for_turn(ob, &shared, &task);
         } else {
-            busy.give_back(&task.key);
+            shared.busy.give_back(&task.key);
         }
         *pending.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
     }
@@ -137,7 +150,8 @@ fn run(
 
 /// Re-reads until the turn is sent (by us or by a later hook's read) or the
 /// budgets run out. Holds the session for the first 400 ms only.
-fn wait_for_turn(ob: &mut Outbox, busy: &Busy, machine: &str, task: &HoldTask) {
+fn wait_for_turn(ob: &mut Outbox, shared: &Shared, task: &HoldTask) {
+    let busy = &shared.busy;
     let Some(adapter) = adapters::lookup(&task.key.0) else {
         busy.give_back(&task.key);
         return;
@@ -156,15 +170,7 @@ fn wait_for_turn(ob: &mut Outbox, busy: &Busy, machine: &str, task: &HoldTask) {
         if !holding {
             busy.take(&task.key);
         }
-        let done = crate::pipeline::ingest::append_held_turn(
-            ob,
-            adapter,
-            &task.key.1,
-            &task.event,
-            &task.hold,
-            machine,
-        )
-        .unwrap_or_else(|e| {
+        let done = append_held_turn(ob, adapter, task, shared).unwrap_or_else(|e| {
             tracing::warn!("hold worker: {e}");
             true
         });
@@ -178,6 +184,41 @@ fn wait_for_turn(ob: &mut Outbox, busy: &Busy, machine: &str, task: &HoldTask) {
     if holding {
         busy.give_back(&task.key);
     }
+}
+
+/// One attempt of the hold worker: reads the transcript for a held turn and
+/// appends it when whole. True when there is nothing more to wait for.
+fn append_held_turn(
+    ob: &mut Outbox,
+    adapter: &dyn Adapter,
+    task: &HoldTask,
+    shared: &Shared,
+) -> Result<bool, OutboxError> {
+    let (session_id, hold) = (task.key.1.as_str(), &task.hold);
+    let tx = ob.begin()?;
+    let mut record = tx.load_session(adapter.name(), session_id)?;
+    if record.hold.as_ref() != Some(hold) {
+        return Ok(true); // a later hook sent it, or a newer turn holds
+    }
+    record.block.machine = Some(shared.machine.clone());
+    let path = shared.live.get(adapter.name(), session_id);
+    let turns = reading::held_turn(adapter, &mut record, protocol::time::now_ms(), path);
+    if turns.is_empty() {
+        return Ok(false);
+    }
+    record.hold = None;
+    append_events(
+        &tx,
+        adapter,
+        session_id,
+        &mut record,
+        &task.event,
+        protocol::time::now_ms(),
+        turns,
+    )?;
+    tx.save_session(adapter.name(), session_id, &record)?;
+    tx.commit()?;
+    Ok(true)
 }
 
 #[cfg(test)]

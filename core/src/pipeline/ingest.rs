@@ -8,12 +8,13 @@
 //! read is quarantined with its reason and never retried. This module does not
 //! deliver or filter; it is the only writer of the outbox's events.
 
+use crate::pipeline::append::append_events;
 use crate::pipeline::holds::{Busy, HoldTask, HoldWorker, SessionKey};
 use crate::pipeline::outbox::{Outbox, OutboxError, OutboxTx};
-use crate::pipeline::reading::{self, Turns};
-use crate::pipeline::session::{self, Hold, SessionRecord, Stamp};
-use harness::{Adapter, Mapped};
-use protocol::{Envelope, EventData};
+use crate::pipeline::reading::{self, LivePaths, Reads, Turns};
+use crate::pipeline::session::SessionRecord;
+use harness::Mapped;
+use protocol::EventData;
 use spool::Job;
 use spool::Spool;
 use std::collections::{HashMap, HashSet};
@@ -32,6 +33,8 @@ pub struct Ingest {
     archive: Option<std::path::PathBuf>,
     turns: Turns,
     busy: Arc<Busy>,
+    /// Real transcript paths the records keep redacted (shared with the worker).
+    live: Arc<LivePaths>,
     holds: Option<HoldWorker>,
     /// Rung after each commit that appended events (the sinks wait on it).
     after_commit: Option<Box<dyn Fn() + Send>>,
@@ -102,6 +105,7 @@ impl Ingest {
             archive: None,
             turns: Turns::FactsOnly,
             busy: Arc::new(Busy::default()),
+            live: Arc::new(LivePaths::default()),
             holds: None,
             after_commit: None,
         }
@@ -125,6 +129,7 @@ impl Ingest {
         self.holds = Some(HoldWorker::start(
             outbox_path,
             self.busy.clone(),
+            self.live.clone(),
             self.machine.clone(),
         ));
     }
@@ -199,7 +204,10 @@ impl Ingest {
     ) -> Result<(Vec<(String, Outcome)>, usize), OutboxError> {
         let ctx = Ctx {
             machine: &self.machine,
-            turns: self.turns,
+            reads: Reads {
+                turns: self.turns,
+                live: &self.live,
+            },
             busy: &self.busy,
         };
         let mut taken: HashSet<SessionKey> = HashSet::new();
@@ -268,7 +276,7 @@ impl Ingest {
 
 struct Ctx<'a> {
     machine: &'a str,
-    turns: Turns,
+    reads: Reads<'a>,
     busy: &'a Busy,
 }
 
@@ -307,6 +315,7 @@ fn ingest_job(
     adapter.remember(job, &mut events, &mut record.memo);
     let mut block = mapping.block;
     block.machine = Some(ctx.machine.to_string());
+    crate::pipeline::scrub::block(&mut block);
     record.block.merge(&block);
     if mapping.harness_version.is_some() {
         record.version = mapping.harness_version;
@@ -316,7 +325,15 @@ fn ingest_job(
             .iter()
             .all(|e| matches!(e, EventData::ToolStarted(_) | EventData::ToolEnded(_)));
     let files = adapter.files(job);
-    let around = reading::around_call(adapter, job, &files, tool_event, record, ctx.turns);
+    let around = reading::around_call(
+        adapter,
+        job,
+        &files,
+        tool_event,
+        record,
+        &ctx.reads,
+        &mapping.session_id,
+    );
     let mut all = around.before;
     all.extend(events);
     all.extend(around.after);
@@ -336,92 +353,4 @@ fn ingest_job(
         since: std::time::Instant::now(),
     });
     Ok(Taken::Done(Outcome::Appended(count), Some((key, hold))))
-}
-
-/// Applies the session rules to `events`, stamps and redacts them, and appends
-/// them; `record` is updated, not saved.
-pub fn append_events(
-    tx: &OutboxTx<'_>,
-    adapter: &dyn Adapter,
-    session_id: &str,
-    record: &mut SessionRecord,
-    harness_event: &str,
-    time_ms: i64,
-    events: Vec<EventData>,
-) -> Result<usize, OutboxError> {
-    let mut events = events;
-    if let Some(beat) = session::heartbeat_due(record, &events, time_ms) {
-        events.insert(0, beat);
-    }
-    let events = session::apply_rules(record, events);
-    reading::track_running_turn(record, &events);
-    record.saw(&events, time_ms);
-    let stamp = Stamp {
-        harness: adapter.name(),
-        harness_event: Some(harness_event),
-        version: record.version.as_deref(),
-        session_id,
-        block: &record.block,
-        time_ms,
-    };
-    let count = events.len();
-    for event in events {
-        let mut env = session::envelope(&stamp, 0, event);
-        redact_secrets(&mut env);
-        tx.append(&mut env)?;
-    }
-    Ok(count)
-}
-
-/// One attempt of the hold worker: reads the transcript for a held turn and
-/// appends it when whole. True when there is nothing more to wait for.
-pub fn append_held_turn(
-    ob: &mut Outbox,
-    adapter: &dyn Adapter,
-    session_id: &str,
-    harness_event: &str,
-    hold: &Hold,
-    machine: &str,
-) -> Result<bool, OutboxError> {
-    let tx = ob.begin()?;
-    let mut record = tx.load_session(adapter.name(), session_id)?;
-    if record.hold.as_ref() != Some(hold) {
-        return Ok(true); // a later hook sent it, or a newer turn holds
-    }
-    record.block.machine = Some(machine.to_string());
-    let turns = reading::held_turn(adapter, &mut record, protocol::time::now_ms());
-    if turns.is_empty() {
-        return Ok(false);
-    }
-    record.hold = None;
-    append_events(
-        &tx,
-        adapter,
-        session_id,
-        &mut record,
-        harness_event,
-        protocol::time::now_ms(),
-        turns,
-    )?;
-    tx.save_session(adapter.name(), session_id, &record)?;
-    tx.commit()?;
-    Ok(true)
-}
-
-/// `secrets@1` on every string of the event's data and on the session's title,
-/// before the outbox: nothing stored, and so nothing sent, carries a secret.
-pub fn redact_secrets(env: &mut Envelope) {
-    for value in env.data.values_mut() {
-        redact::map_strings(value, &redact::secrets);
-    }
-    if let Some(title) = env.session.title.as_mut()
-        && let std::borrow::Cow::Owned(clean) = redact::secrets(title)
-    {
-        *title = clean;
-    }
-}
-
-/// The machine name events carry: the hostname.
-pub fn machine_name() -> String {
-    gethostname::gethostname().to_string_lossy().into_owned()
 }

@@ -1,17 +1,21 @@
 //! Layer 2, pipeline: from a job in the spool to an envelope in the outbox.
 //!
 //! `ingest` takes jobs in arrival order and maps each with its harness's adapter;
+//! `append` runs the session rules over a call's events and appends them;
 //! `session` holds the protocol's session rules and what is remembered of a
 //! session; `reading` reads facts and transcripts around a call; `holds` waits
 //! for a turn's words to reach a transcript; `outbox` is the SQLite store that
-//! assigns `session.seq`; `privacy` is the per-tier filter readers apply.
+//! assigns `session.seq`; `scrub` runs `secrets@1` over all it keeps; `privacy`
+//! is the per-tier filter readers apply.
 //!
 //! Uses layer 1 (`state`) and the crates below; never the services or the
 //! daemon above it.
 
+pub mod append;
 pub mod holds;
 pub mod ingest;
 pub mod outbox;
 pub mod privacy;
 pub mod reading;
+pub mod scrub;
 pub mod session;

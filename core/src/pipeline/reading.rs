@@ -11,6 +11,9 @@ use harness::transcript::{ReadPlan, Turn, Want};
 use harness::{Adapter, SessionFiles};
 use protocol::*;
 use spool::Job;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
 
 /// How long later hooks keep looking for a held turn's words.
 pub const HOLD_MS: i64 = 60_000;
@@ -31,6 +34,41 @@ pub enum Turns {
     FactsOnly,
 }
 
+/// The transcript paths a record keeps redacted because they hold a secret (a
+/// folder named with a key): the real paths, for this process's reads. A call
+/// names its transcript again each time, so only a held turn's re-reads need
+/// this, and after a restart the next call gives the path back.
+#[derive(Default)]
+pub struct LivePaths {
+    paths: Mutex<HashMap<(String, String), PathBuf>>,
+}
+
+/// At most this many withheld paths are remembered (a path naming a secret is
+/// rare; a daemon that runs for a year must not grow without end).
+const LIVE_PATHS_MAX: usize = 256;
+
+impl LivePaths {
+    fn remember(&self, harness: &str, session: &str, path: PathBuf) {
+        let mut m = self.paths.lock().unwrap_or_else(|p| p.into_inner());
+        if m.len() >= LIVE_PATHS_MAX {
+            m.clear();
+        }
+        m.insert((harness.to_string(), session.to_string()), path);
+    }
+
+    pub fn get(&self, harness: &str, session: &str) -> Option<PathBuf> {
+        let m = self.paths.lock().unwrap_or_else(|p| p.into_inner());
+        m.get(&(harness.to_string(), session.to_string())).cloned()
+    }
+}
+
+/// What a call's reads need besides the call: whether turns are sent, and the
+/// real transcript paths the records keep redacted.
+pub struct Reads<'a> {
+    pub turns: Turns,
+    pub live: &'a LivePaths,
+}
+
 /// Reads facts and the transcript for one call of `adapter`'s session.
 pub fn around_call(
     adapter: &dyn Adapter,
@@ -38,8 +76,10 @@ pub fn around_call(
     files: &SessionFiles,
     tool_event: bool,
     record: &mut SessionRecord,
-    turns: Turns,
+    reads: &Reads<'_>,
+    session: &str,
 ) -> Around {
+    let turns = reads.turns;
     let mut around = Around::default();
     if !tool_event {
         let mut facts = adapter.facts(job, files);
@@ -48,18 +88,24 @@ pub fn around_call(
             facts.repo = facts.repo.or(repo);
             facts.branch = facts.branch.or(branch);
         }
+        crate::pipeline::scrub::block(&mut facts);
         record.block.merge(&facts);
     }
     let Some(source) = adapter.transcript() else {
         return around;
     };
-    if let Some(path) = &files.transcript {
-        let path = path.to_string_lossy().into_owned();
+    if let Some(actual) = &files.transcript {
+        // The record keeps the path as it keeps everything: through secrets@1.
+        let raw = actual.to_string_lossy();
+        let kept = redact::secrets(&raw).into_owned();
+        if kept != raw {
+            reads.live.remember(adapter.name(), session, actual.clone());
+        }
         match record.transcript.as_mut() {
-            Some(t) if same_transcript(&t.path, &path) => t.path = path,
+            Some(t) if same_transcript(&t.path, &kept) => t.path = kept,
             _ => {
                 record.transcript = Some(TranscriptState {
-                    path,
+                    path: kept,
                     log: Default::default(),
                 })
             }
@@ -77,7 +123,11 @@ pub fn around_call(
         return around;
     }
     // Limits go last, so a turn's transcript sits right after its end.
-    let limits = read_new(source, record).map(EventData::LimitsObserved);
+    let path = files
+        .transcript
+        .clone()
+        .or_else(|| reads.live.get(adapter.name(), session));
+    let limits = read_new(source, record, path).map(EventData::LimitsObserved);
     let Some(state) = record.transcript.as_mut() else {
         return around;
     };
@@ -137,12 +187,15 @@ fn same_transcript(a: &str, b: &str) -> bool {
 
 /// Reads the transcript past its cursor into the turn log, and merges the facts
 /// it holds (a title, else the first ask, as `first-ask`).
+/// `path` is where the transcript really is, when the record keeps it redacted.
 fn read_new(
     source: &dyn harness::transcript::TranscriptSource,
     record: &mut SessionRecord,
+    path: Option<PathBuf>,
 ) -> Option<LimitsObserved> {
     let state = record.transcript.as_mut()?;
-    let path = std::path::Path::new(&state.path);
+    let path = path.unwrap_or_else(|| PathBuf::from(&state.path));
+    let path = path.as_path();
     // A file shorter than the cursor was rewritten: read it again from the
     // start; what was sent stays sent (the log remembers the last turn).
     if source.size(path).is_ok_and(|len| len < state.log.cursor) {
@@ -161,6 +214,7 @@ fn read_new(
         facts.title = Some(harness::payload::one_line(ask, source.first_ask_chars()));
         facts.title_source = Some(TitleSource::FirstAsk);
     }
+    crate::pipeline::scrub::block(&mut facts);
     record.block.merge(&facts);
     // Limits are sent when they changed, not at every read.
     let limits = out.limits?;
@@ -173,14 +227,20 @@ fn read_new(
 }
 
 /// The hold worker's read: the held turn's transcript event when it is whole.
-pub fn held_turn(adapter: &dyn Adapter, record: &mut SessionRecord, now_ms: i64) -> Vec<EventData> {
+/// `path` is where the transcript really is, when the record keeps it redacted.
+pub fn held_turn(
+    adapter: &dyn Adapter,
+    record: &mut SessionRecord,
+    now_ms: i64,
+    path: Option<PathBuf>,
+) -> Vec<EventData> {
     let (Some(source), Some(hold)) = (adapter.transcript(), record.hold.clone()) else {
         return vec![];
     };
     // Limits this read found follow the held turn. When the turn is not whole
     // yet, nothing of the read is kept (the caller saves no record), so the
     // next read finds them again.
-    let limits = read_new(source, record);
+    let limits = read_new(source, record, path);
     let Some(state) = record.transcript.as_mut() else {
         return vec![];
     };
@@ -210,9 +270,10 @@ fn hold_for(plan: &ReadPlan, job: &Job, record: &mut SessionRecord, now: i64) ->
     if log.sent(turn_id.as_deref()) || log.last_turn_whole(words) {
         return None;
     }
+    // Kept in the session's record: as redacted as everything else there.
     let hold = Hold {
         turn_id,
-        words: words.clone(),
+        words: redact::secrets(words).into_owned(),
         until_ms: now + HOLD_MS,
     };
     record.hold = Some(hold.clone());
@@ -288,7 +349,12 @@ mod tests {
                 payload: p.to_string().into_bytes(),
                 ..Default::default()
             };
-            let around = around_call(codex, &job, &codex.files(&job), false, record, Turns::Send);
+            let live = LivePaths::default();
+            let reads = Reads {
+                turns: Turns::Send,
+                live: &live,
+            };
+            let around = around_call(codex, &job, &codex.files(&job), false, record, &reads, sid);
             (
                 kinds(&around.before),
                 kinds(&around.after),
@@ -307,7 +373,7 @@ mod tests {
         let (_, after, held) = call(&mut record, "Stop", words, &path);
         assert_eq!((after, held), (vec![], true));
         write(lines.len());
-        let sent = held_turn(codex, &mut record, 0);
+        let sent = held_turn(codex, &mut record, 0, None);
         assert_eq!(kinds(&sent), ["turn.transcript", "limits.observed"]);
 
         // Codex compresses the rollout; its next hook names the `.zst`.

@@ -319,7 +319,7 @@ pub fn forget_session(paths: &StatePaths, harness: &str, id: &str) -> Result<usi
     }
     let mut record = tx.load_session(harness, id)?;
     let forgotten = protocol::EventData::SessionForgotten(protocol::Empty {});
-    crate::pipeline::ingest::append_events(
+    crate::pipeline::append::append_events(
         &tx,
         adapter,
         id,

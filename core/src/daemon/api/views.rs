@@ -54,7 +54,7 @@ pub async fn overview(State(ctx): State<Ctx>) -> Answer {
         let machine = config
             .machine
             .clone()
-            .unwrap_or_else(crate::pipeline::ingest::machine_name);
+            .unwrap_or_else(crate::pipeline::append::machine_name);
         let outbox = Outbox::open_readonly(&paths.outbox())?;
         let records = match &outbox {
             Some(ob) => ob.sessions()?,
@@ -310,7 +310,7 @@ pub async fn settings(State(ctx): State<Ctx>) -> Answer {
 fn settings_view(c: &Config) -> Value {
     let mut v = serde_json::to_value(c).expect("config serialises");
     v["notify_tier"] = json!(c.notify_tier());
-    v["hostname"] = json!(crate::pipeline::ingest::machine_name());
+    v["hostname"] = json!(crate::pipeline::append::machine_name());
     v
 }
 

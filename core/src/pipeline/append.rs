@@ -1,0 +1,53 @@
+//! Appending a call's events: the session rules, the stamp every envelope
+//! carries, `secrets@1` over each envelope, then the outbox.
+//!
+//! Both writers of events use it (the ingest thread and the hold worker, and
+//! `forget` for its one event), so the rules run the same way on every path.
+//! It updates the session's record but never saves it or commits: the caller
+//! owns the transaction.
+
+use crate::pipeline::outbox::{OutboxError, OutboxTx};
+use crate::pipeline::reading;
+use crate::pipeline::session::{self, SessionRecord, Stamp};
+use harness::Adapter;
+use protocol::EventData;
+
+/// Applies the session rules to `events`, stamps and redacts them, and appends
+/// them; `record` is updated, not saved.
+pub fn append_events(
+    tx: &OutboxTx<'_>,
+    adapter: &dyn Adapter,
+    session_id: &str,
+    record: &mut SessionRecord,
+    harness_event: &str,
+    time_ms: i64,
+    events: Vec<EventData>,
+) -> Result<usize, OutboxError> {
+    let mut events = events;
+    if let Some(beat) = session::heartbeat_due(record, &events, time_ms) {
+        events.insert(0, beat);
+    }
+    let events = session::apply_rules(record, events);
+    reading::track_running_turn(record, &events);
+    record.saw(&events, time_ms);
+    let stamp = Stamp {
+        harness: adapter.name(),
+        harness_event: Some(harness_event),
+        version: record.version.as_deref(),
+        session_id,
+        block: &record.block,
+        time_ms,
+    };
+    let count = events.len();
+    for event in events {
+        let mut env = session::envelope(&stamp, 0, event);
+        crate::pipeline::scrub::envelope(&mut env);
+        tx.append(&mut env)?;
+    }
+    Ok(count)
+}
+
+/// The machine name events carry: the hostname.
+pub fn machine_name() -> String {
+    gethostname::gethostname().to_string_lossy().into_owned()
+}
