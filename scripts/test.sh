@@ -62,7 +62,7 @@ else
 fi
 
 say "conformance: the project's fixtures, and the shared data when it is beside the repo"
-paths=(conformance/harness)
+paths=(conformance/harness conformance/redaction)
 for shared in ../shared/conformance/harness ../shared/conformance/redaction; do
   [ -d "$shared" ] && paths+=("$shared")
 done

@@ -148,6 +148,18 @@ static SHAPES: &[Shape] = &[
         &["ya29."],
         Check::Shape,
     ),
+    // Refresh tokens, in `.json` credential files and env files: `1//0` and about a
+    // hundred base64url characters. The lead is a literal, so this stays in the
+    // combined regex, and it must come before the Telegram shape, whose digit leads
+    // would claim a match that starts with `1`. The word boundary in front keeps
+    // `v1//0…` paths out; the length and the check keep `1//0` (floor division by
+    // zero) and slugs such as `1//0-intro-to-oauth-scopes` out.
+    shape(
+        "Google OAuth refresh token",
+        r"1//0[A-Za-z0-9_-]{30,}",
+        &["1//0"],
+        Check::Mixed,
+    ),
     shape(
         "Google OAuth client secret",
         r"GOCSPX-[A-Za-z0-9_-]{20,}",
@@ -232,8 +244,23 @@ static SHAPES: &[Shape] = &[
         &["dp."],
         Check::Alnum,
     ),
-    // The vectors' own vendor (`ss_` + 48 hex); not in PROTOCOL-NOTES §4's list.
-    shape("spacesheep", r"ss_[0-9a-f]{48}", &["ss_"], Check::Alnum),
+    // Granola's API keys (`Authorization: Bearer grn_…`); their length is not
+    // published, so any run of 20 or more; a placeholder without a digit
+    // (`grn_your_granola_api_key_here`) stays.
+    shape(
+        "Granola",
+        r"grn_[A-Za-z0-9_-]{20,}",
+        &["grn_"],
+        Check::Alnum,
+    ),
+    // `ss_` and at least 32 lower-case hex digits (the vectors use 48), ending at a
+    // word's end: `ss_id`, `class_ss_x` and a hex run that goes on as a word stay.
+    shape(
+        "spacesheep",
+        r"ss_[0-9a-f]{32,}(?-u:\b)",
+        &["ss_"],
+        Check::Alnum,
+    ),
     shape(
         "Telegram bot",
         r"[0-9]{8,10}:AA[A-Za-z0-9_-]{30,}",
@@ -373,6 +400,142 @@ mod tests {
             "ghp_short",
         ] {
             assert_eq!(run(s), s);
+        }
+    }
+
+    /// `n` characters of `abc` by the vectors' formula.
+    fn body_of(n: usize, abc: &[u8]) -> String {
+        (0..n)
+            .map(|i| abc[(i * 7 + 3) % abc.len()] as char)
+            .collect()
+    }
+
+    fn hex(n: usize) -> String {
+        body_of(n, b"0123456789abcdef")
+    }
+
+    /// Base64url, as Google's tokens are.
+    fn b64url(n: usize) -> String {
+        body_of(
+            n,
+            b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_",
+        )
+    }
+
+    fn all_stay(cases: &[String]) {
+        for s in cases {
+            assert_eq!(run(s), *s);
+        }
+    }
+
+    #[test]
+    fn granola_keys_go() {
+        let key = format!("grn_{}", body(40));
+        assert_eq!(run(&format!("use {key}.")), "use [redacted].");
+        assert_eq!(
+            run(&format!("curl -H 'Authorization: Bearer {key}' https://x")),
+            "curl -H 'Authorization: Bearer [redacted]' https://x"
+        );
+        assert_eq!(
+            run(&format!("GRANOLA_API_KEY={key}\n")),
+            "GRANOLA_API_KEY=[redacted]\n"
+        );
+        let key = format!("grn_{}-{}_{}", body(12), body(8), body(9));
+        assert_eq!(run(&format!("key {key} ok")), "key [redacted] ok");
+    }
+
+    #[test]
+    fn granola_near_misses_stay() {
+        all_stay(&[
+            "grn_YOUR_API_KEY".into(),
+            "grn_your_granola_api_key_goes_here".into(),
+            format!("grn_{}", body(19)),
+            format!("xgrn_{}", body(40)),
+            format!("grn{}", body(40)),
+            "Authorization: Bearer <grn_your-key>".into(),
+            "GRANOLA_API_KEY=${GRANOLA_API_KEY}".into(),
+        ]);
+    }
+
+    #[test]
+    fn google_refresh_tokens_go() {
+        let tok = format!("1//0{}", b64url(99));
+        assert_eq!(
+            run(&format!(
+                r#"{{"access_token": "x", "refresh_token": "{tok}"}}"#
+            )),
+            r#"{"access_token": "x", "refresh_token": "[redacted]"}"#
+        );
+        assert_eq!(
+            run(&format!("GOOGLE_REFRESH_TOKEN={tok}\nNEXT=1")),
+            "GOOGLE_REFRESH_TOKEN=[redacted]\nNEXT=1"
+        );
+        assert_eq!(run(&format!("use {tok}.")), "use [redacted].");
+        let short = format!("1//0{}", b64url(30));
+        assert_eq!(run(&format!("({short})")), "([redacted])");
+        // Beside a Telegram bot token, whose shape also starts with a digit.
+        let bot = format!("123456789:AA{}", body(33));
+        assert_eq!(run(&format!("{tok} {bot}")), "[redacted] [redacted]");
+    }
+
+    #[test]
+    fn google_refresh_near_misses_stay() {
+        all_stay(&[
+            "python3 -c 'print(1//0)'".into(),
+            "1//0 raises ZeroDivisionError; 7//2 is 3".into(),
+            "a fraction 1//2 or 10//0".into(),
+            "https://example.com/v1//0/items?page=2".into(),
+            format!("https://example.com/v1//0{}", b64url(60)),
+            format!("x1//0{}", b64url(60)),
+            format!("1//0{}", b64url(29)),
+            format!("1/0{}", b64url(60)),
+            format!("1//1{}", b64url(60)),
+            "1//0-introduction-to-oauth-refresh-tokens-and-scopes".into(),
+            format!("1//0{}", "x".repeat(60)),
+            "refresh_token: <your-refresh-token>".into(),
+        ]);
+    }
+
+    #[test]
+    fn spacesheep_keys_of_any_length_from_32_go() {
+        for n in [32, 40, 48, 64, 96] {
+            let key = format!("ss_{}", hex(n));
+            assert_eq!(run(&format!("use {key}.")), "use [redacted].", "{n}");
+            assert_eq!(
+                run(&format!("SPACESHEEP_KEY=\"{key}\"")),
+                "SPACESHEEP_KEY=\"[redacted]\"",
+                "{n}"
+            );
+        }
+    }
+
+    #[test]
+    fn spacesheep_near_misses_stay() {
+        all_stay(&[
+            "ss_id".into(),
+            "class_ss_x".into(),
+            "let ss_total = ss_a + ss_b;".into(),
+            format!("ss_{}", hex(31)),
+            format!("xss_{}", hex(48)),
+            format!("class_ss_{}", hex(48)),
+            format!("ss_{}xyz", hex(40)),
+            format!("ss_{}", hex(48).to_uppercase()),
+            format!("ss_{}", "0".repeat(48)),
+            format!("ss_{}", "abcdef".repeat(8)),
+            "api key: <your-ss_-key>, or ${SS_KEY}".into(),
+        ]);
+    }
+
+    #[test]
+    fn new_shapes_are_idempotent() {
+        for tok in [
+            format!("grn_{}", body(40)),
+            format!("1//0{}", b64url(99)),
+            format!("ss_{}", hex(48)),
+        ] {
+            let once = run(&format!("a {tok} b {tok}"));
+            assert_eq!(once, "a [redacted] b [redacted]");
+            assert_eq!(run(&once), once);
         }
     }
 

@@ -1,7 +1,9 @@
-//! The shared conformance vectors (`../shared/conformance/redaction/*.json` from the
-//! workspace root): every case, session case and adversarial recipe must pass, and
-//! every output must be a fixed point of its rule. Skips, with one line, when the
-//! shared folder is absent.
+//! The redaction conformance vectors: the shared ones
+//! (`../shared/conformance/redaction/*.json` from the workspace root) and the
+//! project's own (`conformance/redaction/*.json`). Every case, session case and
+//! adversarial recipe must pass, and every output must be a fixed point of its rule.
+//! The shared checks skip, with one line, when the shared folder is absent; the
+//! project's folder is part of the repository and must be there.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -16,6 +18,11 @@ fn vector_dir() -> Option<PathBuf> {
         println!("skipped: no conformance vectors at {}", dir.display());
         None
     }
+}
+
+/// The project's own vector files, beside the crates.
+fn project_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance/redaction")
 }
 
 fn results() -> Option<Vec<CaseResult>> {
@@ -53,6 +60,19 @@ fn secrets_vectors_pass() {
 fn pii_vectors_pass() {
     let Some(results) = results() else { return };
     assert_all_pass(&results, "pii.json");
+}
+
+#[test]
+fn project_vectors_pass() {
+    let dir = project_dir();
+    let results = vectors::check_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+    assert_all_pass(&results, "secrets-families.json");
+    let failed: Vec<String> = results
+        .iter()
+        .filter(|r| !r.passed)
+        .map(|r| r.to_string())
+        .collect();
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
 #[test]
@@ -94,4 +114,24 @@ fn unchanged_vector_text_is_borrowed() {
         }
     }
     assert!(unchanged > 50);
+}
+
+/// The same for the project's vectors.
+#[test]
+fn unchanged_project_vector_text_is_borrowed() {
+    let text = std::fs::read_to_string(project_dir().join("secrets-families.json"))
+        .expect("read vector file");
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("vector JSON");
+    let mut unchanged = 0;
+    for s in vectors::texts(&doc).expect("vector texts") {
+        let out = sessionpipe_redact::secrets(&s);
+        if out == s.as_str() {
+            assert!(
+                matches!(out, Cow::Borrowed(_)),
+                "unchanged but owned: {s:?}"
+            );
+            unchanged += 1;
+        }
+    }
+    assert!(unchanged > 10, "{unchanged}");
 }
