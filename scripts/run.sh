@@ -30,7 +30,9 @@ desktop=false
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ] && pkg-config --exists webkit2gtk-4.1 2>/dev/null; then
   desktop=true
 fi
-if ! "$sp" status --json | grep -q '"mode": "daemon"'; then
+# Asked whole, then read: `status | grep -q` would close the pipe mid-output.
+state=$("$sp" status --json 2>/dev/null || true)
+if ! grep -q '"mode": "daemon"' <<<"$state"; then
   if $desktop; then
     # Tauri's custom protocol: the release app's own pages come from the binary.
     cargo build --release --quiet -p sessionpipe-app --features tauri/custom-protocol

@@ -216,6 +216,69 @@ pub fn texts(doc: &Value) -> Result<Vec<String>, BadCase> {
     Ok(out)
 }
 
+/// A case's input and the secrets its rule removes from it.
+#[derive(Debug, Clone)]
+pub struct Removal {
+    pub input: String,
+    /// The spans of `input` its `out` shows as the marker.
+    pub spans: Vec<String>,
+}
+
+/// The secrets a vector document's cases remove: for each case whose `out`
+/// differs from its input, the spans of the input that its `out` replaces with
+/// `marker`. What at-rest tests say (the whole input: some secrets are secrets
+/// by their context) and then look for in files the daemon wrote.
+pub fn removals(doc: &Value, marker: &str) -> Result<Vec<Removal>, BadCase> {
+    let abc = doc["rnd_default_abc"].as_str().unwrap_or(DEFAULT_ABC);
+    let mut out = Vec::new();
+    for case in list(doc, "cases") {
+        let input = match (case["in"].as_str(), case["template"].as_str()) {
+            (Some(i), _) => i.to_string(),
+            (None, Some(t)) => expand_template(t, list(case, "t"), abc)?,
+            (None, None) => continue,
+        };
+        let Some(want) = case["out"].as_str() else {
+            continue;
+        };
+        let spans = spans_replaced(&input, want, marker);
+        if !spans.is_empty() {
+            out.push(Removal { input, spans });
+        }
+    }
+    Ok(out)
+}
+
+/// The pieces of `input` that `output` shows as `marker`: the text between the
+/// literal pieces of `output`, found in order.
+fn spans_replaced(input: &str, output: &str, marker: &str) -> Vec<String> {
+    let pieces: Vec<&str> = output.split(marker).collect();
+    let mut spans = Vec::new();
+    let Some(first) = pieces.first() else {
+        return spans;
+    };
+    let Some(mut at) = input.starts_with(first).then_some(first.len()) else {
+        return spans;
+    };
+    for (i, piece) in pieces.iter().enumerate().skip(1) {
+        let found = if i == pieces.len() - 1 {
+            input
+                .len()
+                .checked_sub(piece.len())
+                .filter(|&f| f >= at && input[f..] == **piece)
+        } else if piece.is_empty() {
+            None
+        } else {
+            input[at..].find(piece).map(|f| f + at)
+        };
+        let Some(found) = found else {
+            return spans;
+        };
+        spans.push(input[at..found].to_string());
+        at = found + piece.len();
+    }
+    spans
+}
+
 /// The vectors' token generator: `n` characters, the i-th being
 /// `abc[(i*7+3) % abc.len()]` (counted in characters).
 pub fn rnd(n: usize, abc: &str) -> String {
@@ -388,6 +451,17 @@ fn check_adversarial(case: &Value, rule: Rule<'_>) -> Result<Verdict, BadCase> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn removed_spans_are_what_the_marker_stands_for() {
+        assert_eq!(
+            spans_replaced("a KEY b KEY2 c", "a [r] b [r] c", "[r]"),
+            vec!["KEY", "KEY2"]
+        );
+        assert_eq!(spans_replaced("KEY tail", "[r] tail", "[r]"), vec!["KEY"]);
+        assert_eq!(spans_replaced("head KEY", "head [r]", "[r]"), vec!["KEY"]);
+        assert!(spans_replaced("same", "same", "[r]").is_empty());
+    }
     use serde_json::json;
 
     /// The public rules repeat a pass while it changes something (`to_fixed_point`);

@@ -34,8 +34,22 @@ pub fn create_private_file(path: &Path) -> io::Result<File> {
 }
 
 /// Writes `bytes` to `path` through a temp file in the same folder and a rename,
-/// keeping the existing file's permissions.
+/// keeping the existing file's permissions (a new file gets the umask's).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    replace(path, bytes, false)
+}
+
+/// Writes a file only this user may read (0600 on Unix), atomically, creating
+/// its private parent folder: where a token or an address lives. The bytes are
+/// never readable by others, not even for a moment in the temp file.
+pub fn write_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    if let Some(dir) = path.parent() {
+        create_private_dir(dir)?;
+    }
+    replace(path, bytes, true)
+}
+
+fn replace(path: &Path, bytes: &[u8], private: bool) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
@@ -43,8 +57,22 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.sessionpipe-{}", std::process::id()));
     let result = (|| {
-        let mut f = File::create(&tmp)?;
-        if let Ok(meta) = fs::metadata(path) {
+        let mut options = OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            // 0600 from the start; a kept mode is set before any byte is written.
+            options.mode(if private { 0o600 } else { 0o666 });
+        }
+        let mut f = options.open(&tmp)?;
+        if private {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                f.set_permissions(fs::Permissions::from_mode(0o600))?;
+            }
+        } else if let Ok(meta) = fs::metadata(path) {
             f.set_permissions(meta.permissions())?;
         }
         f.write_all(bytes)?;
@@ -55,21 +83,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result
-}
-
-/// Writes a file only this user may read (0600 on Unix), atomically, creating
-/// its private parent folder: where a token or an address lives.
-pub fn write_private_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    if let Some(dir) = path.parent() {
-        create_private_dir(dir)?;
-    }
-    write_atomic(path, bytes)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(path, fs::Permissions::from_mode(0o600))?;
-    }
-    Ok(())
 }
 
 #[cfg(all(test, unix))]

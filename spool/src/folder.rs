@@ -1,17 +1,22 @@
 //! The spool folder: job files the hook wrote and the daemon has not taken yet.
 //!
 //! Owns listing in arrival order, removing a committed job, quarantining a job
-//! that cannot be read (with its reason beside it, kept for a while, never
-//! retried), and sweeping temp files a killed hook left behind. It never reads a
-//! payload's meaning.
+//! that cannot be read (with its reason beside it, bounded in count and bytes,
+//! never retried), and sweeping temp files a killed hook left behind. It never
+//! reads a payload's meaning: what a quarantined copy may keep is the caller's
+//! to say (the daemon runs `secrets@1` over it).
 
 use std::fs;
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-/// At most this many quarantined jobs are kept; older ones go first.
-const QUARANTINE_KEEP: usize = 500;
+/// The quarantine keeps at most this many jobs and this many bytes of them, the
+/// newest; a job is kept cut to its first `QUARANTINE_JOB_BYTES` (enough to see
+/// what shape broke; a hook's payload may be 64 MiB). Worst case on disk: 64 MiB.
+pub const QUARANTINE_KEEP_JOBS: usize = 200;
+pub const QUARANTINE_KEEP_BYTES: u64 = 64 << 20;
+pub const QUARANTINE_JOB_BYTES: u64 = 4 << 20;
 /// A hook's temp file older than this belongs to a hook that was killed.
 const STALE_TMP: Duration = Duration::from_secs(600);
 
@@ -50,21 +55,28 @@ impl Spool {
         Ok(names)
     }
 
-    /// How many jobs wait, and how many are quarantined.
-    pub fn counts(&self) -> (usize, usize) {
-        let count = |d: &Path, pred: &dyn Fn(&str) -> bool| {
-            fs::read_dir(d)
-                .map(|rd| {
-                    rd.flatten()
-                        .filter(|e| e.file_name().to_str().is_some_and(pred))
-                        .count()
-                })
-                .unwrap_or(0)
-        };
-        (
-            count(&self.dir, &|n| n.ends_with(".job") && !n.starts_with('.')),
-            count(&self.quarantine, &|n| n.ends_with(".job")),
-        )
+    /// How many jobs wait.
+    pub fn waiting(&self) -> usize {
+        fs::read_dir(&self.dir)
+            .map(|rd| {
+                rd.flatten()
+                    .filter(|e| {
+                        e.file_name()
+                            .to_str()
+                            .is_some_and(|n| n.ends_with(".job") && !n.starts_with('.'))
+                    })
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
+    /// What the quarantine holds.
+    pub fn quarantined(&self) -> Quarantined {
+        let jobs = quarantined_jobs(&self.quarantine);
+        Quarantined {
+            jobs: jobs.len(),
+            bytes: jobs.iter().map(|(_, len)| len).sum(),
+        }
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
@@ -88,39 +100,57 @@ impl Spool {
         }
     }
 
-    /// Moves a job into the quarantine with a `.reason` file beside it.
-    pub fn quarantine(&self, name: &str, reason: &str) -> io::Result<()> {
+    /// Moves a job into the quarantine: its first `QUARANTINE_JOB_BYTES` as
+    /// `keep` leaves them, with a `.reason` file beside it, both 0600; then
+    /// prunes the oldest past the bounds. A job already gone keeps its reason.
+    pub fn quarantine(
+        &self,
+        name: &str,
+        reason: &str,
+        keep: &dyn Fn(Vec<u8>) -> Vec<u8>,
+    ) -> io::Result<()> {
         crate::files::create_private_dir(&self.quarantine)?;
         let stem = name.trim_end_matches(".job");
-        fs::write(
-            self.quarantine.join(format!("{stem}.reason")),
-            format!("{reason}\n"),
-        )?;
-        match fs::rename(self.path(name), self.quarantine.join(name)) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => {}
+        let mut reason = reason.to_string();
+        match fs::File::open(self.path(name)) {
+            Ok(f) => {
+                let whole = f.metadata().map(|m| m.len()).unwrap_or(0);
+                let mut head = Vec::new();
+                f.take(QUARANTINE_JOB_BYTES).read_to_end(&mut head)?;
+                if whole > QUARANTINE_JOB_BYTES {
+                    reason.push_str(&format!(
+                        " (kept its first {QUARANTINE_JOB_BYTES} of {whole} bytes)"
+                    ));
+                }
+                crate::files::write_private_file(&self.quarantine.join(name), &keep(head))?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
         }
+        crate::files::write_private_file(
+            &self.quarantine.join(format!("{stem}.reason")),
+            format!("{reason}\n").as_bytes(),
+        )?;
+        self.remove(name)?;
         self.trim_quarantine();
         Ok(())
     }
 
+    /// Drops the oldest quarantined jobs (names sort by arrival) until both
+    /// bounds hold, and reasons whose job is gone.
     fn trim_quarantine(&self) {
-        let Ok(rd) = fs::read_dir(&self.quarantine) else {
-            return;
-        };
-        let mut jobs: Vec<String> = rd
-            .flatten()
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|n| n.ends_with(".job"))
-            .collect();
-        if jobs.len() <= QUARANTINE_KEEP {
-            return;
-        }
-        jobs.sort_unstable();
-        for old in &jobs[..jobs.len() - QUARANTINE_KEEP] {
+        let jobs = quarantined_jobs(&self.quarantine);
+        let mut count = jobs.len();
+        let mut bytes: u64 = jobs.iter().map(|(_, len)| len).sum();
+        for (old, len) in &jobs {
+            if count <= QUARANTINE_KEEP_JOBS && bytes <= QUARANTINE_KEEP_BYTES {
+                break;
+            }
             let _ = fs::remove_file(self.quarantine.join(old));
             let stem = old.trim_end_matches(".job");
             let _ = fs::remove_file(self.quarantine.join(format!("{stem}.reason")));
+            count -= 1;
+            bytes -= len;
         }
     }
 
@@ -148,6 +178,30 @@ impl Spool {
     }
 }
 
+/// What the quarantine holds: jobs and their bytes on disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Quarantined {
+    pub jobs: usize,
+    pub bytes: u64,
+}
+
+/// The quarantined jobs with their sizes, oldest first.
+fn quarantined_jobs(dir: &Path) -> Vec<(String, u64)> {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return vec![];
+    };
+    let mut jobs: Vec<(String, u64)> = rd
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let len = e.metadata().ok()?.len();
+            (name.ends_with(".job") && !name.starts_with('.')).then_some((name, len))
+        })
+        .collect();
+    jobs.sort_unstable();
+    jobs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,12 +215,60 @@ mod tests {
         }
         assert_eq!(spool.pending(10).unwrap(), ["001-y.job", "002-x.job"]);
         assert_eq!(spool.pending(1).unwrap(), ["001-y.job"]);
-        spool.quarantine("001-y.job", "bad").unwrap();
-        assert_eq!(spool.counts(), (1, 1));
+        spool.quarantine("001-y.job", "bad", &|b| b).unwrap();
+        assert_eq!(spool.waiting(), 1);
+        assert_eq!(spool.quarantined(), Quarantined { jobs: 1, bytes: 0 });
         let reason = fs::read_to_string(dir.path().join("quarantine/001-y.reason")).unwrap();
         assert_eq!(reason, "bad\n");
         spool.remove("002-x.job").unwrap();
         spool.remove("002-x.job").unwrap();
-        assert_eq!(spool.counts(), (0, 1));
+        assert_eq!(spool.waiting(), 0);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_quarantine_is_private_bounded_in_bytes_and_count_and_keeps_the_newest() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path().into(), dir.path().join("quarantine"));
+        // Jobs of 5 MiB: each is kept cut to 4 MiB, so 16 fit in 64 MiB.
+        let big = vec![b'x'; 5 << 20];
+        for i in 0..20 {
+            let name = format!("{i:03}-big.job");
+            fs::write(dir.path().join(&name), &big).unwrap();
+            spool
+                .quarantine(&name, "unreadable", &|mut b| {
+                    b.truncate(b.len() - 1);
+                    b.push(b'!');
+                    b
+                })
+                .unwrap();
+        }
+        let q = spool.quarantined();
+        assert_eq!(q.jobs, 16, "{q:?}");
+        assert_eq!(q.bytes, 16 * QUARANTINE_JOB_BYTES);
+        let qdir = dir.path().join("quarantine");
+        assert!(!qdir.join("003-big.job").exists(), "the oldest went first");
+        assert!(!qdir.join("003-big.reason").exists());
+        let kept = fs::read(qdir.join("019-big.job")).unwrap();
+        assert_eq!(kept.len() as u64, QUARANTINE_JOB_BYTES);
+        assert_eq!(kept.last(), Some(&b'!'), "kept as the caller left it");
+        let reason = fs::read_to_string(qdir.join("019-big.reason")).unwrap();
+        assert!(
+            reason.contains("first 4194304 of 5242880 bytes"),
+            "{reason}"
+        );
+        for f in ["019-big.job", "019-big.reason"] {
+            let mode = fs::metadata(qdir.join(f)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{f}");
+        }
+        assert_eq!(spool.waiting(), 0);
+        // Small jobs: the count bound.
+        for i in 100..(101 + QUARANTINE_KEEP_JOBS) {
+            let name = format!("{i:03}-small.job");
+            fs::write(dir.path().join(&name), b"{}").unwrap();
+            spool.quarantine(&name, "bad", &|b| b).unwrap();
+        }
+        assert_eq!(spool.quarantined().jobs, QUARANTINE_KEEP_JOBS);
     }
 }

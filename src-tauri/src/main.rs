@@ -42,11 +42,11 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("-V" | "--version") => {
-            println!("sessionpipe-app {}", env!("CARGO_PKG_VERSION"));
+            say(&format!("sessionpipe-app {}", env!("CARGO_PKG_VERSION")));
             return ExitCode::SUCCESS;
         }
         Some("-h" | "--help") => {
-            println!("{USAGE}");
+            say(USAGE);
             return ExitCode::SUCCESS;
         }
         None => tray(false),
@@ -63,6 +63,12 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// One line to stdout; a closed stdout (`--help | head -1`) is not an error.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{line}");
 }
 
 /// GDK's GL variable as the person's environment had it, for the window.

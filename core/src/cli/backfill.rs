@@ -1,5 +1,7 @@
 //! `sessionpipe backfill [--days N] [--json]`, and the one backfill `install` runs.
 
+use crate::cli::out::outln;
+
 use crate::pipeline::outbox::Outbox;
 use anyhow::Context;
 use harness::install::Host;
@@ -10,19 +12,22 @@ use std::process::ExitCode;
 pub fn run(paths: &StatePaths, days: u32, json: bool) -> anyhow::Result<ExitCode> {
     let counts = backfill(paths, days, !json)?;
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&counts).expect("counts serialise")
         );
     } else {
         for c in counts.iter().filter(|c| c.found > 0) {
-            println!(
+            outln!(
                 "{}: {} sessions, {} added, {} already known",
-                c.harness, c.found, c.added, c.known
+                c.harness,
+                c.found,
+                c.added,
+                c.known
             );
         }
         if counts.iter().all(|c| c.found == 0) {
-            println!("no sessions in the last {days} days");
+            outln!("no sessions in the last {days} days");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -2,6 +2,8 @@
 //! `ok`, `note` or `problem` in one line; the exit code is 1 when any problem is
 //! found. It reads and reports; it changes nothing.
 
+use crate::cli::out::{self, outln};
+
 use crate::installers::{Action, Installers};
 use crate::pipeline::outbox::Outbox;
 use crate::sinks::{SinkList, Target};
@@ -17,14 +19,14 @@ struct Report {
 
 impl Report {
     fn ok(&self, what: &str) {
-        println!("ok       {what}");
+        outln!("ok       {what}");
     }
     fn note(&self, what: &str) {
-        println!("note     {what}");
+        outln!("note     {what}");
     }
     fn problem(&mut self, what: &str) {
         self.problems += 1;
-        println!("problem  {what}");
+        outln!("problem  {what}");
     }
 }
 
@@ -35,16 +37,21 @@ pub fn run(paths: &StatePaths) -> anyhow::Result<ExitCode> {
         Some(h) => r.ok(&format!("a {} runs (pid {})", h.mode, h.pid)),
         None => r.note("no daemon runs: hooks start a worker that drains the spool and exits; `sessionpipe daemon` (or the app) keeps one running"),
     }
-    let (pending, quarantined) = Spool::of(paths).counts();
+    let spool = Spool::of(paths);
+    let (pending, quarantined) = (spool.waiting(), spool.quarantined());
     if pending > 1000 {
         r.problem(&format!(
             "{pending} hook calls wait in the spool: is the daemon stuck? (see {})",
             paths.log_file().display()
         ));
     }
-    if quarantined > 0 {
+    if quarantined.jobs > 0 {
         r.note(&format!(
-            "{quarantined} hook calls were unreadable and are kept with their reasons in {}",
+            "{} hook calls were unreadable and are kept ({}, secrets removed; at most {} and {}) with their reasons in {}",
+            quarantined.jobs,
+            out::bytes(quarantined.bytes),
+            spool::folder::QUARANTINE_KEEP_JOBS,
+            out::bytes(spool::folder::QUARANTINE_KEEP_BYTES),
             paths.quarantine().display()
         ));
     }
@@ -66,7 +73,7 @@ pub fn run(paths: &StatePaths) -> anyhow::Result<ExitCode> {
             ));
         }
     }
-    println!(
+    outln!(
         "{} problem{}",
         r.problems,
         if r.problems == 1 { "" } else { "s" }

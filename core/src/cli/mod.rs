@@ -6,12 +6,14 @@
 
 mod backfill;
 mod doctor;
+pub mod out;
 mod sink;
 mod status;
 
 use crate::installers::{Action, Installers};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use out::outln;
 use spool::StatePaths;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -220,7 +222,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Ui => {
             let address = crate::state::ui_file::current(&paths)
                 .context("no daemon serves the UI: start `sessionpipe daemon` (or the app)")?;
-            println!("{}", address.page(None));
+            outln!("{}", address.page(None));
             Ok(ExitCode::SUCCESS)
         }
         Command::Backfill { days, json } => backfill::run(&paths, days, json),
@@ -236,11 +238,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 url,
                 token: token.unwrap_or_default(),
             });
-            let ok = crate::conformance::run_and_print_with(
-                &files,
-                target.as_ref(),
-                &mut std::io::stdout(),
-            )?;
+            let ok =
+                crate::conformance::run_and_print_with(&files, target.as_ref(), &mut out::Stdout)?;
             Ok(if ok {
                 ExitCode::SUCCESS
             } else {
@@ -275,13 +274,13 @@ fn hooks_command(
     };
     if options.json {
         let reports: Vec<_> = acted.iter().map(|a| &a.report).collect();
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&reports).expect("reports serialise")
         );
     } else {
         for a in &acted {
-            println!("{}", a.report.line());
+            outln!("{}", a.report.line());
         }
     }
     // Notes go to stderr so that stdout stays one line per harness.

@@ -1,5 +1,7 @@
 //! `sessionpipe sink add|list|remove|test` and `sessionpipe forget`.
 
+use crate::cli::out::outln;
+
 use crate::sinks::{self, NewSink, SinkList, Target};
 use anyhow::{Context, bail};
 use clap::Subcommand;
@@ -62,29 +64,29 @@ pub fn run(paths: &StatePaths, action: SinkAction) -> anyhow::Result<ExitCode> {
                     added.sink.tier, added.sink.tier
                 );
             }
-            println!("added {}", added.sink.describe());
+            outln!("added {}", added.sink.describe());
             if let Some(b) = added.kept_in {
-                println!("secret kept in {b}");
+                outln!("secret kept in {b}");
             }
         }
         SinkAction::List { json } => {
             let list = SinkList::load(paths)?;
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&list.sinks).expect("sinks serialise")
                 );
             } else if list.sinks.is_empty() {
-                println!("no sinks (sink add adds one)");
+                outln!("no sinks (sink add adds one)");
             } else {
                 for s in &list.sinks {
-                    println!("{}", s.describe());
+                    outln!("{}", s.describe());
                 }
             }
         }
         SinkAction::Remove { id } => {
             let s = sinks::remove(paths, &id)?;
-            println!("removed {}", s.describe());
+            outln!("removed {}", s.describe());
         }
         SinkAction::Test { id } => return test(paths, &id),
     }
@@ -115,7 +117,7 @@ fn read_secrets(token: bool, webhook: bool) -> anyhow::Result<(Option<String>, O
 fn test(paths: &StatePaths, id: &str) -> anyhow::Result<ExitCode> {
     let (ok, lines) = crate::runtime::block_on(sinks::test_report(paths, id))?;
     for l in lines {
-        println!("{l}");
+        outln!("{l}");
     }
     Ok(if ok {
         ExitCode::SUCCESS
@@ -136,6 +138,6 @@ pub fn forget(paths: &StatePaths, which: &str) -> anyhow::Result<ExitCode> {
     if removed == 0 {
         bail!("no session {which} in the outbox");
     }
-    println!("forgot {which}: {removed} events removed here; sinks that take forget are told");
+    outln!("forgot {which}: {removed} events removed here; sinks that take forget are told");
     Ok(ExitCode::SUCCESS)
 }

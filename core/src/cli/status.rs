@@ -1,6 +1,8 @@
 //! `sessionpipe status`: hooks per harness, the daemon, the spool, the outbox,
 //! and each sink: how far behind it is and its last error.
 
+use crate::cli::out::{self, outln};
+
 use crate::installers::{Action, Installers};
 use crate::pipeline::outbox::Outbox;
 use serde_json::json;
@@ -14,7 +16,8 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
         .map(|a| a.report)
         .collect();
     let daemon = crate::state::lock::holder(paths);
-    let (pending, quarantined) = Spool::of(paths).counts();
+    let spool = Spool::of(paths);
+    let (pending, quarantined) = (spool.waiting(), spool.quarantined());
     let reader = Outbox::open_readonly(&paths.outbox())?;
     let outbox = match &reader {
         Some(o) => Some(o.counts()?),
@@ -38,38 +41,46 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
         let doc = json!({
             "harnesses": harnesses,
             "daemon": daemon.as_ref().map(|h| json!({"pid": h.pid, "mode": h.mode.as_str()})),
-            "spool": {"pending": pending, "quarantined": quarantined},
+            "spool": {
+                "pending": pending,
+                "quarantined": quarantined.jobs,
+                "quarantined_bytes": quarantined.bytes,
+            },
             "outbox": outbox.as_ref().map(|c| json!({"events": c.events, "sessions": c.sessions})),
             "sinks": sinks,
             "state_dir": paths.root,
         });
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&doc).expect("status serialises")
         );
         return Ok(ExitCode::SUCCESS);
     }
     for h in &harnesses {
-        println!("{}", h.line());
+        outln!("{}", h.line());
     }
     match daemon {
-        Some(h) => println!("daemon: running (pid {}, {})", h.pid, h.mode),
-        None => println!("daemon: not running (hooks start a worker when they fire)"),
+        Some(h) => outln!("daemon: running (pid {}, {})", h.pid, h.mode),
+        None => outln!("daemon: not running (hooks start a worker when they fire)"),
     }
-    println!("spool: {pending} waiting, {quarantined} quarantined");
+    outln!(
+        "spool: {pending} waiting, {} quarantined ({})",
+        quarantined.jobs,
+        out::bytes(quarantined.bytes)
+    );
     match outbox {
-        Some(c) => println!("outbox: {} events from {} sessions", c.events, c.sessions),
-        None => println!("outbox: empty"),
+        Some(c) => outln!("outbox: {} events from {} sessions", c.events, c.sessions),
+        None => outln!("outbox: empty"),
     }
     if sinks.is_empty() {
-        println!("sinks: none (events stay on this machine)");
+        outln!("sinks: none (events stay on this machine)");
     }
     for s in &sinks {
         let error = s["sink"]["last_error"]
             .as_str()
             .map(|e| format!("; last error: {e}"))
             .unwrap_or_default();
-        println!(
+        outln!(
             "sink {}: {} events behind{error}",
             s["line"].as_str().unwrap_or(""),
             s["behind"]

@@ -185,7 +185,10 @@ impl Ingest {
                 Outcome::Ignored(_) => {}
             }
             let done = match (&outcome, &self.archive) {
-                (Outcome::Quarantined(why), _) => self.spool.quarantine(&name, why),
+                (Outcome::Quarantined(why), _) => {
+                    self.spool
+                        .quarantine(&name, why, &crate::pipeline::scrub::quarantined)
+                }
                 (_, Some(dir)) => self.spool.archive(&name, dir),
                 (_, None) => self.spool.remove(&name),
             };

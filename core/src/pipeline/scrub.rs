@@ -63,11 +63,26 @@ pub fn envelope(env: &mut Envelope) -> bool {
     changed
 }
 
+/// A quarantined job's bytes as the quarantine keeps them: `secrets@1` over
+/// its text (bytes that are not UTF-8 are kept as U+FFFD: a diagnostic copy).
+pub fn quarantined(bytes: Vec<u8>) -> Vec<u8> {
+    let text = String::from_utf8_lossy(&bytes);
+    match redact::secrets(&text) {
+        Cow::Owned(clean) => clean.into_bytes(),
+        Cow::Borrowed(_) => match text {
+            Cow::Borrowed(_) => bytes,
+            Cow::Owned(lossy) => lossy.into_bytes(),
+        },
+    }
+}
+
 /// A session's record as an earlier version kept it: its block, the turns its
 /// transcript log holds, a held turn's words. True when anything changed.
 pub fn record(r: &mut SessionRecord) -> bool {
     let mut changed = block(&mut r.block);
     if let Some(t) = r.transcript.as_mut() {
+        // A path naming a secret: the next call names the real one again.
+        changed |= text(&mut t.path);
         changed |= t.log.scrub();
     }
     if let Some(h) = r.hold.as_mut() {

@@ -317,7 +317,12 @@ pub fn forget_session(paths: &StatePaths, harness: &str, id: &str) -> Result<usi
     if !tx.session_known(harness, id)? {
         return Ok(0);
     }
-    let mut record = tx.load_session(harness, id)?;
+    // A forget carries the ids it needs (the envelope's session id) and nothing
+    // the person asked to forget: no title, folder, repo, model or machine.
+    let mut record = crate::pipeline::session::SessionRecord {
+        started: true,
+        ..Default::default()
+    };
     let forgotten = protocol::EventData::SessionForgotten(protocol::Empty {});
     crate::pipeline::append::append_events(
         &tx,

@@ -132,6 +132,10 @@ fn two_file_sinks_at_two_tiers_get_two_views_exactly_once() {
     let all = wait_lines(&full, 7);
     assert_eq!(all[6]["type"], "session.forgotten");
     assert_eq!(all[6]["session"]["seq"], 7);
+    // It carries the ids and nothing the person asked to forget.
+    assert!(all[5]["session"].get("cwd").is_some(), "{}", all[5]);
+    let carried: Vec<&String> = all[6]["session"].as_object().unwrap().keys().collect();
+    assert_eq!(carried, ["id", "seq"], "{}", all[6]);
     assert_eq!(wait_lines(&low, 5)[4]["type"], "session.forgotten");
     let left = sb.events();
     assert_eq!(left.len(), 1);

@@ -4,16 +4,28 @@
 //!
 //! A step is only ever appended: a file written by any earlier version walks the
 //! same steps forward. A file newer than this version knows is refused, never
-//! guessed at. Nothing else about the outbox lives here.
+//! guessed at. A step is SQL, or Rust over the rows where SQL cannot say it (the
+//! scrub of what earlier versions kept unredacted). Nothing else about the
+//! outbox lives here.
 
 use super::error::{OutboxError, Result};
-use rusqlite::{Connection, TransactionBehavior};
+use crate::pipeline::scrub;
+use crate::pipeline::session::SessionRecord;
+use rusqlite::{Connection, Transaction, TransactionBehavior, params};
+
+enum Step {
+    Sql(&'static str),
+    /// Returns true when it rewrote rows whose old text must not stay in the
+    /// file's free pages or its WAL (the file is vacuumed after the commit).
+    Code(fn(&Transaction<'_>) -> Result<bool>),
+}
 
 /// Step N takes a file from `user_version` N-1 to N.
-const STEPS: &[&str] = &[
+const STEPS: &[Step] = &[
     // 1: the tables of the first release, which set no `user_version`; a file it
     // wrote has them all already, so each is created only where missing.
-    "
+    Step::Sql(
+        "
     CREATE TABLE IF NOT EXISTS events (
         rowid    INTEGER PRIMARY KEY,
         harness  TEXT NOT NULL,
@@ -42,6 +54,10 @@ const STEPS: &[&str] = &[
         at_ms   INTEGER NOT NULL
     ) WITHOUT ROWID;
     ",
+    ),
+    // 2: versions up to 0.1 kept session blocks, turn logs and held words as the
+    // harness wrote them; everything stored goes through `secrets@1`.
+    Step::Code(scrub_at_rest),
 ];
 
 /// The schema version this build writes.
@@ -72,10 +88,96 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let found = version(&tx)?;
     check_known(found)?;
+    let mut rewrote = false;
     for (done, step) in STEPS.iter().enumerate().skip(found as usize) {
-        tx.execute_batch(step)?;
+        match step {
+            Step::Sql(sql) => tx.execute_batch(sql)?,
+            Step::Code(run) => rewrote |= run(&tx)?,
+        }
         tx.pragma_update(None, "user_version", done as i64 + 1)?;
     }
     tx.commit()?;
+    if rewrote {
+        // The old text sits in free pages and in the WAL until both are gone.
+        // Best effort: a reader holding the file open makes VACUUM busy, and the
+        // migration is committed either way.
+        if let Err(e) = conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);") {
+            tracing::warn!("outbox: vacuum after the scrub: {e}");
+        }
+    }
     Ok(())
+}
+
+/// Rows per read while scrubbing: a year's outbox is not loaded at once.
+const SCRUB_CHUNK: i64 = 2_000;
+
+/// Step 2: `secrets@1` over every session record and every stored envelope.
+/// A row this version cannot parse is left as it is (and counted in the log):
+/// nothing is lost to a migration.
+fn scrub_at_rest(tx: &Transaction<'_>) -> Result<bool> {
+    let mut rewrote = 0usize;
+    let mut unreadable = 0usize;
+    let mut records = Vec::new();
+    {
+        let mut stmt = tx.prepare("SELECT harness, session, record FROM sessions")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?;
+        for row in rows {
+            records.push(row?);
+        }
+    }
+    for (harness, session, text) in records {
+        let Ok(mut record) = serde_json::from_str::<SessionRecord>(&text) else {
+            unreadable += 1;
+            continue;
+        };
+        if scrub::record(&mut record) {
+            let json = serde_json::to_string(&record).expect("a session record serialises");
+            tx.execute(
+                "UPDATE sessions SET record = ?3 WHERE harness = ?1 AND session = ?2",
+                params![harness, session, json],
+            )?;
+            rewrote += 1;
+        }
+    }
+    let mut after = 0i64;
+    loop {
+        let chunk: Vec<(i64, String)> = {
+            let mut stmt = tx.prepare_cached(
+                "SELECT rowid, envelope FROM events WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
+            )?;
+            let rows =
+                stmt.query_map(params![after, SCRUB_CHUNK], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        let Some(&(last, _)) = chunk.last() else {
+            break;
+        };
+        after = last;
+        for (rowid, text) in chunk {
+            let Ok(mut env) = serde_json::from_str::<protocol::Envelope>(&text) else {
+                unreadable += 1;
+                continue;
+            };
+            if scrub::envelope(&mut env) {
+                let json = serde_json::to_string(&env).expect("an envelope serialises");
+                tx.execute(
+                    "UPDATE events SET envelope = ?2 WHERE rowid = ?1",
+                    params![rowid, json],
+                )?;
+                rewrote += 1;
+            }
+        }
+    }
+    if unreadable > 0 {
+        tracing::warn!(
+            "outbox: {unreadable} stored rows could not be read to scrub; kept as they were"
+        );
+    }
+    Ok(rewrote > 0)
 }
