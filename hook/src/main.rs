@@ -72,9 +72,13 @@ fn run() {
     match state_dir() {
         Some(dir) => match spool_stdin(&dir, &args) {
             Ok(_) => wake::wake_or_start_worker(&dir),
-            // A full disk or an unwritable state dir loses this payload, silently:
-            // the harness must not notice. Read what is left so it never blocks.
-            Err(_) => job::drain_stdin(),
+            // A full disk or an unwritable state dir loses this payload: the
+            // harness must not notice, but the person will (the loss markers'
+            // times need no space). Read what is left so it never blocks.
+            Err(_) => {
+                spool::loss::record(&spool::StatePaths::new(&dir), std::time::SystemTime::now());
+                job::drain_stdin()
+            }
         },
         None => job::drain_stdin(),
     }

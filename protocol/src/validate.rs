@@ -51,6 +51,21 @@ pub fn valid_session_id(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || b"._:-".contains(&c))
 }
 
+/// A machine's name (`session.machine`): 1 to 80 characters (the schema's
+/// bound, counted in bytes as it is stored), no control characters, no path
+/// separators, not `.` or `..`, no space at either end. A name a person reads,
+/// never a path: `misha-air` and `Misha's MacBook Pro` are names.
+pub fn valid_machine_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 80
+        && name.trim() == name
+        && name != "."
+        && name != ".."
+        && !name
+            .chars()
+            .any(|c| c.is_control() || c == '/' || c == '\\')
+}
+
 /// `^[A-Za-z0-9_.:-]{1,120}$`.
 pub fn valid_tool_name(name: &str) -> bool {
     !name.is_empty()
@@ -137,6 +152,33 @@ pub fn validate_envelope(e: &Envelope) -> Result<(), ValidationError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn machine_names_are_names_not_paths() {
+        for ok in [
+            "misha-air",
+            "Misha's MacBook Pro",
+            "build.local",
+            "m",
+            &"a".repeat(80),
+        ] {
+            assert!(valid_machine_name(ok), "{ok:?}");
+        }
+        for bad in [
+            "",
+            "../../etc",
+            "a/b",
+            "a\\b",
+            ".",
+            "..",
+            " padded",
+            "nul\0",
+            "tab\t",
+            &"a".repeat(81),
+        ] {
+            assert!(!valid_machine_name(bad), "{bad:?}");
+        }
+    }
 
     #[test]
     fn type_pattern() {

@@ -41,9 +41,6 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// How long `stop` lets requests in flight finish before cutting them off.
-const STOP_GRACE: Duration = Duration::from_secs(2);
-
 /// How a receiver is started. `Options::new(token)` gives the defaults: loopback on
 /// a free port, `max_tier` 3, the binding's default batch limits, a temporary
 /// folder, no signature, quiet.
@@ -312,31 +309,17 @@ fn serve(
     app: axum::Router,
     stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    rt.block_on(async move {
-        let mut on_stop = stop.clone();
-        let mut deadline = stop;
-        let server = axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(async move {
-            let _ = on_stop.wait_for(|s| *s).await;
-        });
-        // Graceful shutdown waits for requests in flight; a client that never
-        // finishes its body must not hold `stop` forever.
-        let cut_off = async move {
-            let _ = deadline.wait_for(|s| *s).await;
-            tokio::time::sleep(STOP_GRACE).await;
-        };
-        tokio::select! {
-            r = server.into_future() => {
-                if let Err(e) = r {
-                    eprintln!("sessionpipe-receiver: serving stopped: {e}");
-                }
-            }
-            () = cut_off => {}
-        }
-    });
+    // Slow senders are cut off, and a crowd of them cannot hold it
+    // (`sessionpipe-listener`); `stop` lets requests in flight finish briefly.
+    rt.block_on(sessionpipe_listener::serve(
+        listener,
+        app,
+        sessionpipe_listener::Limits::RECEIVER,
+        async move {
+            let mut stop = stop;
+            let _ = stop.wait_for(|s| *s).await;
+        },
+    ));
     rt.shutdown_timeout(Duration::from_millis(500));
 }
 

@@ -85,6 +85,44 @@ fn replace(path: &Path, bytes: &[u8], private: bool) -> io::Result<()> {
     result
 }
 
+/// The files and folders under `root` (itself included) that others may read,
+/// enter or write, with the mode each had; with `fix`, each is made this user's
+/// alone (folders 0700, everything else 0600) as it is found. Links are not
+/// followed (a link's own mode means nothing) and what cannot be changed is
+/// still reported.
+pub fn not_private(root: &Path, fix: bool) -> Vec<(std::path::PathBuf, u32)> {
+    let mut found = Vec::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(path) = stack.pop() {
+            let Ok(meta) = fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if meta.file_type().is_symlink() {
+                continue;
+            }
+            let want = if meta.is_dir() { 0o700 } else { 0o600 };
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                if fix {
+                    let _ = fs::set_permissions(&path, fs::Permissions::from_mode(want));
+                }
+                found.push((path.clone(), mode));
+            }
+            if meta.is_dir()
+                && let Ok(rd) = fs::read_dir(&path)
+            {
+                stack.extend(rd.flatten().map(|e| e.path()));
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (root, fix);
+    found
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
@@ -92,6 +130,38 @@ mod tests {
 
     fn mode(p: &Path) -> u32 {
         fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn a_tree_others_could_read_is_found_and_made_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("state");
+        fs::create_dir_all(root.join("spool")).unwrap();
+        fs::write(root.join("config.json"), "{}").unwrap();
+        fs::write(root.join("spool/1.job"), "x").unwrap();
+        for (p, m) in [
+            ("", 0o755),
+            ("spool", 0o775),
+            ("config.json", 0o644),
+            ("spool/1.job", 0o600),
+        ] {
+            fs::set_permissions(root.join(p), fs::Permissions::from_mode(m)).unwrap();
+        }
+        std::os::unix::fs::symlink("/etc/passwd", root.join("link")).unwrap();
+        let mut found = not_private(&root, false);
+        found.sort();
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert_eq!(mode(&root), 0o755, "looking changes nothing");
+        assert_eq!(not_private(&root, true).len(), 3);
+        assert!(not_private(&root, false).is_empty());
+        assert_eq!(mode(&root), 0o700);
+        assert_eq!(mode(&root.join("spool")), 0o700);
+        assert_eq!(mode(&root.join("config.json")), 0o600);
+        assert_eq!(
+            mode(Path::new("/etc/passwd")) & 0o004,
+            0o004,
+            "a link is not followed"
+        );
     }
 
     #[test]

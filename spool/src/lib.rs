@@ -4,7 +4,7 @@
 //! daemon; the daemon reads and removes it. Both sides link this crate, so the
 //! state dir's rule (`paths`), the job file format (`job`), the spool folder's
 //! layout (`folder`), private and atomic files (`files`) and the wake datagram
-//! (`wake`) exist once. `json` is the small reader both need: the daemon for a
+//! (`wake`) and the markers of lost hook calls (`loss`) exist once. `json` is the small reader both need: the daemon for a
 //! job's trailer, the hook for the one payload it must read.
 //!
 //! std only: the hook sits on every harness's hook path and links this crate.
@@ -14,6 +14,7 @@ pub mod files;
 pub mod folder;
 pub mod job;
 pub mod json;
+pub mod loss;
 pub mod paths;
 pub mod wake;
 

@@ -117,6 +117,14 @@ impl StatePaths {
     pub fn backfilled_marker(&self) -> PathBuf {
         self.root.join("backfilled")
     }
+    /// When the first and the last hook call were lost (their modification
+    /// times: `loss`).
+    pub fn lost_first(&self) -> PathBuf {
+        self.root.join("lost-first")
+    }
+    pub fn lost_last(&self) -> PathBuf {
+        self.root.join("lost-last")
+    }
     /// The status line's memory, one file per config dir.
     pub fn status_line(&self) -> PathBuf {
         self.root.join("status-line")

@@ -3,7 +3,8 @@
 //! The icon shows the state at a glance (idle, working, needs you: the three PNGs
 //! in `icons/tray/`, drawn by `icons/tray/draw.sh`). The menu lists the live
 //! sessions, those needing the person first (`board`), each opening the window on
-//! it; then "Pause notifications" and "Open at login" (check items over
+//! it; a line when hook calls were lost to a full disk (the core's words); then
+//! "Pause notifications" and "Open at login" (check items over
 //! `config.json`, through `prefs`), "Open sessionpipe" and "Quit".
 //!
 //! Lives on the main thread (`app`'s event loop), which hands it each new `View`
@@ -65,6 +66,8 @@ fn decode_rgba(png_bytes: &[u8]) -> anyhow::Result<(Vec<u8>, u32, u32)> {
 pub struct View {
     board: Board,
     link: Link,
+    /// Hook calls lost before the spool, as the core tells it.
+    lost: Option<String>,
     paused: bool,
     open_at_login: bool,
 }
@@ -75,17 +78,20 @@ impl View {
         View {
             board: board::read(paths),
             link: backend::link(paths),
+            lost: sessionpipe_core::state::losses::current(paths)
+                .map(|l| sessionpipe_core::state::losses::line(&l)),
             paused: config.notifications_paused,
             open_at_login: config.open_at_login,
         }
     }
     /// The menu's shape: which lines exist. Same shape: the items are updated in
     /// place; another shape: the menu is built again.
-    fn shape(&self) -> (Vec<&str>, bool, bool) {
+    fn shape(&self) -> (Vec<&str>, bool, bool, bool) {
         (
             self.board.rows.iter().map(|r| r.key.as_str()).collect(),
             self.link_line().is_some(),
             self.board.more > 0,
+            self.lost.is_some(),
         )
     }
 
@@ -103,7 +109,12 @@ impl View {
         } else {
             ""
         };
-        format!("sessionpipe: {}{paused}", self.board.summary())
+        let lost = if self.lost.is_some() {
+            "; hook calls were lost (see the menu)"
+        } else {
+            ""
+        };
+        format!("sessionpipe: {}{paused}{lost}", self.board.summary())
     }
 }
 
@@ -112,6 +123,7 @@ struct Items {
     menu: Menu,
     header: MenuItem,
     link: Option<MenuItem>,
+    lost: Option<MenuItem>,
     sessions: Vec<MenuItem>,
     more: Option<MenuItem>,
     pause: CheckMenuItem,
@@ -123,6 +135,7 @@ impl Items {
         let disabled = |text: &str| MenuItem::new(text, false, None);
         let header = disabled(&view.board.summary());
         let link = view.link_line().map(|l| disabled(&l));
+        let lost = view.lost.as_deref().map(|l| disabled(&capitalised(l)));
         let sessions: Vec<MenuItem> = view
             .board
             .rows
@@ -142,6 +155,9 @@ impl Items {
         if let Some(l) = &link {
             all.push(l);
         }
+        if let Some(l) = &lost {
+            all.push(l);
+        }
         all.push(&sep1);
         all.extend(sessions.iter().map(|s| s as &dyn IsMenuItem));
         if let Some(m) = &more {
@@ -156,6 +172,7 @@ impl Items {
             menu,
             header,
             link,
+            lost,
             sessions,
             more,
             pause,
@@ -169,6 +186,9 @@ impl Items {
         if let (Some(item), Some(text)) = (&self.link, view.link_line()) {
             item.set_text(text);
         }
+        if let (Some(item), Some(text)) = (&self.lost, &view.lost) {
+            item.set_text(capitalised(text));
+        }
         for (item, row) in self.sessions.iter().zip(&view.board.rows) {
             item.set_text(&row.label);
         }
@@ -178,6 +198,15 @@ impl Items {
         self.pause.set_checked(view.paused);
         self.login.set_checked(view.open_at_login);
     }
+}
+
+/// The core's line as a menu item starts it.
+fn capitalised(line: &str) -> String {
+    let mut chars = line.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 fn more_text(view: &View) -> String {

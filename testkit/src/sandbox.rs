@@ -236,6 +236,18 @@ impl Daemon {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// Sends SIGTERM and waits for the exit: its status and how long it took.
+    pub fn terminate(mut self) -> (std::process::ExitStatus, Duration) {
+        let sent = Instant::now();
+        let killed = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(killed.success(), "kill -TERM failed");
+        let status = self.child.wait().expect("the daemon is waited for");
+        (status, sent.elapsed())
+    }
 }
 
 impl Drop for Daemon {

@@ -45,9 +45,7 @@ pub fn backfill(
     let mut outbox = Outbox::open(&paths.outbox())?;
     let host = Host::from_env().context("HOME is not set")?;
     let config = crate::state::config::Config::load(paths)?;
-    let machine = config
-        .machine
-        .unwrap_or_else(crate::pipeline::append::machine_name);
+    let machine = config.machine();
     let tty = show && std::io::stderr().is_terminal();
     let mut progress = |harness: &str, done: usize, total: usize| {
         if tty && (done == total || done.is_multiple_of(25)) {

@@ -45,6 +45,12 @@ pub fn run(paths: &StatePaths) -> anyhow::Result<ExitCode> {
             paths.log_file().display()
         ));
     }
+    if let Some(l) = crate::state::losses::current(paths) {
+        r.problem(&format!(
+            "{}; free some space (told until a week after the last)",
+            crate::state::losses::line(&l)
+        ));
+    }
     if quarantined.jobs > 0 {
         r.note(&format!(
             "{} hook calls were unreadable and are kept ({}, secrets removed; at most {} and {}) with their reasons in {}",

@@ -60,8 +60,10 @@ pub fn run(paths: &StatePaths, action: SinkAction) -> anyhow::Result<ExitCode> {
             let added = crate::runtime::block_on(sinks::add(paths, new))?;
             if let (Some(asked), Target::Http { url }) = (added.lowered_from, &added.sink.target) {
                 eprintln!(
-                    "note: {url} takes tier {} at most; the sink is tier {} (not {asked})",
-                    added.sink.tier, added.sink.tier
+                    "note: {} takes tier {} at most; the sink is tier {} (not {asked})",
+                    sinks::http::shown_url(url),
+                    added.sink.tier,
+                    added.sink.tier
                 );
             }
             outln!("added {}", added.sink.describe());
@@ -74,7 +76,14 @@ pub fn run(paths: &StatePaths, action: SinkAction) -> anyhow::Result<ExitCode> {
             if json {
                 outln!(
                     "{}",
-                    serde_json::to_string_pretty(&list.sinks).expect("sinks serialise")
+                    serde_json::to_string_pretty(
+                        &list
+                            .sinks
+                            .iter()
+                            .map(sinks::Sink::shown)
+                            .collect::<Vec<_>>()
+                    )
+                    .expect("sinks serialise")
                 );
             } else if list.sinks.is_empty() {
                 outln!("no sinks (sink add adds one)");

@@ -18,6 +18,7 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
     let daemon = crate::state::lock::holder(paths);
     let spool = Spool::of(paths);
     let (pending, quarantined) = (spool.waiting(), spool.quarantined());
+    let lost = crate::state::losses::current(paths);
     let reader = Outbox::open_readonly(&paths.outbox())?;
     let outbox = match &reader {
         Some(o) => Some(o.counts()?),
@@ -33,7 +34,7 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
                 .as_ref()
                 .and_then(|o| o.sink_cursor(&s.id).and_then(|c| o.count_after(c)).ok())
                 .unwrap_or(0);
-            json!({"sink": s, "behind": behind, "line": s.describe()})
+            json!({"sink": s.shown(), "behind": behind, "line": s.describe()})
         })
         .collect();
 
@@ -45,6 +46,7 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
                 "pending": pending,
                 "quarantined": quarantined.jobs,
                 "quarantined_bytes": quarantined.bytes,
+                "lost": lost.as_ref().map(crate::state::losses::json),
             },
             "outbox": outbox.as_ref().map(|c| json!({"events": c.events, "sessions": c.sessions})),
             "sinks": sinks,
@@ -68,6 +70,9 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
         quarantined.jobs,
         out::bytes(quarantined.bytes)
     );
+    if let Some(l) = &lost {
+        outln!("spool: {}", crate::state::losses::line(l));
+    }
     match outbox {
         Some(c) => outln!("outbox: {} events from {} sessions", c.events, c.sessions),
         None => outln!("outbox: empty"),

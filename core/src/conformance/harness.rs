@@ -26,7 +26,7 @@ pub fn run(fixture: &Value) -> Result<(), Failed> {
             let mut events = m.events;
             adapter.remember(&job, &mut events, &mut Memo::new());
             let mut block = m.block;
-            block.machine = Some(crate::pipeline::append::machine_name());
+            block.machine = Some(crate::state::config::hostname());
             let stamp = Stamp {
                 harness: adapter.name(),
                 harness_event: Some(&job.event),

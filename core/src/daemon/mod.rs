@@ -11,6 +11,12 @@
 //! unlock) is what guarantees that a job written while a worker exits is taken by
 //! that worker or by the next one the hook starts.
 //!
+//! SIGTERM and SIGINT stop it within half a second: ingest stops between two
+//! batches (a batch commits whole or not at all, and its jobs leave the spool
+//! only after), sinks stop at their next step (a batch cut off in flight goes
+//! again, receivers dedup), the API closes and `ui.json` goes. Jobs not yet
+//! taken stay in the spool for the next start.
+//!
 //! Uses layers 1 to 3 and the crates below. Control, ACP and the pool listener
 //! are started here when they land, on the same runtime.
 
@@ -88,8 +94,11 @@ const START_PATIENCE: Duration = Duration::from_secs(1);
 const POLL: Duration = Duration::from_secs(1);
 /// The sink list is read again this often (the CLI and the API change it).
 const SINKS_REFRESH: Duration = Duration::from_secs(1);
-/// At exit, how long what came in last may take to go out.
+/// At exit, how long what came in last may take to go out (not after a signal:
+/// the spool and the outbox keep it for the next start).
 const EXIT_DELIVERY: Duration = Duration::from_secs(5);
+/// After a signal, how long blocking steps still running may take.
+const SIGNAL_EXIT: Duration = Duration::from_millis(150);
 
 /// Runs the daemon (or drain worker) in this process until it is done.
 pub fn run(paths: &StatePaths, opts: &Options) -> Result<(), DaemonError> {
@@ -104,21 +113,65 @@ pub fn run(paths: &StatePaths, opts: &Options) -> Result<(), DaemonError> {
     let Some(lock) = acquire_lock(paths, opts)? else {
         return Ok(()); // a drain worker whose work another process will do
     };
+    // Everything in the state dir is this user's alone, whatever made it so far
+    // (an older version, a folder made 0755 by hand).
+    for (path, mode) in spool::files::not_private(&paths.root, true) {
+        tracing::info!("{} was mode {mode:o}: made private", path.display());
+    }
+    crate::state::ui_file::remove_stale(paths);
+    crate::state::losses::prepare(paths);
     let outbox = Outbox::open(&paths.outbox()).map_err(|source| DaemonError::Outbox {
         path: paths.outbox(),
         source,
     })?;
     let rt = crate::runtime::daemon().map_err(DaemonError::Runtime)?;
-    let result = rt.block_on(serve(paths, opts, outbox));
+    let stopping = Arc::new(AtomicBool::new(false));
+    let result = rt.block_on(serve(paths, opts, outbox, stopping.clone()));
     // Blocking steps still running (a hold worker's last read) finish within
     // their own short budgets; the lock is given up only after them.
-    rt.shutdown_timeout(Duration::from_secs(2));
+    rt.shutdown_timeout(if stopping.load(Ordering::Relaxed) {
+        SIGNAL_EXIT
+    } else {
+        Duration::from_secs(2)
+    });
     drop(lock);
     result
 }
 
+/// Sets `stopping` at SIGTERM or SIGINT and wakes the ingest loop to see it.
+async fn on_signal(stopping: Arc<AtomicBool>, wake: std::path::PathBuf) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            tracing::warn!("cannot listen for signals: they end the daemon at once");
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    if tokio::signal::ctrl_c().await.is_err() {
+        return;
+    }
+    tracing::info!("stopping");
+    stopping.store(true, Ordering::Relaxed);
+    spool::wake::poke(&wake);
+}
+
 /// Everything the daemon does while it holds the lock.
-async fn serve(paths: &StatePaths, opts: &Options, outbox: Outbox) -> Result<(), DaemonError> {
+async fn serve(
+    paths: &StatePaths,
+    opts: &Options,
+    outbox: Outbox,
+    stopping: Arc<AtomicBool>,
+) -> Result<(), DaemonError> {
+    let signals = tokio::spawn(on_signal(stopping.clone(), paths.wake_socket()));
     let spool = Spool::of(paths);
     spool.sweep_stale_temps();
     let _ = outbox.prune_jobs_done(protocol::time::now_ms());
@@ -126,11 +179,9 @@ async fn serve(paths: &StatePaths, opts: &Options, outbox: Outbox) -> Result<(),
         tracing::warn!("{e}; using the defaults");
         Default::default()
     });
-    let machine = config
-        .machine
-        .clone()
-        .unwrap_or_else(crate::pipeline::append::machine_name);
+    let machine = config.machine();
     let mut ingest = Ingest::new(outbox, spool, machine);
+    ingest.stop_when(stopping.clone());
     if config.transcripts {
         ingest.send_turns(paths.outbox());
     }
@@ -191,13 +242,22 @@ async fn serve(paths: &StatePaths, opts: &Options, outbox: Outbox) -> Result<(),
 
     let loop_opts = opts.clone();
     let loop_settled = settled.clone();
+    let loop_stopping = stopping.clone();
     let ingest = crate::runtime::blocking(move || {
-        ingest_until_done(&mut ingest, &wake, &loop_opts, &loop_settled);
+        ingest_until_done(
+            &mut ingest,
+            &wake,
+            &loop_opts,
+            &loop_settled,
+            &loop_stopping,
+        );
         // Exit: stop answering wakes first, so a hook that writes a job from
         // now on starts a new worker (which waits for this lock); then take
-        // what came in.
+        // what came in (after a signal, the next start takes it).
         drop(wake);
-        if let Err(e) = ingest.drain() {
+        if !loop_stopping.load(Ordering::Relaxed)
+            && let Err(e) = ingest.drain()
+        {
             tracing::warn!("final drain failed, jobs stay spooled: {e}");
         }
         ingest
@@ -207,14 +267,21 @@ async fn serve(paths: &StatePaths, opts: &Options, outbox: Outbox) -> Result<(),
 
     // What came in last goes out too, unless a sink waits out an error.
     let until = Instant::now() + EXIT_DELIVERY;
-    while !sinks.lock().await.settled() && Instant::now() < until {
+    while !stopping.load(Ordering::Relaxed)
+        && !sinks.lock().await.settled()
+        && Instant::now() < until
+    {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     refresher.abort();
-    sinks.lock().await.stop().await;
-    if let Some(api) = api {
-        api.stop().await;
-    }
+    signals.abort();
+    let stop_api = async {
+        if let Some(api) = api {
+            api.stop().await;
+        }
+    };
+    let stop_sinks = async { sinks.lock().await.stop().await };
+    tokio::join!(stop_sinks, stop_api);
     Ok(())
 }
 
@@ -244,9 +311,10 @@ fn ingest_until_done(
     wake: &wake::Socket,
     opts: &Options,
     settled: &AtomicBool,
+    stopping: &AtomicBool,
 ) {
     let mut last_work = Instant::now();
-    loop {
+    while !stopping.load(Ordering::Relaxed) {
         let mut waiting = false;
         match ingest.drain() {
             Ok(r) => {
@@ -257,7 +325,7 @@ fn ingest_until_done(
             }
             Err(e) => {
                 tracing::warn!("ingest paused: {e}");
-                std::thread::sleep(POLL);
+                wake.wait(POLL);
             }
         }
         if waiting {

@@ -46,8 +46,3 @@ pub fn append_events(
     }
     Ok(count)
 }
-
-/// The machine name events carry: the hostname.
-pub fn machine_name() -> String {
-    gethostname::gethostname().to_string_lossy().into_owned()
-}

@@ -38,6 +38,7 @@ pub struct Ingest {
     holds: Option<HoldWorker>,
     /// Rung after each commit that appended events (the sinks wait on it).
     after_commit: Option<Box<dyn Fn() + Send>>,
+    stop: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// Why a drain stopped: the spool cannot be listed, or the outbox not written.
@@ -108,6 +109,7 @@ impl Ingest {
             live: Arc::new(LivePaths::default()),
             holds: None,
             after_commit: None,
+            stop: None,
         }
     }
 
@@ -139,6 +141,18 @@ impl Ingest {
         self.busy.is_idle() && self.holds.as_ref().is_none_or(HoldWorker::idle)
     }
 
+    /// Stops a drain between two batches once `flag` is set (the daemon's
+    /// signal): what was taken is committed, the rest stays in the spool.
+    pub fn stop_when(&mut self, flag: Arc<std::sync::atomic::AtomicBool>) {
+        self.stop = Some(flag);
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     /// Waits a little for a taken session to be given back.
     pub fn wait_for_sessions(&self, timeout: std::time::Duration) {
         self.busy.wait(timeout);
@@ -161,6 +175,9 @@ impl Ingest {
             let mut progressed = false;
             report.deferred = 0;
             for chunk in names.chunks(BATCH) {
+                if self.stopping() {
+                    return Ok(report);
+                }
                 let (outcomes, waiting) = self.batch(chunk, &mut deferred)?;
                 progressed |= !outcomes.is_empty();
                 report.deferred += waiting;

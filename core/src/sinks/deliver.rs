@@ -133,7 +133,7 @@ impl Manager {
             if let Some(r) = self.running.remove(&id) {
                 r.flags.stop.store(true, Ordering::Relaxed);
                 self.ring.ring();
-                stop(r).await;
+                stop(r, tokio::time::Instant::now() + STOP_GRACE).await;
             }
         }
         for sink in wanted {
@@ -165,20 +165,26 @@ impl Manager {
             r.flags.stop.store(true, Ordering::Relaxed);
         }
         self.ring.ring();
+        // One grace for them all: a stop is bounded however many sinks there are.
+        let deadline = tokio::time::Instant::now() + STOP_GRACE;
         for r in running {
-            stop(r).await;
+            stop(r, deadline).await;
         }
     }
 }
 
-/// How long a stopping sink may take to finish the step it is in.
+/// How long stopping sinks may take to finish the step they are in.
 const STOP_GRACE: Duration = Duration::from_millis(300);
 
-/// Stops a sink's task: at its next step, or at once when it waits out an
-/// error. A batch cut off in flight is sent again later, and receivers dedup.
-async fn stop(mut r: Running) {
+/// Stops a sink's task: at its next step, or at `deadline` when it is in the
+/// middle of one (a send, a wait out of an error). A batch cut off in flight is
+/// sent again later, and receivers dedup.
+async fn stop(mut r: Running, deadline: tokio::time::Instant) {
     r.flags.stop.store(true, Ordering::Relaxed);
-    if tokio::time::timeout(STOP_GRACE, &mut r.task).await.is_err() {
+    if tokio::time::timeout_at(deadline, &mut r.task)
+        .await
+        .is_err()
+    {
         r.task.abort();
         let _ = r.task.await;
     }
@@ -220,7 +226,9 @@ async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: wat
     let mut queue: VecDeque<StoredEvent> = VecDeque::new();
     let mut cursor = None::<i64>;
     while !flags.stop.load(Ordering::Relaxed) {
-        rediscover(&paths, &mut sink).await;
+        if let Some(why) = rediscover(&paths, &mut sink).await {
+            return pause(&paths, &sink, &flags, why).await;
+        }
         if queue.is_empty() {
             let (id, o) = (sink.id.clone(), ob.clone());
             let read = blocking(move || {
@@ -292,12 +300,7 @@ async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: wat
                 flags.caught_up.store(true, Ordering::Relaxed);
                 tokio::time::sleep(d).await;
             }
-            Step::Pause(why) => {
-                tracing::warn!(sink = %sink.id, "paused: {why}");
-                update(&paths, &sink.id, move |s| s.paused = Some(why)).await;
-                flags.caught_up.store(true, Ordering::Relaxed);
-                return;
-            }
+            Step::Pause(why) => return pause(&paths, &sink, &flags, why).await,
         }
     }
 }
@@ -317,6 +320,13 @@ async fn move_cursor(ob: &SharedOutbox, sink: &str, through: i64) {
     }
 }
 
+/// Stops the sink until the person adds it again; `status` shows why.
+async fn pause(paths: &StatePaths, sink: &Sink, flags: &Flags, why: String) {
+    tracing::warn!(sink = %sink.id, "paused: {why}");
+    update(paths, &sink.id, move |s| s.paused = Some(why)).await;
+    flags.caught_up.store(true, Ordering::Relaxed);
+}
+
 /// Changes this sink in `sinks.json`.
 async fn update(paths: &StatePaths, id: &str, change: impl FnOnce(&mut Sink) + Send + 'static) {
     let (p, i) = (paths.clone(), id.to_string());
@@ -334,24 +344,41 @@ async fn record_error(paths: &StatePaths, sink: &mut Sink, why: &str) {
     }
 }
 
-/// Re-reads an HTTP receiver's discovery once a day.
-async fn rediscover(paths: &StatePaths, sink: &mut Sink) {
+/// Re-reads an HTTP receiver's discovery once a day. A document that now sends
+/// the events (and so the token) to another origin pauses the sink: the reason,
+/// for the loop to stop on. Other failures keep the document it has.
+async fn rediscover(paths: &StatePaths, sink: &mut Sink) -> Option<String> {
     let (Target::Http { url }, Some(d)) = (&sink.target, &sink.discovery) else {
-        return;
+        return None;
     };
+    if !http::same_origin(url, &d.events) {
+        // Kept by an earlier version, or edited by hand: never sent to.
+        return Some(
+            http::DiscoveryError::OtherOrigin {
+                events: http::shown_url(&d.events),
+                added: http::shown_url(url),
+            }
+            .to_string(),
+        );
+    }
     if protocol::time::now_ms() - d.read_at < REDISCOVER_MS {
-        return;
+        return None;
     }
-    if let Ok(fresh) = http::discover(url).await {
-        sink.tier = sink.tier.min(fresh.max_tier);
-        sink.discovery = Some(fresh.clone());
-        let tier = sink.tier;
-        update(paths, &sink.id, move |s| {
-            s.discovery = Some(fresh);
-            s.tier = tier;
-        })
-        .await;
+    match http::discover(url).await {
+        Err(e @ http::DiscoveryError::OtherOrigin { .. }) => return Some(e.to_string()),
+        Err(_) => return None,
+        Ok(fresh) => {
+            sink.tier = sink.tier.min(fresh.max_tier);
+            sink.discovery = Some(fresh.clone());
+            let tier = sink.tier;
+            update(paths, &sink.id, move |s| {
+                s.discovery = Some(fresh);
+                s.tier = tier;
+            })
+            .await;
+        }
     }
+    None
 }
 
 fn max_bytes(sink: &Sink) -> usize {
@@ -576,11 +603,17 @@ fn random_unit() -> f64 {
 }
 
 /// Appends lines to a JSONL file and syncs them before the cursor moves.
+/// Appends to a file sink. A file it creates is the person's alone (0600): it
+/// holds their sessions; a file that exists keeps the mode they gave it.
 fn append_lines(path: &std::path::Path, lines: &[String]) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut f = options.open(path)?;
     let mut buf = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
     for l in lines {
         buf.push_str(l);

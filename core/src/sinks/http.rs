@@ -74,6 +74,51 @@ pub enum DiscoveryError {
     NoEventsEndpoint,
     #[error("its events endpoint {0} is not HTTPS")]
     NotHttps(String),
+    /// The token goes only to the origin the person added.
+    #[error(
+        "its events endpoint {events} is on another origin than {added}: the sink's token goes only where you added it"
+    )]
+    OtherOrigin { events: String, added: String },
+}
+
+/// True when `events` has the origin (scheme, host, port) of `added`.
+pub fn same_origin(added: &str, events: &str) -> bool {
+    match (reqwest::Url::parse(added), reqwest::Url::parse(events)) {
+        (Ok(a), Ok(e)) => a.origin() == e.origin(),
+        _ => false,
+    }
+}
+
+/// A URL as sessionpipe prints it anywhere (lists, errors, logs, the API): no
+/// userinfo, every query value masked, no fragment. Text that does not parse
+/// loses everything from its `?` and what sits between `//` and `@`.
+pub fn shown_url(given: &str) -> String {
+    let Ok(mut url) = reqwest::Url::parse(given) else {
+        let cut = given.split(['?', '#']).next().unwrap_or("");
+        let cut = match cut.split_once("://") {
+            Some((scheme, rest)) => match rest.split_once('@') {
+                Some((_, host)) if !rest[..rest.find('@').unwrap_or(0)].contains('/') => {
+                    format!("{scheme}://{host}")
+                }
+                _ => cut.to_string(),
+            },
+            None => cut.to_string(),
+        };
+        let tail = if cut.len() < given.len() { "?…" } else { "" };
+        return format!("{}{tail}", redact::secrets(&cut));
+    };
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.set_fragment(None);
+    if url.query().is_some() {
+        let keys: Vec<String> = url.query_pairs().map(|(k, _)| k.into_owned()).collect();
+        let mut q = url.query_pairs_mut();
+        q.clear();
+        for k in keys {
+            q.append_pair(&k, "***");
+        }
+    }
+    url.to_string()
 }
 
 pub fn client() -> reqwest::Client {
@@ -97,10 +142,10 @@ pub fn is_loopback(url: &reqwest::Url) -> bool {
 
 /// Reads `/.well-known/sessionpipe` at the receiver's origin.
 pub async fn discover(url: &str) -> Result<Discovery, DiscoveryError> {
-    let bad = || DiscoveryError::BadUrl(url.to_string());
+    let bad = || DiscoveryError::BadUrl(shown_url(url));
     let base = reqwest::Url::parse(url).map_err(|_| bad())?;
     let well_known = base.join("/.well-known/sessionpipe").map_err(|_| bad())?;
-    let shown = well_known.to_string();
+    let shown = shown_url(well_known.as_str());
     let resp = client()
         .get(well_known)
         .send()
@@ -134,7 +179,13 @@ pub async fn discover(url: &str) -> Result<Discovery, DiscoveryError> {
         .join(events)
         .map_err(|_| DiscoveryError::NoEventsEndpoint)?;
     if events.scheme() != "https" && !is_loopback(&events) {
-        return Err(DiscoveryError::NotHttps(events.to_string()));
+        return Err(DiscoveryError::NotHttps(shown_url(events.as_str())));
+    }
+    if events.origin() != base.origin() {
+        return Err(DiscoveryError::OtherOrigin {
+            events: shown_url(events.as_str()),
+            added: shown_url(url),
+        });
     }
     let clamp = |v: Option<u64>, default: usize, max: usize| {
         v.map_or(default, |n| (n as usize).clamp(1, max))

@@ -30,6 +30,10 @@ pub enum TargetError {
     },
     #[error("{0} is plain http: HTTPS is required except on localhost")]
     PlainHttp(String),
+    #[error(
+        "{0} has a user name or password in it: give the receiver's token with `sink add --token-stdin` instead (it is kept in the keychain and never printed)"
+    )]
+    Credentials(String),
     #[error("{given}: scheme {scheme} is not http(s), file: or stdout")]
     Scheme { given: String, scheme: String },
 }
@@ -39,7 +43,10 @@ pub enum TargetError {
 pub enum SinkError {
     #[error(transparent)]
     Target(#[from] TargetError),
-    #[error("{target} is sink {id} already (sink remove {id} first)")]
+    #[error(
+        "{} is sink {id} already (sink remove {id} first)",
+        http::shown_url(target)
+    )]
     Exists { target: String, id: String },
     #[error("a webhook secret is whsec_ followed by base64")]
     WebhookSecret,
@@ -127,10 +134,23 @@ impl Sink {
         }
     }
 
+    /// The sink as the API and `status --json` show it: its URLs as
+    /// `http::shown_url` prints them (a query-string token never shows).
+    pub fn shown(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).expect("a sink serialises");
+        if let Target::Http { url } = &self.target {
+            v["url"] = serde_json::json!(http::shown_url(url));
+        }
+        if let Some(d) = &self.discovery {
+            v["discovery"]["events"] = serde_json::json!(http::shown_url(&d.events));
+        }
+        v
+    }
+
     /// A line for `sink list` and `status`.
     pub fn describe(&self) -> String {
         let target = match &self.target {
-            Target::Http { url } => url.clone(),
+            Target::Http { url } => http::shown_url(url),
             Target::File { path } => format!("file:{path}"),
             Target::Stdout => "stdout".into(),
         };
@@ -196,17 +216,21 @@ pub fn parse_target(s: &str) -> Result<Target, TargetError> {
             path: path.to_string(),
         });
     }
+    let shown = http::shown_url(s);
     let url = reqwest::Url::parse(s).map_err(|source| TargetError::NotUrl {
-        given: s.to_string(),
+        given: shown.clone(),
         source,
     })?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(TargetError::Credentials(shown));
+    }
     match url.scheme() {
         "https" => {}
         "http" if http::is_loopback(&url) => {}
-        "http" => return Err(TargetError::PlainHttp(s.to_string())),
+        "http" => return Err(TargetError::PlainHttp(shown)),
         other => {
             return Err(TargetError::Scheme {
-                given: s.to_string(),
+                given: shown,
                 scheme: other.to_string(),
             });
         }
@@ -256,7 +280,7 @@ pub async fn add(paths: &StatePaths, new: NewSink) -> Result<Added, SinkError> {
         let d = http::discover(url)
             .await
             .map_err(|source| SinkError::Discovery {
-                url: url.clone(),
+                url: http::shown_url(url),
                 source,
             })?;
         if sink.tier > d.max_tier {
@@ -374,7 +398,7 @@ pub async fn test_report(paths: &StatePaths, id: &str) -> Result<(bool, Vec<Stri
         match http::discover(url).await {
             Ok(d) => lines.push(format!(
                 "discovery: events at {}, max tier {}, batches of {} events / {} bytes, capabilities {}",
-                d.events,
+                http::shown_url(&d.events),
                 d.max_tier,
                 d.max_events,
                 d.max_bytes,

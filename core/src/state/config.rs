@@ -28,10 +28,54 @@ pub struct Config {
     pub open_at_login: bool,
 }
 
+/// A setting that is not what it says it is.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error(
+        "the machine name {0:?} is not a name: 1 to 80 characters, no control characters or slashes, no space at either end"
+    )]
+    Machine(String),
+    #[error("notify_tier is 0 to 3, not {0}")]
+    NotifyTier(u8),
+    #[error("muted names a harness sessionpipe does not know: {0:?}")]
+    Muted(String),
+}
+
 impl Config {
+    /// Checks every field against what it is; the API refuses a change that
+    /// fails, and the daemon ignores a hand-edited value that does.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if let Some(m) = self.machine.as_deref()
+            && !protocol::valid_machine_name(m)
+        {
+            return Err(ConfigError::Machine(m.to_string()));
+        }
+        if let Some(t) = self.notify_tier.filter(|t| *t > 3) {
+            return Err(ConfigError::NotifyTier(t));
+        }
+        if let Some(h) = self.muted.iter().find(|h| adapters::lookup(h).is_none()) {
+            return Err(ConfigError::Muted(h.clone()));
+        }
+        Ok(())
+    }
+
+    /// The machine name events carry: the configured one when it is a name
+    /// (a hand-edited file may hold anything), else the hostname.
+    pub fn machine(&self) -> String {
+        match self.machine.as_deref() {
+            Some(m) if protocol::valid_machine_name(m) => m.to_string(),
+            _ => hostname(),
+        }
+    }
+
     pub fn notify_tier(&self) -> u8 {
         self.notify_tier.unwrap_or(1).min(3)
     }
+}
+
+/// This machine's hostname.
+pub fn hostname() -> String {
+    gethostname::gethostname().to_string_lossy().into_owned()
 }
 
 impl Config {

@@ -1,13 +1,14 @@
 //! Layer 1, state: the machine's own files of sessionpipe beside the outbox.
 //! The person's settings (`config`), secrets in the keychain or a 0600 file
-//! (`secrets`), the daemon lock (`lock`) and where its UI answers (`ui_file`);
-//! `file` reads and writes them.
+//! (`secrets`), the daemon lock (`lock`), where its UI answers (`ui_file`) and
+//! when hook calls were lost (`losses`); `file` reads and writes them.
 //!
-//! Uses only the crates below the core (spool, protocol); never a module of
-//! this crate above it.
+//! Uses only the crates below the core (spool, protocol, adapters for the
+//! harness names); never a module of this crate above it.
 
 pub mod config;
 pub mod file;
 pub mod lock;
+pub mod losses;
 pub mod secrets;
 pub mod ui_file;

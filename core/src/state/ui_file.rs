@@ -34,6 +34,26 @@ impl UiAddress {
     pub fn save(&self, paths: &StatePaths) -> Result<(), super::file::FileError> {
         super::file::save(&paths.ui_file(), self)
     }
+
+    /// Removes the file at the daemon's exit, when it is still this address's
+    /// (a newer daemon's file stays).
+    pub fn remove_if_current(&self, paths: &StatePaths) {
+        let file = paths.ui_file();
+        if super::file::load::<UiAddress>(&file)
+            .ok()
+            .flatten()
+            .as_ref()
+            == Some(self)
+        {
+            let _ = std::fs::remove_file(file);
+        }
+    }
+}
+
+/// Removes a file left by a daemon that did not exit cleanly: called by the
+/// daemon that holds the lock now, before its API starts.
+pub fn remove_stale(paths: &StatePaths) {
+    let _ = std::fs::remove_file(paths.ui_file());
 }
 
 /// The running daemon's UI, when a daemon holds the lock and wrote this file

@@ -6,11 +6,13 @@
 
 mod antigravity_transcripts;
 mod api;
+mod api_hardening;
 mod backfill;
 mod chaos;
 mod cli_output;
 mod conformance;
 mod crash;
+mod daemon_life;
 mod delivery_conformance;
 mod devin_transcripts;
 mod grok_build_transcripts;
@@ -23,6 +25,7 @@ mod keychain;
 mod outbox_schema;
 mod secrets_at_rest;
 mod sinks_file;
+mod sinks_hardening;
 mod sinks_http;
 mod status_line;
 mod transcript_holds;

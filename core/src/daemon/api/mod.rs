@@ -5,8 +5,9 @@
 //! bearer header; `ui.json` in the state dir, 0600, holds it and the URL); the
 //! static files need none (they hold no data). Requests whose `Host` is not this
 //! loopback address are refused, so a web page cannot reach the API through DNS
-//! rebinding. The listener binds 127.0.0.1 only and serves on the daemon's
-//! runtime. This module owns routing and checks; `views` the handlers, which call
+//! rebinding, and so is any request with more than one `Host`. The listener
+//! binds 127.0.0.1 only and serves on the daemon's runtime through
+//! `sessionpipe-listener` (a connection cap, header and request deadlines). This module owns routing and checks; `views` the handlers, which call
 //! the library; `error` what a failure answers.
 
 mod error;
@@ -33,17 +34,23 @@ use tower_http::services::{ServeDir, ServeFile};
 pub struct Api {
     pub url: String,
     pub token: String,
+    paths: StatePaths,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Api {
-    /// Stops taking connections and waits for the ones open to finish.
+    /// Stops taking connections and lets the ones open finish (briefly).
     pub async fn stop(mut self) {
         if let Some(s) = self.shutdown.take() {
             let _ = s.send(());
         }
         let _ = (&mut self.task).await;
+        let address = UiAddress {
+            url: self.url.clone(),
+            token: self.token.clone(),
+        };
+        address.remove_if_current(&self.paths);
     }
 }
 
@@ -68,16 +75,14 @@ pub fn start(paths: &StatePaths, ui_dir: Option<PathBuf>, port: u16) -> std::io:
     address.save(paths).map_err(std::io::Error::other)?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let app = router(ctx, ui_dir);
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = rx.await;
-            })
-            .await;
-    });
+    let limits = sessionpipe_listener::Limits::LOCAL_API;
+    let task = tokio::spawn(sessionpipe_listener::serve(listener, app, limits, async {
+        let _ = rx.await;
+    }));
     Ok(Api {
         url,
         token,
+        paths: paths.clone(),
         shutdown: Some(tx),
         task,
     })
@@ -134,13 +139,14 @@ async fn no_store(mut resp: Response) -> Response {
     resp
 }
 
-/// Refuses a request addressed to any other host (DNS rebinding).
+/// Refuses a request addressed to any other host (DNS rebinding), and one that
+/// names two (which of them a proxy or a check would read is anyone's guess).
 async fn require_loopback_host(State(ctx): State<Ctx>, req: Request, next: Next) -> Response {
-    let host = req
-        .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("");
+    let mut hosts = req.headers().get_all(header::HOST).iter();
+    let (Some(host), None) = (hosts.next(), hosts.next()) else {
+        return ApiError::WrongHost.into_response();
+    };
+    let host = host.to_str().unwrap_or("");
     let localhost = host.replacen("localhost", "127.0.0.1", 1);
     if localhost != *ctx.host {
         return ApiError::WrongHost.into_response();

@@ -51,10 +51,7 @@ pub async fn overview(State(ctx): State<Ctx>) -> Answer {
     let paths = ctx.paths.clone();
     blocking(move || {
         let config = Config::load(&paths).unwrap_or_default();
-        let machine = config
-            .machine
-            .clone()
-            .unwrap_or_else(crate::pipeline::append::machine_name);
+        let machine = config.machine();
         let outbox = Outbox::open_readonly(&paths.outbox())?;
         let records = match &outbox {
             Some(ob) => ob.sessions()?,
@@ -239,7 +236,7 @@ pub async fn sinks(State(ctx): State<Ctx>) -> Answer {
                     .as_ref()
                     .and_then(|o| o.sink_cursor(&s.id).and_then(|c| o.count_after(c)).ok())
                     .unwrap_or(0);
-                let mut v = serde_json::to_value(s).expect("a sink serialises");
+                let mut v = s.shown();
                 v["behind"] = json!(behind);
                 v["line"] = json!(s.describe());
                 v
@@ -310,7 +307,7 @@ pub async fn settings(State(ctx): State<Ctx>) -> Answer {
 fn settings_view(c: &Config) -> Value {
     let mut v = serde_json::to_value(c).expect("config serialises");
     v["notify_tier"] = json!(c.notify_tier());
-    v["hostname"] = json!(crate::pipeline::append::machine_name());
+    v["hostname"] = json!(crate::state::config::hostname());
     v
 }
 
@@ -335,18 +332,9 @@ pub async fn put_settings(
         }
         let config: Config = serde_json::from_value(Value::Object(merged))
             .map_err(|e| ApiError::BadRequest(format!("settings: {e}")))?;
-        if config.notify_tier.is_some_and(|t| t > 3) {
-            return Err(ApiError::BadRequest("notify_tier is 0 to 3".into()));
-        }
-        if config
-            .machine
-            .as_deref()
-            .is_some_and(|m| m.trim().is_empty() || m.len() > 80)
-        {
-            return Err(ApiError::BadRequest(
-                "the machine name is 1 to 80 characters".into(),
-            ));
-        }
+        config
+            .check()
+            .map_err(|e| ApiError::BadRequest(e.to_string()))?;
         config.save(&paths)?;
         Ok(Json(settings_view(&config)))
     })
