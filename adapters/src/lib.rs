@@ -113,3 +113,6 @@ mod layering {
         assert!(circles.is_empty(), "import circles: {}", circles.join("; "));
     }
 }
+
+#[cfg(test)]
+mod map_props;

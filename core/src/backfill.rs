@@ -8,7 +8,7 @@
 //! live seq.
 
 use crate::pipeline::outbox::{Outbox, OutboxError};
-use crate::pipeline::session::{Stamp, envelope};
+use crate::pipeline::session::Stamp;
 use harness::Adapter;
 use harness::backfill::Backfilled;
 use harness::install::Host;
@@ -84,8 +84,7 @@ fn append(
         last_at: protocol::time::rfc3339_ms(b.last_ms),
         turns: b.turns,
     });
-    let mut env = envelope(&stamp, 0, event);
-    crate::pipeline::scrub::envelope(&mut env);
+    let env = crate::pipeline::append::stored_envelope(&stamp, 0, event);
     let added = tx.append_backfill(&env)?;
     tx.commit()?;
     Ok(added)

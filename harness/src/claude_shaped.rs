@@ -14,7 +14,8 @@ use crate::adapter::{MapError, Mapped, Mapping, Memo, SessionFiles};
 use crate::install::{HookEvent, HooksLayout};
 use crate::payload::{
     MAX_MESSAGE_CHARS, ToolKeys, char_count, cwd_for, error_text, hook_event, one_line,
-    payload_object, session_id, str_of, tool_ended, tool_message, tool_started, turn_error,
+    payload_object, session_id, str_of, tool_ended, tool_message, tool_of, tool_started,
+    turn_error,
 };
 use crate::transcript::{ReadPlan, Want};
 use protocol::{
@@ -432,7 +433,7 @@ fn event_of(table: &Table, rule: &Rule, call: &Call<'_>) -> Result<EventData, No
             EventData::ToolEnded(tool_ended(p, k, false, error_text(p.get("error"))))
         }
         Rule::Permission(naming) => {
-            let tool = str_of(p, k.tool).unwrap_or_else(|| "unknown".into());
+            let tool = tool_of(p, k.tool).unwrap_or_else(|| "unknown".into());
             let input = p.get(k.input);
             let minted = || {
                 permission_attention_id(
@@ -475,7 +476,7 @@ fn event_of(table: &Table, rule: &Rule, call: &Call<'_>) -> Result<EventData, No
                     "a {kind} notification is not a permission prompt"
                 )));
             }
-            let tool = str_of(p, k.tool);
+            let tool = tool_of(p, k.tool);
             let message = str_of(p, "message")
                 .map(|m| one_line(&m, MAX_MESSAGE_CHARS))
                 .or_else(|| tool.as_deref().map(|t| tool_message(t, p.get(k.input))));

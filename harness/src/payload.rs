@@ -204,11 +204,17 @@ pub const CLAUDE_TOOL_KEYS: ToolKeys = ToolKeys {
     ms: "duration_ms",
 };
 
+/// The tool a payload names at `key`, as the protocol takes a tool name
+/// (`protocol::fit_tool_name`). Every tool name an event carries comes from here.
+pub fn tool_of(p: &Map<String, Value>, key: &str) -> Option<String> {
+    str_of(p, key).map(|t| protocol::fit_tool_name(&t))
+}
+
 /// `tool.started` from a Claude-shaped payload; a call without a tool name is
 /// `unknown`, never dropped.
 pub fn tool_started(p: &Map<String, Value>, k: &ToolKeys) -> ToolStarted {
     ToolStarted {
-        tool: str_of(p, k.tool).unwrap_or_else(|| "unknown".into()),
+        tool: tool_of(p, k.tool).unwrap_or_else(|| "unknown".into()),
         call_id: str_of(p, k.call_id),
         turn_id: str_of(p, k.turn_id),
         agent_id: str_of(p, k.agent_id),

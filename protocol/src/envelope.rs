@@ -61,6 +61,96 @@ pub struct SessionBlock {
     pub delegated_by: Option<String>,
 }
 
+/// The schema's bound on each string of a session block, in characters.
+pub const BLOCK_BOUNDS: &[(&str, usize)] = &[
+    ("machine", 80),
+    ("cwd", 1024),
+    ("repo", 512),
+    ("branch", 256),
+    ("model", 128),
+    ("title", 200),
+    ("url", 1024),
+    ("account_id", 128),
+];
+
+impl SessionBlock {
+    fn bounded(&mut self) -> [(&'static str, usize, &mut Option<String>); 8] {
+        let b = |name: &str| {
+            BLOCK_BOUNDS
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(0, |(_, max)| *max)
+        };
+        [
+            ("machine", b("machine"), &mut self.machine),
+            ("cwd", b("cwd"), &mut self.cwd),
+            ("repo", b("repo"), &mut self.repo),
+            ("branch", b("branch"), &mut self.branch),
+            ("model", b("model"), &mut self.model),
+            ("title", b("title"), &mut self.title),
+            ("url", b("url"), &mut self.url),
+            ("account_id", b("account_id"), &mut self.account_id),
+        ]
+    }
+
+    /// What in the block the schema refuses, if anything.
+    pub fn problem(&self) -> Option<String> {
+        let mut copy = self.clone();
+        for (name, max, v) in copy.bounded() {
+            if let Some(n) = v.as_deref().map(|s| s.chars().count()).filter(|n| *n > max) {
+                return Some(format!("session.{name} is {n} characters, above {max}"));
+            }
+        }
+        if let Some(p) = self
+            .parent_id
+            .as_deref()
+            .filter(|p| !crate::valid_session_id(p))
+        {
+            return Some(format!("session.parent_id {p:?} is not a session id"));
+        }
+        if let Some(u) = self.url.as_deref().filter(|u| !looks_like_uri(u)) {
+            return Some(format!("session.url {u:?} is not a URI"));
+        }
+        None
+    }
+
+    /// Makes the block one the schema takes: each string cut to its bound (a
+    /// harness's folder or title may be longer), a `parent_id` that is not a
+    /// session id and a `url` that is not a URI dropped. The sender's last
+    /// step before an envelope is stored.
+    pub fn fit(&mut self) {
+        for (_, max, v) in self.bounded() {
+            if let Some(s) = v.as_mut()
+                && s.chars().count() > max
+            {
+                *s = s.chars().take(max).collect();
+            }
+        }
+        if self
+            .parent_id
+            .as_deref()
+            .is_some_and(|p| !crate::valid_session_id(p))
+        {
+            self.parent_id = None;
+        }
+        if self.url.as_deref().is_some_and(|u| !looks_like_uri(u)) {
+            self.url = None;
+        }
+    }
+}
+
+/// A scheme, a colon, and no space or control character (RFC 3986's shape, as
+/// far as a receiver's `format: uri` check goes).
+fn looks_like_uri(s: &str) -> bool {
+    let Some((scheme, _)) = s.split_once(':') else {
+        return false;
+    };
+    let mut c = scheme.chars();
+    c.next().is_some_and(|f| f.is_ascii_alphabetic())
+        && c.all(|ch| ch.is_ascii_alphanumeric() || "+.-".contains(ch))
+        && !s.chars().any(|ch| ch.is_whitespace() || ch.is_control())
+}
+
 /// Where a title came from; a better source is never replaced by a worse one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -140,6 +230,36 @@ pub fn test_envelope(kind: &str, data: Value) -> Envelope {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_block_is_fitted_to_the_schema() {
+        let mut b = SessionBlock {
+            id: "s".into(),
+            cwd: Some("é".repeat(2000)),
+            title: Some("t".repeat(201)),
+            parent_id: Some("not an id".into()),
+            url: Some("no scheme here".into()),
+            model: Some("m".into()),
+            ..Default::default()
+        };
+        assert!(b.problem().unwrap().contains("session.cwd"));
+        b.fit();
+        assert_eq!(b.problem(), None);
+        assert_eq!(b.cwd.as_ref().unwrap().chars().count(), 1024);
+        assert_eq!(b.title.as_ref().unwrap().len(), 200);
+        assert_eq!(
+            (b.parent_id, b.url, b.model.as_deref()),
+            (None, None, Some("m"))
+        );
+        let mut ok = SessionBlock {
+            url: Some("https://claude.ai/code/s".into()),
+            parent_id: Some("p-1".into()),
+            ..Default::default()
+        };
+        let before = ok.clone();
+        ok.fit();
+        assert_eq!(ok, before);
+    }
 
     #[test]
     fn merge_never_blanks_and_keeps_the_start_folder() {

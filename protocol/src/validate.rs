@@ -66,6 +66,31 @@ pub fn valid_machine_name(name: &str) -> bool {
             .any(|c| c.is_control() || c == '/' || c == '\\')
 }
 
+/// A harness's tool name as the protocol takes it: as given when it fits
+/// `^[A-Za-z0-9_.:-]{1,120}$`, else every other character as `_` and cut to
+/// 120 (a name from an MCP server may hold anything); empty is `unknown`.
+pub fn fit_tool_name(name: &str) -> String {
+    if valid_tool_name(name) {
+        return name.to_string();
+    }
+    let fitted: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "_.:-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(120)
+        .collect();
+    if fitted.is_empty() {
+        "unknown".into()
+    } else {
+        fitted
+    }
+}
+
 /// `^[A-Za-z0-9_.:-]{1,120}$`.
 pub fn valid_tool_name(name: &str) -> bool {
     !name.is_empty()
@@ -127,6 +152,9 @@ pub fn validate_envelope(e: &Envelope) -> Result<(), ValidationError> {
     if !valid_session_id(&e.session.id) {
         return fail(format!("session id {:?} is not valid", e.session.id));
     }
+    if let Some(why) = e.session.problem() {
+        return fail(why);
+    }
     if e.tier > 0 && !e.privacy.rulesets.iter().any(|r| r == "secrets@1") {
         return fail(format!("tier {} without secrets@1", e.tier));
     }
@@ -152,6 +180,22 @@ pub fn validate_envelope(e: &Envelope) -> Result<(), ValidationError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tool_names_fit_the_protocol() {
+        assert_eq!(
+            fit_tool_name("mcp__github__create_issue"),
+            "mcp__github__create_issue"
+        );
+        assert_eq!(fit_tool_name("Web Search"), "Web_Search");
+        assert_eq!(fit_tool_name(""), "unknown");
+        assert_eq!(fit_tool_name("é"), "_");
+        let long = fit_tool_name(&"x".repeat(500));
+        assert_eq!(long.len(), 120);
+        for s in ["a b", "ࠀ𐀀", "\0", &"é".repeat(300)] {
+            assert!(valid_tool_name(&fit_tool_name(s)), "{s:?}");
+        }
+    }
 
     #[test]
     fn machine_names_are_names_not_paths() {

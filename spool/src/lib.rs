@@ -18,6 +18,9 @@ pub mod loss;
 pub mod paths;
 pub mod wake;
 
+#[cfg(test)]
+mod props;
+
 pub use folder::Spool;
 pub use job::{Job, JobError};
 pub use paths::StatePaths;

@@ -22,7 +22,7 @@ use harness::Job;
 use harness::install::{HookInstall, Host};
 use harness::payload::{
     MAX_ERROR_CHARS, capped, cut_chars, cwd_for, error_text, payload_object, session_id, str_of,
-    turn_error, u64_of,
+    tool_of, turn_error, u64_of,
 };
 use harness::transcript::{ReadPlan, TranscriptSource, Want};
 use harness::{Adapter, MapError, Mapped, Mapping, Memo, SessionFiles};
@@ -195,7 +195,7 @@ fn tool_result(p: &Map<String, Value>) -> Option<EventData> {
     let call = p.get("toolCall")?.as_object()?;
     let error = error_text(p.get("error"));
     Some(EventData::ToolEnded(ToolEnded {
-        tool: str_of(call, "name")?,
+        tool: tool_of(call, "name")?,
         ok: error.is_none(),
         error: error.map(|e| cut_chars(&e, MAX_ERROR_CHARS)),
         input: call.get("args").map(capped),
@@ -385,6 +385,9 @@ mod tests {
             ("file:///C:/Users/ann/app", "C:/Users/ann/app"),
             ("file://nas/share/app", "//nas/share/app"),
             ("file:///bad%zz%4", "/bad%zz%4"),
+            // Byte 7 inside a character: a path, not a URI (found by map_props).
+            ("ࠀ 𐀀", "ࠀ 𐀀"),
+            ("/home/é€x", "/home/é€x"),
         ] {
             assert_eq!(folder_of(given), folder, "{given}");
         }

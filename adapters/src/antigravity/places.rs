@@ -25,11 +25,14 @@ pub fn transcript_in(data_dir: &Path, conversation: &str) -> PathBuf {
 /// (`file:///home/a%20b` → `/home/a b`, `file:///C:/x` → `C:/x`, a host other
 /// than `localhost` → `//host/share`).
 pub fn folder_of(path: &str) -> String {
-    let has_scheme = path.len() >= 7 && path[..7].eq_ignore_ascii_case("file://");
-    if !has_scheme {
+    // `get`: byte 7 of a path that is not a URI may fall inside a character.
+    let Some(rest) = path
+        .get(..7)
+        .filter(|scheme| scheme.eq_ignore_ascii_case("file://"))
+        .map(|_| &path[7..])
+    else {
         return path.to_string();
-    }
-    let rest = &path[7..];
+    };
     let (host, local) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let decoded = percent_decode(local);
     if !host.is_empty() && !host.eq_ignore_ascii_case("localhost") {

@@ -7,7 +7,7 @@
 
 use super::check::Failed;
 use super::matching::matches;
-use crate::pipeline::session::{Stamp, envelope};
+use crate::pipeline::session::Stamp;
 use harness::{Mapped, Memo};
 use protocol::validate_envelope;
 use serde_json::Value;
@@ -38,11 +38,7 @@ pub fn run(fixture: &Value) -> Result<(), Failed> {
             events
                 .into_iter()
                 .enumerate()
-                .map(|(i, ev)| {
-                    let mut env = envelope(&stamp, i as u64 + 1, ev);
-                    crate::pipeline::scrub::envelope(&mut env);
-                    env
-                })
+                .map(|(i, ev)| crate::pipeline::append::stored_envelope(&stamp, i as u64 + 1, ev))
                 .collect()
         }
     };

@@ -40,9 +40,17 @@ pub fn append_events(
     };
     let count = events.len();
     for event in events {
-        let mut env = session::envelope(&stamp, 0, event);
-        crate::pipeline::scrub::envelope(&mut env);
-        tx.append(&mut env)?;
+        tx.append(&mut stored_envelope(&stamp, 0, event))?;
     }
     Ok(count)
+}
+
+/// An event as the outbox keeps it: stamped, through `secrets@1`, then fitted
+/// to the schema (after the scrub: a redacted string can be longer). Every
+/// envelope sessionpipe stores is made here.
+pub fn stored_envelope(stamp: &Stamp<'_>, seq: u64, event: EventData) -> protocol::Envelope {
+    let mut env = session::envelope(stamp, seq, event);
+    crate::pipeline::scrub::envelope(&mut env);
+    env.session.fit();
+    env
 }

@@ -313,10 +313,17 @@ fn ingest_job(
         let why = format!("no adapter for harness {:?}", job.harness);
         return Ok(Taken::Done(Outcome::Quarantined(why), None));
     };
-    let mapping = match adapter.map(job) {
-        Ok(Mapped::Events(m)) => *m,
-        Ok(Mapped::Ignored(why)) => return Ok(Taken::Done(Outcome::Ignored(why), None)),
-        Err(e) => return Ok(Taken::Done(Outcome::Quarantined(e.0), None)),
+    // An adapter that panics on a payload quarantines that one job; it must not
+    // take the ingest loop down with it, nor stop every later job behind it.
+    let mapped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| adapter.map(job)));
+    let mapping = match mapped {
+        Ok(Ok(Mapped::Events(m))) => *m,
+        Ok(Ok(Mapped::Ignored(why))) => return Ok(Taken::Done(Outcome::Ignored(why), None)),
+        Ok(Err(e)) => return Ok(Taken::Done(Outcome::Quarantined(e.0), None)),
+        Err(panic) => {
+            let why = format!("the {} adapter failed on it: {}", adapter.name(), panic_text(&panic));
+            return Ok(Taken::Done(Outcome::Quarantined(why), None));
+        }
     };
     let key: SessionKey = (adapter.name().to_string(), mapping.session_id.clone());
     // Later jobs of a deferred session wait too, so its events stay in order.
@@ -345,15 +352,30 @@ fn ingest_job(
             .iter()
             .all(|e| matches!(e, EventData::ToolStarted(_) | EventData::ToolEnded(_)));
     let files = adapter.files(job);
-    let around = reading::around_call(
-        adapter,
-        job,
-        &files,
-        tool_event,
-        record,
-        &ctx.reads,
-        &mapping.session_id,
-    );
+    // Reading a harness's files: a panic there costs this call its reads (the
+    // record as it was before them), never the call's own events.
+    let before_reads = record.clone();
+    let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        reading::around_call(
+            adapter,
+            job,
+            &files,
+            tool_event,
+            record,
+            &ctx.reads,
+            &mapping.session_id,
+        )
+    }));
+    let around = read.unwrap_or_else(|panic| {
+        tracing::warn!(
+            "reading {}'s files for {} failed: {}",
+            adapter.name(),
+            job.name,
+            panic_text(&panic)
+        );
+        *record = before_reads;
+        reading::Around::default()
+    });
     let mut all = around.before;
     all.extend(events);
     all.extend(around.after);
@@ -373,4 +395,13 @@ fn ingest_job(
         since: std::time::Instant::now(),
     });
     Ok(Taken::Done(Outcome::Appended(count), Some((key, hold))))
+}
+
+/// A panic's message, for a quarantine reason or the log.
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
 }

@@ -62,7 +62,8 @@ fn sides(turns: &[Turn]) -> Vec<(u64, &str, &str, bool)> {
 fn a_tool_call_between_texts_and_a_resumed_turn() {
     let lines = lines("tool-call-between-texts.jsonl");
     let (turns, model) = turns_read_in(&lines, &[]);
-    let ask = "Use my token ghp_0123456789abcdefghijklmnopqrstuvwxyzAB and run the command, then tell me what it printed.";
+    // The person's token, in the recorded file: the turn log keeps it redacted.
+    let ask = "Use my token [redacted] and run the command, then tell me what it printed.";
     assert_eq!(
         sides(&turns),
         [

@@ -11,6 +11,8 @@
 //! the library; `error` what a failure answers.
 
 mod error;
+#[cfg(test)]
+mod props;
 mod views;
 
 pub use error::ApiError;
