@@ -77,6 +77,12 @@ struct AntigravityHooks;
 
 static HOOKS: AntigravityHooks = AntigravityHooks;
 
+/// Read with plain `Doc::parse`, where other formats refuse a doubled key under
+/// theirs (`Doc::parse_under`): no span inside our member is ever followed. Every
+/// member named `sessionpipe` is ours and is judged and removed whole, its value
+/// read by `serde_json`, which keeps the last of a doubled key as the harness
+/// does; so two of ours are `outdated` and install leaves one, and a doubled key
+/// among the person's hooks is never read nor written.
 fn object_doc(text: &str) -> Result<Doc<'_>, Skip> {
     let doc = Doc::parse(text)?;
     if !doc.root.is_object() {

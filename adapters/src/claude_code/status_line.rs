@@ -8,6 +8,7 @@
 //! the hooks format writes into the same file. A status line hides most of
 //! Claude Code's footer hints, so it is opt-in; and it must never replace a
 //! `statusLine` the person set (`occupied` says so, and the installer keeps it).
+//! A file that names `statusLine` twice is skipped: the harness reads the last.
 
 use super::limits;
 use harness::install::hooks_json::{command, is_ours};
@@ -51,7 +52,9 @@ fn ours(ctx: &Ctx<'_>) -> Value {
 }
 
 fn parse(text: &str) -> Result<Doc<'_>, Skip> {
-    let doc = Doc::parse(text)?;
+    // A doubled `statusLine` (or a key doubled inside it) is refused: Claude
+    // Code reads the last, and ours could be the other.
+    let doc = Doc::parse_under(text, &[KEY])?;
     if !doc.root.is_object() {
         return Err(Skip::Shape(
             "the file's top level is not a JSON object".into(),

@@ -24,6 +24,8 @@
 
 mod backfill;
 mod notify;
+#[cfg(test)]
+mod notify_props;
 mod transcript;
 
 use harness::claude_shaped::one_compaction;

@@ -261,13 +261,10 @@ fn after_line(text: &str, at: usize) -> usize {
 }
 
 fn scan(text: &str) -> Result<Scan, Skip> {
-    let doc = Document::parse(text).map_err(|e| {
-        let message = e.to_string();
-        let first = message.lines().next().unwrap_or("").trim();
-        Skip::NotValid {
-            format: "TOML",
-            what: first.trim_start_matches("TOML parse error at ").to_string(),
-        }
+    // A doubled key is refused (TOML forbids one): the key found is the one read.
+    let doc = Document::parse(text).map_err(|e| Skip::NotValid {
+        format: "TOML",
+        what: reason(text, &e),
     })?;
     let root = doc.as_table();
     let top = match root.get_key_value("notify") {
@@ -289,6 +286,19 @@ fn scan(text: &str) -> Result<Scan, Skip> {
         in_tables,
         insert_at,
     })
+}
+
+/// A TOML error on one line: where, what, and the name of a doubled key (which
+/// `toml_edit` only points at).
+fn reason(text: &str, e: &toml_edit::TomlError) -> String {
+    let message = e.to_string();
+    let at = message.lines().next().unwrap_or("");
+    let at = at.trim().trim_start_matches("TOML parse error at ");
+    let what = e.message().trim().replace('\n', "; ");
+    match e.span().and_then(|s| text.get(s)) {
+        Some(key) if what == "duplicate key" => format!("{at}: {what} `{key}`"),
+        _ => format!("{at}: {what}"),
+    }
 }
 
 /// A `notify` key at `key`, checked to be a list of strings on lines of its own.
@@ -406,9 +416,8 @@ fn delete_lines(text: &str, f: &Found) -> String {
     format!("{}{}", &text[..start], &text[f.lines.end..])
 }
 
-/// `text` with `line` inserted at `at` (a line start, or the end of the text).
-fn insert_line(text: &str, at: usize, line: &str) -> String {
-    let eol = eol_of(text);
+/// `text` with `line` and the file's `eol` inserted at `at` (a line start, or the end).
+fn insert_line(text: &str, at: usize, line: &str, eol: &str) -> String {
     let (before, after) = text.split_at(at);
     if at == text.len() && !text.is_empty() && !text.ends_with('\n') {
         format!("{before}{eol}{line}")
@@ -474,13 +483,14 @@ impl ConfigFormat for CodexNotify {
                     .in_tables
                     .iter()
                     .find(|f| !is_ours(&f.argv, ctx.harness));
+                let eol = eol_of(text);
                 let (text, previous) = match moved {
                     Some(f) => (delete_lines(text, f), Some(f.argv.as_slice())),
                     None => (text.to_string(), None),
                 };
                 let at = scan(&text)?.insert_at;
                 let line = format!("notify = {}", render(&wanted(ctx, previous)));
-                insert_line(&text, at, &line)
+                insert_line(&text, at, &line, eol)
             }
         };
         match scan(&new_text)?.top {

@@ -379,13 +379,16 @@ fn grok_home_an_older_hook_and_an_edited_file() {
     assert!(said.starts_with("grok-build: installed"), "{said}");
     assert!(!read(&grok_file(&grok)).contains("/old/"));
 
-    // The person adds a hook of their own to our file: uninstall keeps it.
+    // The person adds a hook of their own to our file: uninstall keeps it. (Into
+    // the list that is there: a second "PostToolUse" key would be skipped, since
+    // Grok reads only the last.)
     let text = read(&grok_file(&grok));
     let edited = text.replacen(
-        "\"hooks\": {",
-        "\"hooks\": {\n    \"PostToolUse\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"log.sh\"}]}],",
+        "\"PostToolUse\": [",
+        "\"PostToolUse\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"log.sh\"}]},",
         1,
     );
+    assert_ne!(edited, text);
     std::fs::write(grok_file(&grok), &edited).unwrap();
     cli(
         &sb,

@@ -21,6 +21,7 @@ mod install_claude_code;
 mod install_codex;
 mod install_gemini_cli;
 mod install_m2_harnesses;
+mod install_persons_files;
 mod keychain;
 mod outbox_schema;
 mod secrets_at_rest;

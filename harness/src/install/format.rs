@@ -15,6 +15,15 @@ pub enum Skip {
         column: usize,
         what: String,
     },
+    /// A key written twice in one object where our entries are read or written:
+    /// the harness reads one of the two (JSON.parse, the last), our edit could
+    /// land in the other.
+    #[error("not plain JSON (duplicate key {key:?} on lines {first_line} and {line})")]
+    DuplicateKey {
+        key: String,
+        first_line: usize,
+        line: usize,
+    },
     /// Another format's own parser refused it (TOML).
     #[error("not valid {format} ({what})")]
     NotValid { format: &'static str, what: String },
@@ -24,6 +33,13 @@ pub enum Skip {
     Shape(String),
     #[error("not UTF-8 text")]
     NotUtf8,
+    /// A symlink whose chain ends at nothing: no file is created at its end,
+    /// which may be a dotfiles repository not checked out yet.
+    #[error("a symlink to {0}, which does not exist: sessionpipe creates nothing there")]
+    DanglingLink(String),
+    /// The person took the owner's write bit away: theirs to give back.
+    #[error("read-only (mode {mode:04o}): make it writable to let sessionpipe edit it")]
+    ReadOnly { mode: u32 },
     #[error("cannot read it: {0}")]
     Unreadable(String),
     #[error("cannot write it: {0}")]

@@ -4,7 +4,8 @@
 //! Finds our entries (a handler whose command runs `sessionpipe-hook <harness>`),
 //! judges them current or not, and computes the text with them added or removed.
 //! Only our handlers are touched; a group or event list is removed only when our
-//! removal emptied it and the original file did not have it.
+//! removal emptied it and the original file did not have it. A key written twice
+//! anywhere under `hooks` makes the file one we skip (`Doc::parse_under`).
 
 use super::format::{ConfigFormat, Ctx, EntryState, Skip};
 use super::jsonedit::{Doc, Edits, Node};
@@ -139,6 +140,9 @@ pub fn group(layout: &HooksLayout, event: &HookEvent, command: String) -> Value 
     Value::Object(g)
 }
 
+/// The root key everything this format reads and writes lives under.
+const ROOT: &[&str] = &["hooks"];
+
 /// One of our handlers found in a file.
 #[derive(Clone, Debug)]
 pub struct Found {
@@ -264,7 +268,7 @@ pub fn remove_ours(text: &str, harness: &str, original: Option<&str>) -> Result<
     let mut text = text.to_string();
     // One removal per pass: splices next to each other in one list would overlap.
     loop {
-        let doc = Doc::parse(&text)?;
+        let doc = Doc::parse_under(&text, ROOT)?;
         let places = our_places(&doc, harness);
         let Some(&((ei, gi, hi), ref event, group, _)) = places.first() else {
             return Ok(text);
@@ -304,7 +308,7 @@ pub fn add_ours(
 ) -> Result<String, Skip> {
     let fresh_file = text.trim().is_empty();
     let base = if fresh_file { "{}" } else { text };
-    let doc = Doc::parse(base)?;
+    let doc = Doc::parse_under(base, ROOT)?;
     if !doc.root.is_object() {
         return Err(Skip::Shape(
             "the file's top level is not a JSON object".into(),
@@ -328,7 +332,7 @@ pub fn add_ours(
         // One addition per pass: several into one (possibly empty) object would
         // splice at the same place.
         for (e, g) in &groups {
-            let doc = Doc::parse(&text)?;
+            let doc = Doc::parse_under(&text, ROOT)?;
             let Some(hooks) = hooks_object(&doc) else {
                 return Err(Skip::Shape("\"hooks\" is not an object".into()));
             };
@@ -358,7 +362,7 @@ pub struct ClaudeHooks {
 
 impl ConfigFormat for ClaudeHooks {
     fn judge(&self, text: &str, ctx: &Ctx<'_>) -> Result<EntryState, Skip> {
-        let doc = Doc::parse(text)?;
+        let doc = Doc::parse_under(text, ROOT)?;
         if !doc.root.is_object() {
             return Err(Skip::Shape(
                 "the file's top level is not a JSON object".into(),

@@ -5,7 +5,9 @@
 //! every byte outside our entries (indentation, key order, line endings, spacing,
 //! a missing final newline) stays as it was. New text copies the style around it.
 //! Validity is checked by `serde_json` first; this parser assumes valid JSON and
-//! only records where things are.
+//! only records where things are. JSON allows a key twice in one object and
+//! parsers keep the last; under the keys a format reads and writes, that is
+//! refused (`Doc::parse_under`), so `get` finds the member the harness reads.
 
 use super::format::Skip;
 use serde_json::Value;
@@ -48,6 +50,8 @@ impl Node {
         }
     }
 
+    /// The first member named `key` (the only one, in a document read with
+    /// `Doc::parse_under`, under its keys).
     pub fn get(&self, key: &str) -> Option<&Node> {
         self.members()
             .iter()
@@ -142,6 +146,38 @@ impl<'a> Doc<'a> {
         })
     }
 
+    /// Parses `text` for a format whose entries live under the root's `keys`
+    /// (`"hooks"`): as `parse`, and refused when one of those keys, or any key
+    /// anywhere inside their values, is written twice in one object. The harness
+    /// reads the last of two (JSON.parse), `get` finds the first: an entry found,
+    /// judged or added in one would be absent from the other, and `status` would
+    /// call current hooks that never run. A doubled key elsewhere is left to the
+    /// person: no edit of ours reads or writes it, so the harness reads the same
+    /// there before and after, and refusing would only stand in their way.
+    pub fn parse_under(text: &'a str, keys: &[&str]) -> Result<Doc<'a>, Skip> {
+        let doc = Doc::parse(text)?;
+        let ours: Vec<&Member> = doc
+            .root
+            .members()
+            .iter()
+            .filter(|m| keys.contains(&m.key.as_str()))
+            .collect();
+        let twice = doubled(&ours).or_else(|| ours.iter().find_map(|m| doubled_in(&m.value)));
+        match twice {
+            Some((first, second)) => Err(Skip::DuplicateKey {
+                key: second.key.clone(),
+                first_line: doc.line_of(first.start),
+                line: doc.line_of(second.start),
+            }),
+            None => Ok(doc),
+        }
+    }
+
+    /// The line (from 1) that byte `pos` is on.
+    fn line_of(&self, pos: usize) -> usize {
+        self.text[..pos].matches('\n').count() + 1
+    }
+
     /// The indentation of the line `pos` is on.
     fn line_indent(&self, pos: usize) -> &str {
         let line_start = self.text[..pos]
@@ -155,6 +191,26 @@ impl<'a> Doc<'a> {
 
     fn single_line(&self, node: &Node) -> bool {
         !self.text[node.start..node.end].contains('\n')
+    }
+}
+
+/// The first member of `members` whose key an earlier one has, with that one.
+fn doubled<'m>(members: &[&'m Member]) -> Option<(&'m Member, &'m Member)> {
+    let mut seen = std::collections::HashMap::new();
+    members
+        .iter()
+        .find_map(|m| seen.insert(m.key.as_str(), *m).map(|first| (first, *m)))
+}
+
+/// A key written twice in one object anywhere in `node`.
+fn doubled_in(node: &Node) -> Option<(&Member, &Member)> {
+    match &node.kind {
+        Kind::Object(members) => {
+            let refs: Vec<&Member> = members.iter().collect();
+            doubled(&refs).or_else(|| members.iter().find_map(|m| doubled_in(&m.value)))
+        }
+        Kind::Array(elements) => elements.iter().find_map(doubled_in),
+        Kind::Scalar => None,
     }
 }
 
@@ -448,6 +504,48 @@ mod tests {
             "{err}"
         );
         assert!(Doc::parse("{\"a\": 1,}").is_err());
+    }
+
+    #[test]
+    fn a_doubled_key_is_refused_under_our_keys_only() {
+        let text =
+            "{\n  \"hooks\": {},\n  \"model\": 1,\n  \"model\": 2,\n  \"hooks\": {\"Stop\": []}\n}";
+        let err = Doc::parse_under(text, &["hooks"]).err().unwrap();
+        assert_eq!(
+            err,
+            Skip::DuplicateKey {
+                key: "hooks".into(),
+                first_line: 2,
+                line: 5
+            }
+        );
+        assert!(
+            err.to_string()
+                .starts_with("not plain JSON (duplicate key \"hooks\" on lines 2 and 5"),
+            "{err}"
+        );
+        assert!(
+            Doc::parse_under(text, &["statusLine"]).is_ok(),
+            "\"model\" is not ours"
+        );
+        assert!(Doc::parse(text).is_ok());
+        // At any depth under ours, and one key spelled two ways is one key.
+        for deep in [
+            "{\"hooks\": {\"Stop\": [], \"Stop\": []}}",
+            "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"command\": \"a\", \"command\": \"b\"}]}]}}",
+            "{\"hooks\": {\"S\\u0074op\": [], \"Stop\": []}}",
+        ] {
+            assert!(
+                matches!(
+                    Doc::parse_under(deep, &["hooks"]),
+                    Err(Skip::DuplicateKey { .. })
+                ),
+                "{deep}"
+            );
+        }
+        assert!(
+            Doc::parse_under("{\"a\": {\"x\": 1, \"x\": 2}, \"hooks\": {}}", &["hooks"]).is_ok()
+        );
     }
 
     #[test]

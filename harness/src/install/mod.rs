@@ -4,13 +4,17 @@
 //! removed; every other byte is kept (see `jsonedit`); a file that is not plain
 //! JSON is skipped with the reason and left byte-identical; the original is kept
 //! before our first write; uninstall of a file nobody touched since restores its
-//! original bytes. Which files and which entries is each adapter's business
+//! original bytes. A symlinked file is written through its link, a read-only one
+//! is skipped (`disk`). Which files and which entries is each adapter's business
 //! (`HookInstall`); the mechanics are here.
 
+mod disk;
 pub mod format;
 pub mod hooks_json;
 pub mod jsonedit;
 mod ledger;
+#[cfg(test)]
+mod props;
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -259,23 +263,6 @@ pub struct Installer<'a> {
     pub opt_in: &'a [&'a str],
 }
 
-enum Read {
-    Absent,
-    Text(String),
-    Unreadable(Skip),
-}
-
-fn read(path: &Path) -> Read {
-    match std::fs::read(path) {
-        Ok(bytes) => match String::from_utf8(bytes) {
-            Ok(t) => Read::Text(t),
-            Err(_) => Read::Unreadable(Skip::NotUtf8),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Read::Absent,
-        Err(e) => Read::Unreadable(Skip::Unreadable(e.to_string())),
-    }
-}
-
 impl Installer<'_> {
     /// The state of `harness`'s entries (its hooks as `hooks` writes them).
     pub fn status(&self, harness: &str, hooks: &dyn HookInstall) -> HarnessReport {
@@ -361,29 +348,22 @@ impl Installer<'_> {
         HarnessReport::new(harness, files)
     }
 
-    /// True when `target`'s file holds an entry of ours, current or not.
+    /// True when `target`'s file holds an entry of ours, current or not (a
+    /// read-only file's included: status and uninstall report it there).
     fn ours_in(&self, target: &Target, ctx: &Ctx<'_>) -> bool {
+        let Ok(disk) = disk::read(&target.path) else {
+            return false;
+        };
         matches!(
-            self.file_status(target, ctx),
+            entries(target, ctx, &disk),
             FileState::Current | FileState::Outdated(_) | FileState::Inactive(_)
         )
     }
 
     fn file_status(&self, target: &Target, ctx: &Ctx<'_>) -> FileState {
-        let text = match read(&target.path) {
-            Read::Absent => return FileState::Missing,
-            Read::Text(t) if t.trim().is_empty() => return FileState::Missing,
-            Read::Text(t) => t,
-            Read::Unreadable(why) => return FileState::Skipped(why.to_string()),
-        };
-        match target.format.judge(&text, ctx) {
+        match disk::read(&target.path) {
+            Ok(disk) => status_of(target, ctx, &disk),
             Err(why) => FileState::Skipped(why.to_string()),
-            Ok(EntryState::Current) => match target.format.inactive(&text) {
-                Some(why) => FileState::Inactive(why),
-                None => FileState::Current,
-            },
-            Ok(EntryState::Missing) => FileState::Missing,
-            Ok(EntryState::Outdated(why)) => FileState::Outdated(why),
         }
     }
 
@@ -394,31 +374,32 @@ impl Installer<'_> {
         ctx: &Ctx<'_>,
     ) -> FileState {
         let path = &target.path;
-        let before = match self.file_status(target, ctx) {
+        let disk = match disk::read(path) {
+            Ok(d) => d,
+            Err(why) => return FileState::Skipped(why.to_string()),
+        };
+        let before = match status_of(target, ctx, &disk) {
             s @ (FileState::Current | FileState::Skipped(_) | FileState::Inactive(_)) => return s,
             s => s,
         };
-        let current = match read(path) {
-            Read::Text(t) => Some(t),
-            Read::Absent => None,
-            Read::Unreadable(why) => return FileState::Skipped(why.to_string()),
-        };
+        let current = disk.text.as_deref();
         if before == FileState::Missing
-            && let Some(why) = current.as_deref().and_then(|t| target.format.occupied(t))
+            && let Some(why) = current.and_then(|t| target.format.occupied(t))
         {
             return FileState::Kept(why);
         }
-        let text = current.clone().unwrap_or_default();
+        let text = current.unwrap_or_default();
+        // Keyed on the path the person has (a link's own path, not its target's).
         let original = ledger
             .original(path)
             .flatten()
             .and_then(|b| String::from_utf8(b).ok());
         let cleaned = if before == FileState::Missing {
-            Ok(text.clone())
+            Ok(text.to_string())
         } else {
             target
                 .format
-                .remove(&text, original.as_deref().or(current.as_deref()), ctx)
+                .remove(text, original.as_deref().or(current), ctx)
         };
         let new_text = match cleaned.and_then(|t| target.format.add(&t, ctx)) {
             Ok(t) => t,
@@ -427,20 +408,11 @@ impl Installer<'_> {
         if self.dry_run {
             return FileState::WouldInstall;
         }
-        if let Err(why) =
-            ledger.keep_original(ctx.harness, path, current.as_deref().map(str::as_bytes))
-        {
+        if let Err(why) = ledger.keep_original(ctx.harness, path, current.map(str::as_bytes)) {
             return FileState::Skipped(why.to_string());
         }
-        if let Some(dir) = path.parent()
-            && let Err(e) = std::fs::create_dir_all(dir)
-        {
-            return FileState::Skipped(
-                Skip::NoFolder(format!("{}: {e}", dir.display())).to_string(),
-            );
-        }
-        if let Err(e) = write_atomic(path, new_text.as_bytes()) {
-            return FileState::Skipped(Skip::Unwritable(e.to_string()).to_string());
+        if let Err(why) = disk.write(&new_text) {
+            return FileState::Skipped(why.to_string());
         }
         ledger.set_written(path, new_text.as_bytes());
         match target.format.inactive(&new_text) {
@@ -460,15 +432,17 @@ impl Installer<'_> {
         ctx: &Ctx<'_>,
     ) -> FileState {
         let path = &target.path;
-        let text = match read(path) {
-            Read::Absent => return FileState::NotInstalled,
-            Read::Text(t) => t,
-            Read::Unreadable(why) => return FileState::Skipped(why.to_string()),
+        let disk = match disk::read(path) {
+            Ok(d) => d,
+            Err(why) => return FileState::Skipped(why.to_string()),
+        };
+        let Some(text) = disk.text.as_deref() else {
+            return FileState::NotInstalled;
         };
         if text.trim().is_empty() {
             return FileState::NotInstalled;
         }
-        if let Err(why) = target.format.judge(&text, ctx) {
+        if let Err(why) = target.format.judge(text, ctx) {
             return FileState::Skipped(why.to_string());
         }
         let original = ledger.original(path);
@@ -476,12 +450,16 @@ impl Installer<'_> {
             .clone()
             .flatten()
             .and_then(|b| String::from_utf8(b).ok());
-        let removed = match target.format.remove(&text, original_text.as_deref(), ctx) {
+        let removed = match target.format.remove(text, original_text.as_deref(), ctx) {
             Ok(t) => t,
             Err(why) => return FileState::Skipped(why.to_string()),
         };
         if removed == text {
             return FileState::NotInstalled;
+        }
+        // Ours are in a file the person made read-only since: theirs to unlock.
+        if let Err(why) = disk.writable() {
+            return FileState::Skipped(why.to_string());
         }
         if self.dry_run {
             return FileState::Removed;
@@ -496,8 +474,8 @@ impl Installer<'_> {
             )
         });
         if ours_remain {
-            if let Err(e) = write_atomic(path, removed.as_bytes()) {
-                return FileState::Skipped(Skip::Unwritable(e.to_string()).to_string());
+            if let Err(why) = disk.write(&removed) {
+                return FileState::Skipped(why.to_string());
             }
             // Nobody else wrote it: the last removal may still give back the original.
             if untouched {
@@ -514,18 +492,51 @@ impl Installer<'_> {
                     f.remove(&text, Some(o), ctx).unwrap_or(text)
                 })
         });
+        // A file we created goes again; through a symlink, only our entries do
+        // (`OnDisk::remove_or_write`).
         let result = match (untouched, &original, original_clean) {
-            (_, _, _) if target.owned && is_empty_shell(&removed) => std::fs::remove_file(path),
+            (_, _, _) if target.owned && is_empty_shell(&removed) => disk.remove_or_write(&removed),
             // Nobody wrote the file since we did: give back the original bytes.
-            (true, Some(Some(_)), Some(clean)) => write_atomic(path, clean.as_bytes()),
-            (true, Some(None), _) => std::fs::remove_file(path),
-            _ => write_atomic(path, removed.as_bytes()),
+            (true, Some(Some(_)), Some(clean)) => disk.write(&clean),
+            (true, Some(None), _) => disk.remove_or_write(&removed),
+            _ => disk.write(&removed),
         };
-        if let Err(e) = result {
-            return FileState::Skipped(Skip::Unwritable(e.to_string()).to_string());
+        if let Err(why) = result {
+            return FileState::Skipped(why.to_string());
         }
         ledger.forget(path);
         FileState::Removed
+    }
+}
+
+/// Our entries in the file as it is on disk, whether or not it can be written.
+fn entries(target: &Target, ctx: &Ctx<'_>, disk: &disk::OnDisk) -> FileState {
+    let text = match disk.text.as_deref() {
+        None => return FileState::Missing,
+        Some(t) if t.trim().is_empty() => return FileState::Missing,
+        Some(t) => t,
+    };
+    match target.format.judge(text, ctx) {
+        Err(why) => FileState::Skipped(why.to_string()),
+        Ok(EntryState::Current) => match target.format.inactive(text) {
+            Some(why) => FileState::Inactive(why),
+            None => FileState::Current,
+        },
+        Ok(EntryState::Missing) => FileState::Missing,
+        Ok(EntryState::Outdated(why)) => FileState::Outdated(why),
+    }
+}
+
+/// What `install` would find: our entries, or why it cannot write where they
+/// are missing or outdated (a read-only file whose entries are current is
+/// current: nothing needs writing).
+fn status_of(target: &Target, ctx: &Ctx<'_>, disk: &disk::OnDisk) -> FileState {
+    match entries(target, ctx, disk) {
+        s @ (FileState::Missing | FileState::Outdated(_)) => match disk.writable() {
+            Ok(()) => s,
+            Err(why) => FileState::Skipped(why.to_string()),
+        },
+        s => s,
     }
 }
 

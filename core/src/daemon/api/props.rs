@@ -58,7 +58,9 @@ fn settings_body() -> impl Strategy<Value = Value> {
 fn target() -> impl Strategy<Value = Value> {
     prop_oneof![
         ".{0,40}"
-            .prop_filter("no network", |s| !s.to_ascii_lowercase().starts_with("http"))
+            .prop_filter("no network", |s| !s
+                .to_ascii_lowercase()
+                .starts_with("http"))
             .prop_map(Value::String),
         Just(json!("stdout")),
         "[a-z/.]{0,20}".prop_map(|p| json!(format!("file:{p}"))),
@@ -116,8 +118,13 @@ impl Api {
         self.rt.block_on(async {
             let resp = app.oneshot(req).await.unwrap();
             let status = resp.status().as_u16();
-            let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
-            (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+            let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+                .await
+                .unwrap();
+            (
+                status,
+                serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            )
         })
     }
 
@@ -125,12 +132,21 @@ impl Api {
     fn check(&self, what: &str, (status, answer): (u16, Value)) -> Result<(), TestCaseError> {
         prop_assert!(status < 500, "{what}: {status} {answer}");
         if status >= 400 {
-            prop_assert!(answer["error"].is_string(), "{what}: {status} without a reason");
+            prop_assert!(
+                answer["error"].is_string(),
+                "{what}: {status} without a reason"
+            );
         }
         let config = Config::load(&self.ctx.paths);
         prop_assert!(config.is_ok(), "{what}: config.json unreadable");
-        prop_assert!(config.unwrap().check().is_ok(), "{what}: an invalid setting was stored");
-        prop_assert!(crate::sinks::SinkList::load(&self.ctx.paths).is_ok(), "{what}: sinks.json");
+        prop_assert!(
+            config.unwrap().check().is_ok(),
+            "{what}: an invalid setting was stored"
+        );
+        prop_assert!(
+            crate::sinks::SinkList::load(&self.ctx.paths).is_ok(),
+            "{what}: sinks.json"
+        );
         Ok(())
     }
 }
