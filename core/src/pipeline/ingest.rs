@@ -321,7 +321,11 @@ fn ingest_job(
         Ok(Ok(Mapped::Ignored(why))) => return Ok(Taken::Done(Outcome::Ignored(why), None)),
         Ok(Err(e)) => return Ok(Taken::Done(Outcome::Quarantined(e.0), None)),
         Err(panic) => {
-            let why = format!("the {} adapter failed on it: {}", adapter.name(), panic_text(&panic));
+            let why = format!(
+                "the {} adapter failed on it: {}",
+                adapter.name(),
+                panic_text(&panic)
+            );
             return Ok(Taken::Done(Outcome::Quarantined(why), None));
         }
     };
