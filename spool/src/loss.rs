@@ -56,13 +56,15 @@ pub fn prepare(paths: &StatePaths) -> io::Result<()> {
 /// Says a hook call was lost at `now` (the hook, on a failed write). Best
 /// effort and quiet: markers the daemon never made are tried once, as new files.
 pub fn record(paths: &StatePaths, now: SystemTime) {
+    let made = !paths.lost_first().exists();
     let (Ok(first), Ok(last)) = (
         open(&paths.lost_first(), true),
         open(&paths.lost_last(), true),
     ) else {
         return;
     };
-    if marked(&first).is_none() {
+    // A marker made just now has the time of its making: set it all the same.
+    if made || marked(&first).is_none() {
         let _ = set(&first, now);
     }
     let _ = set(&last, now);
@@ -97,6 +99,18 @@ mod tests {
     fn losses_are_kept_in_file_times_first_and_last() {
         let dir = tempfile::tempdir().unwrap();
         let paths = StatePaths::new(dir.path());
+        assert_eq!(read(&paths), None);
+        // Without the daemon's markers, the hook makes them.
+        let t0 = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        record(&paths, t0);
+        assert_eq!(
+            read(&paths),
+            Some(Losses {
+                first: t0,
+                last: t0
+            })
+        );
+        clear_older_than(&paths, Duration::from_secs(1), SystemTime::now());
         assert_eq!(read(&paths), None);
         prepare(&paths).unwrap();
         assert_eq!(read(&paths), None, "made as none");

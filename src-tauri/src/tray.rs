@@ -307,3 +307,28 @@ pub fn on_menu(shared: &Shared, id: &str) -> bool {
     shared.refresh_now();
     false
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hook_calls_lost_to_a_full_disk_get_a_line_and_the_tooltip_says_so() {
+        let dir = std::env::temp_dir().join(format!("sp-app-tray-{}", std::process::id()));
+        let paths = StatePaths::new(&dir);
+        paths.ensure().unwrap();
+        assert_eq!(View::read(&paths).lost, None);
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+        sessionpipe_core::spool::loss::record(&paths, at);
+        let view = View::read(&paths);
+        let line = view.lost.clone().expect("a loss is told");
+        assert!(line.contains("at 2027-01-15T08:00:00.000Z"), "{line}");
+        assert!(
+            capitalised(&line).starts_with("A hook call was lost"),
+            "{line}"
+        );
+        assert!(view.tooltip().contains("lost"));
+        assert!(view.shape().3, "the menu has the line");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -44,11 +44,14 @@ fn hostile_stdin_is_invisible_and_later_hooks_still_become_events() {
     let _daemon = sb.start_daemon();
     let fifty_mb = vec![b'x'; 50 << 20];
     let binary: Vec<u8> = (0..=255u8).cycle().take(4096).collect();
-    let hostile: [(&str, &[u8]); 4] = [
+    let with_token =
+        b"{\"session_id\": oops, \"token\": \"ghp_0123456789abcdefghijklmnopqrstuvwxyzAB\"";
+    let hostile: [(&str, &[u8]); 5] = [
         ("empty", b""),
         ("not JSON", b"{\"session_id\": oops"),
         ("50 MB", &fifty_mb),
         ("binary", &binary),
+        ("not JSON, with a token", with_token),
     ];
     for (what, stdin) in hostile {
         assert_invisible(&sb.hook("claude-code", "PreToolUse", stdin), what);
@@ -76,7 +79,8 @@ fn hostile_stdin_is_invisible_and_later_hooks_still_become_events() {
         &out[out.len() - 40..]
     );
 
-    // The four unreadable payloads are quarantined with their reasons.
+    // The five unreadable payloads are quarantined with their reasons: private,
+    // the 50 MB one cut to its first 4 MiB, the token gone.
     sb.wait_idle(Duration::from_secs(10));
     let q = sb.state.join("spool/quarantine");
     let mut reasons: Vec<String> = std::fs::read_dir(&q)
@@ -86,12 +90,43 @@ fn hostile_stdin_is_invisible_and_later_hooks_still_become_events() {
         .map(|e| std::fs::read_to_string(e.path()).unwrap())
         .collect();
     reasons.sort();
-    assert_eq!(reasons.len(), 4, "{reasons:?}");
+    assert_eq!(reasons.len(), 5, "{reasons:?}");
     assert!(reasons.iter().any(|r| r.contains("empty")), "{reasons:?}");
     assert!(
         reasons.iter().filter(|r| r.contains("not JSON")).count() >= 2,
         "{reasons:?}"
     );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("kept its first 4194304 of")),
+        "{reasons:?}"
+    );
+    let mut kept = 0;
+    for e in std::fs::read_dir(&q).unwrap().flatten() {
+        let bytes = std::fs::read(e.path()).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("ghp_0123"),
+            "{}",
+            e.path().display()
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = e.metadata().unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}", e.path().display());
+        }
+        if e.path().extension().is_some_and(|x| x == "job") {
+            kept += bytes.len() as u64;
+        }
+    }
+    let status: serde_json::Value =
+        serde_json::from_slice(&sb.sessionpipe(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(status["spool"]["quarantined"], 5);
+    assert_eq!(status["spool"]["quarantined_bytes"], kept);
+    assert!(kept > 4 << 20 && kept < 5 << 20, "{kept}");
+    let doctor = String::from_utf8_lossy(&sb.sessionpipe(&["doctor"]).stdout).into_owned();
+    assert!(doctor.contains("5 hook calls were unreadable"), "{doctor}");
 }
 
 #[test]
