@@ -231,6 +231,34 @@ pub fn test_envelope(kind: &str, data: Value) -> Envelope {
 mod tests {
     use super::*;
 
+    /// The bounds are the schema's (`../shared/spec/schemas/event.json`,
+    /// skipped with one line when the shared folder is absent).
+    #[test]
+    fn the_block_bounds_are_the_schemas() {
+        let schema = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/spec/schemas/event.json");
+        let Ok(text) = std::fs::read(&schema) else {
+            println!("skipped: no schema at {}", schema.display());
+            return;
+        };
+        let doc: Value = serde_json::from_slice(&text).unwrap();
+        let props = &doc["properties"]["session"]["properties"];
+        let mut theirs: Vec<(String, u64)> = props
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, v)| v["type"] == "string" && v["maxLength"].is_u64() && *k != "id")
+            .map(|(k, v)| (k.clone(), v["maxLength"].as_u64().unwrap()))
+            .collect();
+        let mut ours: Vec<(String, u64)> = BLOCK_BOUNDS
+            .iter()
+            .map(|(k, n)| (k.to_string(), *n as u64))
+            .collect();
+        theirs.sort();
+        ours.sort();
+        assert_eq!(ours, theirs);
+    }
+
     #[test]
     fn a_block_is_fitted_to_the_schema() {
         let mut b = SessionBlock {

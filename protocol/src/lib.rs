@@ -16,7 +16,9 @@ mod validate;
 
 #[cfg(any(test, feature = "test-util"))]
 pub use envelope::test_envelope;
-pub use envelope::{Envelope, HarnessRef, PROTOCOL_VERSION, Privacy, SessionBlock, TitleSource};
+pub use envelope::{
+    BLOCK_BOUNDS, Envelope, HarnessRef, PROTOCOL_VERSION, Privacy, SessionBlock, TitleSource,
+};
 pub use events::*;
 pub use tiers::{KNOWN_TYPES, field_tier, type_tier};
 pub use validate::{

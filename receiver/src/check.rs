@@ -18,18 +18,6 @@ pub const SUPPORTED: &[u64] = &[1];
 /// The largest integer JSON carries exactly (the schemas' bound on `seq`).
 const MAX_SAFE: u64 = 9_007_199_254_740_991;
 
-/// Optional string members of the session block and their schema length caps.
-const SESSION_STRINGS: &[(&str, usize)] = &[
-    ("machine", 80),
-    ("cwd", 1024),
-    ("repo", 512),
-    ("branch", 256),
-    ("model", 128),
-    ("title", 200),
-    ("url", 1024),
-    ("account_id", 128),
-];
-
 /// Why one event is rejected: which member, and what is wrong with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rejected(pub String);
@@ -115,7 +103,7 @@ pub fn check_event(event: &Value) -> Result<Key, Rejected> {
         Some(s) if s <= MAX_SAFE => s,
         _ => return Err("session.seq: must be an integer >= 0".into()),
     };
-    for (k, max) in SESSION_STRINGS {
+    for (k, max) in protocol::BLOCK_BOUNDS {
         if let Some(v) = session.get(*k) {
             match v.as_str() {
                 Some(s) if s.chars().count() <= *max => {}

@@ -14,13 +14,12 @@
 //! cases in a normal run; `PROPTEST_CASES=20000` runs more by hand.
 
 use super::notify::{CodexNotify, NOTIFY_EVENT, PREVIOUS_FLAG};
-use harness::install::{
-    ConfigFormat, Ctx, EntryState, FileState, HookInstall, Host, Installer, Skip, Target,
-};
+use harness::install::scratch::Scratch;
+use harness::install::{ConfigFormat, Ctx, EntryState, FileState, Skip};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::{Map, Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const HARNESS: &str = "codex";
 static NOTIFY: CodexNotify = CodexNotify;
@@ -623,36 +622,14 @@ fn check_editor(case: &Case) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-struct OneFile(PathBuf);
-
-impl HookInstall for OneFile {
-    fn targets(&self, _host: &Host) -> Vec<Target> {
-        vec![Target::shared(self.0.clone(), &NOTIFY)]
-    }
-}
-
 fn check_installer(case: &Case) -> Result<(), TestCaseError> {
-    let tmp = tempfile::tempdir().expect("a temp dir");
-    let host = Host {
-        home: tmp.path().join("home"),
-        vars: Default::default(),
-    };
-    let file = host.home.join("config.toml");
-    let state = tmp.path().join("state");
-    std::fs::create_dir_all(&host.home).expect("home");
-    std::fs::write(&file, &case.text).expect("write");
-    let installer = Installer {
-        host: &host,
-        state_dir: &state,
-        hook_bin: bin(),
-        dry_run: false,
-        opt_in: &[],
-    };
-    let hooks = OneFile(file.clone());
-    let read = || std::fs::read_to_string(&file).expect("read");
+    let scratch = Scratch::new("config.toml", &case.text, &NOTIFY);
+    let installer = scratch.installer(bin());
+    let hooks = &scratch;
+    let read = || scratch.read();
     let x = case.text.as_str();
 
-    let (report, _) = installer.install(HARNESS, &hooks).expect("ledger");
+    let (report, _) = installer.install(HARNESS, hooks).expect("ledger");
     let state_after = report.files[0].state.clone();
     if refusal(case).is_some() {
         prop_assert!(
@@ -661,7 +638,7 @@ fn check_installer(case: &Case) -> Result<(), TestCaseError> {
             state_after
         );
         prop_assert_eq!(read(), x, "a refused file is byte-identical");
-        let report = installer.uninstall(HARNESS, &hooks).expect("ledger");
+        let report = installer.uninstall(HARNESS, hooks).expect("ledger");
         prop_assert!(matches!(report.files[0].state, FileState::Skipped(_)));
         prop_assert_eq!(read(), x);
         return Ok(());
@@ -675,7 +652,7 @@ fn check_installer(case: &Case) -> Result<(), TestCaseError> {
     prop_assert_eq!(state_after, FileState::Installed);
     let cleaned = NOTIFY.remove(x, Some(x), &ctx()).expect("removal");
     prop_assert_eq!(read(), NOTIFY.add(&cleaned, &ctx()).expect("add"));
-    let report = installer.uninstall(HARNESS, &hooks).expect("ledger");
+    let report = installer.uninstall(HARNESS, hooks).expect("ledger");
     prop_assert_eq!(&report.files[0].state, &FileState::Removed);
     // The original's bytes, less any of ours it held.
     prop_assert_eq!(read(), cleaned);

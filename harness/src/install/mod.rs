@@ -15,6 +15,8 @@ pub mod jsonedit;
 mod ledger;
 #[cfg(test)]
 mod props;
+#[cfg(any(test, feature = "test-util"))]
+pub mod scratch;
 
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -16,13 +16,13 @@
 mod docs;
 mod model;
 
-use super::{ConfigFormat, EntryState, FileState, HookInstall, Host, Installer, Skip, Target};
+use super::scratch::Scratch;
+use super::{ConfigFormat, EntryState, FileState, Skip};
 use docs::{Case, Twist, case, refusal};
 use model::{FORMAT, HARNESS, bin, ctx, kept_in_order, squash, strip, value, with_ours};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::{Value, json};
-use std::path::PathBuf;
 
 /// One run's cases: `PROPTEST_CASES`, else 256 (proptest's defaults). No
 /// regression files are written into the source tree; a failure prints its
@@ -91,37 +91,15 @@ fn check_editor(case: &Case) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-struct OneFile(PathBuf);
-
-impl HookInstall for OneFile {
-    fn targets(&self, _host: &Host) -> Vec<Target> {
-        vec![Target::shared(self.0.clone(), &FORMAT)]
-    }
-}
-
-/// `install` then `uninstall` on a real file, with the ledger.
 fn check_installer(case: &Case) -> Result<(), TestCaseError> {
-    let tmp = tempfile::tempdir().expect("a temp dir");
-    let host = Host {
-        home: tmp.path().join("home"),
-        vars: Default::default(),
-    };
-    let file = host.home.join("settings.json");
-    let state = tmp.path().join("state");
-    std::fs::create_dir_all(&host.home).expect("home");
-    std::fs::write(&file, &case.text).expect("write");
-    let installer = Installer {
-        host: &host,
-        state_dir: &state,
-        hook_bin: bin(),
-        dry_run: false,
-        opt_in: &[],
-    };
-    let hooks = OneFile(file.clone());
-    let read = || std::fs::read_to_string(&file).expect("read");
+    let scratch = Scratch::new("settings.json", &case.text, &FORMAT);
+    let installer = scratch.installer(bin());
+    let hooks = &scratch;
+    let read = || scratch.read();
+    let state = &scratch.state;
     let x = case.text.as_str();
 
-    let (report, _) = installer.install(HARNESS, &hooks).expect("ledger");
+    let (report, _) = installer.install(HARNESS, hooks).expect("ledger");
     let state_after = &report.files[0].state;
     if refusal(case).is_some() && !x.trim().is_empty() {
         prop_assert!(
@@ -131,7 +109,7 @@ fn check_installer(case: &Case) -> Result<(), TestCaseError> {
         );
         prop_assert_eq!(read(), x, "a refused file is byte-identical");
         prop_assert!(!state.join("backups").exists(), "nothing kept");
-        let report = installer.uninstall(HARNESS, &hooks).expect("ledger");
+        let report = installer.uninstall(HARNESS, hooks).expect("ledger");
         match FORMAT.judge(x, &ctx()) {
             // Unreadable as this format: skipped, byte-identical.
             Err(_) => {
@@ -161,7 +139,7 @@ fn check_installer(case: &Case) -> Result<(), TestCaseError> {
         prop_assert_eq!(read(), FORMAT.add(&base, &ctx()).expect("add"));
     }
 
-    let report = installer.uninstall(HARNESS, &hooks).expect("ledger");
+    let report = installer.uninstall(HARNESS, hooks).expect("ledger");
     prop_assert_eq!(&report.files[0].state, &FileState::Removed);
     let after = read();
     if x.trim().is_empty() {
