@@ -11,18 +11,15 @@
 
 use crate::backend;
 use crate::instance::{self, Ask};
+use crate::shared::Shared;
 use crate::tray::{Tray, View};
 use crate::window::Window;
 use sessionpipe_core::spool::StatePaths;
 use std::sync::Arc;
-use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 use tao::event::{Event, StartCause};
 use tao::event_loop::{ControlFlow, EventLoopBuilder, EventLoopProxy};
 use tray_icon::menu::MenuEvent;
-
-/// Starts the app in the tray only (what the login item passes).
-pub const HIDDEN_ARG: &str = "--hidden";
 
 /// How long the first window waits for the embedded daemon's address before it
 /// shows the waiting page instead.
@@ -34,26 +31,6 @@ pub enum UserEvent {
     View(Box<View>),
     /// A menu item was chosen.
     Menu(MenuEvent),
-}
-
-/// What every part of the shell shares.
-pub struct Shared {
-    pub paths: StatePaths,
-    /// The window's process.
-    pub window: Window,
-    /// Asks the tray to refresh now (after a menu change).
-    refresh: Sender<()>,
-}
-
-impl Shared {
-    pub fn refresh_now(&self) {
-        let _ = self.refresh.send(());
-    }
-
-    /// Opens the window (or brings it forward), on `session` (`harness:id`).
-    pub fn open_window(&self, session: Option<&str>) {
-        self.window.open(&self.paths, session);
-    }
 }
 
 pub fn run(hidden: bool) -> anyhow::Result<()> {
@@ -73,11 +50,7 @@ pub fn run(hidden: bool) -> anyhow::Result<()> {
     let _ = &mut event_loop;
     let proxy = event_loop.create_proxy();
     let (refresh, refresh_rx) = std::sync::mpsc::channel::<()>();
-    let shared = Arc::new(Shared {
-        paths: paths.clone(),
-        window: Window::default(),
-        refresh,
-    });
+    let shared = Arc::new(Shared::new(paths.clone(), Window::default(), refresh));
 
     backend::start(paths.clone(), backend::ui_dir());
     let on_ask = shared.clone();

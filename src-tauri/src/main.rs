@@ -20,6 +20,7 @@ mod board;
 mod instance;
 mod notices;
 mod prefs;
+mod shared;
 mod tray;
 mod window;
 
@@ -50,7 +51,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         None => tray(false),
-        Some(app::HIDDEN_ARG) if args.len() == 1 => tray(true),
+        Some(shared::HIDDEN_ARG) if args.len() == 1 => tray(true),
         Some(_) => {
             eprintln!("sessionpipe-app: unknown arguments {args:?}\n\n{USAGE}");
             return ExitCode::from(2);

@@ -13,7 +13,7 @@
 //! Must not decide what to say or whether to say it: the words, the tier, mutes,
 //! "Pause notifications" and turn ends are all the core's `decide`.
 
-use crate::app::Shared;
+use crate::shared::Shared;
 use sessionpipe_core::notify::Watcher;
 use sessionpipe_core::pipeline::outbox::Outbox;
 use sessionpipe_core::state::config::Config;
@@ -98,7 +98,7 @@ mod platform {
     //! Over D-Bus: ids to replace and close, the `default` action for clicks.
 
     use super::Target;
-    use crate::app::Shared;
+    use crate::shared::Shared;
     use futures_lite::future::block_on;
     use notify_rust::{Hint, Notification, NotificationHandle, NotificationResponse};
     use sessionpipe_core::notify::Notice;
@@ -257,7 +257,7 @@ mod platform {
     //! macOS and Windows: shown, never replaced or withdrawn (notify-rust has no
     //! ids or closing there); clicking brings the app forward as the OS does.
 
-    use crate::app::Shared;
+    use crate::shared::Shared;
     use sessionpipe_core::notify::Notice;
     use std::sync::Arc;
 

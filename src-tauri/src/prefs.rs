@@ -61,7 +61,7 @@ fn login_item() -> anyhow::Result<auto_launch::AutoLaunch> {
     let mut builder = auto_launch::AutoLaunchBuilder::new();
     builder
         .set_app_name(LOGIN_ITEM)
-        .set_args(&[crate::app::HIDDEN_ARG]);
+        .set_args(&[crate::shared::HIDDEN_ARG]);
     // On macOS a Launch Agent (the crate's default) runs this binary as it is.
     builder.set_app_path(&exe.display().to_string());
     builder.build().map_err(anyhow::Error::from)

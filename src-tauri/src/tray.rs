@@ -12,10 +12,10 @@
 //! checks, the icon) and rebuilds the menu only when its lines come or go. Must
 //! not decide a session's state or a notification: it shows the core's.
 
-use crate::app::Shared;
 use crate::backend::{self, Link};
 use crate::board::{self, Board};
 use crate::prefs;
+use crate::shared::Shared;
 use anyhow::Context;
 use sessionpipe_core::pipeline::session::Glance;
 use sessionpipe_core::spool::StatePaths;

@@ -1,0 +1,38 @@
+//! What every part of the shell shares: the state paths, the window's process,
+//! a way to ask the tray for a refresh, and the argument that starts the app in
+//! the tray only. Below `app` (which makes it) and the parts it wires (`tray`,
+//! `notices`, `prefs`), so none of them imports `app`.
+
+use crate::window::Window;
+use sessionpipe_core::spool::StatePaths;
+use std::sync::mpsc::Sender;
+
+/// Starts the app in the tray only (what the login item passes).
+pub const HIDDEN_ARG: &str = "--hidden";
+
+pub struct Shared {
+    pub paths: StatePaths,
+    /// The window's process.
+    pub window: Window,
+    /// Asks the tray to refresh now (after a menu change).
+    refresh: Sender<()>,
+}
+
+impl Shared {
+    pub fn new(paths: StatePaths, window: Window, refresh: Sender<()>) -> Shared {
+        Shared {
+            paths,
+            window,
+            refresh,
+        }
+    }
+
+    pub fn refresh_now(&self) {
+        let _ = self.refresh.send(());
+    }
+
+    /// Opens the window (or brings it forward), on `session` (`harness:id`).
+    pub fn open_window(&self, session: Option<&str>) {
+        self.window.open(&self.paths, session);
+    }
+}
