@@ -253,7 +253,14 @@ fn a_413_halves_the_batch_429_waits_and_503_backs_off() {
         t.elapsed() >= Duration::from_secs(2),
         "backed off 2 s after a 503"
     );
-    let last_error = sink_list(&sb)[0]["last_error"].clone();
+    // The sink writes its list after it has read the 202, a moment after the
+    // receiver stored the batch.
+    let until = Instant::now() + Duration::from_secs(5);
+    let mut last_error = sink_list(&sb)[0]["last_error"].clone();
+    while !last_error.is_null() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+        last_error = sink_list(&sb)[0]["last_error"].clone();
+    }
     assert!(
         last_error.is_null(),
         "a success clears the error: {last_error}"
