@@ -25,6 +25,9 @@ echo
 echo "hook binary: $(stat -c %s "$rel/sessionpipe-hook") bytes${base:+ (baseline: $(stat -c %s "$base/sessionpipe-hook") bytes)}"
 echo
 "$rel"/examples/bench_hook "$rel/sessionpipe-hook" "$rel/sessionpipe" "$runs" ${base:+"$base/sessionpipe-hook"}
+# A Stop is one of the two hook calls that ask control; unpaired, a `stat`.
+echo
+"$rel"/examples/bench_hook "$rel/sessionpipe-hook" "$rel/sessionpipe" "$runs" "${base:+$base/sessionpipe-hook}" Stop
 
 # One benchmark for this build, then (with a baseline) for the baseline's.
 both() {
@@ -61,5 +64,9 @@ idle_rss() {
   rm -rf "$dir"
   awk -v k="$kb" 'BEGIN {printf "%.1f MB", k / 1024}'
 }
+echo
+# Control's round trip on loopback (this build only: earlier builds have no control).
+echo
+"$rel"/examples/bench_control "$rel/sessionpipe-hook" "$rel/sessionpipe" 200
 echo
 echo "\`sessionpipe daemon\` resident memory after 30 s idle: $(idle_rss "$rel")${base:+ (baseline: $(idle_rss "$base"))}"

@@ -63,9 +63,19 @@ fi
 
 say "conformance: the project's fixtures, and the shared data when it is beside the repo"
 paths=(conformance/harness conformance/redaction)
-for shared in ../shared/conformance/harness ../shared/conformance/redaction; do
+for shared in ../shared/conformance/harness ../shared/conformance/redaction ../shared/conformance/control-vectors; do
   [ -d "$shared" ] && paths+=("$shared")
 done
 "${CARGO_TARGET_DIR:-target}"/debug/sessionpipe conformance "${paths[@]}" | tail -n 1
+if [ -d ../shared/conformance/delivery ]; then
+  # The delivery scenarios, 01-18, against the receiver binary with control on.
+  bin="${CARGO_TARGET_DIR:-target}"/debug
+  token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+  coproc RX { exec "$bin"/sessionpipe-receiver --token "$token" --max-tier 1 --quiet \
+    --control --open-pairing --session-tool mcp__sessionpipe; }
+  read -r url <&"${RX[0]}"
+  "$bin"/sessionpipe conformance --receiver "$url" --token "$token" ../shared/conformance/delivery | grep -v '^pass '
+  kill "$RX_PID"
+fi
 
 say "all green"

@@ -3,8 +3,10 @@
 //! (spawned with the payload file as stdin, stdout to /dev/null, waited for),
 //! interleaved in one run so both see the same machine. A daemon runs, as on a
 //! person's machine. Given a second hook binary (an earlier build's), it runs
-//! interleaved too, against the same daemon: before and after in one run. Run by
-//! `bench/run.sh`; prints one markdown table row each.
+//! interleaved too, against the same daemon: before and after in one run.
+//! `EVENT` (default `PreToolUse`) names the hook call: `Stop` is one of the two
+//! that ask control, which on a machine without control costs one `stat`. Run
+//! by `bench/run.sh`; prints one markdown table row each.
 
 use std::fs::File;
 use std::process::{Command, Stdio};
@@ -39,12 +41,13 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let hook = args
         .get(1)
-        .expect("usage: bench_hook HOOK SESSIONPIPE [RUNS [BASELINE_HOOK]]");
+        .expect("usage: bench_hook HOOK SESSIONPIPE [RUNS [BASELINE_HOOK [EVENT]]]");
     let sessionpipe = args
         .get(2)
-        .expect("usage: bench_hook HOOK SESSIONPIPE [RUNS [BASELINE_HOOK]]");
+        .expect("usage: bench_hook HOOK SESSIONPIPE [RUNS [BASELINE_HOOK [EVENT]]]");
     let runs: usize = args.get(3).and_then(|n| n.parse().ok()).unwrap_or(2000);
     let baseline = args.get(4).filter(|b| !b.is_empty());
+    let event = args.get(5).map(String::as_str).unwrap_or("PreToolUse");
 
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
@@ -71,7 +74,7 @@ fn main() {
         std::thread::sleep(Duration::from_millis(5));
     }
 
-    let hook_args = ["claude-code", "PreToolUse"];
+    let hook_args = ["claude-code", event];
     for _ in 0..200 {
         spawn_once(hook, &hook_args, &payload, &env);
         if let Some(b) = baseline {
@@ -98,7 +101,7 @@ fn main() {
     b.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
-        "payload: {} bytes, runs: {runs} each, interleaved, daemon running",
+        "`claude-code {event}`, payload: {} bytes, runs: {runs} each, interleaved, daemon running",
         body.len()
     );
     println!("| program | median | p90 | p99 |");

@@ -24,6 +24,7 @@ pub use {adapters, harness, protocol, spool};
 pub mod backfill;
 pub mod cli;
 pub mod conformance;
+pub mod control;
 pub mod daemon;
 pub mod installers;
 pub mod logging;

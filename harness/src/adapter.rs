@@ -41,6 +41,11 @@ pub trait Adapter: Sync {
     fn files(&self, _job: &Job) -> SessionFiles {
         SessionFiles::default()
     }
+    /// The answers its hooks take from control (a Stop's block, a permission
+    /// decision); `None` for a harness with no answer channel.
+    fn control(&self) -> Option<&dyn crate::control::ControlHooks> {
+        None
+    }
     /// How this harness's transcript is read (tier 2).
     fn transcript(&self) -> Option<&dyn crate::transcript::TranscriptSource> {
         None

@@ -14,8 +14,10 @@
 pub mod adapter;
 pub mod backfill;
 pub mod claude_shaped;
+pub mod control;
 pub mod digest;
 pub mod facts;
+pub mod frames;
 pub mod install;
 pub mod payload;
 pub mod transcript;

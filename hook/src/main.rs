@@ -9,7 +9,9 @@
 //!
 //! It must not parse the payload, talk to the network, take a lock, wait for the
 //! daemon, or fail in any way a harness could see: every error ends in exit 0 and
-//! silence. It depends on std alone so that it starts in about a millisecond.
+//! silence. The two control exceptions (`control`) are the only waits: where
+//! control is on, a Stop and a permission prompt ask the daemon's socket for a
+//! verified message and print the daemon's answer. It depends on std alone so that it starts in about a millisecond.
 //! One call is the exception to parsing and silence: Claude Code's status line
 //! (`claude-code StatusLine`), whose limits `status_line` reads, prints as the
 //! line and spools only when they changed.
@@ -27,6 +29,7 @@
 #![cfg_attr(not(test), no_main)]
 
 mod chain;
+mod control;
 mod status_line;
 mod stdout_rule;
 mod wake;
@@ -69,9 +72,18 @@ fn run() {
         return;
     }
 
+    let mut control_answer = None;
     match state_dir() {
         Some(dir) => match spool_stdin(&dir, &args) {
-            Ok(_) => wake::wake_or_start_worker(&dir),
+            Ok(job) => {
+                wake::wake_or_start_worker(&dir);
+                // The two control exceptions: a Stop's block, a permission
+                // decision, each only from a message the daemon verified.
+                if let Some(ask) = control::asks(harness, event) {
+                    control_answer =
+                        control::ask_daemon(&spool::StatePaths::new(&dir), harness, &job, ask);
+                }
+            }
             // A full disk or an unwritable state dir loses this payload: the
             // harness must not notice, but the person will (the loss markers'
             // times need no space). Read what is left so it never blocks.
@@ -85,7 +97,11 @@ fn run() {
     // Codex's notify entry may stand in for the person's own notify: run it too.
     chain::run_previous(&args);
 
-    if let Some(answer) = stdout_rule::answer(harness, event) {
+    if let Some(answer) = control_answer {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(&answer);
+        let _ = out.flush();
+    } else if let Some(answer) = stdout_rule::answer(harness, event) {
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(answer.as_bytes());
         let _ = out.flush();

@@ -1,5 +1,7 @@
-//! The HTTP side: routes, the answers of the binding's error table, and the two
-//! test doors (the read door and the fault door).
+//! The HTTP side: routes, the answers of the binding's error table, the
+//! well-known document, and the two test doors of the events side (the read door
+//! and the fault door); the control side's routes join them (`control::routes`)
+//! when control is on.
 //!
 //! This module owns request handling and the order of the steps of a batch POST:
 //! read the body, fault door, bearer, `sessionpipe-protocol`, size in bytes,
@@ -45,6 +47,8 @@ pub struct Settings {
 /// Everything the handlers share.
 pub struct Shared {
     pub settings: Settings,
+    /// The control side, when it is on.
+    pub control: Option<crate::control::Control>,
     pub store: Mutex<Store>,
     pub fault: Mutex<Option<Fault>>,
     pub posts: AtomicU64,
@@ -84,7 +88,7 @@ impl Shared {
         Some(served)
     }
 
-    fn log(&self, line: impl FnOnce() -> String) {
+    pub(crate) fn log(&self, line: impl FnOnce() -> String) {
         if self.settings.log {
             eprintln!("sessionpipe-receiver: {}", line());
         }
@@ -92,16 +96,19 @@ impl Shared {
 }
 
 pub fn router(shared: Arc<Shared>) -> Router {
-    Router::new()
+    let mut app = Router::new()
         .route("/.well-known/sessionpipe", get(well_known))
         .route(EVENTS_PATH, post(post_events))
         .route("/v1/sessions/{key}", get(read_session))
-        .route("/test/faults", post(set_faults))
-        .fallback(|| async { answer(StatusCode::NOT_FOUND, json!({"reason": "not_found"})) })
+        .route("/test/faults", post(set_faults));
+    if shared.control.is_some() {
+        app = app.merge(crate::control::routes());
+    }
+    app.fallback(|| async { answer(StatusCode::NOT_FOUND, json!({"reason": "not_found"})) })
         .with_state(shared)
 }
 
-fn answer(status: StatusCode, body: Value) -> Response {
+pub(crate) fn answer(status: StatusCode, body: Value) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
@@ -110,38 +117,46 @@ fn refuse(status: StatusCode, reason: &str, detail: impl Into<String>) -> Respon
 }
 
 /// The well-known document (`schemas/well-known.json`).
-pub fn discovery(s: &Settings) -> Value {
-    json!({
+pub fn discovery(sh: &Shared) -> Value {
+    let s = &sh.settings;
+    let mut doc = json!({
         "protocol": SUPPORTED,
         "max_tier": s.max_tier,
         "capabilities": ["events", "backfill", "forget"],
         "auth": ["bearer"],
         "endpoints": {"events": EVENTS_PATH},
         "batch": {"max_events": s.max_events, "max_bytes": s.max_bytes},
-    })
+    });
+    if let Some(c) = &sh.control {
+        doc["capabilities"]
+            .as_array_mut()
+            .expect("a list")
+            .push(json!("control"));
+        doc["endpoints"]["control"] = json!(crate::control::CONTROL_PATH);
+        doc["control"] = c.opts.discovery();
+    }
+    doc
 }
 
 async fn well_known(State(sh): State<Arc<Shared>>) -> Response {
-    answer(StatusCode::OK, discovery(&sh.settings))
+    answer(StatusCode::OK, discovery(&sh))
 }
 
-/// `Authorization: Bearer <token>`, the scheme in any case, compared in constant
-/// time so that the answer's timing says nothing about the token.
-fn authorized(sh: &Shared, headers: &HeaderMap) -> bool {
-    let Some(v) = headers
+/// The token of `Authorization: Bearer <token>`, the scheme in any case.
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let v = headers
         .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return false;
-    };
-    let Some((scheme, token)) = v.split_once(' ') else {
-        return false;
-    };
-    let want = sh.settings.token.as_bytes();
-    let got = token.trim().as_bytes();
-    let same =
-        want.len() == got.len() && want.iter().zip(got).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0;
-    scheme.eq_ignore_ascii_case("bearer") && same
+        .and_then(|v| v.to_str().ok())?;
+    let (scheme, token) = v.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// The sink token as the bearer, compared in constant time so that the answer's
+/// timing says nothing about the token. A machine's token is not it: it opens
+/// the machine's own calls only.
+pub(crate) fn authorized(sh: &Shared, headers: &HeaderMap) -> bool {
+    use subtle::ConstantTimeEq;
+    bearer(headers).is_some_and(|t| bool::from(t.as_bytes().ct_eq(sh.settings.token.as_bytes())))
 }
 
 fn unauthorized() -> Response {

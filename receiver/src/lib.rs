@@ -1,5 +1,6 @@
-//! `sessionpipe-receiver`: a conformance receiver for the events side of the
-//! sessionpipe HTTP binding (PROTOCOL-NOTES §5).
+//! `sessionpipe-receiver`: a conformance receiver for the sessionpipe HTTP
+//! binding (PROTOCOL-NOTES §5), and for its control side (§6) when
+//! `Options::control` is set.
 //!
 //! It is what the project's tests deliver to and a reference for anyone checking a
 //! receiver: the well-known document, `POST /v1/events` with every answer of the
@@ -7,13 +8,16 @@
 //! restart, unknown types stored, `session.forgotten` honoured, Standard Webhooks
 //! signatures checked when a `whsec_` secret is given, and two doors for tests: a
 //! read door (`GET /v1/sessions/<harness>:<id>`) and a fault door
-//! (`POST /test/faults`, loopback only).
+//! (`POST /test/faults`, loopback only). With control on: pairing (open pairing
+//! too), the machine calls under `/v1/control` (hello, the per-machine long-poll,
+//! acks, off) with a queue that survives a restart, and test doors to approve a
+//! pairing, queue a signed message and read a machine's queue back (`control`).
 //!
 //! This crate owns the receiving side only. It must not depend on the sender's code
 //! (`sessionpipe-core`): it reads the rules from the spec on its own, so that a
-//! sender and this receiver agreeing means something. It serves no control side
-//! (CONTROL, §6) in this version, listens on loopback unless told otherwise, and
-//! never logs a token, a secret or an `authorization` header.
+//! sender and this receiver agreeing means something. It carries control messages
+//! and never signs or verifies one (the machine does), listens on loopback unless
+//! told otherwise, and never logs a token, a secret or an `authorization` header.
 //!
 //! ```no_run
 //! use sessionpipe_receiver::{Options, Receiver};
@@ -25,11 +29,13 @@
 //! ```
 
 pub mod check;
+mod control;
 mod http;
 pub mod signature;
 mod store;
 
 pub use check::Key;
+pub use control::{CONTROL_PATH, ControlOptions};
 pub use http::EVENTS_PATH;
 
 use serde_json::{Value, json};
@@ -43,7 +49,7 @@ use std::time::Duration;
 
 /// How a receiver is started. `Options::new(token)` gives the defaults: loopback on
 /// a free port, `max_tier` 3, the binding's default batch limits, a temporary
-/// folder, no signature, quiet.
+/// folder, no signature, no control side, quiet.
 #[derive(Clone)]
 pub struct Options {
     pub listen: SocketAddr,
@@ -63,6 +69,9 @@ pub struct Options {
     pub allow_remote: bool,
     /// One line per request on stderr.
     pub log: bool,
+    /// The control side (`capabilities` then lists `control`); `None` serves the
+    /// events side only.
+    pub control: Option<ControlOptions>,
 }
 
 /// Written out by hand so that a token or a secret never reaches a log or a panic
@@ -82,6 +91,7 @@ impl std::fmt::Debug for Options {
             )
             .field("allow_remote", &self.allow_remote)
             .field("log", &self.log)
+            .field("control", &self.control)
             .finish()
     }
 }
@@ -98,6 +108,7 @@ impl Options {
             webhook_secret: None,
             allow_remote: false,
             log: false,
+            control: None,
         }
     }
 
@@ -122,6 +133,9 @@ impl Options {
                 "{} is not a loopback address (allow_remote / --allow-remote to listen there)",
                 self.listen
             )));
+        }
+        if let Some(c) = &self.control {
+            c.check()?;
         }
         let webhook_key = match &self.webhook_secret {
             Some(s) => Some(signature::decode_secret(s)?),
@@ -270,8 +284,24 @@ impl Receiver {
         let listener = TcpListener::bind(opts.listen)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let mut limits = sessionpipe_listener::Limits::RECEIVER;
+        let control = match opts.control {
+            Some(c) => {
+                // A long-poll is held up to wait_max_s: the request deadline must
+                // outlast it.
+                let held = Duration::from_secs(c.wait_max_s + 10);
+                limits.request_timeout = limits.request_timeout.max(held);
+                Some(
+                    control::Control::open(c, &data_dir, stop_rx.clone())
+                        .map_err(io::Error::other)?,
+                )
+            }
+            None => None,
+        };
         let shared = Arc::new(http::Shared {
             settings,
+            control,
             store: Mutex::new(store),
             fault: Mutex::new(None),
             posts: AtomicU64::new(0),
@@ -288,11 +318,10 @@ impl Receiver {
             let _in_rt = rt.enter();
             tokio::net::TcpListener::from_std(listener)?
         };
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let app = http::router(Arc::clone(&shared));
         let thread = std::thread::Builder::new()
             .name("sessionpipe-receiver".into())
-            .spawn(move || serve(rt, listener, app, stop_rx))?;
+            .spawn(move || serve(rt, listener, app, limits, stop_rx))?;
         Ok(Handle {
             addr,
             data_dir,
@@ -307,6 +336,7 @@ fn serve(
     rt: tokio::runtime::Runtime,
     listener: tokio::net::TcpListener,
     app: axum::Router,
+    limits: sessionpipe_listener::Limits,
     stop: tokio::sync::watch::Receiver<bool>,
 ) {
     // Slow senders are cut off, and a crowd of them cannot hold it
@@ -314,7 +344,7 @@ fn serve(
     rt.block_on(sessionpipe_listener::serve(
         listener,
         app,
-        sessionpipe_listener::Limits::RECEIVER,
+        limits,
         async move {
             let mut stop = stop;
             let _ = stop.wait_for(|s| *s).await;

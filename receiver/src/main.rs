@@ -1,11 +1,12 @@
-//! `sessionpipe-receiver`: runs the conformance receiver until SIGINT or SIGTERM.
+//! `sessionpipe-receiver`: runs the conformance receiver until SIGINT or SIGTERM
+//! (the events side; the control side too with `--control`).
 //!
 //! The first line on stdout is the base URL (tests read it to learn the port); the
 //! request log goes to stderr. Exit codes: 0 after a signal, 1 when it cannot start,
 //! 2 for usage (clap's, and a non-loopback `--listen` without `--allow-remote`).
 
 use clap::Parser;
-use sessionpipe_receiver::{Options, Receiver};
+use sessionpipe_receiver::{ControlOptions, Options, Receiver};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -15,7 +16,7 @@ use std::process::ExitCode;
 #[command(
     name = "sessionpipe-receiver",
     version,
-    about = "A conformance receiver for the sessionpipe HTTP binding (events side)."
+    about = "A conformance receiver for the sessionpipe HTTP binding (events, and control with --control)."
 )]
 struct Cli {
     /// Address to listen on; port 0 picks a free one.
@@ -45,6 +46,21 @@ struct Cli {
     /// No request log on stderr.
     #[arg(long)]
     quiet: bool,
+    /// Serve the control side too (pairing, the machine calls, the test doors).
+    #[arg(long)]
+    control: bool,
+    /// The WebAuthn rp id control keys are enrolled for.
+    #[arg(long, default_value = "localhost", requires = "control")]
+    rp_id: String,
+    /// The longest control long-poll held, in seconds (1-60).
+    #[arg(long, default_value_t = 25, requires = "control")]
+    wait_max_s: u64,
+    /// Let a machine start pairing without the sink token (with a poll_key).
+    #[arg(long, requires = "control")]
+    open_pairing: bool,
+    /// An MCP server (mcp__<name>) to declare in control.session_tools; repeatable.
+    #[arg(long = "session-tool", value_name = "MCP_SERVER", requires = "control")]
+    session_tools: Vec<String>,
 }
 
 fn main() -> ExitCode {
@@ -67,6 +83,12 @@ fn main() -> ExitCode {
         webhook_secret: cli.webhook_secret,
         allow_remote: cli.allow_remote,
         log: !cli.quiet,
+        control: cli.control.then(|| ControlOptions {
+            wait_max_s: cli.wait_max_s,
+            open_pairing: cli.open_pairing,
+            session_tools: cli.session_tools,
+            ..ControlOptions::new(cli.rp_id)
+        }),
     };
     let handle = match Receiver::start(opts) {
         Ok(h) => h,

@@ -125,6 +125,17 @@ impl StatePaths {
     pub fn lost_last(&self) -> PathBuf {
         self.root.join("lost-last")
     }
+    /// The daemon's control socket (a Unix stream socket, 0600): the Stop and
+    /// permission hooks and `sessionpipe wait` ask it for verified messages.
+    pub fn control_socket(&self) -> PathBuf {
+        self.root.join("control.sock")
+    }
+    /// Present while control is paired or local approvals are on: the only
+    /// thing the hook looks at before it asks the control socket, so a machine
+    /// without either pays one `stat` on a Stop or a permission prompt.
+    pub fn control_marker(&self) -> PathBuf {
+        self.root.join("control.on")
+    }
     /// The status line's memory, one file per config dir.
     pub fn status_line(&self) -> PathBuf {
         self.root.join("status-line")

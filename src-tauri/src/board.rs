@@ -158,6 +158,7 @@ mod tests {
         r.open.push(OpenAttention {
             id: "perm-1".into(),
             agent_id: None,
+            permission: true,
         });
         r
     }

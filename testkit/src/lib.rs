@@ -9,6 +9,8 @@
 //! It is a dev-dependency only; nothing here ships.
 
 pub mod anthropic;
+#[cfg(feature = "control")]
+pub mod control;
 pub mod gemini;
 pub mod harnesses;
 pub mod http;

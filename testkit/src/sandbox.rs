@@ -127,7 +127,8 @@ impl Sandbox {
             .expect("the daemon starts");
         let sock = self.state.join("wake.sock");
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !sock.exists() {
+        // A killed daemon leaves its socket file: wait for one that answers.
+        while !answers(&sock) {
             assert!(
                 Instant::now() < deadline,
                 "the daemon did not bind {}",
@@ -255,4 +256,22 @@ impl Drop for Daemon {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// True when a daemon is bound at the wake socket `sock` (a datagram goes in).
+#[cfg(unix)]
+fn answers(sock: &Path) -> bool {
+    let Ok(s) = std::os::unix::net::UnixDatagram::unbound() else {
+        return false;
+    };
+    let _ = s.set_nonblocking(true);
+    match s.send_to(b"j", sock) {
+        Ok(_) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
+    }
+}
+
+#[cfg(not(unix))]
+fn answers(sock: &Path) -> bool {
+    sock.exists()
 }

@@ -3,16 +3,23 @@
 // into a URL this page builds.
 
 import type {
+  ControlSettings,
+  ControlSettingsChange,
+  ControlView,
   EventEnvelope,
+  KeyRemoved,
   HarnessReport,
   NewSink,
   Overview,
+  PairRequest,
+  PairWaiting,
   Settings,
   SettingsChange,
   SinkAdded,
   SinkRemoved,
   SinkTest,
   SinkView,
+  Unpaired,
 } from "./types";
 
 /** A failed call, in words: the API's `error`, or what went wrong on the way. */
@@ -110,6 +117,27 @@ export class Api {
   }
 
   putSettings(change: SettingsChange): Promise<Settings> {
+    return this.#call("PUT", "/api/settings", change);
+  }
+
+  control(): Promise<ControlView> {
+    return this.#call("GET", "/api/control");
+  }
+
+  /** Answers once the receiver gave the link and digits; poll `control()` to see it end. */
+  pair(request: PairRequest): Promise<PairWaiting> {
+    return this.#call("POST", "/api/control/pair", request);
+  }
+
+  unpair(receiver: string): Promise<Unpaired> {
+    return this.#call("POST", "/api/control/off", { receiver });
+  }
+
+  removeKey(id: string): Promise<KeyRemoved> {
+    return this.#call("DELETE", `/api/control/keys/${encodeURIComponent(id)}`);
+  }
+
+  putControlSettings(change: ControlSettingsChange): Promise<Settings & ControlSettings> {
     return this.#call("PUT", "/api/settings", change);
   }
 }

@@ -10,6 +10,7 @@ import { mountSessions } from "./views/sessions";
 import { mountHarnesses } from "./views/harnesses";
 import { mountSinks } from "./views/sinks";
 import { mountConsent } from "./views/consent";
+import { mountPairing } from "./views/pairing";
 import { mountSettings } from "./views/settings";
 
 const TOKEN_KEY = "sessionpipe.token";
@@ -28,7 +29,7 @@ const MOUNTS: Record<View, (root: HTMLElement, ctx: ViewContext) => Mounted> = {
   sessions: mountSessions,
   harnesses: mountHarnesses,
   sinks: mountSinks,
-  pairing: (root, ctx) => mountConsent(root, ctx, "pairing"),
+  pairing: mountPairing,
   pool: (root, ctx) => mountConsent(root, ctx, "pool"),
   titles: (root, ctx) => mountConsent(root, ctx, "titles"),
   settings: mountSettings,

@@ -184,3 +184,77 @@ export type SettingsChange = Partial<
 export interface ApiErrorBody {
   error: string;
 }
+
+// Control (core/src/daemon/api/control.rs): the Pairing page.
+
+/** The control modes (`control mode`): what runs unattended. */
+export type ControlMode = "safe" | "auto" | "inherit";
+
+/** A passkey a receiver's pairing enrolled; only its id, never key material. */
+export interface ControlKey {
+  id: string;
+  alg: "ES256" | "RS256";
+  name: string | null;
+}
+
+/** A receiver this machine is paired with. */
+export interface ControlReceiver {
+  /** Its origin: its name here. */
+  receiver: string;
+  /** The machine id the receiver gave this machine (`m_…`). */
+  machine: string;
+  /** Who approved the pairing, in the receiver's words. */
+  account: string | null;
+  polling: boolean;
+  /** Why polling stopped, when it did. */
+  stopped: string | null;
+  keys: ControlKey[];
+}
+
+/** The pairing the UI started: while it waits for the approval, and how it ended. */
+export type PairingState =
+  | { state: "waiting"; url: string; check: string }
+  | { state: "paired"; receiver: string; account: string | null; sink_added: boolean }
+  | { state: "failed"; error: string };
+
+/** `GET /api/control`. */
+export interface ControlView {
+  receivers: ControlReceiver[];
+  folders: string[];
+  mode: ControlMode | null;
+  local_approvals: boolean;
+  pairing: PairingState | null;
+}
+
+/** `POST /api/control/pair` body. */
+export interface PairRequest {
+  receiver: string;
+  folders?: string[];
+  mode?: ControlMode;
+  name?: string;
+}
+
+/** `POST /api/control/pair`: the receiver answered; the pairing goes on in the daemon. */
+export interface PairWaiting {
+  state: "waiting";
+  url: string;
+  check: string;
+}
+
+export interface Unpaired {
+  unpaired: string;
+}
+
+export interface KeyRemoved {
+  removed: string;
+}
+
+/** The control settings in config.json, as `GET`/`PUT /api/settings` show them. */
+export interface ControlSettings {
+  control_folders: string[];
+  control_mode: ControlMode | null;
+  local_approvals: boolean;
+}
+
+/** The control keys `PUT /api/settings` may change (only those sent change). */
+export type ControlSettingsChange = Partial<ControlSettings>;

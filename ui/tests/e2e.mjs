@@ -1,9 +1,10 @@
 // The UI in Debian's Chromium against a real daemon: each test gets a temporary
 // HOME and state dir, starts `sessionpipe daemon --ui dist`, opens the link with
 // the token from ui.json, and kills the daemon afterwards. Real hooks are run by
-// the real `sessionpipe-hook`. Screenshots go to test-artifacts/ui/.
+// the real `sessionpipe-hook`; the Pairing tests pair with the real
+// `sessionpipe-receiver --control`. Screenshots go to test-artifacts/ui/.
 //
-// Needs: `cargo build --workspace --bins` (the two binaries), `npm run build`
+// Needs: `cargo build --workspace --bins` (the three binaries), `npm run build`
 // (ui/dist), and `apt-get install chromium`. Run: `cd ui && npm run test:e2e`.
 
 import { test } from "node:test";
@@ -11,6 +12,8 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
+import http from "node:http";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -379,11 +382,10 @@ test("a wrong token, or none, says so and how to get a fresh link", async (t) =>
   await fresh.close();
 });
 
-test("Pairing, Pool and Titles say what they would do and that they are not live", async (t) => {
+test("Pool and Titles say what they would do and that they are not live", async (t) => {
   const sb = await sandbox(t);
   const { page } = sb;
   const cases = [
-    ["Pairing", "pairing", [/A bearer token never authorises a command/, /passkey/, /verifies every signature/]],
     ["Pool", "pool", [/ANTHROPIC_BASE_URL/, /ANTHROPIC_AUTH_TOKEN/, /_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL/, /anthropic-ratelimit-unified/]],
     ["Titles", "titles", [/never in a file, an event or a log/, /claude\.ai/, /Claude Code-credentials/]],
   ];
@@ -400,4 +402,392 @@ test("Pairing, Pool and Titles say what they would do and that they are not live
     for (const fact of facts) assert.match(text, fact, `${name} says ${fact}`);
     await sb.shot(shot);
   }
+});
+
+// ---------------------------------------------------------------------------
+// Pairing: the page against the real daemon's control API and, when this
+// build's receiver serves the control side, the real receiver. The person's
+// device is Chromium itself: a passkey in its virtual authenticator (CDP
+// WebAuthn) makes the enrollment proof on the pairing's page, opened on the rp
+// id's origin (localhost), and the receiver's test door carries it to the
+// daemon, which verifies it before trusting the key.
+
+const RECEIVER = path.join(BIN_DIR, "sessionpipe-receiver");
+
+/** Why this build's receiver cannot stand in for a control receiver, or null when it can. */
+function receiverWithoutControl() {
+  if (!fs.existsSync(RECEIVER)) return `${RECEIVER} is missing (cargo build --workspace --bins)`;
+  const help = spawnSync(RECEIVER, ["--help"], { encoding: "utf8", timeout: 10_000 });
+  if (help.status !== 0) return `sessionpipe-receiver --help failed: ${help.stderr}`;
+  for (const flag of ["--control", "--open-pairing", "--rp-id"]) {
+    if (!help.stdout.includes(flag)) return `sessionpipe-receiver has no ${flag}`;
+  }
+  return null;
+}
+
+/** A port nothing listens on (bound, then let go). */
+async function deadPort() {
+  const server = net.createServer();
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address();
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+/** The real receiver with its control side (rp id localhost), stopped after the test. */
+async function startReceiver(t, dir, extra = []) {
+  const token = `sink-${randomUUID()}`;
+  const data = fs.mkdtempSync(path.join(dir, "receiver-"));
+  const child = spawn(RECEIVER, ["--token", token, "--data", data, "--quiet", "--control", ...extra], { stdio: ["ignore", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  t.after(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const gone = new Promise((r) => child.once("exit", r));
+    child.kill("SIGTERM");
+    await gone;
+  });
+  const url = await new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (d) => {
+      out += d;
+      if (out.includes("\n")) resolve(out.slice(0, out.indexOf("\n")).trim());
+    });
+    child.once("exit", (code) => reject(new Error(`the receiver exited (${code}): ${stderr}`)));
+  });
+  const door = (method, where, body) =>
+    fetch(`${url}${where}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  return { url, token, door };
+}
+
+/**
+ * A pass-through in front of the receiver that keeps each `201` it answered to
+ * `POST …/control/pair`: the machine id and code, which a person's device gets
+ * from the receiver's own page, and the daemon's API rightly does not show.
+ */
+async function recordingProxy(t, target) {
+  const started = [];
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      const up = http.request(new URL(req.url, target), { method: req.method, headers: req.headers }, (answer) => {
+        const back = [];
+        answer.on("data", (c) => back.push(c));
+        answer.on("end", () => {
+          const body = Buffer.concat(back);
+          const where = new URL(req.url, target).pathname;
+          if (req.method === "POST" && where.endsWith("/control/pair") && answer.statusCode === 201) started.push(JSON.parse(body.toString("utf8")));
+          const headers = { ...answer.headers, "content-length": String(body.length) };
+          delete headers["transfer-encoding"];
+          res.writeHead(answer.statusCode ?? 502, headers);
+          res.end(body);
+        });
+      });
+      up.on("error", (e) => {
+        res.writeHead(502);
+        res.end(String(e));
+      });
+      up.end(Buffer.concat(chunks));
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => new Promise((r) => {
+    server.closeAllConnections();
+    server.close(r);
+  }));
+  return { url: `http://127.0.0.1:${server.address().port}`, started };
+}
+
+/**
+ * The person's device: opens the pairing's page on the rp id's origin, and with
+ * a passkey in Chromium's virtual authenticator (user verification on) makes a
+ * key (`navigator.credentials.create`, ES256) and its enrollment proof
+ * (`navigator.credentials.get` with challenge sha256(`signed`), which a real
+ * approval makes "sessionpipe.pair:" + machine + ":" + code). Everything
+ * base64url, as the approve door takes it.
+ */
+async function passkeyApproval(context, pageUrl, signed) {
+  const device = await context.newPage();
+  try {
+    const cdp = await context.newCDPSession(device);
+    await cdp.send("WebAuthn.enable", { enableUI: false });
+    await cdp.send("WebAuthn.addVirtualAuthenticator", {
+      options: {
+        protocol: "ctap2",
+        transport: "internal",
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
+    });
+    const opened = await device.goto(pageUrl);
+    assert.equal(opened?.status(), 200, `the pairing's page ${pageUrl}`);
+    const pageText = await device.locator("body").innerText();
+    const made = await device.evaluate(
+      async (signed) => {
+        const b64 = (buf) =>
+          btoa(String.fromCharCode(...new Uint8Array(buf)))
+            .replace(/\+/g, "-")
+            .replace(/\//g, "_")
+            .replace(/=+$/, "");
+        const cred = await navigator.credentials.create({
+          publicKey: {
+            rp: { id: "localhost", name: "sessionpipe receiver" },
+            user: { id: crypto.getRandomValues(new Uint8Array(16)), name: "ann@example", displayName: "Ann" },
+            challenge: crypto.getRandomValues(new Uint8Array(32)),
+            pubKeyCredParams: [{ type: "public-key", alg: -7 }],
+            authenticatorSelection: { userVerification: "required", residentKey: "preferred" },
+          },
+        });
+        const challenge = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(signed));
+        const got = await navigator.credentials.get({
+          publicKey: { challenge, rpId: "localhost", allowCredentials: [{ type: "public-key", id: cred.rawId }], userVerification: "required" },
+        });
+        return {
+          origin: location.origin,
+          alg: cred.response.getPublicKeyAlgorithm(),
+          key: { id: b64(cred.rawId), alg: -7, spki: b64(cred.response.getPublicKey()) },
+          proof: {
+            cred: b64(got.rawId),
+            ad: b64(got.response.authenticatorData),
+            cd: b64(got.response.clientDataJSON),
+            sig: b64(got.response.signature),
+          },
+        };
+      },
+      signed,
+    );
+    return { pageText, ...made };
+  } finally {
+    await device.close();
+  }
+}
+
+/** The daemon's API, from the test (the token from ui.json). */
+async function daemonApi(sb, method, where, body) {
+  const r = await fetch(`${sb.url}${where}`, {
+    method,
+    headers: { authorization: `Bearer ${sb.token}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: r.status, body: await r.json() };
+}
+
+function config(sb) {
+  const file = path.join(sb.state, "config.json");
+  return fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")) : {};
+}
+
+test("pairing: a receiver that does not answer, or wants its sink token, says so in the API's words; folders and local approvals are stored", async (t) => {
+  const sb = await sandbox(t, { hash: "&view=pairing" });
+  const { page } = sb;
+  await page.getByRole("heading", { name: "Pairing", level: 1 }).waitFor();
+  await page.getByText("Not paired with any receiver yet.").waitFor();
+  const local = page.getByRole("switch", { name: "Answer permission prompts on this machine" });
+  await waitFor("the local approvals switch to be ready", () => local.isEnabled());
+  assert.equal(await local.isChecked(), false, "local approvals are off by default");
+  assert.match(await page.locator("main").innerText(), /only your click answers/);
+  assert.match(await page.locator("main").innerText(), /commands only act in sessions inside these folders/);
+  const status = page.locator(".pair-status");
+  const pair = page.getByRole("button", { name: "Pair", exact: true });
+
+  // No folder named and none allowed yet: the page asks for one, and calls nothing.
+  const pairs = [];
+  page.on("request", (r) => {
+    if (r.url().endsWith("/api/control/pair")) pairs.push(JSON.parse(r.postData() ?? "{}"));
+  });
+  const dead = `http://127.0.0.1:${await deadPort()}`;
+  await page.getByLabel("Receiver URL").fill(dead);
+  await pair.click();
+  await status.getByRole("alert").getByText(/Name at least one folder/).waitFor();
+  assert.equal(pairs.length, 0);
+
+  // A receiver that does not answer: the API's 502, word for word.
+  await page.getByLabel("Folders, one per line").fill(sb.home);
+  const answered = page.waitForResponse((r) => r.url().endsWith("/api/control/pair"));
+  await pair.click();
+  const refused = await answered;
+  assert.equal(refused.status(), 502);
+  const { error } = await refused.json();
+  assert.ok(typeof error === "string" && error.length > 0, `the API says why: ${JSON.stringify(error)}`);
+  await status.getByRole("alert").waitFor();
+  assert.equal(await status.getByRole("alert").innerText(), `The pairing did not start: ${error}`);
+  assert.deepEqual(pairs, [{ receiver: dead, mode: "safe", folders: [sb.home] }]);
+  assert.equal(await pair.isEnabled(), true, "Pair can be tried again");
+  await sb.shot("pairing-error");
+
+  // A receiver with control but no open pairing, and no sink for it here: the API's 400.
+  const without = receiverWithoutControl();
+  if (without === null) {
+    const receiver = await startReceiver(t, sb.dir);
+    await page.getByLabel("Receiver URL").fill(receiver.url);
+    const again = page.waitForResponse((r) => r.url().endsWith("/api/control/pair"));
+    await pair.click();
+    const r = await again;
+    assert.equal(r.status(), 400);
+    const said = (await r.json()).error;
+    assert.match(said, /needs a sink token to pair/);
+    await status.getByRole("alert").getByText(said, { exact: false }).waitFor();
+  } else {
+    t.diagnostic(`the sink-token case did not run: ${without}`);
+  }
+  assert.deepEqual(config(sb).control_folders ?? [], [], "a pairing that did not start allows no folder");
+
+  // Control folders: a relative one is refused in the API's words; add, then remove.
+  const folderInput = page.getByLabel("Add a folder");
+  await folderInput.fill("src/shop");
+  await page.getByRole("button", { name: "Add folder" }).click();
+  await page.locator(".folder-status").getByRole("alert").getByText(/a control folder is an absolute path/).waitFor();
+  const folder = path.join(sb.home, "src");
+  fs.mkdirSync(folder, { recursive: true });
+  await folderInput.fill(folder);
+  await page.getByRole("button", { name: "Add folder" }).click();
+  await page.locator(`[data-folder="${folder}"]`).waitFor();
+  assert.deepEqual(config(sb).control_folders, [folder]);
+  assert.equal(await folderInput.inputValue(), "");
+  await page.getByRole("button", { name: `Remove ${folder}` }).click();
+  await page.getByText(/^No folders yet/).waitFor();
+  assert.deepEqual(config(sb).control_folders, []);
+
+  // Local approvals: on, kept across a reload, off again.
+  await local.click();
+  await page.locator(".local-status").getByText("Local approvals are on.").waitFor();
+  assert.equal(config(sb).local_approvals, true);
+  await page.reload();
+  await waitFor("the switch on after a reload", async () => (await local.isEnabled()) && (await local.isChecked()));
+  await local.click();
+  await page.locator(".local-status").getByText("Local approvals are off.").waitFor();
+  assert.equal(config(sb).local_approvals, false);
+  assert.equal((await daemonApi(sb, "GET", "/api/control")).body.local_approvals, false);
+});
+
+test("pairing with the real receiver: the link and digits, a passkey's approval, paired with its key; remove the key, unpair", async (t) => {
+  const without = receiverWithoutControl();
+  if (without !== null) {
+    t.skip(`the receiver's control side is not in this build: ${without}`);
+    return;
+  }
+  const sb = await sandbox(t, { hash: "&view=pairing" });
+  const { page } = sb;
+  const receiver = await startReceiver(t, sb.dir, ["--open-pairing"]);
+  const probe = await receiver.door("POST", "/test/pair/approve", {});
+  assert.equal(probe.status, 400, "the receiver has its approve door (an empty approval is malformed, not missing)");
+  const proxy = await recordingProxy(t, receiver.url);
+  fs.mkdirSync(path.join(sb.home, "src", "shop"), { recursive: true });
+  const project = fs.realpathSync(path.join(sb.home, "src", "shop"));
+
+  const approve = (started, device, name) =>
+    receiver.door("POST", "/test/pair/approve", {
+      code: started.code,
+      key: { ...device.key, name },
+      proof: device.proof,
+      account: "ann@example",
+    });
+  const onRp = (url) => {
+    const u = new URL(url);
+    u.hostname = "localhost";
+    return u.href;
+  };
+  const pairButton = page.getByRole("button", { name: "Pair", exact: true });
+  const waiting = page.locator(".pair-waiting");
+
+  // A passkey's proof over other bytes than this pairing's: the daemon does not
+  // trust the key, and the page says why in the API's words.
+  await page.getByLabel("Receiver URL").fill(proxy.url);
+  await page.getByLabel("Folders, one per line").fill(project);
+  await page.getByLabel("Mode", { exact: true }).selectOption("auto");
+  await pairButton.click();
+  await waiting.waitFor({ timeout: WAIT_MS });
+  const wrong = proxy.started[0];
+  const forged = await passkeyApproval(sb.context, onRp(wrong.url), `sessionpipe.pair:${wrong.machine}:not-${wrong.code}`);
+  assert.equal((await approve(wrong, forged, "Wrong phone")).status, 200);
+  const failed = page.locator(".pair-status").getByRole("alert");
+  await failed.waitFor({ timeout: WAIT_MS });
+  assert.match(await failed.innerText(), /^The pairing failed: the key the receiver handed over does not prove itself for this pairing/);
+  assert.equal((await daemonApi(sb, "GET", "/api/control")).body.pairing.error, (await failed.innerText()).replace(/^The pairing failed: /, ""));
+  assert.equal(await page.locator("[data-receiver]").count(), 0, "nothing is paired");
+  assert.deepEqual(config(sb).control_folders ?? [], [], "nothing is kept");
+  await sb.shot("pairing-refused-proof");
+
+  // Again, and this time the real approval.
+  await pairButton.click();
+  await waiting.waitFor({ timeout: WAIT_MS });
+  assert.equal(await failed.count(), 0, "the old failure is gone");
+
+  // Waiting: the link (a link) and the six digits, the same the receiver handed out.
+  assert.equal(proxy.started.length, 2, "a second pairing started at the receiver");
+  const started = proxy.started[1];
+  const link = waiting.getByRole("link");
+  assert.equal(await link.getAttribute("href"), started.url);
+  assert.equal(await link.innerText(), started.url);
+  const check = await waiting.locator("[data-check]").innerText();
+  assert.match(check, /^\d{6}$/);
+  assert.equal(check, started.check);
+  assert.match(await waiting.innerText(), /Open the link, check the digits match, approve with your passkey\./);
+  assert.equal(await page.getByRole("button", { name: /Waiting for the approval/ }).isDisabled(), true, "no second pairing while one waits");
+  await sb.shot("pairing-waiting");
+
+  // The person opens the link on the rp id's origin, sees the same digits, and
+  // approves with a passkey: a real WebAuthn key and assertion.
+  const device = await passkeyApproval(sb.context, onRp(started.url), `sessionpipe.pair:${started.machine}:${started.code}`);
+  assert.ok(device.pageText.includes(check), `the receiver's page shows the same digits: ${device.pageText}`);
+  assert.equal(device.origin, `http://localhost:${new URL(started.url).port}`);
+  assert.equal(device.alg, -7);
+  const approved = await approve(started, device, "Ann's phone");
+  assert.equal(approved.status, 200, await approved.clone().text());
+  assert.equal((await approved.json()).machine, started.machine);
+
+  // The daemon verified the proof and says paired; the receiver is listed with its key.
+  const done = page.locator(".pair-status").getByRole("status").filter({ hasText: "Paired with" });
+  await done.waitFor({ timeout: WAIT_MS });
+  assert.match(await done.innerText(), new RegExp(`Paired with ${proxy.url.replace(/[.:/]/g, "\\$&")}, approved by ann@example\\.`));
+  assert.match(await done.innerText(), /a sink for it was added/, "open pairing handed the events' token too");
+  const item = page.locator(`[data-receiver="${proxy.url}"]`);
+  await item.waitFor();
+  const itemText = await item.innerText();
+  assert.match(itemText, new RegExp(started.machine.replace(/[-]/g, "\\-")));
+  assert.match(itemText, /ann@example/);
+  assert.match(itemText, /Polling for commands/);
+  const key = item.locator(`[data-key="${device.key.id}"]`);
+  await key.waitFor();
+  assert.match(await key.innerText(), /Ann's phone · ES256/);
+  await page.locator(`[data-folder="${project}"]`).waitFor();
+  assert.deepEqual(config(sb).control_folders, [project]);
+  assert.equal(config(sb).control_mode, "auto");
+  const atReceiver = await receiver.door("GET", `/test/control/messages?machine=${encodeURIComponent(started.machine)}`);
+  assert.equal(atReceiver.status, 200);
+  assert.ok((await atReceiver.text()).includes(device.key.id), "the receiver keeps the machine and its key");
+  assert.ok(!(await page.content()).includes(device.key.spki), "no key material on the page");
+  await sb.shot("pairing-paired");
+
+  // Remove the key: asked first, then gone here.
+  const deletes = [];
+  page.on("request", (r) => {
+    if (r.method() === "DELETE" || r.url().endsWith("/api/control/off")) deletes.push(r.url());
+  });
+  await key.getByRole("button", { name: "Remove…" }).click();
+  assert.match(await key.innerText(), /Remove this key\?/);
+  assert.deepEqual(deletes, [], "nothing is removed before the second click");
+  await key.getByRole("button", { name: "Remove", exact: true }).click();
+  await item.getByText(/Removed the key/).waitFor();
+  assert.equal(await item.locator("[data-key]").count(), 0);
+  assert.deepEqual((await daemonApi(sb, "GET", "/api/control")).body.receivers[0].keys, []);
+
+  // Unpair: asked first; then the receiver is told and forgets the machine.
+  await item.getByRole("button", { name: "Unpair…" }).click();
+  assert.match(await item.innerText(), /Unpair\? This machine forgets/);
+  assert.equal(deletes.length, 1);
+  await item.getByRole("button", { name: "Unpair", exact: true }).click();
+  await page.getByText(`Unpaired from ${proxy.url}`).waitFor();
+  await page.getByText("Not paired with any receiver yet.").waitFor();
+  assert.deepEqual((await daemonApi(sb, "GET", "/api/control")).body.receivers, []);
+  const gone = await receiver.door("GET", `/test/control/messages?machine=${encodeURIComponent(started.machine)}`);
+  assert.equal(gone.status, 404, "the receiver was told and removed the machine");
+  await sb.shot("pairing-unpaired");
 });

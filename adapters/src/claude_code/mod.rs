@@ -9,7 +9,6 @@
 
 mod backfill;
 mod facts;
-mod frames;
 mod limits;
 mod status_line;
 mod transcript;
@@ -95,7 +94,8 @@ static TABLE: Table = Table {
             Read::Nothing,
         ),
         Row::new(
-            HookEvent::matched("PermissionRequest"),
+            HookEvent::matched("PermissionRequest")
+                .timeout(harness::control::PERMISSION_HOOK_TIMEOUT_S),
             Rule::Permission(PermissionId::Minted),
             Read::Nothing,
         ),
@@ -146,6 +146,17 @@ static HOOKS: LazyLock<ClaudeHooks> = LazyLock::new(|| ClaudeHooks {
     accepted_events: None,
 });
 
+/// The Control rows: a Stop takes a message (`turn`), a `PermissionRequest` a
+/// decision.
+impl harness::control::ControlHooks for ClaudeCode {
+    fn turn_answer(&self, framed: &str) -> Option<String> {
+        Some(harness::control::stop_block(framed))
+    }
+    fn permission_answer(&self, allow: bool, note: Option<&str>) -> Option<String> {
+        Some(harness::control::permission_decision(allow, note))
+    }
+}
+
 impl Adapter for ClaudeCode {
     fn name(&self) -> &'static str {
         NAME
@@ -168,6 +179,10 @@ impl Adapter for ClaudeCode {
 
     fn files(&self, job: &Job) -> SessionFiles {
         claude_shaped::files(self, job)
+    }
+
+    fn control(&self) -> Option<&dyn harness::control::ControlHooks> {
+        Some(self)
     }
 
     fn transcript(&self) -> Option<&dyn TranscriptSource> {

@@ -9,7 +9,7 @@
 //! joins the running turn; a peer or channel message is an ask marked injected;
 //! `[Request interrupted by user]` ends the turn. Parsing only: no I/O here.
 
-use super::frames::{STOP_FEEDBACK, unframe};
+use harness::frames::{STOP_FEEDBACK, unframe};
 use harness::transcript::{ReadOut, Rec, TranscriptSource, read_lines};
 use protocol::TitleSource;
 use serde_json::Value;

@@ -113,7 +113,8 @@ static TABLE: Table = Table {
             Read::Nothing,
         ),
         Row::new(
-            HookEvent::matched("PermissionRequest"),
+            HookEvent::matched("PermissionRequest")
+                .timeout(harness::control::PERMISSION_HOOK_TIMEOUT_S),
             Rule::Permission(PermissionId::ToolUseOrMinted),
             Read::Nothing,
         ),
@@ -166,6 +167,14 @@ static HOOKS: LazyLock<ClaudeHooks> = LazyLock::new(|| ClaudeHooks {
     accepted_events: None,
 });
 
+/// Codex's `PermissionRequest` takes a decision in Claude Code's shape; its
+/// Stop's `turn` rung is not offered yet (control, part 2).
+impl harness::control::ControlHooks for Codex {
+    fn permission_answer(&self, allow: bool, note: Option<&str>) -> Option<String> {
+        Some(harness::control::permission_decision(allow, note))
+    }
+}
+
 impl Adapter for Codex {
     fn name(&self) -> &'static str {
         NAME
@@ -202,6 +211,10 @@ impl Adapter for Codex {
     /// has no hook payload, and names nothing.
     fn files(&self, job: &Job) -> SessionFiles {
         claude_shaped::files(self, job)
+    }
+
+    fn control(&self) -> Option<&dyn harness::control::ControlHooks> {
+        Some(self)
     }
 
     fn transcript(&self) -> Option<&dyn TranscriptSource> {

@@ -68,6 +68,7 @@ pub fn run(paths: &StatePaths) -> anyhow::Result<ExitCode> {
     }
     check_harnesses(paths, &mut r)?;
     check_sinks(paths, &mut r)?;
+    check_control(paths, &mut r);
     for var in [
         "SESSIONPIPE_ANTHROPIC_API",
         "SESSIONPIPE_CLAUDE_OAUTH",
@@ -137,6 +138,34 @@ fn check_harnesses(paths: &StatePaths, r: &mut Report) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+fn check_control(paths: &StatePaths, r: &mut Report) {
+    let Ok(Some(store)) = crate::control::store::Store::open_readonly(&paths.outbox()) else {
+        return;
+    };
+    let secrets = crate::state::secrets::Secrets::new(&paths.root);
+    for rcv in store.receivers().unwrap_or_default() {
+        let keys = store.keys(Some(&rcv.origin)).unwrap_or_default().len();
+        match (&rcv.stopped, secrets.backend_of(&rcv.token_key())) {
+            (Some(why), _) => r.problem(&format!(
+                "control with {} stopped: {why} (`sessionpipe control pair {}`)",
+                rcv.origin, rcv.origin
+            )),
+            (None, None) => r.problem(&format!(
+                "control with {}: the machine token is not in the secrets store; pair again",
+                rcv.origin
+            )),
+            (None, Some(b)) if keys == 0 => r.problem(&format!(
+                "control with {}: no passkey is trusted (token in {b}); pair again",
+                rcv.origin
+            )),
+            (None, Some(b)) => r.ok(&format!(
+                "control with {} as {}: {keys} passkey(s), token in {b}",
+                rcv.origin, rcv.machine
+            )),
+        }
+    }
 }
 
 fn check_sinks(paths: &StatePaths, r: &mut Report) -> anyhow::Result<()> {

@@ -5,6 +5,7 @@
 //! per line for streams). Human output honours `NO_COLOR`.
 
 mod backfill;
+mod control;
 mod doctor;
 pub mod out;
 mod sink;
@@ -121,6 +122,32 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The channel back: pair with a receiver, its keys, folders and mode.
+    Control {
+        #[command(subcommand)]
+        action: control::ControlAction,
+    },
+    /// Block until a verified message for a session comes; print it (run by
+    /// a session in the background, to be reachable in place).
+    Wait {
+        /// `harness:session-id`
+        #[arg(long, value_name = "HARNESS:ID")]
+        session: String,
+    },
+    /// Set this machine up with a receiver in one go: a sink, pairing, hooks.
+    Connect {
+        receiver: String,
+        /// Read the sink's bearer token from stdin (not needed where the
+        /// receiver offers open pairing).
+        #[arg(long)]
+        token_stdin: bool,
+        /// The sink's privacy tier 0–3.
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=3))]
+        tier: u8,
+        /// A folder commands may act in (repeatable; default: this folder).
+        #[arg(long = "folder", value_name = "DIR")]
+        folders: Vec<String>,
+    },
     /// Run conformance fixtures, vectors and delivery scenarios (files or folders).
     Conformance {
         #[arg(required = true, value_name = "PATH")]
@@ -229,6 +256,31 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Sink { action } => sink::run(&paths, action),
         Command::Doctor => doctor::run(&paths),
         Command::Forget { session } => sink::forget(&paths, &session),
+        Command::Control { action } => control::run(&paths, action),
+        Command::Wait { session } => control::wait(&paths, &session),
+        Command::Connect {
+            receiver,
+            token_stdin,
+            tier,
+            folders,
+        } => {
+            if token_stdin {
+                sink::add_with_token_from_stdin(&paths, &receiver, tier)?;
+            }
+            let request = crate::control::pair::PairRequest {
+                receiver,
+                folders,
+                folder_here: true,
+                ..Default::default()
+            };
+            control::pair_and_say(&paths, &request)?;
+            let options = HooksOptions {
+                dry_run: false,
+                json: false,
+                opt_in: &[],
+            };
+            hooks_command(&paths, &[], &options, Action::Install)
+        }
         Command::Conformance {
             paths: files,
             receiver,

@@ -150,3 +150,29 @@ pub fn forget(paths: &StatePaths, which: &str) -> anyhow::Result<ExitCode> {
     outln!("forgot {which}: {removed} events removed here; sinks that take forget are told");
     Ok(ExitCode::SUCCESS)
 }
+
+/// `connect --token-stdin`: a sink for the receiver with the token from stdin,
+/// unless one for it exists already.
+pub fn add_with_token_from_stdin(paths: &StatePaths, url: &str, tier: u8) -> anyhow::Result<()> {
+    let (token, _) = read_secrets(true, false)?;
+    let origin = reqwest::Url::parse(url)
+        .map(|u| u.origin().ascii_serialization())
+        .with_context(|| format!("{} is not a URL", sinks::http::shown_url(url)))?;
+    let have = SinkList::load(paths)?.sinks.iter().any(|s| {
+        matches!(&s.target, Target::Http { url } if reqwest::Url::parse(url)
+            .is_ok_and(|u| u.origin().ascii_serialization() == origin))
+    });
+    if have {
+        return Ok(());
+    }
+    let new = NewSink {
+        target: url.to_string(),
+        tier,
+        pii: false,
+        token,
+        webhook_secret: None,
+    };
+    let added = crate::runtime::block_on(sinks::add(paths, new))?;
+    outln!("added {}", added.sink.describe());
+    Ok(())
+}

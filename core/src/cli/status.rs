@@ -38,8 +38,21 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
         })
         .collect();
 
+    let control: Vec<serde_json::Value> =
+        crate::control::store::Store::open_readonly(&paths.outbox())?
+            .map(|s| s.receivers())
+            .transpose()?
+            .unwrap_or_default()
+            .iter()
+            .map(|r| {
+                json!({"receiver": r.origin, "machine": r.machine,
+                       "polling": r.stopped.is_none(), "stopped": r.stopped})
+            })
+            .collect();
+
     if as_json {
         let doc = json!({
+            "control": control,
             "harnesses": harnesses,
             "daemon": daemon.as_ref().map(|h| json!({"pid": h.pid, "mode": h.mode.as_str()})),
             "spool": {
@@ -90,6 +103,18 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
             s["line"].as_str().unwrap_or(""),
             s["behind"]
         );
+    }
+    for c in &control {
+        match c["stopped"].as_str() {
+            None => outln!(
+                "control: {} (polling)",
+                c["receiver"].as_str().unwrap_or("")
+            ),
+            Some(why) => outln!(
+                "control: {} stopped: {why}",
+                c["receiver"].as_str().unwrap_or("")
+            ),
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

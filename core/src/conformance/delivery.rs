@@ -1,24 +1,31 @@
 //! Delivery scenarios (`../shared/conformance/delivery/*.json`): steps run in order
 //! against a receiver URL, `sessionpipe conformance --receiver URL --token T`.
 //!
-//! This module owns reading a scenario, filling its placeholders, sending its steps
-//! and checking each step's `expect {status, body?}` (with `matching::matches`).
-//! It runs the events side only: a scenario of the control side (CONTROL, §6) is
-//! skipped with one line, as is one whose `capability` the receiver does not list
-//! or whose `skip_when` holds. It never writes the outbox, never logs the token, and
-//! sends it only over HTTPS or to a loopback receiver (PROTOCOL-NOTES §5).
+//! This module owns reading a scenario, filling its placeholders, sending the
+//! events side's steps and checking each step's `expect {status, body?}` (with
+//! `matching::matches`). The control side's steps (CONTROL, PROTOCOL-NOTES §6:
+//! `enqueue`, `poll`, `ack`, `pair_start`, `pair_status`, `approve`) are
+//! `delivery_control`'s, as a paired machine; their `expect` is checked here the
+//! same way. A scenario whose `capability` the receiver does not list, whose
+//! `skip_when` holds, or that needs what the receiver does not declare is skipped
+//! with one line. It never writes the outbox, never logs a token, and sends one
+//! only over HTTPS or to a loopback receiver (PROTOCOL-NOTES §5).
 //!
 //! Placeholders: `{run}` and `{run12}` (12 hex digits, fresh per scenario, so that a
 //! persistent receiver's dedup never sees an earlier run), `{max_tier}` and
-//! `{max_tier+1}` (numbers when they are the whole string), and as a step's whole
-//! `events`: `{max_events+1 events}` and `{one batch over max_bytes}`. In sent
-//! events, `"id": "*"` becomes a fresh ULID and `"time": "*"` now.
+//! `{max_tier+1}` (numbers when they are the whole string), `{machine}` (the
+//! runner's paired machine), `{uuid}` and `{poll_key}` (fresh per scenario), and
+//! as a step's whole `events`: `{max_events+1 events}` and `{one batch over
+//! max_bytes}`. In sent events, `"id": "*"` becomes a fresh ULID and `"time": "*"`
+//! now.
 //!
 //! `read` is our choice of a read door, as the scenario format names none:
 //! `GET /v1/sessions/<harness>:<id>` with the bearer token, 200 with the stored
-//! events or 404 (what `sessionpipe-receiver` serves).
+//! events or 404 (what `sessionpipe-receiver` serves). A `well_known` answer's
+//! `control.session_tools`, when present, must be MCP server names only.
 
 use super::check::{Failed, Outcome};
+use super::delivery_control::{self as control, Machine, Scenario, Side};
 use super::matching::matches;
 use reqwest::{Client, RequestBuilder, Url};
 use serde_json::{Value, json};
@@ -26,16 +33,6 @@ use std::time::Duration;
 
 /// The binding's request timeout (§5).
 const TIMEOUT: Duration = Duration::from_secs(15);
-
-/// Step kinds of the control side, whose scenarios this version skips.
-const CONTROL_STEPS: &[&str] = &[
-    "enqueue",
-    "poll",
-    "ack",
-    "pair_start",
-    "pair_status",
-    "approve",
-];
 
 /// The receiver to run against.
 #[derive(Clone)]
@@ -52,6 +49,8 @@ struct Discovery {
     max_bytes: u64,
     capabilities: Vec<String>,
     events: Url,
+    /// The control side, when `capabilities` lists `control`.
+    control: Option<Result<Side, Failed>>,
 }
 
 /// A delivery scenario: `{name, spec, steps[]}` (the README's format).
@@ -67,6 +66,8 @@ pub struct Runner {
     /// The runner's own runtime: the CLI that runs scenarios has none.
     rt: tokio::runtime::Runtime,
     discovery: Option<Result<Discovery, Failed>>,
+    /// The machine paired as before the first scenario that needs one.
+    machine: Option<Result<Machine, Failed>>,
 }
 
 impl Runner {
@@ -105,7 +106,19 @@ impl Runner {
             client,
             rt,
             discovery: None,
+            machine: None,
         })
+    }
+
+    fn machine(&mut self, side: &Side) -> Result<&Machine, Failed> {
+        if self.machine.is_none() {
+            let paired = control::pair(self, side);
+            self.machine = Some(paired);
+        }
+        match self.machine.as_ref().expect("just filled") {
+            Ok(m) => Ok(m),
+            Err(e) => Err(Failed(format!("pairing as a machine: {e}"))),
+        }
     }
 
     fn discovery(&mut self) -> Result<Discovery, Failed> {
@@ -131,6 +144,18 @@ impl Runner {
                 .or(default)
                 .ok_or_else(|| format!("well-known {p} is missing"))
         };
+        let capabilities: Vec<String> = doc["capabilities"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|c| c.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let control = capabilities
+            .iter()
+            .any(|c| c == "control")
+            .then(|| control::side(&doc, &self.base));
         let events = doc
             .pointer("/endpoints/events")
             .and_then(Value::as_str)
@@ -139,14 +164,8 @@ impl Runner {
             max_tier: num("/max_tier", None)?,
             max_events: num("/batch/max_events", Some(50))?,
             max_bytes: num("/batch/max_bytes", Some(262_144))?,
-            capabilities: doc["capabilities"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|c| c.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            capabilities,
+            control,
             events: self
                 .base
                 .join(events)
@@ -160,13 +179,6 @@ impl Runner {
             .as_array()
             .map(Vec::as_slice)
             .unwrap_or_default();
-        let control = doc["capability"] == "control"
-            || steps
-                .iter()
-                .any(|s| CONTROL_STEPS.iter().any(|k| s.get(*k).is_some()));
-        if control {
-            return Outcome::Skip("control side: not in this version".into());
-        }
         let d = match self.discovery() {
             Ok(d) => d,
             Err(e) => return Outcome::Fail(e.0),
@@ -183,20 +195,64 @@ impl Runner {
                 Err(e) => return Outcome::Fail(e.0),
             }
         }
-        let ctx = Context::new(&d);
+        let uses_control = doc["capability"] == "control"
+            || steps
+                .iter()
+                .any(|s| step_kind(s).is_some_and(|k| control::STEPS.contains(&k)));
+        let mut sc = Scenario::new();
+        let mut ctx = Context::new(&d);
+        let side = match (uses_control, &d.control) {
+            (false, _) => None,
+            (true, None) => {
+                return Outcome::Skip("the receiver does not list capability control".into());
+            }
+            (true, Some(Err(e))) => return Outcome::Fail(e.0.clone()),
+            (true, Some(Ok(side))) => Some(side.clone()),
+        };
+        if let Some(side) = &side {
+            if let Some(why) = control::unmet(steps, side) {
+                return Outcome::Skip(why);
+            }
+            if control::needs_machine(steps) {
+                match self.machine(side) {
+                    Ok(m) => ctx.extra.push(("{machine}", m.id.clone())),
+                    Err(e) => return Outcome::Fail(e.0),
+                }
+            }
+            ctx.extra.push(("{uuid}", sc.uuid.clone()));
+            ctx.extra.push(("{poll_key}", sc.poll_key.clone()));
+        }
+        let mut outcome = Outcome::Pass;
         for (i, step) in steps.iter().enumerate() {
-            if let Err(why) = self.step(step, &ctx, &d) {
+            if let Err(why) = self.step(step, &ctx, &d, side.as_ref(), &mut sc) {
                 let kind = step_kind(step).unwrap_or("?");
-                return Outcome::Fail(format!("step {} ({kind}): {why}", i + 1));
+                outcome = Outcome::Fail(format!("step {} ({kind}): {why}", i + 1));
+                break;
             }
         }
-        Outcome::Pass
+        if let Some(side) = &side {
+            let machine = self.machine.as_ref().and_then(|m| m.as_ref().ok());
+            sc.finish(self, side, machine, outcome != Outcome::Pass);
+        }
+        outcome
     }
 
-    fn step(&self, step: &Value, ctx: &Context, d: &Discovery) -> Result<(), Failed> {
+    fn step(
+        &self,
+        step: &Value,
+        ctx: &Context,
+        d: &Discovery,
+        side: Option<&Side>,
+        sc: &mut Scenario,
+    ) -> Result<(), Failed> {
         let kind = step_kind(step).ok_or("a step names exactly one action")?;
         let args = ctx.fill(&step[kind]);
         let (status, body) = match kind {
+            k if control::STEPS.contains(&k) => {
+                let side = side.ok_or("a control step against no control side")?;
+                let machine = self.machine.as_ref().and_then(|m| m.as_ref().ok());
+                control::step(k, &args, self, side, machine, sc)?
+            }
             "send" => self.send(&args, ctx, d)?,
             "read" => {
                 let session = args["session"].as_str().ok_or("read.session is missing")?;
@@ -211,7 +267,11 @@ impl Runner {
                     .base
                     .join("/.well-known/sessionpipe")
                     .map_err(|e| e.to_string())?;
-                self.exchange(self.client.get(url))?
+                let answer = self.exchange(self.client.get(url))?;
+                if let Some(doc) = &answer.1 {
+                    control::check_session_tools(doc)?;
+                }
+                answer
             }
             "wait_s" => {
                 let s = args.as_f64().filter(|s| (0.0..=60.0).contains(s));
@@ -301,6 +361,20 @@ impl Runner {
     }
 }
 
+impl control::Wire for Runner {
+    fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn token(&self) -> &str {
+        &self.token
+    }
+
+    fn exchange(&self, req: RequestBuilder) -> Result<(u16, Option<Value>), Failed> {
+        Runner::exchange(self, req)
+    }
+}
+
 /// An error and its causes, `a: b: c` (reqwest's own text stops at the first).
 fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
@@ -375,6 +449,8 @@ fn skip_when(expr: &str, d: &Discovery) -> Result<bool, Failed> {
 struct Context {
     run: String,
     max_tier: u64,
+    /// The control side's (`{machine}`, `{uuid}`, `{poll_key}`), as text.
+    extra: Vec<(&'static str, String)>,
 }
 
 impl Context {
@@ -384,6 +460,7 @@ impl Context {
         Context {
             run: format!("{bits:012x}"),
             max_tier: d.max_tier,
+            extra: Vec::new(),
         }
     }
 
@@ -392,12 +469,17 @@ impl Context {
             Value::String(s) => match s.as_str() {
                 "{max_tier}" => json!(self.max_tier),
                 "{max_tier+1}" => json!(self.max_tier + 1),
-                _ => Value::String(
-                    s.replace("{run12}", &self.run)
+                _ => {
+                    let mut t = s
+                        .replace("{run12}", &self.run)
                         .replace("{run}", &self.run)
                         .replace("{max_tier+1}", &(self.max_tier + 1).to_string())
-                        .replace("{max_tier}", &self.max_tier.to_string()),
-                ),
+                        .replace("{max_tier}", &self.max_tier.to_string());
+                    for (name, value) in &self.extra {
+                        t = t.replace(name, value);
+                    }
+                    Value::String(t)
+                }
             },
             Value::Array(a) => Value::Array(a.iter().map(|x| self.fill(x)).collect()),
             Value::Object(o) => {
@@ -440,6 +522,7 @@ mod tests {
             max_bytes: 262_144,
             capabilities: vec!["events".into()],
             events: Url::parse("http://127.0.0.1:1/v1/events").unwrap(),
+            control: None,
         }
     }
 
@@ -485,16 +568,31 @@ mod tests {
     }
 
     #[test]
-    fn control_scenarios_are_skipped_before_any_request() {
+    fn control_scenarios_are_skipped_by_a_receiver_without_control() {
         let mut r = Runner::new(&Target {
             url: "http://127.0.0.1:9".into(),
             token: "t".into(),
         })
         .unwrap();
+        // The well-known document as read: no control, so no pairing is tried.
+        r.discovery = Some(Ok(discovery(3)));
         let doc = json!({"name": "c", "steps": [{"poll": {}, "expect": {"status": 204}}]});
+        let skipped = Outcome::Skip("the receiver does not list capability control".into());
+        assert_eq!(r.run(&doc), skipped);
+        let doc = json!({"name": "c", "capability": "control", "steps": [{"well_known": {}}]});
+        assert_eq!(r.run(&doc), skipped);
+        assert!(r.machine.is_none());
+    }
+
+    #[test]
+    fn control_placeholders_fill_as_text() {
+        let mut ctx = Context::new(&discovery(3));
+        ctx.extra.push(("{machine}", "m_x".into()));
+        ctx.extra.push(("{uuid}", "u-1".into()));
+        let filled = ctx.fill(&json!({"machine": "{machine}", "session": "claude-code:{uuid}"}));
         assert_eq!(
-            r.run(&doc),
-            Outcome::Skip("control side: not in this version".into())
+            filled,
+            json!({"machine": "m_x", "session": "claude-code:u-1"})
         );
     }
 

@@ -3,13 +3,16 @@
 //!
 //! Each JSON file is recognised by its shape (see `../shared/conformance/README.md`
 //! for the formats): a harness fixture (`input.argv` + `expect`), a redaction
-//! vector file (`cases`) or a delivery scenario (`steps`, run against the receiver
-//! given with `--receiver`, skipped without one). One line per fixture, case or
-//! scenario, then `N passed, M failed` (`, K skipped` when a receiver is given or
-//! something was skipped). This module runs checks; it never writes the outbox.
+//! vector file (`cases`), a control vector (`input.signed` or `input.proof`) or a
+//! delivery scenario (`steps`, run against the receiver given with `--receiver`,
+//! skipped without one). One line per fixture, case, vector or scenario, then
+//! `N passed, M failed` (`, K skipped` when a receiver is given or something was
+//! skipped). This module runs checks; it never writes the outbox.
 
 mod check;
+pub mod control;
 pub mod delivery;
+mod delivery_control;
 pub mod harness;
 pub mod matching;
 
@@ -68,6 +71,12 @@ pub fn run_file(path: &Path, receiver: Option<&mut delivery::Runner>) -> Vec<Che
         return vec![Check {
             name,
             result: harness::run(&doc).into(),
+        }];
+    }
+    if control::is_vector(&doc) {
+        return vec![Check {
+            name,
+            result: control::run(&doc).into(),
         }];
     }
     if delivery::is_scenario(&doc) {

@@ -17,8 +17,8 @@
 //! again, receivers dedup), the API closes and `ui.json` goes. Jobs not yet
 //! taken stay in the spool for the next start.
 //!
-//! Uses layers 1 to 3 and the crates below. Control, ACP and the pool listener
-//! are started here when they land, on the same runtime.
+//! Uses layers 1 to 3 and the crates below. Control (its socket and its
+//! long-polls) runs here on the same runtime; ACP and the pool listener will.
 
 pub mod api;
 mod wake;
@@ -197,6 +197,24 @@ async fn serve(
     let rung = ring.clone();
     ingest.ring_after_commit(move || rung.ring());
 
+    // Control: the hooks' socket and the receivers' long-polls (not in a drain
+    // worker: it lives for seconds, and a hook that finds no socket is silent).
+    let (hub, finals) = crate::control::hub::Hub::new();
+    let hub = Arc::new(hub);
+    let control = if opts.drain {
+        None
+    } else {
+        let told = hub.clone();
+        ingest.tell_seen(move |seen| told.seen(seen));
+        // What was verified before a restart is queued again before a hook
+        // can ask the socket for it.
+        let opened = crate::control::run::open(paths, hub.clone()).await;
+        let socket = bind_control_socket(paths, hub.clone());
+        let task =
+            opened.map(|c| tokio::spawn(crate::control::run::run(c, finals, stopping.clone())));
+        Some((socket, task))
+    };
+
     // A drain worker has no terminal: stdout sinks wait for a daemon.
     let sinks = Arc::new(tokio::sync::Mutex::new(Manager::new(
         paths.clone(),
@@ -215,7 +233,7 @@ async fn serve(
 
     // A drain worker serves no UI: it lives for seconds.
     let api = if opts.api && !opts.drain {
-        match api::start(paths, opts.ui_dir.clone(), opts.api_port) {
+        match api::start(paths, opts.ui_dir.clone(), opts.api_port, Some(hub.clone())) {
             Ok(api) => {
                 tracing::info!(
                     "UI and API at {} (the token is in {})",
@@ -275,6 +293,12 @@ async fn serve(
     }
     refresher.abort();
     signals.abort();
+    if let Some((socket, task)) = control {
+        if let Some(t) = task {
+            t.abort();
+        }
+        drop(socket);
+    }
     let stop_api = async {
         if let Some(api) = api {
             api.stop().await;
@@ -283,6 +307,25 @@ async fn serve(
     let stop_sinks = async { sinks.lock().await.stop().await };
     tokio::join!(stop_sinks, stop_api);
     Ok(())
+}
+
+#[cfg(unix)]
+fn bind_control_socket(
+    paths: &StatePaths,
+    hub: Arc<crate::control::hub::Hub>,
+) -> Option<crate::control::socket::Server> {
+    match crate::control::socket::Server::bind(&paths.control_socket(), hub) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::warn!("the control socket did not start: {e}");
+            None
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn bind_control_socket(_: &StatePaths, _: Arc<crate::control::hub::Hub>) -> Option<()> {
+    None
 }
 
 /// Keeps the sink tasks in line with `sinks.json`, and says every `tick` whether

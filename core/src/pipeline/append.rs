@@ -12,6 +12,17 @@ use crate::pipeline::session::{self, SessionRecord, Stamp};
 use harness::Adapter;
 use protocol::EventData;
 
+/// What one call's append did to the session's attentions (control releases a
+/// waiting hook when its attention closes).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Appended {
+    pub count: usize,
+    /// Attentions this call opened.
+    pub opened: Vec<String>,
+    /// Attentions this call closed (by the session's next event or a clear).
+    pub cleared: Vec<String>,
+}
+
 /// Applies the session rules to `events`, stamps and redacts them, and appends
 /// them; `record` is updated, not saved.
 pub fn append_events(
@@ -22,7 +33,7 @@ pub fn append_events(
     harness_event: &str,
     time_ms: i64,
     events: Vec<EventData>,
-) -> Result<usize, OutboxError> {
+) -> Result<Appended, OutboxError> {
     let mut events = events;
     if let Some(beat) = session::heartbeat_due(record, &events, time_ms) {
         events.insert(0, beat);
@@ -38,11 +49,19 @@ pub fn append_events(
         block: &record.block,
         time_ms,
     };
-    let count = events.len();
+    let mut done = Appended {
+        count: events.len(),
+        ..Default::default()
+    };
     for event in events {
+        match &event {
+            EventData::AttentionNeeded(a) => done.opened.push(a.attention_id.clone()),
+            EventData::AttentionCleared(c) => done.cleared.push(c.attention_id.clone()),
+            _ => {}
+        }
         tx.append(&mut stored_envelope(&stamp, 0, event))?;
     }
-    Ok(count)
+    Ok(done)
 }
 
 /// An event as the outbox keeps it: stamped, through `secrets@1`, then fitted

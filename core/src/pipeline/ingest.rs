@@ -38,6 +38,8 @@ pub struct Ingest {
     holds: Option<HoldWorker>,
     /// Rung after each commit that appended events (the sinks wait on it).
     after_commit: Option<Box<dyn Fn() + Send>>,
+    /// Told, after each commit, of every hook call it took.
+    on_seen: Option<Box<dyn Fn(Vec<Seen>) + Send>>,
     stop: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
@@ -90,9 +92,27 @@ pub struct DrainReport {
     pub deferred: usize,
 }
 
+/// One committed hook call, for those who act on a session's hooks (control:
+/// a Stop that may take a queued message, a permission prompt an answer may
+/// reach, an attention closed by the session's next event).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// The spool job's name (the hook that wrote it asks by this name).
+    pub job: String,
+    pub harness: String,
+    pub session: String,
+    /// The harness's own hook name.
+    pub event: String,
+    pub attentions: crate::pipeline::append::Appended,
+}
+
 /// What ingesting one job did, beyond its outcome.
 enum Taken {
-    Done(Outcome, Option<(SessionKey, Option<HoldTask>)>),
+    Done(
+        Outcome,
+        Option<(SessionKey, Option<HoldTask>)>,
+        Option<Box<Seen>>,
+    ),
     /// Its session is taken: the job waits in the spool.
     Deferred(SessionKey),
 }
@@ -109,6 +129,7 @@ impl Ingest {
             live: Arc::new(LivePaths::default()),
             holds: None,
             after_commit: None,
+            on_seen: None,
             stop: None,
         }
     }
@@ -116,6 +137,11 @@ impl Ingest {
     /// Calls `ring` after each commit that appended events (the sinks wait on it).
     pub fn ring_after_commit(&mut self, ring: impl Fn() + Send + 'static) {
         self.after_commit = Some(Box::new(ring));
+    }
+
+    /// Calls `seen` after each commit with the hook calls it took (control).
+    pub fn tell_seen(&mut self, seen: impl Fn(Vec<Seen>) + Send + 'static) {
+        self.on_seen = Some(Box::new(seen));
     }
 
     /// Keeps every committed job in `dir`. Payloads hold prompts and tool output:
@@ -236,6 +262,7 @@ impl Ingest {
         let mut holds: Vec<HoldTask> = Vec::new();
         let mut outcomes = Vec::with_capacity(names.len());
         let mut waiting = 0;
+        let mut seen = Vec::new();
         let tx = self.outbox.begin()?;
         for name in names {
             if let Some(done) = tx.job_outcome(name)? {
@@ -244,14 +271,15 @@ impl Ingest {
             }
             let taken_now = match Job::read(&self.spool.path(name)) {
                 Ok(job) => ingest_job(&tx, &job, &ctx, &mut taken, deferred, &mut records)?,
-                Err(why) => Taken::Done(Outcome::Quarantined(why.to_string()), None),
+                Err(why) => Taken::Done(Outcome::Quarantined(why.to_string()), None, None),
             };
             match taken_now {
                 Taken::Deferred(key) => {
                     waiting += 1;
                     deferred.insert(key);
                 }
-                Taken::Done(outcome, session) => {
+                Taken::Done(outcome, session, seen_now) => {
+                    seen.extend(seen_now.map(|s| *s));
                     if let Some((_, Some(hold))) = session {
                         holds.retain(|h| h.key != hold.key);
                         holds.push(hold);
@@ -279,6 +307,11 @@ impl Ingest {
                 .any(|(_, o)| matches!(o, Outcome::Appended(n) if *n > 0))
         {
             ring();
+        }
+        if let Some(tell) = &self.on_seen
+            && !seen.is_empty()
+        {
+            tell(seen);
         }
         for hold in holds {
             match &self.holds {
@@ -311,22 +344,22 @@ fn ingest_job(
 ) -> Result<Taken, OutboxError> {
     let Some(adapter) = adapters::lookup(&job.harness) else {
         let why = format!("no adapter for harness {:?}", job.harness);
-        return Ok(Taken::Done(Outcome::Quarantined(why), None));
+        return Ok(Taken::Done(Outcome::Quarantined(why), None, None));
     };
     // An adapter that panics on a payload quarantines that one job; it must not
     // take the ingest loop down with it, nor stop every later job behind it.
     let mapped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| adapter.map(job)));
     let mapping = match mapped {
         Ok(Ok(Mapped::Events(m))) => *m,
-        Ok(Ok(Mapped::Ignored(why))) => return Ok(Taken::Done(Outcome::Ignored(why), None)),
-        Ok(Err(e)) => return Ok(Taken::Done(Outcome::Quarantined(e.0), None)),
+        Ok(Ok(Mapped::Ignored(why))) => return Ok(Taken::Done(Outcome::Ignored(why), None, None)),
+        Ok(Err(e)) => return Ok(Taken::Done(Outcome::Quarantined(e.0), None, None)),
         Err(panic) => {
             let why = format!(
                 "the {} adapter failed on it: {}",
                 adapter.name(),
                 panic_text(&panic)
             );
-            return Ok(Taken::Done(Outcome::Quarantined(why), None));
+            return Ok(Taken::Done(Outcome::Quarantined(why), None, None));
         }
     };
     let key: SessionKey = (adapter.name().to_string(), mapping.session_id.clone());
@@ -383,7 +416,7 @@ fn ingest_job(
     let mut all = around.before;
     all.extend(events);
     all.extend(around.after);
-    let count = append_events(
+    let appended = append_events(
         tx,
         adapter,
         &mapping.session_id,
@@ -398,7 +431,18 @@ fn ingest_job(
         hold,
         since: std::time::Instant::now(),
     });
-    Ok(Taken::Done(Outcome::Appended(count), Some((key, hold))))
+    let seen = Seen {
+        job: job.name.clone(),
+        harness: key.0.clone(),
+        session: key.1.clone(),
+        event: job.event.clone(),
+        attentions: appended.clone(),
+    };
+    Ok(Taken::Done(
+        Outcome::Appended(appended.count),
+        Some((key, hold)),
+        Some(Box::new(seen)),
+    ))
 }
 
 /// A panic's message, for a quarantine reason or the log.

@@ -153,7 +153,14 @@ pub struct OpenAttention {
     pub id: String,
     #[serde(default)]
     pub agent_id: Option<String>,
+    /// A permission prompt (records written before this was kept say nothing).
+    #[serde(default)]
+    pub permission: bool,
 }
+
+/// The prefix of an attention id a notification without an id of its own gets
+/// (ADAPTERS.md Ids: `notif-<epoch ms>`).
+const NOTIFICATION_ID: &str = "notif-";
 
 /// Applies the session rules to one hook call's events and returns what to append.
 pub fn apply_rules(record: &mut SessionRecord, events: Vec<EventData>) -> Vec<EventData> {
@@ -212,9 +219,23 @@ pub fn apply_rules(record: &mut SessionRecord, events: Vec<EventData>) -> Vec<Ev
                 if record.open.iter().any(|o| o.id == a.attention_id) {
                     continue; // the same prompt asked again: one attention
                 }
+                let permission = a.kind == AttentionKind::Permission;
+                // Claude Code tells one permission dialog twice: its
+                // PermissionRequest, then a Notification `permission_prompt`
+                // with no id of its own. One prompt is one attention.
+                if permission
+                    && a.attention_id.starts_with(NOTIFICATION_ID)
+                    && record
+                        .open
+                        .iter()
+                        .any(|o| o.permission && o.agent_id == a.agent_id)
+                {
+                    continue;
+                }
                 record.open.push(OpenAttention {
                     id: a.attention_id.clone(),
                     agent_id: a.agent_id.clone(),
+                    permission,
                 });
             }
             EventData::AttentionCleared(c) => record.open.retain(|o| o.id != c.attention_id),
@@ -350,6 +371,34 @@ mod tests {
         assert_eq!(
             kinds(&apply_rules(&mut r, vec![tool_started(None)])),
             ["tool.started"]
+        );
+    }
+
+    #[test]
+    fn one_permission_dialog_is_one_attention_though_claude_code_tells_it_twice() {
+        let mut r = SessionRecord {
+            started: true,
+            ..Default::default()
+        };
+        let first = apply_rules(&mut r, vec![permission("perm-0123456789abcdef", None)]);
+        assert_eq!(kinds(&first), ["attention.needed"]);
+        // Its Notification `permission_prompt` seconds later: the same dialog.
+        assert!(apply_rules(&mut r, vec![permission("notif-1790800000000", None)]).is_empty());
+        assert_eq!(r.open.len(), 1);
+        // A subagent's own prompt is another dialog.
+        let other = apply_rules(&mut r, vec![permission("notif-1790800000001", Some("a1"))]);
+        assert_eq!(kinds(&other), ["attention.needed"]);
+        // A notification of another kind is not a permission prompt.
+        let idle = EventData::AttentionNeeded(AttentionNeeded {
+            attention_id: "notif-1790800000002".into(),
+            kind: AttentionKind::Idle,
+            tool: None,
+            message: None,
+            agent_id: None,
+        });
+        assert_eq!(
+            kinds(&apply_rules(&mut r, vec![idle])),
+            ["attention.needed"]
         );
     }
 

@@ -140,8 +140,10 @@ pub fn is_loopback(url: &reqwest::Url) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// Reads `/.well-known/sessionpipe` at the receiver's origin.
-pub async fn discover(url: &str) -> Result<Discovery, DiscoveryError> {
+/// Reads `/.well-known/sessionpipe` at the receiver's origin: the origin's URL
+/// and the document, once it is JSON that lists protocol 1 (sinks and control
+/// read their own parts of it).
+pub async fn well_known(url: &str) -> Result<(reqwest::Url, Value), DiscoveryError> {
     let bad = || DiscoveryError::BadUrl(shown_url(url));
     let base = reqwest::Url::parse(url).map_err(|_| bad())?;
     let well_known = base.join("/.well-known/sessionpipe").map_err(|_| bad())?;
@@ -171,6 +173,12 @@ pub async fn discover(url: &str) -> Result<Discovery, DiscoveryError> {
     if !speaks {
         return Err(DiscoveryError::NoProtocol1(shown));
     }
+    Ok((base, doc))
+}
+
+/// Reads `/.well-known/sessionpipe` at the receiver's origin.
+pub async fn discover(url: &str) -> Result<Discovery, DiscoveryError> {
+    let (base, doc) = well_known(url).await?;
     let events = doc
         .pointer("/endpoints/events")
         .and_then(Value::as_str)
@@ -262,13 +270,24 @@ pub async fn send(
     }
 }
 
-/// reqwest puts the URL in its message; the URL may carry a path token.
-fn without_url(e: &reqwest::Error) -> String {
+/// reqwest puts the URL in its message (the URL may carry a path token); the
+/// cause beneath it ("Connection refused") is what the person needs.
+pub fn without_url(e: &reqwest::Error) -> String {
     let s = e.to_string();
-    match s.find(" for url (") {
+    let mut text = match s.find(" for url (") {
         Some(i) => s[..i].to_string(),
         None => s,
+    };
+    let mut cause = std::error::Error::source(e);
+    let mut deepest = None;
+    while let Some(c) = cause {
+        deepest = Some(c.to_string());
+        cause = c.source();
     }
+    if let Some(d) = deepest.filter(|d| !text.contains(d.as_str())) {
+        text = format!("{text}: {}", redact::secrets(&d));
+    }
+    text
 }
 
 async fn classify(resp: reqwest::Response) -> Answer {

@@ -26,7 +26,18 @@ pub struct Config {
     pub notifications_paused: bool,
     /// Start the app at login (the app's autostart follows this).
     pub open_at_login: bool,
+    /// Control: the folders a command may act in (absolute); a session whose
+    /// folder is not inside one of them is refused `folder`.
+    pub control_folders: Vec<String>,
+    /// Control: the mode the hello reports (`safe`, `auto`, `inherit`).
+    pub control_mode: Option<String>,
+    /// Answer permission prompts from the tray and its notifications (off by
+    /// default; beyond the protocol, the person at this machine).
+    pub local_approvals: bool,
 }
+
+/// Control's modes (`control mode`).
+pub const CONTROL_MODES: &[&str] = &["safe", "auto", "inherit"];
 
 /// A setting that is not what it says it is.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -39,6 +50,10 @@ pub enum ConfigError {
     NotifyTier(u8),
     #[error("muted names a harness sessionpipe does not know: {0:?}")]
     Muted(String),
+    #[error("a control folder is an absolute path without control characters, not {0:?}")]
+    Folder(String),
+    #[error("control mode is safe, auto or inherit, not {0:?}")]
+    Mode(String),
 }
 
 impl Config {
@@ -55,6 +70,20 @@ impl Config {
         }
         if let Some(h) = self.muted.iter().find(|h| adapters::lookup(h).is_none()) {
             return Err(ConfigError::Muted(h.clone()));
+        }
+        if let Some(f) = self
+            .control_folders
+            .iter()
+            .find(|f| !std::path::Path::new(f).is_absolute() || f.chars().any(char::is_control))
+        {
+            return Err(ConfigError::Folder(f.clone()));
+        }
+        if let Some(m) = self
+            .control_mode
+            .as_deref()
+            .filter(|m| !CONTROL_MODES.contains(m))
+        {
+            return Err(ConfigError::Mode(m.to_string()));
         }
         Ok(())
     }

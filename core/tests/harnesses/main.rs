@@ -6,6 +6,7 @@
 //! unless `SESSIONPIPE_REQUIRE_HARNESSES=1` (the test command sets it).
 
 mod real_claude_code;
+mod real_claude_code_control;
 mod real_claude_code_transcripts;
 mod real_codex;
 mod real_gemini_cli;

@@ -1,9 +1,10 @@
 //! `sessionpipe conformance --receiver URL` over the shared delivery scenarios
 //! (`../shared/conformance/delivery/`, skipped with one line when that folder is not
-//! beside the repository), against our own receiver started in-process.
+//! beside the repository), against our own receiver started in-process: the events
+//! side and, with its control side on, 09-18 (the runner pairs as a machine).
 
 use serde_json::{Value, json};
-use sessionpipe_receiver::{Fault, Options, Receiver};
+use sessionpipe_receiver::{ControlOptions, Fault, Options, Receiver};
 use sessionpipe_testkit::Sandbox;
 use std::path::{Path, PathBuf};
 
@@ -66,45 +67,36 @@ fn line_for<'a>(text: &'a str, file: &str) -> &'a str {
 }
 
 #[test]
-fn every_events_scenario_passes_against_our_receiver() {
+fn every_scenario_passes_against_our_receiver() {
     let Some(dir) = shared_delivery() else {
         return;
     };
-    // max_tier 1, so that the tier scenario (skipped at 3) runs.
+    // max_tier 1, so that the tier scenario (skipped at 3) runs; control with open
+    // pairing and a session tool, so that 16 and 17 run too.
     let data = tempfile::tempdir().unwrap();
     let rx = Receiver::start(Options {
         max_tier: 1,
         data: Some(data.path().to_path_buf()),
+        control: Some(ControlOptions {
+            open_pairing: true,
+            session_tools: vec!["mcp__sessionpipe".into()],
+            ..ControlOptions::new("localhost")
+        }),
         ..Options::new(TOKEN)
     })
     .unwrap();
     let files = scenarios(&dir);
     // Twice against the same receiver: each run's `{run}` is fresh, so the second
-    // is not answered with the first one's duplicates.
+    // is not answered with the first one's duplicates (and pairs a new machine).
     for _ in 0..2 {
         let (ok, text) = conformance(Some(&rx.url()), &[&dir]);
         assert!(ok, "{text}");
-        for (file, control) in &files {
+        for (file, _) in &files {
             let line = line_for(&text, file);
-            if *control {
-                assert!(
-                    line.starts_with("skip ")
-                        && line.ends_with(": control side: not in this version"),
-                    "{line}"
-                );
-            } else {
-                assert!(line.starts_with("pass "), "{line}");
-            }
+            assert!(line.starts_with("pass "), "{line}");
         }
-        let events = files.iter().filter(|(_, c)| !c).count();
         let last = text.lines().last().unwrap();
-        assert_eq!(
-            last,
-            format!(
-                "{events} passed, 0 failed, {} skipped",
-                files.len() - events
-            )
-        );
+        assert_eq!(last, format!("{} passed, 0 failed, 0 skipped", files.len()));
         println!("{last}");
     }
     // What the scenarios stored: 01 (3 events), 02 (1), 04 (none: refused), 07 (1);
@@ -119,6 +111,25 @@ fn every_events_scenario_passes_against_our_receiver() {
     let mut sorted = per_session.clone();
     sorted.sort();
     assert_eq!(sorted, [1, 1, 1, 1, 3, 3], "{per_session:?}");
+}
+
+#[test]
+fn without_control_its_scenarios_are_skipped_with_one_line() {
+    let Some(dir) = shared_delivery() else {
+        return;
+    };
+    let rx = Receiver::start(Options::new(TOKEN)).unwrap();
+    let (ok, text) = conformance(Some(&rx.url()), &[&dir]);
+    assert!(ok, "{text}");
+    for (file, control) in scenarios(&dir) {
+        let line = line_for(&text, &file);
+        if control {
+            assert!(
+                line.ends_with(": the receiver does not list capability control"),
+                "{line}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -138,10 +138,11 @@ fn install_chains_the_existing_notify_and_uninstall_restores_both_files() {
     let hook = hook_path();
     for (event, command, timeout, matcher) in &ours {
         assert_eq!(command, &format!("\"{hook}\" codex {event}"));
-        let want = if matches!(event.as_str(), "SessionEnd" | "Interrupt") {
-            3
-        } else {
-            5
+        // A permission prompt's hook may wait for a verified answer (control).
+        let want = match event.as_str() {
+            "SessionEnd" | "Interrupt" => 3,
+            "PermissionRequest" => sessionpipe_core::harness::control::PERMISSION_HOOK_TIMEOUT_S,
+            _ => 5,
         };
         assert_eq!(*timeout, want, "{event}");
         let tool_event = matches!(

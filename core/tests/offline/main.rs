@@ -11,6 +11,7 @@ mod backfill;
 mod chaos;
 mod cli_output;
 mod conformance;
+mod control;
 mod crash;
 mod daemon_life;
 mod delivery_conformance;

@@ -1,10 +1,14 @@
-//! Helpers for the receiver's tests: start one, build events, post batches.
+//! Helpers for the receiver's tests: start one, build events, post batches; with
+//! control on, pair a machine (a software passkey approves through the test
+//! door), queue signed messages, poll, ack, read the queue back.
 
 #![allow(dead_code)]
 
 use reqwest::blocking::Client;
 use serde_json::{Value, json};
-pub use sessionpipe_receiver::{Fault, Handle, Options, Receiver};
+pub use sessionpipe_receiver::{ControlOptions, Fault, Handle, Options, Receiver};
+use sessionpipe_verifier::softkey::{self, DayKey, SoftPasskey};
+use sessionpipe_verifier::{Assertion, Grant, Signed, TrustedKey};
 
 pub const TOKEN: &str = "test-token-7f3a";
 
@@ -29,6 +33,85 @@ pub fn start(opts: Options) -> Rx {
 
 pub fn start_default() -> Rx {
     start(Options::new(TOKEN))
+}
+
+/// A receiver with the control side on, rp id `localhost`.
+pub fn start_control(control: ControlOptions) -> Rx {
+    start(Options {
+        control: Some(control),
+        ..Options::new(TOKEN)
+    })
+}
+
+pub fn localhost() -> ControlOptions {
+    ControlOptions::new("localhost")
+}
+
+pub fn passkey() -> SoftPasskey {
+    SoftPasskey::es256("localhost", "http://localhost")
+}
+
+/// A paired machine: its id and token, and the device that approved it (its
+/// passkey, a day key and the grant between them).
+pub struct Paired {
+    pub machine: String,
+    pub token: String,
+    pub passkey: SoftPasskey,
+    pub day: DayKey,
+    pub grant: Grant,
+}
+
+impl Paired {
+    /// A prompt for `session`, signed with the day grant.
+    pub fn prompt(&self, session: &str, text: &str) -> Signed {
+        let now = now_ms();
+        let cmd = softkey::CommandText::prompt(
+            &self.machine,
+            session,
+            text,
+            &softkey::random_nonce(),
+            now,
+        )
+        .build();
+        softkey::sign_with_grant(&cmd, &self.day, &self.grant)
+    }
+
+    pub fn trusted(&self) -> Vec<TrustedKey> {
+        vec![self.passkey.trusted()]
+    }
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// A pairing request's body.
+pub fn pair_body() -> Value {
+    json!({"name": "test-machine", "harnesses": ["claude-code"], "modes": ["turn", "resume"],
+           "version": "0.0.0"})
+}
+
+/// A hello's body.
+pub fn hello_body() -> Value {
+    json!({"name": "test-machine", "harnesses": ["claude-code"], "modes": ["turn"],
+           "keys": ["AAAAAAAAAAAAAAAAAAAAAA"], "version": "0.0.0", "waiting": []})
+}
+
+/// An ack of `id` with `outcome`, now, and `extra` members.
+pub fn ack_of(id: &str, outcome: &str, extra: Value) -> Value {
+    let mut a = json!({"id": id, "outcome": outcome,
+                       "at": "2026-10-08T09:14:02.110Z"});
+    for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+        a[k] = v;
+    }
+    a
+}
+
+pub fn approval(code: &str, key: &TrustedKey, proof: &Assertion) -> Value {
+    json!({"code": code, "key": key, "proof": proof})
 }
 
 /// A valid envelope of `kind` at `tier` for `harness`/`session`, seq `seq`.
@@ -102,6 +185,102 @@ impl Rx {
             .iter()
             .map(|e| e["session"]["seq"].as_u64().unwrap())
             .collect())
+    }
+
+    /// A POST of `body` with `bearer` as the token (none when `None`).
+    pub fn post_as(&self, path: &str, bearer: Option<&str>, body: &Value) -> Reply {
+        let auth = bearer.map(|t| format!("Bearer {t}"));
+        let mut headers = vec![];
+        if let Some(a) = &auth {
+            headers.push(("authorization", a.as_str()));
+        }
+        self.post_raw(path, body.to_string().into_bytes(), &headers)
+    }
+
+    /// `POST /v1/control/pair` with the sink token, then the approval of a new
+    /// passkey through the test door, then the `paired` read: a paired machine.
+    pub fn pair(&self) -> Paired {
+        let started = self.post_as("/v1/control/pair", Some(TOKEN), &pair_body());
+        assert_eq!(started.status, 201, "{}", started.body);
+        let machine = started.body["machine"].as_str().unwrap().to_string();
+        let code = started.body["code"].as_str().unwrap();
+        let passkey = passkey();
+        let proof = softkey::enrollment_proof(&passkey, &machine, code);
+        let ok = self.post_as(
+            "/test/pair/approve",
+            Some(TOKEN),
+            &approval(code, &passkey.trusted(), &proof),
+        );
+        assert_eq!(ok.status, 200, "{}", ok.body);
+        let paired = self.get(&format!("/v1/control/pair?code={code}"), Some(TOKEN));
+        assert_eq!(paired.body["status"], "paired", "{}", paired.body);
+        let day = DayKey::generate();
+        let now = now_ms();
+        let grant = softkey::grant(&passkey, &day, now - 1000, now + 3_600_000, "localhost");
+        Paired {
+            machine,
+            token: paired.body["token"].as_str().unwrap().to_string(),
+            passkey,
+            day,
+            grant,
+        }
+    }
+
+    /// Queues `signed` for `machine` through the test door: its id.
+    pub fn enqueue(&self, machine: &str, signed: &Signed, expires_in_s: u64) -> String {
+        let mut body = serde_json::to_value(signed).unwrap();
+        body["machine"] = json!(machine);
+        body["expires_in_s"] = json!(expires_in_s);
+        let r = self.post_as("/test/control/enqueue", Some(TOKEN), &body);
+        assert_eq!(r.status, 201, "{}", r.body);
+        r.body["id"].as_str().unwrap().to_string()
+    }
+
+    /// The long-poll, as the machine.
+    pub fn poll(&self, p: &Paired, wait: u64) -> Reply {
+        self.get(
+            &format!("/v1/control?machine={}&wait={wait}", p.machine),
+            Some(&p.token),
+        )
+    }
+
+    /// The ids a poll brought, or its status when it was not 200.
+    pub fn poll_ids(&self, p: &Paired, wait: u64) -> Result<Vec<String>, u16> {
+        let r = self.poll(p, wait);
+        if r.status != 200 {
+            return Err(r.status);
+        }
+        Ok(r.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .collect())
+    }
+
+    pub fn ack(&self, p: &Paired, acks: &[Value]) -> Reply {
+        self.post_as("/v1/control/ack", Some(&p.token), &json!({ "acks": acks }))
+    }
+
+    /// The read door's view of a machine.
+    pub fn view(&self, machine: &str) -> Reply {
+        self.get(
+            &format!("/test/control/messages?machine={machine}"),
+            Some(TOKEN),
+        )
+    }
+
+    /// The read door's entry for one message.
+    pub fn message(&self, machine: &str, id: &str) -> Value {
+        let v = self.view(machine);
+        assert_eq!(v.status, 200, "{}", v.body);
+        v.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no message {id} in {}", v.body))
     }
 
     pub fn arm(&self, fault: Value) -> Reply {

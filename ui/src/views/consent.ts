@@ -1,6 +1,8 @@
 // Pairing, Pool and Titles: what turning each on reads, writes and sends, said
-// before anyone turns it on. None is live in this version, so the switch is
-// disabled and says why (facts: shared spec ADAPTERS.md and PROTOCOL-NOTES §6).
+// before anyone turns it on (facts: shared spec ADAPTERS.md and PROTOCOL-NOTES
+// §6). Pool and Titles are not live in this version, so their switch is
+// disabled and says why; Pairing is, and its page shows these parts below its
+// form (`consentParts`).
 
 import { h, prose } from "../dom";
 import type { Mounted, ViewContext } from "../view";
@@ -43,7 +45,7 @@ const CONSENT: Record<ConsentKind, Consent> = {
         heading: "What it reads",
         items: [
           "The signed commands your receiver queues for this machine (one long poll per receiver).",
-          "A session's folder, from the session's own files, to check it against the folders you allow.",
+          "A session's folder, as the harness reported it in the session's own hook calls (never from the command), to check it against the folders you allow.",
           "Whether an attention is open right now: an allow needs one, and nothing is ever allowed on its own.",
         ],
       },
@@ -57,8 +59,8 @@ const CONSENT: Record<ConsentKind, Consent> = {
       {
         heading: "What it sends, to your receiver only",
         items: [
-          "The pairing request, and a hello naming this machine's folders, mode, accounts (harness, id, email), harnesses, models and pool state.",
-          "One answer per command: delivered (with the turn's reply for a prompt), refused (with its reason), expired, unsupported or failed.",
+          "The pairing request, and a hello naming this machine's name, folders and mode, the harnesses it has seen sessions of, the passkeys it trusts (their ids) and which sessions have a waiter.",
+          "One answer per command: delivered (and how), refused (with its reason), expired or unsupported.",
         ],
       },
       {
@@ -143,6 +145,18 @@ const CONSENT: Record<ConsentKind, Consent> = {
   },
 };
 
+/** A consent's parts (what it reads, writes, sends, never does), as panels. */
+export function consentParts(kind: ConsentKind): HTMLElement[] {
+  return CONSENT[kind].sections.map((s) =>
+    h(
+      "section",
+      { class: "panel consent-part" },
+      h("h2", null, s.heading),
+      h("ul", null, s.items.map((item) => h("li", null, ...prose(item)))),
+    ),
+  );
+}
+
 export function mountConsent(root: HTMLElement, _ctx: ViewContext, kind: ConsentKind): Mounted {
   const c = CONSENT[kind];
   const statusId = `${kind}-status`;
@@ -164,14 +178,7 @@ export function mountConsent(root: HTMLElement, _ctx: ViewContext, kind: Consent
         h("p", { id: statusId, class: "not-live-text" }, h("strong", null, "Not live in this version. "), c.notLive),
       ),
       h("p", { class: "muted" }, "What turning it on will do, exactly:"),
-      c.sections.map((s) =>
-        h(
-          "section",
-          { class: "panel consent-part" },
-          h("h2", null, s.heading),
-          h("ul", null, s.items.map((item) => h("li", null, ...prose(item)))),
-        ),
-      ),
+      consentParts(kind),
     ),
   );
   return {};

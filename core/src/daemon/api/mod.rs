@@ -10,6 +10,7 @@
 //! `sessionpipe-listener` (a connection cap, header and request deadlines). This module owns routing and checks; `views` the handlers, which call
 //! the library; `error` what a failure answers.
 
+mod control;
 mod error;
 #[cfg(test)]
 mod props;
@@ -58,7 +59,12 @@ impl Api {
 
 /// Starts the API on `127.0.0.1:port` (0: any free port) on the current runtime
 /// and writes `ui.json` (URL and token, 0600) to the state dir.
-pub fn start(paths: &StatePaths, ui_dir: Option<PathBuf>, port: u16) -> std::io::Result<Api> {
+pub fn start(
+    paths: &StatePaths,
+    ui_dir: Option<PathBuf>,
+    port: u16,
+    hub: Option<Arc<crate::control::hub::Hub>>,
+) -> std::io::Result<Api> {
     let token = new_token();
     let listener = std::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port)))?;
     listener.set_nonblocking(true)?;
@@ -69,6 +75,8 @@ pub fn start(paths: &StatePaths, ui_dir: Option<PathBuf>, port: u16) -> std::io:
         paths: paths.clone(),
         token: Arc::new(token.clone()),
         host: Arc::new(format!("127.0.0.1:{}", addr.port())),
+        pairing: Arc::default(),
+        hub,
     };
     let address = UiAddress {
         url: url.clone(),
@@ -110,6 +118,14 @@ fn router(ctx: Ctx, ui_dir: Option<PathBuf>) -> Router {
         .route("/sinks/{id}", axum::routing::delete(views::remove_sink))
         .route("/sinks/{id}/test", post(views::test_sink))
         .route("/settings", get(views::settings).put(views::put_settings))
+        .route("/control", get(control::view))
+        .route("/control/pair", post(control::pair))
+        .route("/control/off", post(control::off))
+        .route("/approvals", post(control::answer))
+        .route(
+            "/control/keys/{id}",
+            axum::routing::delete(control::remove_key),
+        )
         .fallback(|| async { ApiError::NotFound("no such API call".into()) })
         .layer(middleware::from_fn_with_state(ctx.clone(), require_token));
     let app = Router::new().nest("/api", api);

@@ -96,6 +96,8 @@ impl Api {
                 paths,
                 token: Arc::new("t0ken".into()),
                 host: Arc::new("127.0.0.1:1".into()),
+                pairing: Arc::default(),
+                hub: None,
             },
             _dir: dir,
             rt: tokio::runtime::Builder::new_current_thread()

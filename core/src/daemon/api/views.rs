@@ -24,16 +24,20 @@ pub struct Ctx {
     pub token: Arc<String>,
     /// `127.0.0.1:<port>`: the only `Host` answered.
     pub host: Arc<String>,
+    /// The pairing the UI started, while it runs and after it ended.
+    pub pairing: Arc<std::sync::Mutex<Option<Value>>>,
+    /// Control's hub: which permission prompts wait (local approvals).
+    pub hub: Option<Arc<crate::control::hub::Hub>>,
 }
 
 /// A session stays on the board this long after its last event, unless it still
 /// needs the person or is working.
 const BOARD_MS: i64 = 24 * 3600 * 1000;
 
-type Answer = Result<Json<Value>, ApiError>;
+pub(super) type Answer = Result<Json<Value>, ApiError>;
 
 /// A JSON body, or why it is not one (as JSON, like every other answer).
-fn body(given: Result<Json<Value>, JsonRejection>) -> Result<Value, ApiError> {
+pub(super) fn body(given: Result<Json<Value>, JsonRejection>) -> Result<Value, ApiError> {
     given
         .map(|Json(v)| v)
         .map_err(|e| ApiError::BadRequest(format!("the body is not JSON: {}", e.body_text())))
@@ -49,7 +53,13 @@ pub struct Limit {
 /// across them, the machine and the daemon.
 pub async fn overview(State(ctx): State<Ctx>) -> Answer {
     let paths = ctx.paths.clone();
+    let waiting = ctx
+        .hub
+        .as_ref()
+        .map(|h| h.waiting_permissions())
+        .unwrap_or_default();
     blocking(move || {
+        let local = Config::load(&paths).unwrap_or_default().local_approvals;
         let config = Config::load(&paths).unwrap_or_default();
         let machine = config.machine();
         let outbox = Outbox::open_readonly(&paths.outbox())?;
@@ -88,11 +98,20 @@ pub async fn overview(State(ctx): State<Ctx>) -> Answer {
                     .cloned()
                     .unwrap_or_default()
                     .into_iter()
-                    .map(move |mut a| {
+                    .map(|mut a| {
                         a["session"] = s["key"].clone();
                         a["title"] = s["title"].clone();
+                        a["cwd"] = s["cwd"].clone();
+                        a["harness"] = s["harness"].clone();
+                        // Its hook waits and the person allows answering here.
+                        let key = (
+                            s["key"].as_str().unwrap_or("").to_string(),
+                            a["attention_id"].as_str().unwrap_or("").to_string(),
+                        );
+                        a["answerable"] = json!(local && waiting.contains(&key));
                         a
                     })
+                    .collect::<Vec<_>>()
             })
             .collect();
         let daemon = crate::state::lock::holder(&paths)

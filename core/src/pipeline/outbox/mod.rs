@@ -66,6 +66,13 @@ impl Outbox {
         Ok(ob)
     }
 
+    /// A connection of its own to the outbox file, migrated, for a service whose
+    /// tables the schema holds but which reads and writes them itself
+    /// (control); it never touches the events or sessions through it.
+    pub fn side_connection(path: &Path) -> Result<Connection> {
+        Ok(Outbox::open(path)?.conn)
+    }
+
     /// Opens an existing outbox for reading only (tail, status). `None` while
     /// there is none yet: no file, or a file whose first writer has not made its
     /// tables yet.
@@ -182,6 +189,28 @@ impl Outbox {
             params![rowid],
             |r| r.get(0),
         )?)
+    }
+
+    /// One session's record, when the outbox knows the session.
+    pub fn session(&self, harness: &str, session: &str) -> Result<Option<SessionRecord>> {
+        let json: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT record FROM sessions WHERE harness = ?1 AND session = ?2",
+                params![harness, session],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(json.map(|j| serde_json::from_str(&j).unwrap_or_default()))
+    }
+
+    /// The harnesses whose sessions the outbox holds.
+    pub fn harnesses(&self) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT DISTINCT harness FROM sessions ORDER BY harness")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// Every session's record, most recently active first.

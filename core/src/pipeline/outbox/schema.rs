@@ -58,6 +58,55 @@ const STEPS: &[Step] = &[
     // 2: versions up to 0.1 kept session blocks, turn logs and held words as the
     // harness wrote them; everything stored goes through `secrets@1`.
     Step::Code(scrub_at_rest),
+    // 3: control (its own module reads and writes these; they live here so one
+    // file, one lock and one migration hold everything the daemon keeps).
+    // receivers: one row per paired receiver (the machine token is in the
+    // keychain, never here). keys: the passkeys the person enrolled at this
+    // machine, per receiver. nonces: every verified command's nonce, recorded
+    // before it runs, kept 25 h. messages: what became of each message a
+    // receiver sent, so a redelivery gets the same final ack and a restart sends
+    // the acks not yet sent.
+    Step::Sql(
+        "
+    CREATE TABLE control_receivers (
+        origin      TEXT PRIMARY KEY,
+        machine     TEXT NOT NULL,
+        control_url TEXT NOT NULL,
+        rp_id       TEXT NOT NULL,
+        wait_max_s  INTEGER NOT NULL,
+        account     TEXT,
+        paired_ms   INTEGER NOT NULL,
+        stopped     TEXT
+    ) WITHOUT ROWID;
+    CREATE TABLE control_keys (
+        receiver  TEXT NOT NULL,
+        id        TEXT NOT NULL,
+        alg       INTEGER NOT NULL,
+        spki      TEXT NOT NULL,
+        name      TEXT,
+        added_ms  INTEGER NOT NULL,
+        PRIMARY KEY (receiver, id)
+    ) WITHOUT ROWID;
+    CREATE TABLE control_nonces (
+        nonce    TEXT PRIMARY KEY,
+        iat_ms   INTEGER NOT NULL,
+        seen_ms  INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE control_messages (
+        receiver  TEXT NOT NULL,
+        id        TEXT NOT NULL,
+        nonce     TEXT,
+        session   TEXT,
+        kind      TEXT,
+        command   TEXT,
+        state     TEXT NOT NULL,
+        ack       TEXT,
+        ack_sent  INTEGER NOT NULL DEFAULT 0,
+        at_ms     INTEGER NOT NULL,
+        PRIMARY KEY (receiver, id)
+    ) WITHOUT ROWID;
+    ",
+    ),
 ];
 
 /// The schema version this build writes.

@@ -1,12 +1,16 @@
-//! sessionpipe's own words around a message its control delivered (ADAPTERS.md,
-//! Claude Code Transcript row): the line before the words that says where the
-//! message came from (`Message via <host> (sessionpipe control, signed on the
-//! sender's device):`, or its in-place form `…device; message <12 chars>):`), and
-//! the line after a new session's first message (`(Sent via <host> with
-//! sessionpipe control, signed on the sender's device.)`). They are taken off the
-//! person's words, each only from the place sessionpipe puts it; a text that is
-//! nothing but such a line is what the person wrote and stays. `(Asked by …)`
-//! and a handoff's answer line are not frames: they stay.
+//! sessionpipe's own words around a message its control delivers (ADAPTERS.md,
+//! Claude Code Transcript row; PROTOCOL-NOTES §6 Framing), written and taken off
+//! in this one place: the line before the words that says where the message came
+//! from (`Message via <host> (sessionpipe control, signed on the sender's
+//! device):`, or its in-place form `…device; message <12 chars>):`), and the line
+//! after a new session's first message (`(Sent via <host> with sessionpipe
+//! control, signed on the sender's device.)`).
+//!
+//! Control writes them (`in_place`, `into_session`, `new_session`); a transcript
+//! reader takes them off the person's words (`unframe`), each only from the
+//! place sessionpipe puts it; a text that is nothing but such a line is what the
+//! person wrote and stays. `(Asked by …)` and a handoff's answer line are not
+//! frames: they stay. Nothing here reads a file or knows a harness.
 
 const BEFORE_PREFIX: &str = "Message via ";
 const BEFORE_SUFFIX: &str = "(sessionpipe control, signed on the sender's device):";
@@ -15,6 +19,27 @@ const AFTER_PREFIX: &str = "(Sent via ";
 const AFTER_SUFFIX: &str = " with sessionpipe control, signed on the sender's device.)";
 /// What a Stop hook's block reason turns into in the transcript.
 pub const STOP_FEEDBACK: &str = "Stop hook feedback:";
+
+/// A message handed to a live session in place (a Stop hook's block, a waiter),
+/// marked with the last 12 characters of the receiver's message id so the
+/// person can tell two messages apart.
+pub fn in_place(host: &str, mark: &str, text: &str) -> String {
+    let mark: String = {
+        let chars: Vec<char> = mark.chars().collect();
+        chars[chars.len().saturating_sub(12)..].iter().collect()
+    };
+    format!("{BEFORE_PREFIX}{host} (sessionpipe control, {BEFORE_MARK}{mark}):\n{text}")
+}
+
+/// A message into a session that exists, delivered other than in place.
+pub fn into_session(host: &str, text: &str) -> String {
+    format!("{BEFORE_PREFIX}{host} {BEFORE_SUFFIX}\n{text}")
+}
+
+/// The first message of a session control started.
+pub fn new_session(host: &str, text: &str) -> String {
+    format!("{text}\n\n{AFTER_PREFIX}{host}{AFTER_SUFFIX}")
+}
 
 /// The words without sessionpipe's frame, and whether there was one.
 pub fn unframe(text: &str) -> (String, bool) {
@@ -67,6 +92,26 @@ mod tests {
         assert_eq!(unframe(in_place), ("ship it".into(), true));
         let new_session = "fix the flaky test\n\n(Sent via ann-phone with sessionpipe control, signed on the sender's device.)";
         assert_eq!(unframe(new_session), ("fix the flaky test".into(), true));
+    }
+
+    #[test]
+    fn what_control_writes_is_what_the_reader_takes_off() {
+        let words = "run the tests\nthen push";
+        let written = [
+            in_place("ann-phone", "01K6ZTABCDEFGHJKMNPQRSTVWX", words),
+            into_session("ann-phone", words),
+            new_session("ann-phone", words),
+        ];
+        for w in &written {
+            assert_eq!(unframe(w), (words.to_string(), true), "{w}");
+        }
+        assert!(
+            written[0].starts_with(
+                "Message via ann-phone (sessionpipe control, signed on the sender's device; message JKMNPQRSTVWX):\n"
+            ),
+            "{}",
+            written[0]
+        );
     }
 
     #[test]

@@ -1,0 +1,695 @@
+//! Where verified messages meet the sessions they are for, in memory: prompts
+//! queued for a session's next Stop, waiters (`sessionpipe wait`) blocked on a
+//! session, permission hooks waiting on an attention, answers that came before
+//! their hook asked, and the hook calls ingest has committed (a hook asks by
+//! its job's name, and may ask before or after ingest took the job).
+//!
+//! First answer wins: the terminal answering first is learnt from the session's
+//! next hook (ingest reports the attention cleared), which releases a waiting
+//! hook with no answer and makes a later answer `expired`. Nothing here ever
+//! makes a decision up: a hook gets `allow` only from a verified answer.
+//!
+//! It holds no I/O and no store: every final outcome of a message it was handed
+//! goes out on `finals`, which `run` writes to the store and acks.
+
+use crate::pipeline::ingest::Seen;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
+
+/// How long a committed hook call is remembered for its hook to ask about it.
+const SEEN_KEEP: Duration = Duration::from_secs(30);
+/// How long a closed attention is remembered, so a late answer is `expired`
+/// rather than refused `no_attention`.
+const CLOSED_KEEP: Duration = Duration::from_secs(25 * 3600);
+/// At most this many closed attentions are remembered (oldest forgotten first).
+const CLOSED_MAX: usize = 10_000;
+
+/// A message's final outcome, for `run` to keep and ack.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Final {
+    pub receiver: String,
+    pub id: String,
+    pub ack: serde_json::Value,
+}
+
+/// Who a message came from, so its outcome finds its way back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct From {
+    pub receiver: String,
+    pub id: String,
+    /// `expires_at` of the receiver's envelope (epoch ms).
+    pub expires_ms: i64,
+}
+
+/// A verified permission decision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub allow: bool,
+    pub note: Option<String>,
+}
+
+/// What became of a prompt offered to its session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PromptOffer {
+    /// A waiter took it at once.
+    ToWaiter,
+    /// Queued for the session's next Stop (the turn is running).
+    Queued,
+    /// No rung fits: nothing listens and no turn runs.
+    NoRung,
+}
+
+/// What became of a permission answer offered to its attention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnswerOffer {
+    /// The waiting hook took it.
+    Delivered,
+    /// Held until the prompt's hook asks (it has not yet).
+    Held,
+    /// The attention closed before it (the terminal answered first).
+    Expired,
+}
+
+/// What a hook call asks of control (by its job).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ask {
+    Turn,
+    Permission,
+}
+
+struct QueuedPrompt {
+    from: From,
+    framed: String,
+}
+
+enum Slot {
+    /// The permission hook waits for an answer.
+    Waiting(oneshot::Sender<Option<Decision>>),
+    /// An answer came before the hook asked.
+    Answered(Decision, From),
+}
+
+type AttentionKey = (String, String);
+
+#[derive(Default)]
+struct Inner {
+    seen: HashMap<String, (Seen, Instant)>,
+    seen_waiters: HashMap<String, Vec<oneshot::Sender<Seen>>>,
+    prompts: HashMap<String, VecDeque<QueuedPrompt>>,
+    waiters: HashMap<String, Vec<oneshot::Sender<String>>>,
+    slots: HashMap<AttentionKey, Slot>,
+    closed: HashMap<AttentionKey, Instant>,
+    /// Sessions whose turn is running, as ingest last saw them.
+    running: HashMap<String, bool>,
+}
+
+pub struct Hub {
+    inner: Mutex<Inner>,
+    finals: mpsc::UnboundedSender<Final>,
+    /// Rung when the set of sessions with a waiter changes (the hello says it).
+    waiting_changed: tokio::sync::Notify,
+}
+
+/// `<harness>:<id>`, the session's name in a command.
+pub fn session_ref(harness: &str, id: &str) -> String {
+    format!("{harness}:{id}")
+}
+
+impl Hub {
+    pub fn new() -> (Hub, mpsc::UnboundedReceiver<Final>) {
+        let (finals, rx) = mpsc::unbounded_channel();
+        (
+            Hub {
+                inner: Mutex::new(Inner::default()),
+                finals,
+                waiting_changed: tokio::sync::Notify::new(),
+            },
+            rx,
+        )
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn finish(&self, from: &From, ack: serde_json::Value) {
+        let _ = self.finals.send(Final {
+            receiver: from.receiver.clone(),
+            id: from.id.clone(),
+            ack,
+        });
+    }
+
+    /// Ingest committed these hook calls (called from its thread).
+    pub fn seen(&self, calls: Vec<Seen>) {
+        let mut expired = Vec::new();
+        {
+            let mut inner = self.lock();
+            let now = Instant::now();
+            inner
+                .seen
+                .retain(|_, (_, at)| now.duration_since(*at) < SEEN_KEEP);
+            for call in calls {
+                let session = session_ref(&call.harness, &call.session);
+                for id in &call.attentions.cleared {
+                    let key = (session.clone(), id.clone());
+                    match inner.slots.remove(&key) {
+                        // The terminal answered first: the hook goes, silent.
+                        Some(Slot::Waiting(tx)) => {
+                            let _ = tx.send(None);
+                        }
+                        Some(Slot::Answered(_, from)) => expired.push(from),
+                        None => {}
+                    }
+                    remember_closed(&mut inner.closed, key, now);
+                }
+                if let Some(waiters) = inner.seen_waiters.remove(&call.job) {
+                    for tx in waiters {
+                        let _ = tx.send(call.clone());
+                    }
+                }
+                inner.seen.insert(call.job.clone(), (call, now));
+            }
+        }
+        for from in expired {
+            self.finish(&from, ack_expired(&from, "the terminal answered first"));
+        }
+    }
+
+    /// Says whether `session`'s turn is running (ingest's view, from `run`).
+    pub fn set_running(&self, session: &str, running: bool) {
+        self.lock().running.insert(session.to_string(), running);
+    }
+
+    /// Offers a verified prompt to its session: a waiter first, then the
+    /// running turn's Stop.
+    pub fn offer_prompt(
+        &self,
+        from: From,
+        session: &str,
+        framed: String,
+        turn_running: bool,
+        takes_turns: bool,
+    ) -> PromptOffer {
+        let mut inner = self.lock();
+        if let Some(waiters) = inner.waiters.get_mut(session) {
+            while let Some(tx) = waiters.pop() {
+                if tx.send(framed.clone()).is_ok() {
+                    if waiters.is_empty() {
+                        inner.waiters.remove(session);
+                        self.waiting_changed.notify_waiters();
+                    }
+                    drop(inner);
+                    self.finish(&from, ack_delivered(&from, "waiter"));
+                    return PromptOffer::ToWaiter;
+                }
+            }
+            inner.waiters.remove(session);
+        }
+        let running = turn_running || inner.running.get(session).copied().unwrap_or(false);
+        if takes_turns && running {
+            inner
+                .prompts
+                .entry(session.to_string())
+                .or_default()
+                .push_back(QueuedPrompt { from, framed });
+            return PromptOffer::Queued;
+        }
+        PromptOffer::NoRung
+    }
+
+    /// Offers a verified permission answer to its attention.
+    pub fn offer_answer(
+        &self,
+        from: From,
+        session: &str,
+        attention: &str,
+        decision: Decision,
+    ) -> AnswerOffer {
+        let key = (session.to_string(), attention.to_string());
+        let mut inner = self.lock();
+        if inner.closed.contains_key(&key) {
+            return AnswerOffer::Expired;
+        }
+        match inner.slots.remove(&key) {
+            Some(Slot::Waiting(tx)) => {
+                if tx.send(Some(decision)).is_ok() {
+                    drop(inner);
+                    self.finish(&from, ack_delivered(&from, "turn"));
+                    return AnswerOffer::Delivered;
+                }
+                // The hook went away (the harness's own timeout): closed.
+                remember_closed(&mut inner.closed, key, Instant::now());
+                AnswerOffer::Expired
+            }
+            Some(Slot::Answered(first, first_from)) => {
+                // First answer wins; this one is too late.
+                inner.slots.insert(key, Slot::Answered(first, first_from));
+                AnswerOffer::Expired
+            }
+            None => {
+                inner.slots.insert(key, Slot::Answered(decision, from));
+                AnswerOffer::Held
+            }
+        }
+    }
+
+    /// A hook call asks for what control holds for it: waits (a few seconds)
+    /// for ingest to have committed its job, then takes a queued prompt (a
+    /// Stop) or waits up to `window` for an answer (a permission prompt).
+    /// `Some(decision)` / `Some(framed)` only from a verified message.
+    pub async fn hook(&self, job: &str, ask: Ask, window: Duration) -> HookAnswer {
+        let Some(call) = self.seen_job(job, Duration::from_secs(5)).await else {
+            return HookAnswer::Nothing;
+        };
+        let session = session_ref(&call.harness, &call.session);
+        match ask {
+            Ask::Turn => {
+                let next = {
+                    let mut inner = self.lock();
+                    inner.running.insert(session.clone(), false);
+                    let queue = inner.prompts.get_mut(&session);
+                    let next = queue.and_then(VecDeque::pop_front);
+                    if inner.prompts.get(&session).is_some_and(VecDeque::is_empty) {
+                        inner.prompts.remove(&session);
+                    }
+                    next
+                };
+                match next {
+                    Some(p) => {
+                        self.finish(&p.from, ack_delivered(&p.from, "turn"));
+                        HookAnswer::Turn(p.framed)
+                    }
+                    None => HookAnswer::Nothing,
+                }
+            }
+            Ask::Permission => {
+                let Some(attention) = call.attentions.opened.first().cloned() else {
+                    return HookAnswer::Nothing;
+                };
+                let key = (session, attention);
+                let rx = {
+                    let mut inner = self.lock();
+                    match inner.slots.remove(&key) {
+                        Some(Slot::Answered(d, from)) => {
+                            drop(inner);
+                            self.finish(&from, ack_delivered(&from, "turn"));
+                            return HookAnswer::Permission(d);
+                        }
+                        _ => {
+                            let (tx, rx) = oneshot::channel();
+                            inner.slots.insert(key.clone(), Slot::Waiting(tx));
+                            rx
+                        }
+                    }
+                };
+                match tokio::time::timeout(window, rx).await {
+                    Ok(Ok(Some(d))) => HookAnswer::Permission(d),
+                    Ok(_) => HookAnswer::Nothing,
+                    Err(_) => {
+                        // The window closed: the prompt stays the terminal's.
+                        let mut inner = self.lock();
+                        inner.slots.remove(&key);
+                        remember_closed(&mut inner.closed, key, Instant::now());
+                        HookAnswer::Nothing
+                    }
+                }
+            }
+        }
+    }
+
+    /// The permission prompts whose hook waits now, `(session, attention)`:
+    /// what the person at this machine may answer (local approvals).
+    pub fn waiting_permissions(&self) -> Vec<(String, String)> {
+        let inner = self.lock();
+        let mut out: Vec<(String, String)> = inner
+            .slots
+            .iter()
+            .filter(|(_, s)| matches!(s, Slot::Waiting(tx) if !tx.is_closed()))
+            .map(|(k, _)| k.clone())
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// The person at this machine answered a waiting prompt from the tray,
+    /// its notification or the window (local approvals, beyond the protocol;
+    /// only ever their click). False when no hook waits on it (answered in the
+    /// terminal, or its window closed): nothing is answered then.
+    pub fn answer_locally(&self, session: &str, attention: &str, allow: bool) -> bool {
+        let key = (session.to_string(), attention.to_string());
+        let mut inner = self.lock();
+        let Some(Slot::Waiting(tx)) = inner.slots.remove(&key) else {
+            return false;
+        };
+        let sent = tx
+            .send(Some(Decision {
+                allow,
+                note: (!allow).then(|| "Denied at this machine (sessionpipe).".to_string()),
+            }))
+            .is_ok();
+        remember_closed(&mut inner.closed, key, Instant::now());
+        sent
+    }
+
+    /// `sessionpipe wait`: blocks until a verified prompt for `session` comes.
+    pub async fn wait(&self, session: &str) -> Option<String> {
+        let rx = {
+            let mut inner = self.lock();
+            let (tx, rx) = oneshot::channel();
+            let list = inner.waiters.entry(session.to_string()).or_default();
+            list.push(tx);
+            if list.len() == 1 {
+                self.waiting_changed.notify_waiters();
+            }
+            rx
+        };
+        rx.await.ok()
+    }
+
+    /// A waiter's connection closed: forget its sender.
+    pub fn waiter_gone(&self, session: &str) {
+        let mut inner = self.lock();
+        if let Some(list) = inner.waiters.get_mut(session) {
+            list.retain(|tx| !tx.is_closed());
+            if list.is_empty() {
+                inner.waiters.remove(session);
+                self.waiting_changed.notify_waiters();
+            }
+        }
+    }
+
+    /// Sessions a waiter listens on (the hello's `waiting`).
+    pub fn waiting(&self) -> Vec<String> {
+        let inner = self.lock();
+        let mut out: Vec<String> = inner
+            .waiters
+            .iter()
+            .filter(|(_, l)| l.iter().any(|tx| !tx.is_closed()))
+            .map(|(s, _)| s.clone())
+            .collect();
+        out.sort();
+        out
+    }
+
+    pub async fn waiting_changed(&self) {
+        self.waiting_changed.notified().await
+    }
+
+    /// Ends what waited past its `expires_at`: queued prompts and held answers.
+    pub fn expire(&self, now_ms: i64) {
+        let mut gone = Vec::new();
+        {
+            let mut inner = self.lock();
+            for queue in inner.prompts.values_mut() {
+                queue.retain(|p| {
+                    let keep = p.from.expires_ms > now_ms;
+                    if !keep {
+                        gone.push(p.from.clone());
+                    }
+                    keep
+                });
+            }
+            inner.prompts.retain(|_, q| !q.is_empty());
+            let late: Vec<AttentionKey> = inner
+                .slots
+                .iter()
+                .filter(|(_, s)| matches!(s, Slot::Answered(_, f) if f.expires_ms <= now_ms))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in late {
+                if let Some(Slot::Answered(_, f)) = inner.slots.remove(&k) {
+                    gone.push(f);
+                }
+            }
+        }
+        for from in gone {
+            self.finish(&from, ack_expired(&from, "past its expires_at"));
+        }
+    }
+
+    async fn seen_job(&self, job: &str, patience: Duration) -> Option<Seen> {
+        let rx = {
+            let mut inner = self.lock();
+            if let Some((call, _)) = inner.seen.get(job) {
+                return Some(call.clone());
+            }
+            let (tx, rx) = oneshot::channel();
+            inner
+                .seen_waiters
+                .entry(job.to_string())
+                .or_default()
+                .push(tx);
+            rx
+        };
+        let got = tokio::time::timeout(patience, rx)
+            .await
+            .ok()
+            .and_then(Result::ok);
+        if got.is_none() {
+            let mut inner = self.lock();
+            if let Some(list) = inner.seen_waiters.get_mut(job) {
+                list.retain(|tx| !tx.is_closed());
+                if list.is_empty() {
+                    inner.seen_waiters.remove(job);
+                }
+            }
+        }
+        got
+    }
+}
+
+/// What a hook call gets back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HookAnswer {
+    Nothing,
+    /// A Stop hands this framed message to the model.
+    Turn(String),
+    Permission(Decision),
+}
+
+fn remember_closed(closed: &mut HashMap<AttentionKey, Instant>, key: AttentionKey, now: Instant) {
+    if closed.len() >= CLOSED_MAX {
+        closed.retain(|_, at| now.duration_since(*at) < CLOSED_KEEP);
+        if closed.len() >= CLOSED_MAX
+            && let Some(oldest) = closed
+                .iter()
+                .min_by_key(|(_, at)| **at)
+                .map(|(k, _)| k.clone())
+        {
+            closed.remove(&oldest);
+        }
+    }
+    closed.insert(key, now);
+}
+
+fn at_now() -> String {
+    protocol::time::rfc3339_ms(protocol::time::now_ms())
+}
+
+pub fn ack_delivered(from: &From, mode: &str) -> serde_json::Value {
+    serde_json::json!({"id": from.id, "outcome": "delivered", "at": at_now(), "mode": mode})
+}
+
+pub fn ack_expired(from: &From, detail: &str) -> serde_json::Value {
+    serde_json::json!({"id": from.id, "outcome": "expired", "at": at_now(), "detail": detail})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::append::Appended;
+
+    fn call(job: &str, opened: &[&str], cleared: &[&str]) -> Seen {
+        Seen {
+            job: job.into(),
+            harness: "claude-code".into(),
+            session: "s1".into(),
+            event: "PermissionRequest".into(),
+            attentions: Appended {
+                count: 1,
+                opened: opened.iter().map(|s| s.to_string()).collect(),
+                cleared: cleared.iter().map(|s| s.to_string()).collect(),
+            },
+        }
+    }
+
+    fn from(id: &str) -> From {
+        From {
+            receiver: "https://r".into(),
+            id: id.into(),
+            expires_ms: i64::MAX,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_reaches_the_hook_that_waits_and_only_once() {
+        let (hub, mut finals) = Hub::new();
+        hub.seen(vec![call("j1", &["perm-1"], &[])]);
+        let hub = std::sync::Arc::new(hub);
+        let h = hub.clone();
+        let hook =
+            tokio::spawn(
+                async move { h.hook("j1", Ask::Permission, Duration::from_secs(5)).await },
+            );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let deny = Decision {
+            allow: false,
+            note: Some("no".into()),
+        };
+        assert_eq!(
+            hub.offer_answer(from("m1"), "claude-code:s1", "perm-1", deny.clone()),
+            AnswerOffer::Delivered
+        );
+        assert_eq!(hook.await.unwrap(), HookAnswer::Permission(deny.clone()));
+        assert_eq!(finals.recv().await.unwrap().ack["outcome"], "delivered");
+        // The next hook closes the attention; a second answer is expired.
+        hub.seen(vec![call("j2", &[], &["perm-1"])]);
+        assert_eq!(
+            hub.offer_answer(from("m2"), "claude-code:s1", "perm-1", deny),
+            AnswerOffer::Expired
+        );
+    }
+
+    #[tokio::test]
+    async fn the_terminal_answering_first_releases_the_hook_silently() {
+        let (hub, _finals) = Hub::new();
+        let hub = std::sync::Arc::new(hub);
+        let h = hub.clone();
+        let hook =
+            tokio::spawn(
+                async move { h.hook("j1", Ask::Permission, Duration::from_secs(5)).await },
+            );
+        // The hook asked before ingest took its job.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        hub.seen(vec![call("j1", &["perm-1"], &[])]);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        hub.seen(vec![call("j2", &[], &["perm-1"])]);
+        assert_eq!(hook.await.unwrap(), HookAnswer::Nothing);
+    }
+
+    #[tokio::test]
+    async fn an_answer_before_its_hook_is_held_then_taken() {
+        let (hub, mut finals) = Hub::new();
+        let allow = Decision {
+            allow: true,
+            note: None,
+        };
+        assert_eq!(
+            hub.offer_answer(from("m1"), "claude-code:s1", "perm-1", allow.clone()),
+            AnswerOffer::Held
+        );
+        hub.seen(vec![call("j1", &["perm-1"], &[])]);
+        assert_eq!(
+            hub.hook("j1", Ask::Permission, Duration::from_secs(1))
+                .await,
+            HookAnswer::Permission(allow)
+        );
+        assert_eq!(finals.recv().await.unwrap().id, "m1");
+    }
+
+    #[tokio::test]
+    async fn a_prompt_waits_for_the_running_turns_stop_or_has_no_rung() {
+        let (hub, mut finals) = Hub::new();
+        let s = "claude-code:s1";
+        assert_eq!(
+            hub.offer_prompt(from("m0"), s, "x".into(), false, true),
+            PromptOffer::NoRung
+        );
+        assert_eq!(
+            hub.offer_prompt(from("m1"), s, "framed".into(), true, true),
+            PromptOffer::Queued
+        );
+        let mut stop = call("j9", &[], &[]);
+        stop.event = "Stop".into();
+        hub.seen(vec![stop]);
+        assert_eq!(
+            hub.hook("j9", Ask::Turn, Duration::from_secs(1)).await,
+            HookAnswer::Turn("framed".into())
+        );
+        assert_eq!(finals.recv().await.unwrap().ack["mode"], "turn");
+        // Taken once: a second Stop gets nothing.
+        let mut again = call("j10", &[], &[]);
+        again.event = "Stop".into();
+        hub.seen(vec![again]);
+        assert_eq!(
+            hub.hook("j10", Ask::Turn, Duration::from_secs(1)).await,
+            HookAnswer::Nothing
+        );
+    }
+
+    #[tokio::test]
+    async fn a_waiter_takes_a_prompt_at_once() {
+        let (hub, _finals) = Hub::new();
+        let hub = std::sync::Arc::new(hub);
+        let h = hub.clone();
+        let w = tokio::spawn(async move { h.wait("claude-code:s1").await });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(hub.waiting(), vec!["claude-code:s1".to_string()]);
+        assert_eq!(
+            hub.offer_prompt(from("m1"), "claude-code:s1", "hi".into(), false, true),
+            PromptOffer::ToWaiter
+        );
+        assert_eq!(w.await.unwrap().as_deref(), Some("hi"));
+    }
+
+    #[tokio::test]
+    async fn the_person_at_the_machine_answers_a_waiting_prompt_once() {
+        let (hub, _finals) = Hub::new();
+        let hub = std::sync::Arc::new(hub);
+        assert!(
+            !hub.answer_locally("claude-code:s1", "perm-1", true),
+            "nothing waits yet"
+        );
+        hub.seen(vec![call("j1", &["perm-1"], &[])]);
+        let h = hub.clone();
+        let hook =
+            tokio::spawn(
+                async move { h.hook("j1", Ask::Permission, Duration::from_secs(5)).await },
+            );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(
+            hub.waiting_permissions(),
+            vec![("claude-code:s1".to_string(), "perm-1".to_string())]
+        );
+        assert!(hub.answer_locally("claude-code:s1", "perm-1", true));
+        assert_eq!(
+            hook.await.unwrap(),
+            HookAnswer::Permission(Decision {
+                allow: true,
+                note: None
+            })
+        );
+        assert!(hub.waiting_permissions().is_empty());
+        assert!(
+            !hub.answer_locally("claude-code:s1", "perm-1", false),
+            "answered once"
+        );
+    }
+
+    #[test]
+    fn queued_prompts_and_held_answers_expire() {
+        let (hub, mut finals) = Hub::new();
+        let mut f = from("m1");
+        f.expires_ms = 1_000;
+        hub.offer_prompt(f.clone(), "claude-code:s1", "x".into(), true, true);
+        let mut g = from("m2");
+        g.expires_ms = 1_000;
+        hub.offer_answer(
+            g,
+            "claude-code:s1",
+            "perm-9",
+            Decision {
+                allow: true,
+                note: None,
+            },
+        );
+        hub.expire(2_000);
+        let a = finals.try_recv().unwrap();
+        let b = finals.try_recv().unwrap();
+        assert_eq!(a.ack["outcome"], "expired");
+        assert_eq!(b.ack["outcome"], "expired");
+    }
+}

@@ -1,0 +1,175 @@
+//! The daemon's control socket (`control.sock`, a Unix stream socket, 0600 in
+//! the 0700 state dir): the Stop and permission hooks ask it for a verified
+//! message for their call, and `sessionpipe wait` blocks on it for its session.
+//!
+//! The framing is local and ours: one request line of JSON, then the answer's
+//! bytes and the end of the stream. A hook prints those bytes as they are (the
+//! harness's own answer, made here by its adapter), so the hook parses nothing;
+//! an empty answer is silence. A waiter gets the framed message alone.
+//! Requests are bounded (one line of 4 KiB, read within 2 s, 256 connections).
+
+use super::hub::{Ask, HookAnswer, Hub};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+const MAX_LINE: usize = 4096;
+const READ_REQUEST: Duration = Duration::from_secs(2);
+const MAX_CONNECTIONS: usize = 256;
+
+/// One request line.
+#[derive(Debug, serde::Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub enum Request {
+    /// A hook call, by the job it wrote; `ask` says which of the two it is.
+    Hook {
+        job: String,
+        harness: String,
+        ask: AskWire,
+    },
+    /// `sessionpipe wait --session <harness>:<id>`.
+    Wait { session: String },
+}
+
+#[derive(Clone, Copy, Debug, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AskWire {
+    Turn,
+    Permission,
+}
+
+#[cfg(unix)]
+pub struct Server {
+    path: std::path::PathBuf,
+    task: tokio::task::JoinHandle<()>,
+}
+
+#[cfg(unix)]
+impl Server {
+    /// Binds the socket (a dead daemon's file is replaced: we hold the lock).
+    pub fn bind(path: &std::path::Path, hub: Arc<Hub>) -> std::io::Result<Server> {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::remove_file(path);
+        let listener = tokio::net::UnixListener::bind(path)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                let Ok(permit) = slots.clone().try_acquire_owned() else {
+                    continue; // over the cap: closed at once
+                };
+                let hub = hub.clone();
+                tokio::spawn(async move {
+                    serve(stream, &hub).await;
+                    drop(permit);
+                });
+            }
+        });
+        Ok(Server {
+            path: path.to_path_buf(),
+            task,
+        })
+    }
+}
+
+#[cfg(unix)]
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+#[cfg(unix)]
+async fn serve(stream: tokio::net::UnixStream, hub: &Hub) {
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read).take(MAX_LINE as u64);
+    let mut line = String::new();
+    let got = tokio::time::timeout(READ_REQUEST, reader.read_line(&mut line)).await;
+    let Ok(Ok(n)) = got else {
+        return;
+    };
+    if n == 0 {
+        return;
+    }
+    let Ok(request) = serde_json::from_str::<Request>(&line) else {
+        tracing::debug!("control socket: a request that is not one");
+        return;
+    };
+    let answer = match request {
+        Request::Hook { job, harness, ask } => {
+            let ask = match ask {
+                AskWire::Turn => Ask::Turn,
+                AskWire::Permission => Ask::Permission,
+            };
+            let window = Duration::from_secs(harness::control::PERMISSION_WAIT_S);
+            let got = hub.hook(&job, ask, window).await;
+            hook_bytes(&harness, got)
+        }
+        Request::Wait { session } => {
+            // The waiter's end closing (a harness's deadline) frees its place.
+            let mut probe = reader.into_inner();
+            let mut byte = [0u8; 1];
+            let got = tokio::select! {
+                got = hub.wait(&session) => got,
+                _ = probe.read(&mut byte) => None,
+            };
+            hub.waiter_gone(&session);
+            got.unwrap_or_default()
+        }
+    };
+    let _ = write.write_all(answer.as_bytes()).await;
+    let _ = write.shutdown().await;
+}
+
+/// The harness's own answer for what the hub gave a hook.
+fn hook_bytes(harness: &str, got: HookAnswer) -> String {
+    let Some(control) = adapters::lookup(harness).and_then(|a| a.control()) else {
+        return String::new();
+    };
+    match got {
+        HookAnswer::Nothing => None,
+        HookAnswer::Turn(framed) => control.turn_answer(&framed),
+        HookAnswer::Permission(d) => control.permission_answer(d.allow, d.note.as_deref()),
+    }
+    .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_read_as_the_hook_and_the_waiter_write_them() {
+        let r: Request = serde_json::from_str(
+            r#"{"op":"hook","job":"123-1.job","harness":"claude-code","ask":"turn"}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            r,
+            Request::Hook {
+                ask: AskWire::Turn,
+                ..
+            }
+        ));
+        let w: Request =
+            serde_json::from_str(r#"{"op":"wait","session":"claude-code:abc"}"#).unwrap();
+        assert!(matches!(w, Request::Wait { .. }));
+        assert!(serde_json::from_str::<Request>(r#"{"op":"run","cmd":"rm"}"#).is_err());
+    }
+
+    #[test]
+    fn only_a_harness_with_an_answer_channel_gets_bytes() {
+        let d = super::super::hub::Decision {
+            allow: true,
+            note: None,
+        };
+        assert!(hook_bytes("claude-code", HookAnswer::Permission(d.clone())).contains("allow"));
+        assert_eq!(hook_bytes("gemini-cli", HookAnswer::Permission(d)), "");
+        assert_eq!(hook_bytes("claude-code", HookAnswer::Nothing), "");
+    }
+}

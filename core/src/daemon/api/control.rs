@@ -1,0 +1,208 @@
+//! The API's control handlers, for the UI's Pairing page: what is paired (the
+//! receivers, their keys, whether each is polled), starting a pairing (the
+//! same `control::pair` the CLI runs; the page shows its link and digits and
+//! asks `GET /api/control` until it ends), removing a key, unpairing.
+//!
+//! No token or key material beyond a key's id is ever in an answer.
+
+use super::error::ApiError;
+use super::views::{Answer, Ctx, body};
+use crate::control::pair::{self, PairError, PairRequest};
+use crate::control::store::Store;
+use crate::runtime::blocking;
+use crate::state::config::Config;
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use serde_json::{Value, json};
+
+impl From<PairError> for ApiError {
+    fn from(e: PairError) -> Self {
+        let text = e.to_string();
+        match e {
+            PairError::Wire(crate::control::wire::WireError::Discovery(_))
+            | PairError::Wire(_)
+            | PairError::Proof(_)
+            | PairError::NoToken => ApiError::BadGateway(text),
+            PairError::NoSinkToken(_)
+            | PairError::Settings(_)
+            | PairError::NoFolder(_)
+            | PairError::NoFolders
+            | PairError::Expired
+            | PairError::Gone => ApiError::BadRequest(text),
+            PairError::Store(_) | PairError::File(_) => ApiError::Internal(text),
+        }
+    }
+}
+
+impl From<crate::control::store::StoreError> for ApiError {
+    fn from(e: crate::control::store::StoreError) -> Self {
+        ApiError::Internal(e.to_string())
+    }
+}
+
+/// `GET /api/control`.
+pub async fn view(State(ctx): State<Ctx>) -> Answer {
+    let paths = ctx.paths.clone();
+    let mut doc = blocking(move || -> Result<Value, ApiError> {
+        let config = Config::load(&paths)?;
+        let (receivers, keys) = match Store::open_readonly(&paths.outbox())? {
+            Some(s) => (s.receivers()?, s.keys(None)?),
+            None => (Vec::new(), Vec::new()),
+        };
+        Ok(json!({
+            "receivers": receivers.iter().map(|r| json!({
+                "receiver": r.origin,
+                "machine": r.machine,
+                "account": r.account,
+                "polling": r.stopped.is_none(),
+                "stopped": r.stopped,
+                "keys": keys.iter().filter(|k| k.receiver == r.origin).map(|k| json!({
+                    "id": k.id,
+                    "alg": if k.alg == -7 { "ES256" } else { "RS256" },
+                    "name": k.name,
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "folders": config.control_folders,
+            "mode": config.control_mode,
+            "local_approvals": config.local_approvals,
+        }))
+    })
+    .await?;
+    doc["pairing"] = ctx
+        .pairing
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+        .unwrap_or(Value::Null);
+    Ok(Json(doc))
+}
+
+/// `POST /api/control/pair {receiver, folders?, mode?, name?}`: answers with
+/// the link and digits once the receiver gave them; the pairing goes on.
+pub async fn pair(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejection>) -> Answer {
+    let b = body(given)?;
+    let receiver = b["receiver"]
+        .as_str()
+        .filter(|r| !r.trim().is_empty())
+        .ok_or_else(|| ApiError::BadRequest("receiver: the receiver's URL".into()))?
+        .trim()
+        .to_string();
+    let strings = |key: &str| -> Result<Vec<String>, ApiError> {
+        match &b[key] {
+            Value::Null => Ok(Vec::new()),
+            Value::Array(a) => a
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| ApiError::BadRequest(format!("{key}: a list of text")))
+                })
+                .collect(),
+            _ => Err(ApiError::BadRequest(format!("{key}: a list of text"))),
+        }
+    };
+    let request = PairRequest {
+        receiver,
+        folders: strings("folders")?,
+        mode: b["mode"].as_str().map(str::to_string),
+        name: b["name"].as_str().map(str::to_string),
+        folder_here: false,
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel::<Value>();
+    let tx = std::sync::Mutex::new(Some(tx));
+    let state = ctx.pairing.clone();
+    let paths = ctx.paths.clone();
+    let task = tokio::spawn(async move {
+        let result = pair::pair(&paths, &request, |started| {
+            let shown = json!({"state": "waiting", "url": started.url, "check": started.check});
+            *state.lock().unwrap_or_else(|p| p.into_inner()) = Some(shown.clone());
+            if let Some(tx) = tx.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                let _ = tx.send(shown);
+            }
+        })
+        .await;
+        let end = match &result {
+            Ok(p) => json!({"state": "paired", "receiver": p.receiver.origin,
+                            "account": p.receiver.account, "sink_added": p.sink_added}),
+            Err(e) => json!({"state": "failed", "error": e.to_string()}),
+        };
+        *state.lock().unwrap_or_else(|p| p.into_inner()) = Some(end);
+        result
+    });
+    match rx.await {
+        Ok(shown) => Ok(Json(shown)),
+        // It ended before the receiver gave a link: say why.
+        Err(_) => match task.await {
+            Ok(Err(e)) => Err(e.into()),
+            Ok(Ok(_)) => Err(ApiError::Internal(
+                "the pairing ended without a link".into(),
+            )),
+            Err(e) => Err(ApiError::Internal(format!("the pairing stopped: {e}"))),
+        },
+    }
+}
+
+/// `POST /api/control/off {receiver}`.
+pub async fn off(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejection>) -> Answer {
+    let b = body(given)?;
+    let receiver = b["receiver"]
+        .as_str()
+        .ok_or_else(|| ApiError::BadRequest("receiver: a paired receiver's origin".into()))?;
+    if pair::off(&ctx.paths, receiver).await? {
+        Ok(Json(json!({"unpaired": receiver})))
+    } else {
+        Err(ApiError::NotFound(format!("not paired with {receiver}")))
+    }
+}
+
+/// `POST /api/approvals {session, attention, decision: "allow"|"deny"}`: the
+/// person at this machine answers a prompt whose hook waits (local approvals,
+/// off by default). Only while the setting is on and the hook still waits.
+pub async fn answer(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejection>) -> Answer {
+    let b = body(given)?;
+    let field = |k: &str| {
+        b[k].as_str()
+            .map(str::to_string)
+            .ok_or_else(|| ApiError::BadRequest(format!("{k}: missing")))
+    };
+    let (session, attention, decision) =
+        (field("session")?, field("attention")?, field("decision")?);
+    let allow = match decision.as_str() {
+        "allow" => true,
+        "deny" => false,
+        other => {
+            return Err(ApiError::BadRequest(format!(
+                "decision is allow or deny, not {other:?}"
+            )));
+        }
+    };
+    let paths = ctx.paths.clone();
+    let on = blocking(move || Config::load(&paths).map(|c| c.local_approvals)).await?;
+    if !on {
+        return Err(ApiError::Conflict(
+            "local approvals are off (Settings, or `sessionpipe control approvals on`)".into(),
+        ));
+    }
+    let Some(hub) = &ctx.hub else {
+        return Err(ApiError::Conflict("this daemon takes no approvals".into()));
+    };
+    if !hub.answer_locally(&session, &attention, allow) {
+        return Err(ApiError::NotFound(
+            "that prompt no longer waits (answered elsewhere, or its window closed)".into(),
+        ));
+    }
+    tracing::info!("a permission prompt of {session} was answered at this machine");
+    Ok(Json(json!({"answered": attention, "decision": decision})))
+}
+
+/// `DELETE /api/control/keys/{id}`.
+pub async fn remove_key(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answer {
+    let paths = ctx.paths.clone();
+    let id2 = id.clone();
+    let n = blocking(move || Store::open(&paths.outbox())?.remove_key(&id2)).await?;
+    if n == 0 {
+        return Err(ApiError::NotFound(format!("no key {id}")));
+    }
+    Ok(Json(json!({"removed": id})))
+}

@@ -1,0 +1,507 @@
+//! Control through the real daemon, the real hook binary and the workspace
+//! receiver over real HTTP, signed for real by a software passkey: pairing from
+//! the CLI, a permission answer reaching a waiting hook, a prompt reaching a
+//! running turn's Stop, and every refusal the machine makes (replay, a folder
+//! off the allowlist, no such attention, no such session), each acked once.
+//! The real Claude Code runs the same paths in `harnesses/real_claude_code_control.rs`.
+
+use serde_json::{Value, json};
+use sessionpipe_receiver::{ControlOptions, Handle, Options, Receiver};
+use sessionpipe_testkit::Sandbox;
+use sessionpipe_testkit::control::{self, Device};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "receiver-token-for-control";
+
+fn receiver() -> Handle {
+    let mut o = Options::new(TOKEN);
+    let mut c = ControlOptions::new("localhost");
+    c.wait_max_s = 2;
+    o.control = Some(c);
+    Receiver::start(o).unwrap()
+}
+
+fn add_sink(sb: &Sandbox, url: &str) {
+    let mut c = sb.command(sessionpipe_testkit::sandbox::bin("sessionpipe"));
+    c.args(["sink", "add", url, "--token-stdin"]);
+    let out = sessionpipe_testkit::sandbox::run_with_stdin(c, format!("{TOKEN}\n").as_bytes());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+struct Paired {
+    sb: Sandbox,
+    rx: Handle,
+    device: Device,
+    project: std::path::PathBuf,
+    _daemon: sessionpipe_testkit::sandbox::Daemon,
+}
+
+fn paired() -> Paired {
+    let sb = Sandbox::new();
+    let rx = receiver();
+    add_sink(&sb, &rx.url());
+    let project = sb.home.join("work/project");
+    std::fs::create_dir_all(&project).unwrap();
+    let device = control::pair(&sb, &rx.url(), TOKEN, &project);
+    let daemon = sb.start_daemon();
+    Paired {
+        sb,
+        rx,
+        device,
+        project,
+        _daemon: daemon,
+    }
+}
+
+fn payload(session: &str, cwd: &std::path::Path, event: &str, extra: Value) -> Vec<u8> {
+    let mut p = json!({"session_id": session, "transcript_path": "/nowhere.jsonl",
+        "cwd": cwd, "hook_event_name": event, "prompt_id": "p1"});
+    for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+        p[k] = v;
+    }
+    p.to_string().into_bytes()
+}
+
+/// Waits for an event of `kind` of `session` in the outbox.
+fn wait_event(sb: &Sandbox, session: &str, kind: &str) -> Value {
+    let evs = sb.wait_until(Duration::from_secs(10), |evs| {
+        evs.iter()
+            .any(|e| e["type"] == kind && e["session"]["id"] == session)
+    });
+    evs.into_iter()
+        .find(|e| e["type"] == kind && e["session"]["id"] == session)
+        .unwrap_or_else(|| panic!("no {kind} for {session}"))
+}
+
+const BASH: &str = r#"{"tool_name":"Bash","tool_input":{"command":"touch x"}}"#;
+
+#[test]
+fn a_verified_answer_reaches_the_waiting_permission_hook_once() {
+    let p = paired();
+    let s = "11111111-1111-4111-8111-111111111111";
+    let sess = format!("claude-code:{s}");
+    let hello = p.device.wait_hello(Duration::from_secs(10), |h| {
+        h["keys"].as_array().is_some_and(|k| !k.is_empty())
+    });
+    assert_eq!(hello["modes"], json!(["turn", "waiter"]), "{hello}");
+    assert!(
+        p.sb.hook(
+            "claude-code",
+            "UserPromptSubmit",
+            &payload(s, &p.project, "UserPromptSubmit", json!({"prompt": "go"}))
+        )
+        .status
+        .success()
+    );
+
+    // The permission hook waits on the daemon while the terminal would show
+    // its own prompt.
+    let sb = &p.sb;
+    let asked = payload(
+        s,
+        &p.project,
+        "PermissionRequest",
+        serde_json::from_str(BASH).unwrap(),
+    );
+    let answer = std::thread::scope(|scope| {
+        let hook = scope.spawn(|| sb.hook("claude-code", "PermissionRequest", &asked));
+        let needed = wait_event(sb, s, "attention.needed");
+        let attention = needed["data"]["attention_id"].as_str().unwrap().to_string();
+        let signed = p.device.sign(
+            "permission.answer",
+            &sess,
+            json!({"for": attention, "decision": "allow"}),
+        );
+        let id = p.device.enqueue(&signed, 60);
+        let t = Instant::now();
+        let out = hook.join().unwrap();
+        let ack = p.device.final_ack(&id, Duration::from_secs(10));
+        assert_eq!(ack["outcome"], "delivered", "{ack}");
+        assert_eq!(ack["mode"], "turn");
+        assert!(t.elapsed() < Duration::from_secs(10));
+
+        // The same signed command again (a receiver's replay): refused.
+        let again = p.device.enqueue(&signed, 60);
+        let ack = p.device.final_ack(&again, Duration::from_secs(10));
+        assert_eq!(
+            (ack["outcome"].as_str(), ack["code"].as_str()),
+            (Some("refused"), Some("replay")),
+            "{ack}"
+        );
+        out
+    });
+    assert!(answer.status.success());
+    let printed: Value = serde_json::from_slice(&answer.stdout).expect("the hook printed JSON");
+    assert_eq!(
+        printed["hookSpecificOutput"]["decision"]["behavior"], "allow",
+        "{printed}"
+    );
+
+    // The tool then runs: the attention closes; a late answer is expired and
+    // an allow for an attention never seen is refused.
+    assert!(
+        sb.hook(
+            "claude-code",
+            "PreToolUse",
+            &payload(
+                s,
+                &p.project,
+                "PreToolUse",
+                serde_json::from_str(BASH).unwrap()
+            )
+        )
+        .status
+        .success()
+    );
+    wait_event(sb, s, "attention.cleared");
+    let late = p.device.sign(
+        "permission.answer",
+        &sess,
+        json!({"for": "perm-0000000000000000", "decision": "allow"}),
+    );
+    let id = p.device.enqueue(&late, 60);
+    let ack = p.device.final_ack(&id, Duration::from_secs(10));
+    assert_eq!(ack["code"], "no_attention", "{ack}");
+    drop(p.rx);
+}
+
+#[test]
+fn a_prompt_reaches_the_running_turn_at_its_stop_and_nothing_runs_off_the_allowlist() {
+    let p = paired();
+    let s = "22222222-2222-4222-8222-222222222222";
+    let sess = format!("claude-code:{s}");
+    let sb = &p.sb;
+    assert!(
+        sb.hook(
+            "claude-code",
+            "UserPromptSubmit",
+            &payload(s, &p.project, "UserPromptSubmit", json!({"prompt": "go"}))
+        )
+        .status
+        .success()
+    );
+    wait_event(sb, s, "turn.started");
+    let signed = p
+        .device
+        .sign("prompt", &sess, json!({"text": "also run the tests"}));
+    let id = p.device.enqueue(&signed, 60);
+    // Verified and queued for the Stop: no final ack yet.
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        let v = p.device.view();
+        if v["messages"][0]["deliveries"].as_i64().unwrap_or(0) > 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let stop = sb.hook(
+        "claude-code",
+        "Stop",
+        &payload(s, &p.project, "Stop", json!({"stop_hook_active": false})),
+    );
+    let printed: Value = serde_json::from_slice(&stop.stdout).expect("the Stop printed a block");
+    assert_eq!(printed["decision"], "block");
+    let reason = printed["reason"].as_str().unwrap();
+    assert!(reason.ends_with("\nalso run the tests"), "{reason}");
+    assert!(
+        reason.starts_with(
+            "Message via 127.0.0.1 (sessionpipe control, signed on the sender's device; message "
+        ),
+        "{reason}"
+    );
+    let ack = p.device.final_ack(&id, Duration::from_secs(10));
+    assert_eq!(
+        (ack["outcome"].as_str(), ack["mode"].as_str()),
+        (Some("delivered"), Some("turn"))
+    );
+    // The next Stop takes nothing: one message, one delivery.
+    let again = sb.hook(
+        "claude-code",
+        "Stop",
+        &payload(s, &p.project, "Stop", json!({"stop_hook_active": true})),
+    );
+    assert!(again.stdout.is_empty());
+
+    // A session in a folder off the allowlist is refused `folder`; one this
+    // machine never saw `no_session`.
+    let other = "33333333-3333-4333-8333-333333333333";
+    let elsewhere = sb.home.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    assert!(
+        sb.hook(
+            "claude-code",
+            "UserPromptSubmit",
+            &payload(
+                other,
+                &elsewhere,
+                "UserPromptSubmit",
+                json!({"prompt": "x"})
+            )
+        )
+        .status
+        .success()
+    );
+    wait_event(sb, other, "turn.started");
+    let off = p.device.enqueue(
+        &p.device.sign(
+            "prompt",
+            &format!("claude-code:{other}"),
+            json!({"text": "hi"}),
+        ),
+        60,
+    );
+    assert_eq!(
+        p.device.final_ack(&off, Duration::from_secs(10))["code"],
+        "folder"
+    );
+    let unknown = p.device.enqueue(
+        &p.device.sign(
+            "prompt",
+            "claude-code:44444444-4444-4444-8444-444444444444",
+            json!({"text": "hi"}),
+        ),
+        60,
+    );
+    assert_eq!(
+        p.device.final_ack(&unknown, Duration::from_secs(10))["code"],
+        "no_session"
+    );
+    // A command signed for another machine is refused by the verifier.
+    let mut foreign = p.device.sign("prompt", &sess, json!({"text": "x"}));
+    foreign.cmd = foreign
+        .cmd
+        .replace(&p.device.machine, "m_someoneelse000000000");
+    let bad = p.device.enqueue(&foreign, 60);
+    let ack = p.device.final_ack(&bad, Duration::from_secs(10));
+    assert_eq!(ack["outcome"], "refused");
+}
+
+#[test]
+fn a_machine_without_control_asks_nothing_and_prints_nothing() {
+    let sb = Sandbox::new();
+    let _d = sb.start_daemon();
+    let s = "55555555-5555-4555-8555-555555555555";
+    let cwd = sb.home.clone();
+    let t = Instant::now();
+    let out = sb.hook(
+        "claude-code",
+        "PermissionRequest",
+        &payload(
+            s,
+            &cwd,
+            "PermissionRequest",
+            serde_json::from_str(BASH).unwrap(),
+        ),
+    );
+    assert!(out.status.success());
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(t.elapsed() < Duration::from_secs(3), "it did not wait");
+    let stop = sb.hook("claude-code", "Stop", &payload(s, &cwd, "Stop", json!({})));
+    assert!(stop.stdout.is_empty());
+    assert!(!sb.state.join("control.on").exists());
+}
+
+#[test]
+fn a_kill_between_verification_and_delivery_runs_the_command_once_and_acks_it_after() {
+    let Paired {
+        sb,
+        rx: _rx,
+        device,
+        project,
+        _daemon,
+    } = paired();
+    let s = "66666666-6666-4666-8666-666666666666";
+    let sess = format!("claude-code:{s}");
+    assert!(
+        sb.hook(
+            "claude-code",
+            "UserPromptSubmit",
+            &payload(s, &project, "UserPromptSubmit", json!({"prompt": "go"}))
+        )
+        .status
+        .success()
+    );
+    wait_event(&sb, s, "turn.started");
+    let id = device.enqueue(
+        &device.sign("prompt", &sess, json!({"text": "once only"})),
+        60,
+    );
+    // Verified and kept (its nonce and its row) before the kill.
+    let db = sb.state.join("outbox.db");
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let conn =
+            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .unwrap();
+        let n: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM control_messages WHERE state = 'queued'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap_or(0);
+        if n == 1 {
+            break;
+        }
+        assert!(Instant::now() < until, "the message was never kept");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    _daemon.kill();
+    let _again = sb.start_daemon();
+    let stop = sb.hook(
+        "claude-code",
+        "Stop",
+        &payload(s, &project, "Stop", json!({})),
+    );
+    let printed: Value =
+        serde_json::from_slice(&stop.stdout).expect("the Stop after the restart took it");
+    assert!(printed["reason"].as_str().unwrap().ends_with("once only"));
+    let ack = device.final_ack(&id, Duration::from_secs(10));
+    assert_eq!(ack["outcome"], "delivered");
+    let second = sb.hook(
+        "claude-code",
+        "Stop",
+        &payload(s, &project, "Stop", json!({})),
+    );
+    assert!(second.stdout.is_empty(), "delivered once");
+    let view = device.view();
+    let m = &view["messages"].as_array().unwrap()[0];
+    assert_eq!(m["acks"]["duplicates"], 0, "one final ack: {m}");
+}
+
+#[test]
+fn the_terminal_answering_first_releases_the_hook_and_a_later_answer_is_expired() {
+    let p = paired();
+    let s = "77777777-7777-4777-8777-777777777777";
+    let sess = format!("claude-code:{s}");
+    let sb = &p.sb;
+    assert!(
+        sb.hook(
+            "claude-code",
+            "UserPromptSubmit",
+            &payload(s, &p.project, "UserPromptSubmit", json!({"prompt": "go"}))
+        )
+        .status
+        .success()
+    );
+    let asked = payload(
+        s,
+        &p.project,
+        "PermissionRequest",
+        serde_json::from_str(BASH).unwrap(),
+    );
+    let (out, attention) = std::thread::scope(|scope| {
+        let hook = scope.spawn(|| sb.hook("claude-code", "PermissionRequest", &asked));
+        let needed = wait_event(sb, s, "attention.needed");
+        std::thread::sleep(Duration::from_millis(200));
+        // The person answered in the terminal: the tool starts.
+        let t = Instant::now();
+        assert!(
+            sb.hook(
+                "claude-code",
+                "PreToolUse",
+                &payload(
+                    s,
+                    &p.project,
+                    "PreToolUse",
+                    serde_json::from_str(BASH).unwrap()
+                )
+            )
+            .status
+            .success()
+        );
+        let out = hook.join().unwrap();
+        assert!(t.elapsed() < Duration::from_secs(5), "released at once");
+        (
+            out,
+            needed["data"]["attention_id"].as_str().unwrap().to_string(),
+        )
+    });
+    assert!(out.stdout.is_empty(), "released without an answer");
+    let cleared = wait_event(sb, s, "attention.cleared");
+    assert_eq!(cleared["data"]["how"], "answered");
+    let late = p.device.sign(
+        "permission.answer",
+        &sess,
+        json!({"for": attention, "decision": "deny"}),
+    );
+    let id = p.device.enqueue(&late, 60);
+    assert_eq!(
+        p.device.final_ack(&id, Duration::from_secs(10))["outcome"],
+        "expired"
+    );
+}
+
+#[test]
+fn a_waiter_gets_its_sessions_message_across_a_daemon_restart() {
+    let Paired {
+        sb,
+        rx: _rx,
+        device,
+        project,
+        _daemon,
+    } = paired();
+    let s = "88888888-8888-4888-8888-888888888888";
+    let sess = format!("claude-code:{s}");
+    assert!(
+        sb.hook(
+            "claude-code",
+            "SessionStart",
+            &payload(s, &project, "SessionStart", json!({"source": "startup"}))
+        )
+        .status
+        .success()
+    );
+    wait_event(&sb, s, "session.started");
+    let waiter = sb
+        .command(sessionpipe_testkit::sandbox::bin("sessionpipe"))
+        .args(["wait", "--session", &sess])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    device.wait_hello(Duration::from_secs(10), |h| h["waiting"] == json!([sess]));
+    // The daemon goes and comes back: the waiter reconnects in silence.
+    let before = device.view()["hello_at"].as_str().unwrap().to_string();
+    _daemon.kill();
+    let _again = sb.start_daemon();
+    // The new daemon's hello (not the one the receiver kept) names the waiter.
+    let until = Instant::now() + Duration::from_secs(15);
+    loop {
+        let v = device.view();
+        if v["hello_at"].as_str().is_some_and(|t| t > before.as_str())
+            && v["hello"]["waiting"] == json!([sess])
+        {
+            break;
+        }
+        assert!(Instant::now() < until, "the waiter did not come back: {v}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let id = device.enqueue(
+        &device.sign("prompt", &sess, json!({"text": "wake up"})),
+        60,
+    );
+    let ack = device.final_ack(&id, Duration::from_secs(10));
+    let mut waiter = waiter;
+    if ack["outcome"] != "delivered" {
+        let _ = waiter.kill();
+        panic!("not delivered to the waiter: {ack}");
+    }
+    let out = waiter.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("Message via "), "{text}");
+    assert!(text.trim_end().ends_with("wake up"), "{text}");
+    assert_eq!(
+        (ack["outcome"].as_str(), ack["mode"].as_str()),
+        (Some("delivered"), Some("waiter"))
+    );
+}

@@ -1,0 +1,493 @@
+//! The control side's routes: `POST {control}/pair` and `GET {control}/pair`,
+//! the machine calls (`hello`, the long-poll, `ack`, `off`), the pairing's page,
+//! and the test doors (`POST /test/pair/approve`, `POST /test/control/enqueue`,
+//! `GET /test/control/messages`, loopback only and with the sink token, like the
+//! fault door).
+//!
+//! This module owns who may call what (the sink token for pairing and the
+//! doors, a poll key for an open pairing's status, a machine's own token for its
+//! calls and nothing else) and each refusal's status. It must not touch SQLite
+//! itself (the store does, on a blocking thread) and never logs a token, a poll
+//! key or an `authorization` header.
+
+use super::shapes::{self, Malformed};
+use super::{CONTROL_PATH, Control, Refused, random_b64, sha256, six_digits};
+use crate::http::{Shared, answer, authorized, bearer};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use subtle::ConstantTimeEq;
+use tokio::time::Instant;
+
+/// The most body bytes a control request may have: an ack of `ACKS_MAX`
+/// replies of 20 000 characters, JSON-escaped, fits; past it the answer is 413
+/// and the connection is closed.
+const BODY_MAX: usize = 4 * 1024 * 1024;
+
+/// The most messages one poll hands out; the rest come with the next poll.
+const POLL_MAX: usize = 50;
+
+/// How long an enqueued message lives when the door is not told.
+const DEFAULT_EXPIRY_S: u64 = 3600;
+
+type Params = Query<HashMap<String, String>>;
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        let (status, reason) = match &self {
+            Refused::Malformed(_) => (StatusCode::BAD_REQUEST, "malformed"),
+            Refused::Unauthorized => {
+                return answer(StatusCode::UNAUTHORIZED, json!({"reason": "unauthorized"}));
+            }
+            Refused::LoopbackOnly => (StatusCode::FORBIDDEN, "loopback_only"),
+            Refused::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            Refused::AlreadyApproved => (StatusCode::CONFLICT, "already_approved"),
+            Refused::Expired => (StatusCode::GONE, "expired"),
+            Refused::TooLarge(_) => {
+                let mut r = answer(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    json!({"reason": "too_large", "detail": self.to_string()}),
+                );
+                r.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                return r;
+            }
+            Refused::Full(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            Refused::Store(_) | Refused::Worker => (StatusCode::INTERNAL_SERVER_ERROR, "storage"),
+        };
+        answer(
+            status,
+            json!({"reason": reason, "detail": self.to_string()}),
+        )
+    }
+}
+
+/// The control routes, added to the receiver's when control is on.
+pub fn routes() -> Router<Arc<Shared>> {
+    Router::new()
+        .route(CONTROL_PATH, get(poll))
+        .route(
+            &format!("{CONTROL_PATH}/pair"),
+            post(pair_start).get(pair_status),
+        )
+        .route(&format!("{CONTROL_PATH}/hello"), post(hello))
+        .route(&format!("{CONTROL_PATH}/ack"), post(ack))
+        .route(&format!("{CONTROL_PATH}/off"), post(off))
+        .route("/pair/{code}", get(pair_page))
+        .route("/test/pair/approve", post(approve))
+        .route("/test/control/enqueue", post(enqueue))
+        .route("/test/control/messages", get(messages))
+}
+
+fn control(sh: &Shared) -> &Control {
+    sh.control
+        .as_ref()
+        .expect("control routes are served only with control on")
+}
+
+/// Runs `f` on the store on a blocking thread.
+async fn with_store<T: Send + 'static>(
+    sh: &Arc<Shared>,
+    f: impl FnOnce(&mut super::store::ControlStore) -> Result<T, Refused> + Send + 'static,
+) -> Result<T, Refused> {
+    let sh = Arc::clone(sh);
+    tokio::task::spawn_blocking(move || f(&mut control(&sh).store()))
+        .await
+        .map_err(|_| Refused::Worker)?
+}
+
+/// The body, whole, before any answer (as on the events side: answering while
+/// the sender is still writing resets the connection).
+async fn read_json(body: Body) -> Result<Value, Refused> {
+    let bytes = axum::body::to_bytes(body, BODY_MAX)
+        .await
+        .map_err(|_| Refused::TooLarge(BODY_MAX))?;
+    serde_json::from_slice(&bytes).map_err(|_| Malformed::from("the body is not JSON").into())
+}
+
+fn now() -> i64 {
+    protocol::time::now_ms()
+}
+
+/// The machine a bearer token belongs to. A token is `<machine id>.<secret>`:
+/// the id finds the row, and the SHA-256 of the whole token is compared with the
+/// stored one in constant time.
+async fn machine_of(sh: &Arc<Shared>, headers: &HeaderMap) -> Result<String, Refused> {
+    let token = bearer(headers).ok_or(Refused::Unauthorized)?.to_string();
+    let machine = token
+        .split_once('.')
+        .map(|(m, _)| m.to_string())
+        .filter(|m| shapes::valid_machine_id(m))
+        .ok_or(Refused::Unauthorized)?;
+    let m = machine.clone();
+    let stored = with_store(sh, move |s| Ok(s.token_hash(&m)?)).await?;
+    let given = sha256(&token);
+    match stored {
+        Some(h) if bool::from(h.as_slice().ct_eq(&given)) => Ok(machine),
+        _ => Err(Refused::Unauthorized),
+    }
+}
+
+fn loopback_and_sink(sh: &Shared, peer: SocketAddr, headers: &HeaderMap) -> Result<(), Refused> {
+    if !peer.ip().to_canonical().is_loopback() {
+        return Err(Refused::LoopbackOnly);
+    }
+    if !authorized(sh, headers) {
+        return Err(Refused::Unauthorized);
+    }
+    Ok(())
+}
+
+fn done<T: IntoResponse>(r: Result<T, Refused>) -> Response {
+    r.map_or_else(IntoResponse::into_response, IntoResponse::into_response)
+}
+
+/// `POST {control}/pair`: with the sink token; or, with open pairing on, with
+/// no `authorization` at all and a `poll_key`. 201 `control-pair-started.json`.
+async fn pair_start(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
+    done(pair_start_(&sh, &headers, body).await)
+}
+
+async fn pair_start_(
+    sh: &Arc<Shared>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(StatusCode, axum::Json<Value>), Refused> {
+    let doc = read_json(body).await?;
+    let ctl = control(sh);
+    let open = !authorized(sh, headers);
+    if open && (headers.contains_key(header::AUTHORIZATION) || !ctl.opts.open_pairing) {
+        return Err(Refused::Unauthorized);
+    }
+    let req = shapes::pair_request(&doc)?;
+    if open && req.poll_key.is_none() {
+        return Err(Malformed::from("poll_key: needed without the sink token").into());
+    }
+    let created = now();
+    let expires = created + ctl.opts.pair_ttl.as_millis() as i64;
+    let machine = req
+        .machine
+        .clone()
+        .unwrap_or_else(|| format!("m_{}", random_b64(16)));
+    let code = random_b64(12);
+    let check = six_digits();
+    let pairing = super::store::NewPairing {
+        code: code.clone(),
+        machine: machine.clone(),
+        first: req.machine.is_none(),
+        open,
+        check: check.clone(),
+        name: req.name.clone(),
+        request: req.kept.clone(),
+        poll_key_hash: req.poll_key.as_deref().map(sha256),
+        created_ms: created,
+        expires_ms: expires,
+    };
+    let max = ctl.opts.max_pairings;
+    with_store(sh, move |s| s.start_pairing(&pairing, max)).await?;
+    sh.log(|| "201 pairing started".into());
+    let url = format!("http://{}/pair/{code}", host(headers));
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(json!({
+            "machine": machine, "code": code, "url": url, "check": check,
+            "expires_at": protocol::time::rfc3339_ms(expires),
+        })),
+    ))
+}
+
+/// The `Host` the caller used, so the pairing's url works from where it asked;
+/// anything but a plain host and port is replaced by `localhost`.
+fn host(headers: &HeaderMap) -> String {
+    headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| {
+            !h.is_empty()
+                && h.len() <= 260
+                && h.bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || b".-:[]".contains(&c))
+        })
+        .unwrap_or("localhost")
+        .to_string()
+}
+
+/// `GET {control}/pair?code=`: the sink token, or the pairing's poll key as the
+/// bearer. `pending`, `expired`, or `paired` once: reading it makes the
+/// machine's token (first pairing) and ends the pairing, so a second read is 404.
+async fn pair_status(State(sh): State<Arc<Shared>>, headers: HeaderMap, q: Params) -> Response {
+    done(pair_status_(&sh, &headers, &q).await)
+}
+
+async fn pair_status_(
+    sh: &Arc<Shared>,
+    headers: &HeaderMap,
+    q: &Params,
+) -> Result<axum::Json<Value>, Refused> {
+    let code = q
+        .get("code")
+        .cloned()
+        .ok_or_else(|| Malformed::from("code: missing"))?;
+    let c = code.clone();
+    let p = with_store(sh, move |s| Ok(s.pairing(&c, now())?))
+        .await?
+        .ok_or(Refused::NotFound("no such pairing"))?;
+    let by_key = || {
+        let (Some(given), Some(kept)) = (bearer(headers), &p.poll_key_hash) else {
+            return false;
+        };
+        bool::from(kept.as_slice().ct_eq(&sha256(given)))
+    };
+    if !authorized(sh, headers) && !by_key() {
+        return Err(Refused::Unauthorized);
+    }
+    let Some((key, proof, account)) = p.approved.clone() else {
+        let status = if now() >= p.expires_ms {
+            "expired"
+        } else {
+            "pending"
+        };
+        return Ok(axum::Json(json!({"status": status})));
+    };
+    let token = p.first.then(|| format!("{}.{}", p.machine, random_b64(32)));
+    let hash = token.as_deref().map(sha256);
+    let c = code.clone();
+    let finished = with_store(sh, move |s| {
+        Ok(s.finish_pairing(&c, hash.as_ref(), now())?)
+    })
+    .await?;
+    if !finished {
+        return Err(Refused::NotFound("no such pairing"));
+    }
+    let mut body = json!({"status": "paired", "machine": p.machine, "key": key, "proof": proof});
+    if let Some(t) = token {
+        body["token"] = Value::String(t);
+    }
+    if p.open {
+        // An open pairing had no sink token: this one lets the machine send its
+        // events here too (CONTROL §2).
+        body["sink_token"] = Value::String(sh.settings.token.clone());
+    }
+    if let Some(a) = account {
+        body["account"] = Value::String(a);
+    }
+    sh.log(|| "200 paired".into());
+    Ok(axum::Json(body))
+}
+
+/// `GET /pair/<code>`: what the person opening the pairing's url sees, the same
+/// six digits as the terminal. This receiver has no sign-in: approval is the
+/// test door's.
+async fn pair_page(State(sh): State<Arc<Shared>>, Path(code): Path<String>) -> Response {
+    let found = with_store(&sh, move |s| Ok(s.pairing(&code, now())?)).await;
+    match found {
+        Ok(Some(p)) if p.approved.is_none() && now() < p.expires_ms => (
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            format!(
+                "sessionpipe-receiver: {:?} asks to pair. Check: {}.\n\
+                 This receiver approves through its test door (POST /test/pair/approve).\n",
+                p.name, p.check
+            ),
+        )
+            .into_response(),
+        Ok(_) => Refused::NotFound("no such pairing").into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST {control}/hello`, the machine's token: `control-hello.json`, kept (the
+/// last one) for the read door. 204.
+async fn hello(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
+    let r = async {
+        let doc = read_json(body).await?;
+        let machine = machine_of(&sh, &headers).await?;
+        shapes::hello(&doc)?;
+        with_store(&sh, move |s| Ok(s.set_hello(&machine, &doc, now())?)).await?;
+        Ok(StatusCode::NO_CONTENT)
+    };
+    done(r.await)
+}
+
+/// `GET {control}?machine=<id>&wait=<s>`, the machine's token: every message due
+/// at once (200), else held until one is queued or `wait` (at most `wait_max_s`)
+/// runs out (204).
+///
+/// One poll per machine at a time: a second poll for the same machine ends the
+/// first with 204, so a daemon that restarted (or lost its connection without
+/// our noticing) is never answered on a poll it no longer reads.
+async fn poll(State(sh): State<Arc<Shared>>, headers: HeaderMap, q: Params) -> Response {
+    done(poll_(&sh, &headers, &q).await)
+}
+
+async fn poll_(sh: &Arc<Shared>, headers: &HeaderMap, q: &Params) -> Result<Response, Refused> {
+    let machine = machine_of(sh, headers).await?;
+    let named = q
+        .get("machine")
+        .ok_or_else(|| Malformed::from("machine: missing"))?;
+    if *named != machine {
+        return Err(Refused::Unauthorized);
+    }
+    let ctl = control(sh);
+    let wait = match q.get("wait") {
+        None => 0,
+        Some(w) => w
+            .parse::<u64>()
+            .map_err(|_| Malformed::from("wait: whole seconds"))?,
+    }
+    .min(ctl.opts.wait_max_s);
+    let deadline = Instant::now() + Duration::from_secs(wait);
+    let slot = ctl.slot(&machine);
+    let me = slot.current.fetch_add(1, Ordering::SeqCst) + 1;
+    slot.wake.notify_waiters();
+    let mut stop = ctl.stop.clone();
+    loop {
+        // Armed before looking, so a message queued between the look and the
+        // wait still wakes this poll.
+        let woken = slot.wake.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        if slot.current.load(Ordering::SeqCst) != me || *stop.borrow() {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        let m = machine.clone();
+        let due = with_store(sh, move |s| Ok(s.due(&m, now(), POLL_MAX)?))
+            .await?
+            .ok_or(Refused::Unauthorized)?;
+        if !due.messages.is_empty() {
+            sh.log(|| format!("200 poll: {} message(s)", due.messages.len()));
+            return Ok(answer(StatusCode::OK, json!({"messages": due.messages})));
+        }
+        let mut until = deadline;
+        if let Some(next) = due.next_ms {
+            let left = Duration::from_millis(next.saturating_sub(now()).max(0) as u64);
+            until = until.min(Instant::now() + left);
+        }
+        if Instant::now() >= deadline {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        tokio::select! {
+            _ = &mut woken => {}
+            _ = tokio::time::sleep_until(until) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}
+
+/// `POST {control}/ack`, the machine's token: `control-ack.json`. 202 with what
+/// the acks came to; a duplicate is tolerated and changes nothing.
+async fn ack(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
+    let r = async {
+        let doc = read_json(body).await?;
+        let machine = machine_of(&sh, &headers).await?;
+        let acks = shapes::acks(&doc)?;
+        let pause = control(&sh).opts.taken_pause.as_millis() as i64;
+        let report = with_store(&sh, move |s| Ok(s.ack(&machine, &acks, now(), pause)?)).await?;
+        sh.log(|| {
+            format!(
+                "202 acks: {} recorded, {} duplicate",
+                report.recorded, report.duplicates
+            )
+        });
+        Ok(answer(
+            StatusCode::ACCEPTED,
+            json!({
+                "recorded": report.recorded,
+                "duplicates": report.duplicates,
+                "unknown": report.unknown,
+            }),
+        ))
+    };
+    done(r.await)
+}
+
+/// `POST {control}/off`, the machine's token: the machine, its token, keys and
+/// queue are gone; its calls are 401 from now on. 204.
+async fn off(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
+    let r = async {
+        // Read (and drop) whatever body came, for the connection's sake.
+        let _ = axum::body::to_bytes(body, BODY_MAX).await;
+        let machine = machine_of(&sh, &headers).await?;
+        let m = machine.clone();
+        with_store(&sh, move |s| Ok(s.remove_machine(&m)?)).await?;
+        control(&sh).forget_slot(&machine);
+        sh.log(|| "204 machine off".into());
+        Ok(StatusCode::NO_CONTENT)
+    };
+    done(r.await)
+}
+
+/// `POST /test/pair/approve {code, key: {id, alg, spki}, proof: {cred, ad, cd,
+/// sig}, account?}`: what the person's approval with a passkey gives. Carried as
+/// given; the machine verifies the proof. 200 `{machine}`.
+async fn approve(
+    State(sh): State<Arc<Shared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let r = async {
+        let doc = read_json(body).await?;
+        loopback_and_sink(&sh, peer, &headers)?;
+        let a = shapes::approval(&doc)?;
+        let machine = with_store(&sh, move |s| {
+            s.approve(&a.code, &a.key, &a.proof, a.account.as_deref(), now())
+        })
+        .await?;
+        Ok(answer(StatusCode::OK, json!({"machine": machine})))
+    };
+    done(r.await)
+}
+
+/// `POST /test/control/enqueue {machine, cmd, csig?, grant?, confirm?,
+/// expires_in_s?}`: queues a signed message for a paired machine, as a device
+/// would through the receiver's own page. 201 `{id}`.
+async fn enqueue(
+    State(sh): State<Arc<Shared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let r = async {
+        let doc = read_json(body).await?;
+        loopback_and_sink(&sh, peer, &headers)?;
+        let m = shapes::new_message(&doc, DEFAULT_EXPIRY_S)?;
+        let machine = m.machine.clone();
+        let max = control(&sh).opts.max_queue;
+        let id = with_store(&sh, move |s| s.enqueue(&m, now(), max)).await?;
+        control(&sh).wake(&machine);
+        Ok(answer(StatusCode::CREATED, json!({"id": id})))
+    };
+    done(r.await)
+}
+
+/// `GET /test/control/messages?machine=`: the machine, its last hello, its keys
+/// and every message kept, each with its state (`queued`, `polled`, `taken`,
+/// `final`, `expired`) and its acks.
+async fn messages(
+    State(sh): State<Arc<Shared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    q: Params,
+) -> Response {
+    let r = async {
+        loopback_and_sink(&sh, peer, &headers)?;
+        let machine = q
+            .get("machine")
+            .cloned()
+            .ok_or_else(|| Malformed::from("machine: missing"))?;
+        let view = with_store(&sh, move |s| Ok(s.view(&machine, now())?))
+            .await?
+            .ok_or(Refused::NotFound("no such machine"))?;
+        Ok(answer(StatusCode::OK, view))
+    };
+    done(r.await)
+}

@@ -1,0 +1,197 @@
+//! Being the person's paired device in a test (feature `control`): pairing a
+//! sandbox's machine with the workspace receiver the way a person does
+//! (`sessionpipe control pair`, then approving with a passkey through the
+//! receiver's test door), and signing real commands for it with a software
+//! passkey and its day key (`sessionpipe_verifier::softkey`: real WebAuthn
+//! assertions, real ECDSA; nothing is skipped on the machine's side).
+
+use crate::Sandbox;
+use serde_json::{Value, json};
+use sessionpipe_verifier::Signed;
+use sessionpipe_verifier::softkey::{self, DayKey, SoftPasskey};
+use std::io::BufRead;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// A device paired with one machine through one receiver.
+pub struct Device {
+    pub receiver: String,
+    pub sink_token: String,
+    pub machine: String,
+    pub passkey: SoftPasskey,
+    day: DayKey,
+    grant: sessionpipe_verifier::Grant,
+}
+
+/// Now in epoch ms.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("a client builds")
+}
+
+/// Pairs the sandbox's machine with `receiver` (an http://127.0.0.1:PORT
+/// receiver with control on rp id `localhost`, and a sink to it already added
+/// with `sink_token`), allowing `folder`.
+pub fn pair(sb: &Sandbox, receiver: &str, sink_token: &str, folder: &Path) -> Device {
+    let mut child = sb
+        .command(crate::sandbox::bin("sessionpipe"))
+        .args(["control", "pair", receiver, "--folder"])
+        .arg(folder)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("sessionpipe control pair starts");
+    let out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let (mut machine, mut url) = (None, None);
+    let mut said = Vec::new();
+    for line in out.lines() {
+        let line = line.expect("a line");
+        said.push(line.clone());
+        if let Some(m) = line.strip_prefix("Pairing this machine as ") {
+            machine = Some(m.trim_end_matches('.').to_string());
+        }
+        if let Some(rest) = line.strip_prefix("Open ") {
+            url = rest.split_whitespace().next().map(str::to_string);
+            break;
+        }
+    }
+    let (Some(machine), Some(url)) = (machine, url) else {
+        let err = child
+            .wait_with_output()
+            .map(|o| o.stderr)
+            .unwrap_or_default();
+        panic!(
+            "pairing printed no link: {said:?} {}",
+            String::from_utf8_lossy(&err)
+        );
+    };
+    let code = url.rsplit('/').next().expect("a code").to_string();
+    let port = reqwest::Url::parse(receiver)
+        .ok()
+        .and_then(|u| u.port())
+        .expect("the receiver has a port");
+    let passkey = SoftPasskey::es256("localhost", &format!("http://localhost:{port}"));
+    let proof = softkey::enrollment_proof(&passkey, &machine, &code);
+    let resp = client()
+        .post(format!("{receiver}/test/pair/approve"))
+        .bearer_auth(sink_token)
+        .json(&json!({"code": code, "key": passkey.trusted(), "proof": proof, "account": "test-person"}))
+        .send()
+        .expect("the approval door answers");
+    assert!(
+        resp.status().is_success(),
+        "approve: {}",
+        resp.text().unwrap_or_default()
+    );
+    let done = child.wait_with_output().expect("pairing ends");
+    assert!(
+        done.status.success(),
+        "pairing failed: {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let day = DayKey::generate();
+    let now = now_ms();
+    let grant = softkey::grant(
+        &passkey,
+        &day,
+        now - 1_000,
+        now + 12 * 3600 * 1000,
+        "localhost",
+    );
+    Device {
+        receiver: receiver.to_string(),
+        sink_token: sink_token.to_string(),
+        machine,
+        passkey,
+        day,
+        grant,
+    }
+}
+
+impl Device {
+    /// A command of `kind` for `session` with `fields`, signed under the day
+    /// grant (its machine, nonce and iat filled in).
+    pub fn sign(&self, kind: &str, session: &str, fields: Value) -> Signed {
+        let mut cmd = json!({
+            "v": 1, "t": "sessionpipe.control", "machine": self.machine,
+            "kind": kind, "session": session,
+        });
+        for (k, v) in fields.as_object().cloned().unwrap_or_default() {
+            cmd[k] = v;
+        }
+        cmd["nonce"] = json!(softkey::random_nonce());
+        cmd["iat"] = json!(now_ms());
+        softkey::sign_with_grant(&softkey::compact(&cmd), &self.day, &self.grant)
+    }
+
+    /// Queues `signed` at the receiver; its message id.
+    pub fn enqueue(&self, signed: &Signed, expires_in_s: u64) -> String {
+        let mut body = serde_json::to_value(signed).expect("signed serialises");
+        body["machine"] = json!(self.machine);
+        body["expires_in_s"] = json!(expires_in_s);
+        let resp = client()
+            .post(format!("{}/test/control/enqueue", self.receiver))
+            .bearer_auth(&self.sink_token)
+            .json(&body)
+            .send()
+            .expect("the enqueue door answers");
+        let status = resp.status();
+        let v: Value = resp.json().unwrap_or(Value::Null);
+        assert!(status.is_success(), "enqueue: {status} {v}");
+        v["id"].as_str().expect("an id").to_string()
+    }
+
+    /// What the receiver knows of this machine (its hello, keys, messages).
+    pub fn view(&self) -> Value {
+        client()
+            .get(format!(
+                "{}/test/control/messages?machine={}",
+                self.receiver, self.machine
+            ))
+            .bearer_auth(&self.sink_token)
+            .send()
+            .expect("the read door answers")
+            .json()
+            .expect("the read door says JSON")
+    }
+
+    /// The final ack the receiver got for message `id`, waited for.
+    pub fn final_ack(&self, id: &str, timeout: Duration) -> Value {
+        let until = Instant::now() + timeout;
+        loop {
+            let view = self.view();
+            let m = view["messages"]
+                .as_array()
+                .and_then(|ms| ms.iter().find(|m| m["id"] == id).cloned());
+            if let Some(f) = m.as_ref().map(|m| m["acks"]["final"].clone())
+                && !f.is_null()
+            {
+                return f;
+            }
+            assert!(Instant::now() < until, "no final ack for {id}: {view}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until the machine's last hello says `pred`.
+    pub fn wait_hello(&self, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+        let until = Instant::now() + timeout;
+        loop {
+            let view = self.view();
+            if pred(&view["hello"]) {
+                return view["hello"].clone();
+            }
+            assert!(Instant::now() < until, "no such hello: {view}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
