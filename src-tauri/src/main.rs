@@ -15,8 +15,10 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 mod app;
+mod approvals;
 mod backend;
 mod board;
+mod daemon_api;
 mod instance;
 mod notices;
 mod prefs;

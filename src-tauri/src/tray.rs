@@ -1,24 +1,33 @@
 //! The tray icon and its menu.
 //!
 //! The icon shows the state at a glance (idle, working, needs you: the three PNGs
-//! in `icons/tray/`, drawn by `icons/tray/draw.sh`). The menu lists the live
-//! sessions, those needing the person first (`board`), each opening the window on
-//! it; a line when hook calls were lost to a full disk (the core's words); then
-//! "Pause notifications" and "Open at login" (check items over
-//! `config.json`, through `prefs`), "Open sessionpipe" and "Quit".
+//! in `icons/tray/`, drawn by `icons/tray/draw.sh`). The menu has its summary
+//! line and a line when hook calls were lost to a full disk (the core's words);
+//! then, when local approvals are on, the permission prompts this machine may
+//! answer now across every session and harness (`approvals`, from the daemon's
+//! overview): who asks (harness, title, folder; it opens the window on the
+//! session), what will run (at the notification tier), Allow and Deny, which post
+//! the person's answer (`notices::answer_clicked`); then the live sessions, those
+//! needing the person first (`board`), each opening the window on it; then
+//! "Pause notifications" and "Open at login" (check items over `config.json`,
+//! through `prefs`), "Open sessionpipe" and "Quit".
 //!
 //! Lives on the main thread (`app`'s event loop), which hands it each new `View`
 //! read by the refresher thread; it changes what changed in place (labels,
 //! checks, the icon) and rebuilds the menu only when its lines come or go. Must
-//! not decide a session's state or a notification: it shows the core's.
+//! not decide a session's state, a notification or whether a prompt may be
+//! answered: it shows the core's; and it answers a prompt only on a click.
 
+use crate::approvals::{self, Item, Prompt};
 use crate::backend::{self, Link};
 use crate::board::{self, Board};
-use crate::prefs;
+use crate::daemon_api::Decision;
 use crate::shared::Shared;
+use crate::{daemon_api, notices, prefs};
 use anyhow::Context;
 use sessionpipe_core::pipeline::session::Glance;
 use sessionpipe_core::spool::StatePaths;
+use std::sync::Arc;
 use tray_icon::menu::{CheckMenuItem, IsMenuItem, Menu, MenuItem, PredefinedMenuItem};
 use tray_icon::{Icon, TrayIcon, TrayIconBuilder};
 
@@ -61,10 +70,40 @@ fn decode_rgba(png_bytes: &[u8]) -> anyhow::Result<(Vec<u8>, u32, u32)> {
     Ok((rgba, info.width, info.height))
 }
 
+/// One answerable prompt's lines and its items' ids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Asking {
+    /// The prompt's notice key: the menu's shape.
+    key: String,
+    who: String,
+    what: String,
+    open: String,
+    allow: String,
+    deny: String,
+}
+
+impl Asking {
+    fn of(prompt: &Prompt, notify_tier: u8) -> Asking {
+        let (who, what) = prompt.menu_lines(notify_tier);
+        Asking {
+            key: prompt.notice_key(),
+            who: approvals::menu_text(&who),
+            what: approvals::menu_text(&what),
+            open: approvals::item_id(Item::Open, prompt),
+            allow: approvals::item_id(Item::Answer(Decision::Allow), prompt),
+            deny: approvals::item_id(Item::Answer(Decision::Deny), prompt),
+        }
+    }
+}
+
 /// Everything the tray shows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct View {
     board: Board,
+    /// The prompts this machine may answer now (local approvals on), at most
+    /// `MAX_PROMPTS`, and how many more there are.
+    asking: Vec<Asking>,
+    more_asking: usize,
     link: Link,
     /// Hook calls lost before the spool, as the core tells it.
     lost: Option<String>,
@@ -73,10 +112,32 @@ pub struct View {
 }
 
 impl View {
+    /// The view now, read off the main thread (the refresher's).
     pub fn read(paths: &StatePaths) -> View {
+        View::read_with(paths, true)
+    }
+
+    /// The view now; the prompts only when `ask_daemon` (the first view, on the
+    /// main thread, waits on no connection: the refresher's comes 0.5 s later).
+    fn read_with(paths: &StatePaths, ask_daemon: bool) -> View {
         let config = prefs::load(paths);
+        // Only while local approvals are on: otherwise nothing is answerable and
+        // the tray does not ask the daemon.
+        let prompts = if config.local_approvals && ask_daemon {
+            daemon_api::overview(paths)
+                .map(|ov| approvals::answerable(&ov))
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         View {
             board: board::read(paths),
+            asking: prompts
+                .iter()
+                .take(approvals::MAX_PROMPTS)
+                .map(|p| Asking::of(p, config.notify_tier()))
+                .collect(),
+            more_asking: prompts.len().saturating_sub(approvals::MAX_PROMPTS),
             link: backend::link(paths),
             lost: sessionpipe_core::state::losses::current(paths)
                 .map(|l| sessionpipe_core::state::losses::line(&l)),
@@ -86,13 +147,19 @@ impl View {
     }
     /// The menu's shape: which lines exist. Same shape: the items are updated in
     /// place; another shape: the menu is built again.
-    fn shape(&self) -> (Vec<&str>, bool, bool, bool) {
+    fn shape(&self) -> (Vec<&str>, Vec<&str>, bool, bool, bool, bool) {
         (
+            self.asking.iter().map(|a| a.key.as_str()).collect(),
             self.board.rows.iter().map(|r| r.key.as_str()).collect(),
             self.link_line().is_some(),
             self.board.more > 0,
             self.lost.is_some(),
+            self.more_asking > 0,
         )
+    }
+
+    fn asking_header(&self) -> String {
+        format!("Approvals ({})", self.asking.len() + self.more_asking)
     }
 
     fn link_line(&self) -> Option<String> {
@@ -124,6 +191,10 @@ struct Items {
     header: MenuItem,
     link: Option<MenuItem>,
     lost: Option<MenuItem>,
+    asking_header: Option<MenuItem>,
+    /// Per prompt: who asks, what will run, Allow, Deny.
+    asking: Vec<[MenuItem; 4]>,
+    more_asking: Option<MenuItem>,
     sessions: Vec<MenuItem>,
     more: Option<MenuItem>,
     pause: CheckMenuItem,
@@ -136,6 +207,21 @@ impl Items {
         let header = disabled(&view.board.summary());
         let link = view.link_line().map(|l| disabled(&l));
         let lost = view.lost.as_deref().map(|l| disabled(&capitalised(l)));
+        let asking_header = (!view.asking.is_empty()).then(|| disabled(&view.asking_header()));
+        let asking: Vec<[MenuItem; 4]> = view
+            .asking
+            .iter()
+            .map(|a| {
+                [
+                    MenuItem::with_id(&a.open, &a.who, true, None),
+                    disabled(&a.what),
+                    MenuItem::with_id(&a.allow, "Allow", true, None),
+                    MenuItem::with_id(&a.deny, "Deny", true, None),
+                ]
+            })
+            .collect();
+        let more_asking = (view.more_asking > 0)
+            .then(|| MenuItem::with_id("more-approvals", more_asking_text(view), true, None));
         let sessions: Vec<MenuItem> = view
             .board
             .rows
@@ -150,7 +236,7 @@ impl Items {
         let open = MenuItem::with_id("open", "Open sessionpipe", true, None);
         let quit = MenuItem::with_id("quit", "Quit", true, None);
         let sep = PredefinedMenuItem::separator;
-        let (sep1, sep2, sep3) = (sep(), sep(), sep());
+        let (sep1, sep2, sep3, sep4) = (sep(), sep(), sep(), sep());
         let mut all: Vec<&dyn IsMenuItem> = vec![&header];
         if let Some(l) = &link {
             all.push(l);
@@ -159,6 +245,14 @@ impl Items {
             all.push(l);
         }
         all.push(&sep1);
+        if let Some(h) = &asking_header {
+            all.push(h);
+            all.extend(asking.iter().flatten().map(|i| i as &dyn IsMenuItem));
+            if let Some(m) = &more_asking {
+                all.push(m);
+            }
+            all.push(&sep4);
+        }
         all.extend(sessions.iter().map(|s| s as &dyn IsMenuItem));
         if let Some(m) = &more {
             all.push(m);
@@ -173,6 +267,9 @@ impl Items {
             header,
             link,
             lost,
+            asking_header,
+            asking,
+            more_asking,
             sessions,
             more,
             pause,
@@ -188,6 +285,16 @@ impl Items {
         }
         if let (Some(item), Some(text)) = (&self.lost, &view.lost) {
             item.set_text(capitalised(text));
+        }
+        if let Some(item) = &self.asking_header {
+            item.set_text(view.asking_header());
+        }
+        for (items, a) in self.asking.iter().zip(&view.asking) {
+            items[0].set_text(&a.who);
+            items[1].set_text(&a.what);
+        }
+        if let Some(item) = &self.more_asking {
+            item.set_text(more_asking_text(view));
         }
         for (item, row) in self.sessions.iter().zip(&view.board.rows) {
             item.set_text(&row.label);
@@ -213,6 +320,10 @@ fn more_text(view: &View) -> String {
     format!("{} more in the window…", view.board.more)
 }
 
+fn more_asking_text(view: &View) -> String {
+    format!("{} more approvals in the window…", view.more_asking)
+}
+
 /// The icon and its menu, on the main thread.
 pub struct Tray {
     icon: TrayIcon,
@@ -223,7 +334,7 @@ pub struct Tray {
 impl Tray {
     /// Puts the icon in the tray.
     pub fn build(shared: &Shared) -> anyhow::Result<Tray> {
-        let view = View::read(&shared.paths);
+        let view = View::read_with(&shared.paths, false);
         let items = Items::build(&view)?;
         let icon = TrayIconBuilder::new()
             .with_id(TRAY_ID)
@@ -279,13 +390,26 @@ impl Tray {
 }
 
 /// Acts on a menu item; `true` when it was "Quit".
-pub fn on_menu(shared: &Shared, id: &str) -> bool {
+pub fn on_menu(shared: &Arc<Shared>, id: &str) -> bool {
+    if let Some((item, session, attention)) = approvals::from_item_id(id) {
+        match item {
+            Item::Open => shared.open_window(Some(session)),
+            // The person's click: the only way an answer is ever posted.
+            Item::Answer(decision) => notices::answer_clicked(
+                shared.clone(),
+                session.to_string(),
+                attention.to_string(),
+                decision,
+            ),
+        }
+        return false;
+    }
     if let Some(key) = id.strip_prefix(SESSION_PREFIX) {
         shared.open_window(Some(key));
         return false;
     }
     match id {
-        "open" | "more" => shared.open_window(None),
+        "open" | "more" | "more-approvals" => shared.open_window(None),
         "pause" => {
             if let Err(e) = prefs::toggle_paused(&shared.paths) {
                 tracing::warn!("pause notifications: {e}");
@@ -313,6 +437,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn each_prompt_gets_its_lines_and_items_that_name_it() {
+        let overview = serde_json::json!({"approvals": [
+            {"session": "codex:c1", "attention_id": "p9", "kind": "permission", "tool": "Bash",
+             "message": "make && make install", "title": "Ship it", "cwd": "~/src/api",
+             "harness": "codex", "answerable": true}
+        ]});
+        let prompt = &approvals::answerable(&overview)[0];
+        let a = Asking::of(prompt, 1);
+        assert_eq!(a.who, "Codex · Ship it · ~/src/api");
+        assert_eq!(a.what, "Bash: make &&&& make install", "muda shows && as &");
+        assert_eq!(
+            approvals::from_item_id(&a.allow),
+            Some((Item::Answer(Decision::Allow), "codex:c1", "p9"))
+        );
+        assert_eq!(
+            approvals::from_item_id(&a.deny),
+            Some((Item::Answer(Decision::Deny), "codex:c1", "p9"))
+        );
+        assert_eq!(
+            approvals::from_item_id(&a.open),
+            Some((Item::Open, "codex:c1", "p9"))
+        );
+        assert_eq!(Asking::of(prompt, 0).what, "wants your permission");
+    }
+
+    #[test]
     fn hook_calls_lost_to_a_full_disk_get_a_line_and_the_tooltip_says_so() {
         let dir = std::env::temp_dir().join(format!("sp-app-tray-{}", std::process::id()));
         let paths = StatePaths::new(&dir);
@@ -328,7 +478,7 @@ mod tests {
             "{line}"
         );
         assert!(view.tooltip().contains("lost"));
-        assert!(view.shape().3, "the menu has the line");
+        assert!(view.shape().4, "the menu has the line");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

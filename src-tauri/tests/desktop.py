@@ -16,11 +16,20 @@ tray client, a reader of notification calls, a window manager's close (python3-g
   desktop.py close-window XID
                            ask window XID to close (WM_DELETE_WINDOW), as a
                            window manager's close button does
+  desktop.py messages-api PORTFILE COMMAND
+                           a scripted Anthropic Messages API on 127.0.0.1 (its
+                           port written to PORTFILE) for the real Claude Code:
+                           the main conversation's first turn is one Bash call
+                           running COMMAND, every later one the text "Done."; a
+                           side request (titles, quota) gets a short text. SSE
+                           when asked to stream. Each tool_result it is sent is
+                           printed to stderr ("tool_result: <text>")
 
 Only what libayatana-appindicator needs of a watcher is here: it registers, a
 host is said to be present, and the item list is kept.
 """
 import json
+import os
 import re
 import signal
 import sys
@@ -195,6 +204,112 @@ def close_window(xid):
     x11.XCloseDisplay(dpy)
 
 
+def messages_api(portfile, command):
+    import http.server
+    import random
+    import string
+
+    def ident(prefix):
+        return prefix + "".join(random.choices(string.ascii_letters + string.digits, k=24))
+
+    def blocks_of(body):
+        # The main conversation offers tools and is not a subagent's.
+        messages = body.get("messages") or []
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        if body.get("tools") and turn == 0:
+            return [{"type": "tool_use", "id": ident("toolu_"), "name": "Bash",
+                     "input": {"command": command, "description": f"Run {command}"}}]
+        if body.get("tools"):
+            return [{"type": "text", "text": "Done."}]
+        system = json.dumps(body.get("system", ""))
+        return [{"type": "text",
+                 "text": json.dumps({"title": "Mock session"}) if "json" in system.lower() else "OK"}]
+
+    def usage(out):
+        return {"input_tokens": 10, "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0, "output_tokens": out}
+
+    def sse(blocks, model, mid):
+        stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+        events = [("message_start", {"type": "message_start", "message": {
+            "id": mid, "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": None, "stop_sequence": None, "usage": usage(1)}})]
+        for i, b in enumerate(blocks):
+            if b["type"] == "tool_use":
+                start = {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(b["input"])}
+            else:
+                start = {"type": "text", "text": ""}
+                delta = {"type": "text_delta", "text": b["text"]}
+            events += [("content_block_start", {"type": "content_block_start", "index": i,
+                                                "content_block": start}),
+                       ("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                "delta": delta}),
+                       ("content_block_stop", {"type": "content_block_stop", "index": i})]
+        events += [("message_delta", {"type": "message_delta",
+                                      "delta": {"stop_reason": stop, "stop_sequence": None},
+                                      "usage": {"output_tokens": 5}}),
+                   ("message_stop", {"type": "message_stop"})]
+        return "".join(f"event: {n}\ndata: {json.dumps(d)}\n\n" for n, d in events).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def answer(self, status, ctype, data):
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("request-id", ident("req_"))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            self.answer(404, "application/json", b'{"type":"error","error":{"type":"not_found_error","message":"no route"}}')
+
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            path = self.path.split("?")[0].rstrip("/")
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                body = {}
+            if path == "/v1/messages/count_tokens":
+                return self.answer(200, "application/json", b'{"input_tokens": 10}')
+            if path != "/v1/messages":
+                return self.do_GET()
+            for m in body.get("messages") or []:
+                content = m.get("content")
+                for b in content if isinstance(content, list) else []:
+                    if isinstance(b, dict) and b.get("type") == "tool_result":
+                        text = b.get("content")
+                        if isinstance(text, list):
+                            text = " ".join(str(x.get("text", "")) for x in text if isinstance(x, dict))
+                        print(f"tool_result: {text}", file=sys.stderr, flush=True)
+            if self.headers.get("x-claude-code-agent-id"):
+                body = dict(body, tools=None)
+            blocks = blocks_of(body)
+            model = body.get("model") or "claude-mock"
+            mid = ident("msg_")
+            if body.get("stream"):
+                return self.answer(200, "text/event-stream", sse(blocks, model, mid))
+            stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+            whole = {"id": mid, "type": "message", "role": "assistant", "model": model,
+                     "content": blocks, "stop_reason": stop, "stop_sequence": None,
+                     "usage": usage(5)}
+            self.answer(200, "application/json", json.dumps(whole).encode())
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    with open(portfile + ".tmp", "w") as f:
+        f.write(str(server.server_address[1]))
+    os.rename(portfile + ".tmp", portfile)
+    server.serve_forever()
+
+
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else ""
     if cmd == "watch":
@@ -209,6 +324,8 @@ def main(argv):
         notices(argv[2])
     elif cmd == "close-window" and len(argv) == 3:
         close_window(int(argv[2], 0))
+    elif cmd == "messages-api" and len(argv) == 4:
+        messages_api(argv[2], argv[3])
     else:
         print(__doc__, file=sys.stderr)
         return 2

@@ -15,7 +15,21 @@
 #   7. "Open at login" writes and removes the autostart entry;
 #   8. a second launch exits and opens the first one's window;
 #   9. "Quit" ends the app; started beside a running `sessionpipe daemon` it
-#      attaches (its notices still come), and takes over when that daemon dies.
+#      attaches (its notices still come), and takes over when that daemon dies;
+#  10. local approvals on: the real Claude Code (e2e/node_modules, offline against
+#      a scripted Messages API in desktop.py) asks to run a command; its
+#      PermissionRequest waits on the daemon, the notification carries Allow and
+#      Deny and says which harness, session, folder and command; Allow chosen
+#      through dunst (`dunstctl context`, dunstrc's dmenu) runs the real tool and
+#      the notification goes;
+#  11. two sessions' prompts at once are both listed in the tray menu, with what
+#      each will run; the menu's Allow runs one tool, its Deny refuses the other
+#      (the model is told so);
+#  12. the window on a waiting prompt (the menu's line opens it on the session)
+#      shows Allow and Deny; the page's Allow (the same page, in Chromium through
+#      playwright-core from ui/node_modules) runs the tool and says so;
+#  13. a waiting prompt answered in the terminal (its session's next hook event)
+#      withdraws its notification, Allow and all, and leaves the menu.
 # Installs nothing; a missing tool fails with the apt package to install.
 # Usage: src-tauri/tests/xvfb.sh   (binaries from $SESSIONPIPE_BIN_DIR, default
 # target/debug: cargo build -p sessionpipe-app -p sessionpipe-core -p sessionpipe-hook;
@@ -78,9 +92,20 @@ unset XDG_STATE_HOME SESSIONPIPE_HOOK_BIN SESSIONPIPE_UI_DIR
 STATE=$SESSIONPIPE_STATE_DIR
 PROJECT=$HOME/work/project
 mkdir -p "$PROJECT" "$HOME/.claude"
-cat >"$W/dunstrc" <<'EOF'
+# dunst's context menu (`dunstctl context`) pipes every action of the
+# notifications on screen to its dmenu, one line each ("#Allow (summary)
+# [id,allow]"); the test's dmenu picks the line named in $W/pick.
+cat >"$W/dmenu.sh" <<EOF
+#!/bin/sh
+menu=\$(cat)
+printf '%s\n' "\$menu" >>"$W/context.log"
+printf '%s\n' "\$menu" | grep -F -m 1 -- "\$(cat "$W/pick")"
+EOF
+chmod +x "$W/dmenu.sh"
+cat >"$W/dunstrc" <<EOF
 [global]
     font = DejaVu Sans 10
+    dmenu = $W/dmenu.sh
 [urgency_low]
     timeout = 0
 [urgency_normal]
@@ -175,6 +200,53 @@ permission() { # SESSION COMMAND
 }
 tool_done() { # SESSION COMMAND
   hook PostToolUse "$1" "\"tool_name\":\"Bash\",\"tool_use_id\":\"toolu_$1\",\"tool_input\":{\"command\":\"$2\"},\"tool_response\":{\"stdout\":\"\",\"stderr\":\"\",\"interrupted\":false}"
+}
+CLAUDE=$root/e2e/node_modules/@anthropic-ai/claude-code-linux-x64/claude
+# claude_run NAME DIR COMMAND: the real Claude Code, offline, in DIR, in the
+# background (sets CLAUDE_PID): a scripted Messages API asks for one Bash call
+# running COMMAND, then says "Done."; permission mode default, so Claude Code
+# asks, and its PermissionRequest hook waits on the daemon (local approvals).
+claude_run() {
+  local name=$1 dir=$2 command=$3
+  mkdir -p "$dir"
+  /usr/bin/python3 "$DESKTOP_PY" messages-api "$W/$name.port" "$command" 2>"$W/$name-api.log" &
+  pids+=("$!")
+  wait_for 10 "the scripted Messages API of $name" test -s "$W/$name.port"
+  (cd "$dir" && exec env -i HOME="$HOME" SESSIONPIPE_STATE_DIR="$STATE" LANG=C.UTF-8 \
+    NO_COLOR=1 SHELL=/bin/bash PATH="$(dirname "$CLAUDE"):/usr/bin:/bin" \
+    ANTHROPIC_BASE_URL="http://127.0.0.1:$(cat "$W/$name.port")" \
+    ANTHROPIC_API_KEY=sk-test-not-a-key CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
+    "$CLAUDE" -p "Make the file." --permission-mode default --output-format json \
+    </dev/null >"$W/$name.out" 2>"$W/$name.err") &
+  CLAUDE_PID=$!
+  pids+=("$CLAUDE_PID")
+}
+# finished NAME PID: Claude Code's run ended well (exit 0, a result).
+finished() {
+  local code=0
+  wait "$2" || code=$?
+  [ "$code" = 0 ] || fail "claude ($1) exited $code: $(cat "$W/$1.out" "$W/$1.err")"
+  [ "$(json_field "$(cat "$W/$1.out")" is_error)" = False ] || fail "claude ($1): $(cat "$W/$1.out")"
+}
+# The latest Notify whose text has $1 and that carries Allow and Deny.
+answerable_notice() { notices | grep -F '"notify"' | grep -F -- "$1" | grep -F '"allow", "Allow", "deny", "Deny"' | tail -n 1; }
+has_answerable_notice() { [ -n "$(answerable_notice "$1")" ]; }
+in_dunst_history() { # ID: closed (by an action, a click or a close), so in dunst's history
+  dunstctl history | /usr/bin/python3 -c 'import json,sys; ids=[n["id"]["data"] for g in json.load(sys.stdin)["data"] for n in g]; sys.exit(0 if int(sys.argv[1]) in ids else 1)' "$1"
+}
+# menu_after LINE LABEL: the id of the first item labelled LABEL after the item
+# whose label has LINE (a prompt's Allow or Deny, after its command's line).
+menu_after() {
+  menu | awk -F'\t' -v line="$1" -v label="$2" 'seen && $3 == label {print $1; exit} index($3, line) {seen = 1}'
+}
+click_after() { # LINE LABEL
+  local i id
+  for i in 1 2 3 4 5; do
+    id=$(menu_after "$1" "$2")
+    [ -n "$id" ] && /usr/bin/python3 "$DESKTOP_PY" click $ITEM "$id" 2>/dev/null && return 0
+    sleep 0.5
+  done
+  fail "cannot click \"$2\" after \"$1\" in the menu: $(menu)"
 }
 
 # Notifications stay until acted on (dunstrc above), so the test can click one.
@@ -324,6 +396,103 @@ tool_done "$S4" "make attached"
 permission "$S4" "make embedded"
 wait_for 20 "a Notify after the takeover" has_notice 'make embedded'
 ok "took over $((t_took - t_kill)) ms after the daemon's end; notified: $(notice_with 'make embedded')"
+click "Quit"
+wait_for 15 "the app to quit" bash -c "! kill -0 $APP 2>/dev/null"
+
+step "10. local approvals: a real Claude Code prompt's notification carries Allow; Allow through dunst runs the tool"
+[ -x "$CLAUDE" ] || fail "missing the real Claude Code ($CLAUDE): (cd e2e && npm ci)"
+PATH="$(dirname "$CLAUDE"):$PATH" "$SP_BIN/sessionpipe" install --harness claude-code >"$W/install.log" 2>&1 ||
+  fail "sessionpipe install: $(cat "$W/install.log")"
+"$SP_BIN/sessionpipe" control approvals on >/dev/null || fail "sessionpipe control approvals on"
+config_says local_approvals true || fail "config.json does not say local_approvals: $(cat "$STATE/config.json")"
+dunstctl close-all # the earlier steps' notifications: only this step's are on screen
+start_app app3.log --hidden
+find_item
+wait_for 15 "the embedded daemon to hold the lock" lock_held_by "$APP"
+claude_run alpha "$HOME/work/alpha" "touch made-by-allow.txt"
+A_PID=$CLAUDE_PID
+wait_for 60 "a Notify with Allow and Deny for the real prompt" has_answerable_notice 'made-by-allow.txt'
+line=$(answerable_notice 'made-by-allow.txt')
+echo "Notify: $line"
+[ "$(json_field "$line" summary)" = "Claude Code wants to run Bash" ] || fail "summary: $line"
+body=$(json_field "$line" body)
+[[ "$body" == *"touch made-by-allow.txt"* && "$body" == *"work/alpha"* ]] || fail "the body does not say what will run and where: $body"
+N=$(json_field "$line" notify)
+[ -e "$HOME/work/alpha/made-by-allow.txt" ] && fail "the tool ran before anyone answered"
+kill -0 "$A_PID" || fail "claude did not wait for the answer: $(cat "$W/alpha.out")"
+ok "Notify id $N: \"Claude Code wants to run Bash\", body \"${body//$'\n'/\\n}\", actions $(json_field "$line" actions)"
+echo "[$N,allow]" >"$W/pick"
+dunstctl context # returns at once; dunst runs its dmenu in the background
+context_has() { grep -F -- "$1" "$W/context.log"; }
+wait_for 10 "dunst's context menu to offer Allow of $N" context_has "[$N,allow]" ||
+  fail "dunst's context menu: $(cat "$W/context.log" 2>/dev/null)"
+wait_for 30 "the allowed tool to run" test -e "$HOME/work/alpha/made-by-allow.txt"
+finished alpha "$A_PID"
+[ "$(json_field "$(cat "$W/alpha.out")" permission_denials)" = "[]" ] || fail "denials: $(cat "$W/alpha.out")"
+wait_for 10 "notification $N to be gone" in_dunst_history "$N" ||
+  fail "notification $N is still there: $(dunstctl count) $(dunstctl history | tr -d '\n\t ' | head -c 600)"
+grep -q "the person chose allow for a permission prompt of claude-code:" "$W/app3.log" || fail "the app did not answer: $(tail -n 5 "$W/app3.log")"
+ok "dunst's context menu chose \"$(grep -F "[$N,allow]" "$W/context.log" | head -n 1)\": made-by-allow.txt exists, claude exited 0, notification $N is gone"
+
+step "11. two sessions' prompts at once are listed in the tray menu; its Allow and Deny answer each"
+claude_run beta "$HOME/work/beta" "touch made-from-the-menu.txt"
+B_PID=$CLAUDE_PID
+claude_run gamma "$HOME/work/gamma" "touch never-made.txt"
+G_PID=$CLAUDE_PID
+both_listed() {
+  local m
+  m=$(menu)
+  [[ "$m" == *"Approvals (2)"* && "$m" == *"Bash touch made-from-the-menu.txt"* && "$m" == *"~/work/beta"* &&
+    "$m" == *"Bash touch never-made.txt"* && "$m" == *"~/work/gamma"* ]]
+}
+wait_for 60 "both prompts in the menu" both_listed
+echo "the menu's approvals:"
+menu | cut -f3 | sed -n '/^Approvals (/,/^Pause notifications/p' | sed 's/^/  /'
+click_after "Bash touch made-from-the-menu.txt" Allow
+wait_for 30 "the tool allowed from the menu to run" test -e "$HOME/work/beta/made-from-the-menu.txt"
+finished beta "$B_PID"
+wait_for 15 "one approval left in the menu" menu_has "Approvals (1)"
+kill -0 "$G_PID" || fail "the second prompt did not wait: $(cat "$W/gamma.out")"
+click_after "Bash touch never-made.txt" Deny
+finished gamma "$G_PID"
+[ -e "$HOME/work/gamma/never-made.txt" ] && fail "the denied tool ran"
+grep -q "tool_result: .*Denied at this machine (sessionpipe)" "$W/gamma-api.log" || fail "the model was not told: $(cat "$W/gamma-api.log")"
+no_approvals() { ! menu_has "Approvals ("; }
+wait_for 15 "the approvals to leave the menu" no_approvals
+ok "both listed; Allow ran made-from-the-menu.txt, Deny refused never-made.txt (the model read \"Denied at this machine\"); the menu has no approvals left"
+
+step "12. the window shows a waiting prompt's Allow and Deny; the page's Allow runs the tool"
+playwright=$root/ui/node_modules/playwright-core
+[ -d "$playwright" ] || fail "missing playwright-core: (cd ui && npm ci)"
+claude_run delta "$HOME/work/delta" "touch made-in-the-window.txt"
+D_PID=$CLAUDE_PID
+wait_for 60 "the prompt in the menu" menu_has "Bash touch made-in-the-window.txt"
+who=$(menu | cut -f3 | grep -F -B 1 "Bash touch made-in-the-window.txt" | head -n 1)
+click "$who"
+wait_for 20 "the window on the session" window_open
+grep -q "the window opens on claude-code:" "$W/app3.log" || fail "the menu's line did not open the window on the session"
+shot window-approval.png
+ui_url=$(json_field "$(cat "$STATE/ui.json")" url)
+ui_token=$(json_field "$(cat "$STATE/ui.json")" token)
+SP_UI_PAGE="$ui_url/#token=$ui_token" node "$here/approve-in-page.mjs" "$root/ui" \
+  "touch made-in-the-window.txt" "$A/page-approval.png" || fail "the page did not answer"
+wait_for 30 "the tool allowed in the window to run" test -e "$HOME/work/delta/made-in-the-window.txt"
+finished delta "$D_PID"
+ok "the menu's \"$who\" opened the window (screenshot $A/window-approval.png); the page's Allow ran made-in-the-window.txt"
+
+step "13. a prompt answered in the terminal withdraws its notification and leaves the menu"
+S5=5e0c1a52-5555-4c1e-9d7a-000000000005
+# The hook waits on the daemon now (local approvals): in the background.
+permission "$S5" "make in-the-terminal" &
+pids+=("$!")
+wait_for 30 "an answerable Notify" has_answerable_notice 'make in-the-terminal'
+N5=$(json_field "$(answerable_notice 'make in-the-terminal')" notify)
+wait_for 15 "the prompt in the menu" menu_has "Bash make in-the-terminal"
+tool_done "$S5" "make in-the-terminal"
+wait_for 20 "CloseNotification $N5" closed "$N5"
+not_in_menu() { ! menu_has "Bash make in-the-terminal"; }
+wait_for 15 "the prompt to leave the menu" not_in_menu
+ok "Notify id $N5 (with Allow and Deny) withdrawn with CloseNotification($N5); the menu no longer lists it"
 click "Quit"
 wait_for 15 "the app to quit" bash -c "! kill -0 $APP 2>/dev/null"
 

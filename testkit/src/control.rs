@@ -118,6 +118,28 @@ pub fn pair(sb: &Sandbox, receiver: &str, sink_token: &str, folder: &Path) -> De
 }
 
 impl Device {
+    /// The same person's other device: another passkey (made for the same rp
+    /// id), with its own day key and grant. Trusted only once enrolled.
+    pub fn another(&self, passkey: SoftPasskey) -> Device {
+        let day = DayKey::generate();
+        let now = now_ms();
+        let grant = softkey::grant(
+            &passkey,
+            &day,
+            now - 1_000,
+            now + 12 * 3600 * 1000,
+            "localhost",
+        );
+        Device {
+            receiver: self.receiver.clone(),
+            sink_token: self.sink_token.clone(),
+            machine: self.machine.clone(),
+            passkey,
+            day,
+            grant,
+        }
+    }
+
     /// A command of `kind` for `session` with `fields`, signed under the day
     /// grant (its machine, nonce and iat filled in).
     pub fn sign(&self, kind: &str, session: &str, fields: Value) -> Signed {

@@ -3,6 +3,8 @@
 // into a URL this page builds.
 
 import type {
+  ApprovalAnswered,
+  ApprovalDecision,
   ControlSettings,
   ControlSettingsChange,
   ControlView,
@@ -139,6 +141,11 @@ export class Api {
 
   putControlSettings(change: ControlSettingsChange): Promise<Settings & ControlSettings> {
     return this.#call("PUT", "/api/settings", change);
+  }
+
+  /** A person's answer to a waiting permission prompt (local approvals): only ever their click. */
+  answerApproval(session: string, attention: string, decision: ApprovalDecision): Promise<ApprovalAnswered> {
+    return this.#call("POST", "/api/approvals", { session, attention, decision });
   }
 }
 

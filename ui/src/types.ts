@@ -48,6 +48,20 @@ export interface Approval extends Attention {
   /** `harness:id` */
   session: string;
   title: string;
+  /** The session's folder and harness (local approvals). */
+  cwd?: string | null;
+  harness?: string;
+  /** Local approvals are on and this prompt's hook waits now: it can be answered here. */
+  answerable?: boolean;
+}
+
+/** `POST /api/approvals` body's decision. */
+export type ApprovalDecision = "allow" | "deny";
+
+/** `POST /api/approvals`: the answer went to the waiting hook. */
+export interface ApprovalAnswered {
+  answered: string;
+  decision: ApprovalDecision;
 }
 
 /** One stored event (PROTOCOL-NOTES §1), as `GET /api/sessions/{h}/{id}/events` lists them. */

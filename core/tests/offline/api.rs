@@ -378,3 +378,72 @@ fn failures_answer_their_status_with_a_json_reason() {
     let (s, why) = raw(reqwest::Method::GET, "/api/overview", "", token);
     assert_eq!(s, 500, "{why}");
 }
+
+#[test]
+fn local_approvals_answer_only_a_waiting_prompt_and_only_when_turned_on() {
+    let sb = Sandbox::new();
+    let _d = sb.start_daemon();
+    let ui = Ui::of(&sb);
+    let answer = json!({"session": "claude-code:s", "attention": "perm-1", "decision": "allow"});
+    let (status, body) = ui.send(reqwest::Method::POST, "/api/approvals", answer.clone());
+    assert_eq!(status, 409, "off by default: {body}");
+    let (status, _) = ui.send(
+        reqwest::Method::PUT,
+        "/api/settings",
+        json!({"local_approvals": true}),
+    );
+    assert_eq!(status, 200);
+    let (status, body) = ui.send(reqwest::Method::POST, "/api/approvals", answer);
+    assert_eq!(status, 404, "nothing waits: {body}");
+    let (status, body) = ui.send(
+        reqwest::Method::POST,
+        "/api/approvals",
+        json!({"session": "claude-code:s", "attention": "perm-1", "decision": "maybe"}),
+    );
+    assert_eq!(status, 400, "{body}");
+
+    // A real PermissionRequest waits (local approvals put the marker down),
+    // shows as answerable on the board, and a click's answer reaches it.
+    let cwd = sb.home.clone();
+    let payload = json!({"session_id": "s", "transcript_path": "/nowhere.jsonl", "cwd": cwd,
+        "hook_event_name": "PermissionRequest", "prompt_id": "p1",
+        "tool_name": "Bash", "tool_input": {"command": "touch x"}});
+    let until = Instant::now() + Duration::from_secs(10);
+    while !sb.state.join("control.on").exists() {
+        assert!(Instant::now() < until, "the marker never came");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::scope(|scope| {
+        let hook = scope.spawn(|| {
+            sb.hook(
+                "claude-code",
+                "PermissionRequest",
+                payload.to_string().as_bytes(),
+            )
+        });
+        let until = Instant::now() + Duration::from_secs(10);
+        let approval = loop {
+            let board = ui.get("/api/overview");
+            if let Some(a) = board["approvals"]
+                .as_array()
+                .and_then(|a| a.iter().find(|a| a["answerable"] == true).cloned())
+            {
+                break a;
+            }
+            assert!(Instant::now() < until, "never answerable: {board}");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let (status, body) = ui.send(
+            reqwest::Method::POST,
+            "/api/approvals",
+            json!({"session": approval["session"], "attention": approval["attention_id"], "decision": "deny"}),
+        );
+        assert_eq!(status, 200, "{body}");
+        let out = hook.join().unwrap();
+        let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            printed["hookSpecificOutput"]["decision"]["behavior"],
+            "deny"
+        );
+    });
+}

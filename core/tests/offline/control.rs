@@ -505,3 +505,116 @@ fn a_waiter_gets_its_sessions_message_across_a_daemon_restart() {
         (Some("delivered"), Some("waiter"))
     );
 }
+
+#[test]
+fn a_trusted_device_vouches_for_a_new_passkey_and_an_untrusted_one_is_refused() {
+    let p = paired();
+    let s = "99999999-9999-4999-8999-999999999999";
+    let sess = format!("claude-code:{s}");
+    let sb = &p.sb;
+    assert!(
+        sb.hook(
+            "claude-code",
+            "UserPromptSubmit",
+            &payload(s, &p.project, "UserPromptSubmit", json!({"prompt": "go"}))
+        )
+        .status
+        .success()
+    );
+    wait_event(sb, s, "turn.started");
+    let port = reqwest::Url::parse(&p.rx.url()).unwrap().port().unwrap();
+    let phone = sessionpipe_verifier::softkey::SoftPasskey::es256(
+        "localhost",
+        &format!("http://localhost:{port}"),
+    );
+    let other = p.device.another(phone.clone());
+    // Before it is enrolled, the phone's commands are refused.
+    let early = other.enqueue(&other.sign("prompt", &sess, json!({"text": "hi"})), 60);
+    assert_eq!(
+        p.device.final_ack(&early, Duration::from_secs(10))["code"],
+        "untrusted_key"
+    );
+    // The trusted device signs `key.add` for it.
+    let add = p.device.sign(
+        "key.add",
+        "sessionpipe:keys",
+        json!({"key": phone.trusted(), "name": "Ann's phone"}),
+    );
+    let id = p.device.enqueue(&add, 60);
+    assert_eq!(
+        p.device.final_ack(&id, Duration::from_secs(10))["outcome"],
+        "delivered"
+    );
+    let keys = sb.sessionpipe(&["control", "keys"]);
+    let listed = String::from_utf8_lossy(&keys.stdout);
+    assert!(listed.contains("Ann's phone"), "{listed}");
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+    // Now the phone's prompt is verified and queued for the Stop.
+    let later = other.enqueue(
+        &other.sign("prompt", &sess, json!({"text": "from the phone"})),
+        60,
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let stop = sb.hook(
+        "claude-code",
+        "Stop",
+        &payload(s, &p.project, "Stop", json!({})),
+    );
+    let printed: Value = serde_json::from_slice(&stop.stdout).expect("a block");
+    assert!(
+        printed["reason"]
+            .as_str()
+            .unwrap()
+            .ends_with("from the phone")
+    );
+    assert_eq!(
+        p.device.final_ack(&later, Duration::from_secs(10))["outcome"],
+        "delivered"
+    );
+    // Removing it at the machine: refused again.
+    let id_arg = phone.trusted().id;
+    assert!(
+        sb.sessionpipe(&["control", "keys", "remove", &id_arg])
+            .status
+            .success()
+    );
+    let gone = other.enqueue(&other.sign("prompt", &sess, json!({"text": "x"})), 60);
+    assert_eq!(
+        p.device.final_ack(&gone, Duration::from_secs(10))["code"],
+        "untrusted_key"
+    );
+}
+
+#[test]
+fn a_harness_without_an_answer_channel_is_acked_unsupported() {
+    let p = paired();
+    let s = "gem-session-1";
+    let sb = &p.sb;
+    let payload = json!({"session_id": s, "transcript_path": "/nowhere.json", "cwd": p.project,
+        "hook_event_name": "BeforeAgent", "prompt": "go", "timestamp": "2026-12-01T00:00:00Z"});
+    assert!(
+        sb.hook("gemini-cli", "BeforeAgent", payload.to_string().as_bytes())
+            .status
+            .success()
+    );
+    wait_event(sb, s, "turn.started");
+    let id = p.device.enqueue(
+        &p.device.sign(
+            "permission.answer",
+            &format!("gemini-cli:{s}"),
+            json!({"for": "notif-1", "decision": "allow"}),
+        ),
+        60,
+    );
+    let ack = p.device.final_ack(&id, Duration::from_secs(10));
+    assert_eq!(ack["outcome"], "unsupported", "{ack}");
+    let cancel = p.device.enqueue(
+        &p.device
+            .sign("cancel", &format!("gemini-cli:{s}"), json!({})),
+        60,
+    );
+    assert_eq!(
+        p.device.final_ack(&cancel, Duration::from_secs(10))["outcome"],
+        "unsupported"
+    );
+}

@@ -1,11 +1,14 @@
 // Sessions: the live board (needs you, working, done), the approvals across all
 // sessions, and one session's recent events. Redrawn every 2 s and on focus.
+// An approval the daemon says is answerable (local approvals on, its hook waits)
+// has Allow and Deny buttons: the person's click posts /api/approvals and the
+// answer, or why it was not taken, shows under it.
 
 import { ApiError, describeError } from "../api";
 import { h, message, patch, type Child } from "../dom";
 import { STATE_WORDS, age, attentionText, clock, harnessName, kindWord, summary } from "../format";
 import { href, splitKey, type Route } from "../route";
-import type { Approval, EventEnvelope, Overview, SessionState, SessionView } from "../types";
+import type { Approval, ApprovalDecision, EventEnvelope, Overview, SessionState, SessionView } from "../types";
 import type { Mounted, ViewContext } from "../view";
 
 const REFRESH_MS = 2000;
@@ -22,6 +25,23 @@ interface Loaded<T> {
   error: string | null;
 }
 
+/** What became of a person's answer to one approval. */
+interface Answer {
+  state: "sending" | "answered" | "failed";
+  decision: ApprovalDecision;
+  error?: string;
+}
+
+/** The answers given from this page, by approval, and how to give one. */
+interface Answering {
+  answers: Map<string, Answer>;
+  answer: (a: Approval, decision: ApprovalDecision) => void;
+}
+
+function approvalKey(a: Approval): string {
+  return `${a.session}\u001f${a.attention_id}`;
+}
+
 export function mountSessions(root: HTMLElement, ctx: ViewContext): Mounted {
   const { api } = ctx;
   let route: Route = ctx.route;
@@ -30,6 +50,23 @@ export function mountSessions(root: HTMLElement, ctx: ViewContext): Mounted {
   let busy = false;
   let again = false;
   let stopped = false;
+  const answering: Answering = {
+    answers: new Map(),
+    answer(a, decision) {
+      const key = approvalKey(a);
+      if (answering.answers.get(key)?.state === "sending") return;
+      answering.answers.set(key, { state: "sending", decision });
+      draw();
+      api.answerApproval(a.session, a.attention_id, decision).then(
+        () => answering.answers.set(key, { state: "answered", decision }),
+        (e: unknown) => answering.answers.set(key, { state: "failed", decision, error: describeError(e) }),
+      ).finally(() => {
+        if (stopped) return;
+        draw();
+        void refresh();
+      });
+    },
+  };
 
   const live = h("div", { class: "live" }, h("p", { class: "muted" }, "Loading the board…"));
   root.replaceChildren(
@@ -71,7 +108,14 @@ export function mountSessions(root: HTMLElement, ctx: ViewContext): Mounted {
   }
 
   function draw(): void {
-    patch(live, render(board, events, route));
+    // An answer given here is shown while its approval is on the board.
+    if (board.value !== null) {
+      const listed = new Set(board.value.approvals.map(approvalKey));
+      for (const [key, given] of answering.answers) {
+        if (!listed.has(key) && given.state !== "sending") answering.answers.delete(key);
+      }
+    }
+    patch(live, render(board, events, route, answering));
     const waiting = board.value?.approvals.length ?? 0;
     document.title = `${waiting > 0 ? `(${waiting}) ` : ""}Sessions · sessionpipe`;
   }
@@ -108,7 +152,7 @@ export function mountSessions(root: HTMLElement, ctx: ViewContext): Mounted {
   };
 }
 
-function render(board: Loaded<Overview>, events: Loaded<EventEnvelope[]> & { of: string | null }, route: Route): HTMLElement {
+function render(board: Loaded<Overview>, events: Loaded<EventEnvelope[]> & { of: string | null }, route: Route, answering: Answering): HTMLElement {
   const out = h("div");
   const ov = board.value;
   if (board.error !== null) out.append(message("error", h("p", null, `The board could not be read: ${board.error}`)));
@@ -127,12 +171,12 @@ function render(board: Loaded<Overview>, events: Loaded<EventEnvelope[]> & { of:
   );
   const layout = h("div", { class: route.session !== null ? "board-layout with-detail" : "board-layout" });
   if (route.session !== null) layout.append(renderDetail(route.session, ov, events));
-  layout.append(h("div", { class: "board-main" }, renderApprovals(ov), renderBoard(ov, route.session)));
+  layout.append(h("div", { class: "board-main" }, renderApprovals(ov, answering), renderBoard(ov, route.session)));
   out.append(layout);
   return out;
 }
 
-function renderApprovals(ov: Overview): HTMLElement {
+function renderApprovals(ov: Overview, answering: Answering): HTMLElement {
   const titleOf = new Map(ov.sessions.map((s) => [s.key, s] as const));
   return h(
     "section",
@@ -143,12 +187,12 @@ function renderApprovals(ov: Overview): HTMLElement {
       : h(
           "ul",
           { class: "list" },
-          ov.approvals.map((a) => renderApproval(a, titleOf.get(a.session))),
+          ov.approvals.map((a) => renderApproval(a, titleOf.get(a.session), answering)),
         ),
   );
 }
 
-function renderApproval(a: Approval, s: SessionView | undefined): HTMLElement {
+function renderApproval(a: Approval, s: SessionView | undefined, answering: Answering): HTMLElement {
   const what = attentionText(a);
   const harness = s?.harness ?? splitKey(a.session).harness;
   const since = a.time ? ` · ${age((Date.now() - Date.parse(a.time)) / 1000)}` : "";
@@ -162,6 +206,42 @@ function renderApproval(a: Approval, s: SessionView | undefined): HTMLElement {
       h("span", { class: "what" }, what !== "" ? what : "needs you"),
       h("span", { class: "where muted" }, `${a.title} · ${harnessName(harness)}${since}`),
     ),
+    renderAnswer(a, what, answering),
+  );
+}
+
+const DECIDED: Record<ApprovalDecision, string> = {
+  allow: "Allowed: the agent goes on.",
+  deny: "Denied: the agent was told no.",
+};
+
+/** An answerable approval's Allow and Deny, and what became of an answer given here. */
+function renderAnswer(a: Approval, what: string, answering: Answering): Child {
+  const given = answering.answers.get(approvalKey(a));
+  if (given?.state === "answered") return message("ok", h("p", null, DECIDED[given.decision]));
+  const failed = given?.state === "failed" ? message("error", h("p", null, `Not answered: ${given.error ?? "the daemon refused it"}`)) : null;
+  if (a.answerable !== true) return failed;
+  const sending = given?.state === "sending";
+  const label = what !== "" ? what : "this prompt";
+  const focus = `${a.session}:${a.attention_id}`;
+  return h(
+    "div",
+    { class: "answer" },
+    h(
+      "div",
+      { class: "actions" },
+      h(
+        "button",
+        { type: "button", class: "primary", "data-action": "allow", "data-focus": `allow:${focus}`, "aria-label": `Allow ${label}`, disabled: sending, onclick: () => answering.answer(a, "allow") },
+        sending && given.decision === "allow" ? "Allowing…" : "Allow",
+      ),
+      h(
+        "button",
+        { type: "button", class: "danger-outline", "data-action": "deny", "data-focus": `deny:${focus}`, "aria-label": `Deny ${label}`, disabled: sending, onclick: () => answering.answer(a, "deny") },
+        sending && given.decision === "deny" ? "Denying…" : "Deny",
+      ),
+    ),
+    failed,
   );
 }
 
