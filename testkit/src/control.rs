@@ -23,6 +23,36 @@ pub struct Device {
     grant: sessionpipe_verifier::Grant,
 }
 
+/// The bearer token of the receiver `paired_machine` starts (its sink's).
+pub const TOKEN: &str = "receiver-token-for-control";
+
+/// A workspace receiver with control on, and the device paired through it.
+pub struct PairedMachine {
+    pub rx: sessionpipe_receiver::Handle,
+    pub device: Device,
+}
+
+/// Starts a workspace receiver with control (rp id `localhost`, long-polls of
+/// at most 5 s), adds it as the sandbox's sink and pairs the sandbox's machine
+/// with it, allowing `folder`. The test starts its daemon after.
+pub fn paired_machine(sb: &Sandbox, folder: &Path) -> PairedMachine {
+    let mut o = sessionpipe_receiver::Options::new(TOKEN);
+    let mut c = sessionpipe_receiver::ControlOptions::new("localhost");
+    c.wait_max_s = 5;
+    o.control = Some(c);
+    let rx = sessionpipe_receiver::Receiver::start(o).expect("the receiver starts");
+    let mut add = sb.command(crate::sandbox::bin("sessionpipe"));
+    add.args(["sink", "add", &rx.url(), "--token-stdin"]);
+    let out = crate::sandbox::run_with_stdin(add, format!("{TOKEN}\n").as_bytes());
+    assert!(
+        out.status.success(),
+        "sink add: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let device = pair(sb, &rx.url(), TOKEN, folder);
+    PairedMachine { rx, device }
+}
+
 /// Now in epoch ms.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()

@@ -3,7 +3,9 @@
 //! A test asks for one by its path under `e2e/node_modules`. When it is not
 //! installed the test says so in one line and passes, unless
 //! `SESSIONPIPE_REQUIRE_HARNESSES=1` (set by `scripts/test.sh`), where that is a
-//! failure: CI must never pass by skipping the real thing.
+//! failure: CI must never pass by skipping the real thing. It also writes the
+//! person's state that lets an interactive Claude Code skip its first-run
+//! screens; it never installs, downloads or starts a harness.
 
 use std::path::{Path, PathBuf};
 
@@ -36,4 +38,17 @@ pub fn missing<T>(why: &str) -> Option<T> {
 /// Claude Code's native binary.
 pub fn claude() -> Option<PathBuf> {
     installed("Claude Code", "@anthropic-ai/claude-code-linux-x64/claude")
+}
+
+/// Claude Code's first-run screens done for the person of `home`: onboarding
+/// (a theme chosen) and the trust of `project`, in `~/.claude.json`, so an
+/// interactive Claude Code opens on its prompt.
+pub fn claude_first_run_done(home: &Path, project: &Path) {
+    let doc = serde_json::json!({
+        "hasCompletedOnboarding": true,
+        "theme": "dark",
+        "projects": {project.to_string_lossy(): {"hasTrustDialogAccepted": true,
+                                                 "hasCompletedProjectOnboarding": true}},
+    });
+    std::fs::write(home.join(".claude.json"), doc.to_string()).expect("~/.claude.json is written");
 }

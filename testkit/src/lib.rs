@@ -4,11 +4,14 @@
 //! tests: [`http`], a small std-only HTTP/1.1 server that records every request, and
 //! scripted model APIs built on it: [`anthropic`] ([`MockAnthropic`]), [`openai`]
 //! (Codex's Responses API) and [`gemini`]; and [`sandbox`], which runs the real
-//! binaries in a temporary home; and [`layers`], which reads a crate's module
-//! structure for the tests that keep it layered.
+//! binaries in a temporary home, and [`codex`], the real Codex set up in one;
+//! [`terminal`], which runs an interactive program in a real terminal and reads
+//! its screen; and [`layers`], which reads a crate's module structure for the
+//! tests that keep it layered.
 //! It is a dev-dependency only; nothing here ships.
 
 pub mod anthropic;
+pub mod codex;
 #[cfg(feature = "control")]
 pub mod control;
 pub mod gemini;
@@ -17,7 +20,9 @@ pub mod http;
 pub mod layers;
 pub mod openai;
 pub mod sandbox;
+pub mod terminal;
 
 pub use anthropic::{MockAnthropic, Script, Turn};
 pub use http::{HttpServer, Request, Response};
 pub use sandbox::Sandbox;
+pub use terminal::Terminal;

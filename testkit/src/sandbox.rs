@@ -139,6 +139,19 @@ impl Sandbox {
         Daemon { child }
     }
 
+    /// The first event of `kind` after the first `before` events of the
+    /// outbox, waited for.
+    pub fn wait_event_after(&self, before: usize, kind: &str, timeout: Duration) -> Value {
+        let later = |evs: &[Value]| -> Option<Value> {
+            evs.get(before..)?
+                .iter()
+                .find(|e| e["type"] == kind)
+                .cloned()
+        };
+        let evs = self.wait_until(timeout, |evs| later(evs).is_some());
+        later(&evs).unwrap_or_else(|| panic!("no {kind} after the first {before} events"))
+    }
+
     /// Every event in the outbox at tier 3, in append order.
     pub fn events(&self) -> Vec<Value> {
         self.events_at(&["--tier", "3"])

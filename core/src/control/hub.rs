@@ -320,6 +320,14 @@ impl Hub {
         }
     }
 
+    /// True when this attention was open and closed (answered in the
+    /// terminal, its window gone, answered here): a late answer is `expired`.
+    pub fn was_closed(&self, session: &str, attention: &str) -> bool {
+        self.lock()
+            .closed
+            .contains_key(&(session.to_string(), attention.to_string()))
+    }
+
     /// The permission prompts whose hook waits now, `(session, attention)`:
     /// what the person at this machine may answer (local approvals).
     pub fn waiting_permissions(&self) -> Vec<(String, String)> {

@@ -643,7 +643,11 @@ fn machine_checks(
             let allow = matches!(decision, sessionpipe_verifier::Decision::Allow);
             let open = record.open.iter().any(|a| &a.id == for_attention);
             if !open {
-                return fin(if allow {
+                // A prompt that was open and closed (the terminal answered
+                // first) makes any late answer `expired`; an `allow` for one
+                // never seen is refused.
+                let closed = control.hub.was_closed(&session, for_attention);
+                return fin(if allow && !closed {
                     ack_refused(id, "no_attention", "no such attention is open now")
                 } else {
                     json!({"id": id, "outcome": "expired", "at": now_text(),

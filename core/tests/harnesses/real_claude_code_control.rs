@@ -7,24 +7,24 @@
 //! model reads the note; each is acked once.
 
 use serde_json::{Value, json};
-use sessionpipe_receiver::{ControlOptions, Handle, Options, Receiver};
+use sessionpipe_receiver::Handle;
 use sessionpipe_testkit::control::{self, Device};
 use sessionpipe_testkit::{MockAnthropic, Sandbox, Script, Turn, sandbox::Daemon};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-const TOKEN: &str = "receiver-token-for-claude-control";
-
-struct Setup {
-    sb: Sandbox,
-    claude: PathBuf,
-    project: PathBuf,
-    device: Device,
+/// A sandbox with Claude Code's hooks installed, paired with a workspace
+/// receiver (control on rp id `localhost`) through its sink, its daemon polling.
+pub(crate) struct Setup {
+    pub(crate) sb: Sandbox,
+    pub(crate) claude: PathBuf,
+    pub(crate) project: PathBuf,
+    pub(crate) device: Device,
     _rx: Handle,
     _daemon: Daemon,
 }
 
-fn setup(claude: PathBuf) -> Setup {
+pub(crate) fn setup(claude: PathBuf) -> Setup {
     let sb = Sandbox::new();
     let project = sb.home.join("work/project");
     std::fs::create_dir_all(&project).unwrap();
@@ -36,16 +36,7 @@ fn setup(claude: PathBuf) -> Setup {
         .output()
         .unwrap();
     assert!(install.status.success());
-    let mut o = Options::new(TOKEN);
-    let mut c = ControlOptions::new("localhost");
-    c.wait_max_s = 5;
-    o.control = Some(c);
-    let rx = Receiver::start(o).unwrap();
-    let mut add = sb.command(sessionpipe_testkit::sandbox::bin("sessionpipe"));
-    add.args(["sink", "add", &rx.url(), "--token-stdin"]);
-    let out = sessionpipe_testkit::sandbox::run_with_stdin(add, format!("{TOKEN}\n").as_bytes());
-    assert!(out.status.success());
-    let device = control::pair(&sb, &rx.url(), TOKEN, &project);
+    let control::PairedMachine { rx, device } = control::paired_machine(&sb, &project);
     let daemon = sb.start_daemon();
     // The daemon polls once it said hello.
     device.wait_hello(Duration::from_secs(15), |h| h.is_object());
@@ -86,7 +77,7 @@ fn finish(child: std::process::Child) -> Value {
 }
 
 /// The first event of `kind` in the outbox, waited for.
-fn wait_event(sb: &Sandbox, kind: &str) -> Value {
+pub(crate) fn wait_event(sb: &Sandbox, kind: &str) -> Value {
     let evs = sb.wait_until(Duration::from_secs(60), |evs| {
         evs.iter().any(|e| e["type"] == kind)
     });
@@ -166,16 +157,8 @@ fn a_signed_allow_lets_a_real_tool_run_and_a_deny_stops_it_with_its_note() {
         .spawn()
         .unwrap();
         // The real PermissionRequest waits on the daemon.
-        let evs = s.sb.wait_until(Duration::from_secs(60), |evs| {
-            evs[before.min(evs.len())..]
-                .iter()
-                .any(|e| e["type"] == "attention.needed")
-        });
-        let needed = evs[before..]
-            .iter()
-            .find(|e| e["type"] == "attention.needed")
-            .unwrap()
-            .clone();
+        let needed =
+            s.sb.wait_event_after(before, "attention.needed", Duration::from_secs(60));
         let session = format!("claude-code:{}", needed["session"]["id"].as_str().unwrap());
         let mut fields = json!({"for": needed["data"]["attention_id"], "decision": decision});
         if let Some(n) = note {

@@ -34,10 +34,7 @@ use std::time::{Duration, Instant};
 const VERSION: &str = "0.171.0";
 
 fn codex_binary() -> Option<PathBuf> {
-    sessionpipe_testkit::harnesses::installed(
-        "Codex",
-        "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
-    )
+    sessionpipe_testkit::codex::binary()
 }
 
 /// A sandbox with Codex's hooks and notify installed, `api` configured as its
@@ -99,31 +96,7 @@ fn setup(codex: PathBuf, api: MockOpenAI, transcripts: bool) -> Setup {
     // What a person sets up to use a provider of their own, after installing.
     let config = codex_home.join("config.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str(&format!(
-        r#"model = "mock-model"
-model_provider = "mock"
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-check_for_update_on_startup = false
-
-[model_providers.mock]
-name = "mock"
-base_url = "{}"
-env_key = "MOCK_API_KEY"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-
-[analytics]
-enabled = false
-
-[features]
-plugins = false
-apps = false
-remote_plugin = false
-"#,
-        api.base_url()
-    ));
+    text.push_str(&sessionpipe_testkit::codex::provider_at(&api.base_url()));
     std::fs::write(&config, text).unwrap();
     let status = sb
         .command(sessionpipe_testkit::sandbox::bin("sessionpipe"))

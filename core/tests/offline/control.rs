@@ -6,31 +6,10 @@
 //! The real Claude Code runs the same paths in `harnesses/real_claude_code_control.rs`.
 
 use serde_json::{Value, json};
-use sessionpipe_receiver::{ControlOptions, Handle, Options, Receiver};
+use sessionpipe_receiver::Handle;
 use sessionpipe_testkit::Sandbox;
 use sessionpipe_testkit::control::{self, Device};
 use std::time::{Duration, Instant};
-
-const TOKEN: &str = "receiver-token-for-control";
-
-fn receiver() -> Handle {
-    let mut o = Options::new(TOKEN);
-    let mut c = ControlOptions::new("localhost");
-    c.wait_max_s = 2;
-    o.control = Some(c);
-    Receiver::start(o).unwrap()
-}
-
-fn add_sink(sb: &Sandbox, url: &str) {
-    let mut c = sb.command(sessionpipe_testkit::sandbox::bin("sessionpipe"));
-    c.args(["sink", "add", url, "--token-stdin"]);
-    let out = sessionpipe_testkit::sandbox::run_with_stdin(c, format!("{TOKEN}\n").as_bytes());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 struct Paired {
     sb: Sandbox,
@@ -42,11 +21,9 @@ struct Paired {
 
 fn paired() -> Paired {
     let sb = Sandbox::new();
-    let rx = receiver();
-    add_sink(&sb, &rx.url());
     let project = sb.home.join("work/project");
     std::fs::create_dir_all(&project).unwrap();
-    let device = control::pair(&sb, &rx.url(), TOKEN, &project);
+    let control::PairedMachine { rx, device } = control::paired_machine(&sb, &project);
     let daemon = sb.start_daemon();
     Paired {
         sb,
@@ -429,16 +406,20 @@ fn the_terminal_answering_first_releases_the_hook_and_a_later_answer_is_expired(
     assert!(out.stdout.is_empty(), "released without an answer");
     let cleared = wait_event(sb, s, "attention.cleared");
     assert_eq!(cleared["data"]["how"], "answered");
-    let late = p.device.sign(
-        "permission.answer",
-        &sess,
-        json!({"for": attention, "decision": "deny"}),
-    );
-    let id = p.device.enqueue(&late, 60);
-    assert_eq!(
-        p.device.final_ack(&id, Duration::from_secs(10))["outcome"],
-        "expired"
-    );
+    // A late allow is `expired` too: the prompt was open, and it closed.
+    for decision in ["deny", "allow"] {
+        let late = p.device.sign(
+            "permission.answer",
+            &sess,
+            json!({"for": attention, "decision": decision}),
+        );
+        let id = p.device.enqueue(&late, 60);
+        assert_eq!(
+            p.device.final_ack(&id, Duration::from_secs(10))["outcome"],
+            "expired",
+            "{decision}"
+        );
+    }
 }
 
 #[test]

@@ -7,12 +7,11 @@
 
 use serde_json::{Value, json};
 use sessionpipe_testkit::sandbox::{Sandbox, bin};
+use sessionpipe_testkit::terminal::{Terminal, script_program};
 use sessionpipe_testkit::{MockAnthropic, Script, Turn};
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::Output;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const SESSION: &str = "5501b74a-b3e0-40e8-8500-c07f70215827";
 
@@ -465,20 +464,6 @@ fn a_settings_file_created_for_both_is_removed_again() {
 
 // ---- The real Claude Code -----------------------------------------------------
 
-/// `script` (util-linux) gives Claude Code the terminal it runs its status line
-/// in: `claude -p` never runs one.
-fn script_program() -> Option<PathBuf> {
-    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|d| d.join("script"))
-        .find(|p| p.is_file());
-    if found.is_none() {
-        return sessionpipe_testkit::harnesses::missing(
-            "util-linux `script` (a terminal for Claude Code's status line) is not on PATH",
-        );
-    }
-    found
-}
-
 /// A token Claude Code takes for an LLM gateway's (`aud: claude-gateway`; it
 /// reads the claim without checking a signature): with a custom base URL, that
 /// is what makes it read the `anthropic-ratelimit-unified-*` headers.
@@ -487,72 +472,6 @@ fn gateway_token() -> String {
     let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .encode(r#"{"aud":"claude-gateway","exp":9999999999}"#);
     format!("test.{claims}.not-signed")
-}
-
-/// An interactive Claude Code in a terminal; killed when dropped.
-struct Terminal {
-    child: Child,
-    screen: Arc<Mutex<Vec<u8>>>,
-}
-
-impl Terminal {
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
-    }
-
-    /// What the terminal shows, roughly: escape sequences and spaces taken out
-    /// (Claude Code moves the cursor between words instead of printing spaces).
-    fn visible(&self) -> String {
-        let screen = self.screen();
-        let mut out = String::new();
-        let mut chars = screen.chars().peekable();
-        while let Some(c) = chars.next() {
-            match (c, chars.peek()) {
-                ('\u{1b}', Some('[')) => {
-                    chars.next();
-                    while chars.next().is_some_and(|c| !('@'..='~').contains(&c)) {}
-                }
-                ('\u{1b}', Some(']')) => {
-                    while chars.next().is_some_and(|c| c != '\u{7}' && c != '\u{1b}') {}
-                }
-                (c, _) if c.is_whitespace() || c.is_control() => {}
-                (c, _) => out.push(c),
-            }
-        }
-        out
-    }
-
-    fn wait_for_text(&self, text: &str, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        while !self.visible().contains(text) {
-            assert!(
-                Instant::now() < deadline,
-                "Claude Code never showed {text:?}; the screen:\n{}",
-                self.screen()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// Types like a person (a burst would read as a paste) and presses Enter.
-    fn type_line(&mut self, text: &str) {
-        let stdin = self.child.stdin.as_mut().unwrap();
-        for c in text.chars() {
-            stdin.write_all(c.to_string().as_bytes()).unwrap();
-            stdin.flush().unwrap();
-            std::thread::sleep(Duration::from_millis(30));
-        }
-        std::thread::sleep(Duration::from_millis(300));
-        stdin.write_all(b"\r").unwrap();
-        stdin.flush().unwrap();
-    }
-}
-
-impl Drop for Terminal {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[test]
@@ -588,14 +507,7 @@ fn a_real_claude_code_status_line_carries_the_limits_to_limits_observed() {
         &settings(&sb),
         &json!({"env": {"ANTHROPIC_BASE_URL": api.base_url()}}).to_string(),
     );
-    std::fs::write(
-        sb.home.join(".claude.json"),
-        json!({"hasCompletedOnboarding": true, "theme": "dark",
-               "projects": {project.to_string_lossy(): {"hasTrustDialogAccepted": true,
-                                                         "hasCompletedProjectOnboarding": true}}})
-        .to_string(),
-    )
-    .unwrap();
+    sessionpipe_testkit::harnesses::claude_first_run_done(&sb.home, &project);
     let path = sessionpipe_testkit::Sandbox::path_with(claude.parent().unwrap());
     let install = sb
         .command(bin("sessionpipe"))
@@ -610,38 +522,17 @@ fn a_real_claude_code_status_line_carries_the_limits_to_limits_observed() {
     );
     let _daemon = sb.start_daemon();
 
-    let command = format!(
-        "stty cols 120 rows 40; exec '{}'",
-        claude.display().to_string().replace('\'', "'\\''")
-    );
-    let mut child = sb
-        .command(&script)
-        .args(["-q", "-e", "-c", &command, "/dev/null"])
+    // `script` gives Claude Code the terminal it runs its status line in:
+    // `claude -p` never runs one.
+    let mut command = sb.command(&claude);
+    command
         .current_dir(&project)
         .env("PATH", &path)
-        .env("TERM", "xterm-256color")
         .env("SHELL", "/bin/bash")
         .env("ANTHROPIC_BASE_URL", api.base_url())
         .env("ANTHROPIC_AUTH_TOKEN", gateway_token())
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("script runs");
-    let screen = Arc::new(Mutex::new(Vec::new()));
-    let mut out = child.stdout.take().unwrap();
-    let sink = screen.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = out.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock().unwrap().extend_from_slice(&buf[..n]);
-        }
-    });
-    let mut term = Terminal { child, screen };
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    let mut term = Terminal::start(&script, &command);
     term.wait_for_text("❯", Duration::from_secs(60));
     term.type_line("Say hello.");
 
