@@ -258,8 +258,18 @@ fn main() {
         }
     }
 
+    // A paired daemon at rest: its CPU over 10 s with the receiver up (one
+    // long-poll held), then with the receiver gone (polls failing, backing off).
+    let idle_up = cpu_ms_over(daemon.id(), Duration::from_secs(10));
+    rx.stop();
+    let idle_down = cpu_ms_over(daemon.id(), Duration::from_secs(10));
     let _ = daemon.kill();
     let _ = daemon.wait();
+    println!(
+        "paired daemon at rest: {:.1} ms of CPU per second with the receiver up, {:.1} with it gone",
+        idle_up / 10.0,
+        idle_down / 10.0
+    );
     report(
         "signed permission.answer posted → the waiting PermissionRequest hook printed the decision",
         &mut answer_ms,
@@ -292,6 +302,21 @@ fn wait_open(outbox: &Path, attention: &str) {
         assert!(Instant::now() < until, "the prompt never opened");
         std::thread::sleep(Duration::from_micros(200));
     }
+}
+
+/// The CPU time (user + system, ms) process `pid` used over `span`.
+fn cpu_ms_over(pid: u32, span: Duration) -> f64 {
+    let ticks = || -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let f: Vec<&str> = after.split_whitespace().collect();
+        let n = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        n(11) + n(12) // utime, stime (fields 14 and 15 of stat)
+    };
+    let before = ticks();
+    std::thread::sleep(span);
+    // Clock ticks are 1/100 s on Linux.
+    (ticks() - before) * 10.0
 }
 
 fn report(what: &str, ms: &mut [f64]) {

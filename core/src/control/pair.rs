@@ -115,7 +115,8 @@ pub async fn pair(
     if matches!(auth, PairAuth::PollKey(_)) {
         body["poll_key"] = serde_json::json!(poll_key);
     }
-    let start = wire::pair_start(&side.control_url, Some(auth), &body).await?;
+    let http = wire::client();
+    let start = wire::pair_start(&http, &side.control_url, Some(auth), &body).await?;
     started(&start);
     let until = start
         .expires_at
@@ -127,7 +128,7 @@ pub async fn pair(
             return Err(PairError::Expired);
         }
         tokio::time::sleep(ASK_EVERY).await;
-        match wire::pair_status(&side.control_url, &start.code, auth).await? {
+        match wire::pair_status(&http, &side.control_url, &start.code, auth).await? {
             PairStatus::Pending => continue,
             PairStatus::Expired => return Err(PairError::Expired),
             PairStatus::Gone => return Err(PairError::Gone),
@@ -314,7 +315,7 @@ pub async fn off(paths: &StatePaths, origin: &str) -> Result<bool, PairError> {
     };
     let secrets = Secrets::new(&paths.root);
     if let Some(token) = secrets.get(&receiver.token_key())
-        && let Err(e) = wire::off(&receiver.control_url, &token).await
+        && let Err(e) = wire::off(&wire::client(), &receiver.control_url, &token).await
     {
         tracing::warn!("control off: the receiver was not told: {e}");
     }

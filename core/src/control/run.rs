@@ -52,6 +52,8 @@ pub struct Control {
     store: Mutex<Store>,
     /// Rung per receiver when acks wait to be sent.
     ack_bells: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
+    /// Every call to every receiver: one client for the daemon's life.
+    http: reqwest::Client,
 }
 
 impl Control {
@@ -90,6 +92,7 @@ pub async fn open(paths: &StatePaths, hub: Arc<Hub>) -> Option<Arc<Control>> {
         hub,
         store: Mutex::new(store),
         ack_bells: Mutex::default(),
+        http: wire::client(),
     });
     requeue(&control).await;
     Some(control)
@@ -220,7 +223,7 @@ async fn receiver_loop(control: Arc<Control>, receiver: Receiver) {
     let mut failures = 0usize;
     loop {
         let polled = tokio::select! {
-            p = wire::poll(&receiver.control_url, &receiver.machine, receiver.wait_max_s, &token) => p,
+            p = wire::poll(&control.http, &receiver.control_url, &receiver.machine, receiver.wait_max_s, &token) => p,
             _ = refused.changed() => Err(WireError::Unauthorized),
         };
         match polled {
@@ -262,7 +265,7 @@ async fn hello_loop(
     loop {
         let body = hello_body(&control, &receiver).await;
         if said.as_ref() != Some(&body) {
-            match wire::hello(&receiver.control_url, &token, &body).await {
+            match wire::hello(&control.http, &receiver.control_url, &token, &body).await {
                 Ok(()) => {
                     said = Some(body);
                     failures = 0;
@@ -310,7 +313,7 @@ async fn ack_loop(control: Arc<Control>, receiver: Receiver, token: String) {
                 .iter()
                 .filter_map(|(_, a)| serde_json::from_str(a).ok())
                 .collect();
-            match wire::ack(&receiver.control_url, &token, &acks).await {
+            match wire::ack(&control.http, &receiver.control_url, &token, &acks).await {
                 Ok(()) => {
                     failures = 0;
                     let c = control.clone();

@@ -7,10 +7,18 @@
 //! origin the person named (an endpoint elsewhere is refused at discovery), no
 //! redirect is followed, and no token or URL query reaches an error's text.
 
-use crate::sinks::http::{DiscoveryError, client, is_loopback, shown_url, well_known, without_url};
+use crate::sinks::http::{DiscoveryError, is_loopback, shown_url, well_known, without_url};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::Duration;
+
+/// The client control's calls go through. Make one per runtime and keep it
+/// (the daemon's control keeps one for its life): building one reads the
+/// system's root certificates, far more than a poll costs, and its pooled
+/// connections belong to the runtime they were made on.
+pub fn client() -> reqwest::Client {
+    crate::sinks::http::client()
+}
 
 /// The most messages one poll may hand over that this machine reads.
 const MAX_POLL_BYTES: usize = 4 << 20;
@@ -146,11 +154,12 @@ pub struct Paired {
 }
 
 pub async fn pair_start(
+    http: &reqwest::Client,
     control_url: &str,
     auth: Option<PairAuth<'_>>,
     body: &Value,
 ) -> Result<PairStarted, WireError> {
-    let mut req = client()
+    let mut req = http
         .post(format!("{control_url}/pair"))
         .header("content-type", "application/json")
         .body(body.to_string());
@@ -165,13 +174,14 @@ pub async fn pair_start(
 }
 
 pub async fn pair_status(
+    http: &reqwest::Client,
     control_url: &str,
     code: &str,
     auth: PairAuth<'_>,
 ) -> Result<PairStatus, WireError> {
     let url = reqwest::Url::parse_with_params(&format!("{control_url}/pair"), [("code", code)])
         .map_err(|_| WireError::BadAnswer("the control URL does not take a query".into()))?;
-    let resp = send(client().get(url).header("authorization", auth.bearer())).await?;
+    let resp = send(http.get(url).header("authorization", auth.bearer())).await?;
     match resp.status().as_u16() {
         200 => {}
         404 => return Ok(PairStatus::Gone),
@@ -188,10 +198,14 @@ pub async fn pair_status(
     }
 }
 
-pub async fn hello(control_url: &str, token: &str, body: &Value) -> Result<(), WireError> {
+pub async fn hello(
+    http: &reqwest::Client,
+    control_url: &str,
+    token: &str,
+    body: &Value,
+) -> Result<(), WireError> {
     let resp = send(
-        client()
-            .post(format!("{control_url}/hello"))
+        http.post(format!("{control_url}/hello"))
             .bearer_auth(token)
             .header("content-type", "application/json")
             .body(body.to_string()),
@@ -205,6 +219,7 @@ pub async fn hello(control_url: &str, token: &str, body: &Value) -> Result<(), W
 
 /// One long-poll: the messages it handed over (none when it answered 204).
 pub async fn poll(
+    http: &reqwest::Client,
     control_url: &str,
     machine: &str,
     wait_s: u64,
@@ -216,8 +231,7 @@ pub async fn poll(
     )
     .map_err(|_| WireError::BadAnswer("the control URL does not take a query".into()))?;
     let resp = send(
-        client()
-            .get(url)
+        http.get(url)
             .bearer_auth(token)
             .timeout(Duration::from_secs(wait_s) + crate::sinks::http::TIMEOUT),
     )
@@ -237,10 +251,14 @@ pub async fn poll(
     }
 }
 
-pub async fn ack(control_url: &str, token: &str, acks: &[Value]) -> Result<(), WireError> {
+pub async fn ack(
+    http: &reqwest::Client,
+    control_url: &str,
+    token: &str,
+    acks: &[Value],
+) -> Result<(), WireError> {
     let resp = send(
-        client()
-            .post(format!("{control_url}/ack"))
+        http.post(format!("{control_url}/ack"))
             .bearer_auth(token)
             .header("content-type", "application/json")
             .body(serde_json::json!({ "acks": acks }).to_string()),
@@ -252,10 +270,9 @@ pub async fn ack(control_url: &str, token: &str, acks: &[Value]) -> Result<(), W
     }
 }
 
-pub async fn off(control_url: &str, token: &str) -> Result<(), WireError> {
+pub async fn off(http: &reqwest::Client, control_url: &str, token: &str) -> Result<(), WireError> {
     let resp = send(
-        client()
-            .post(format!("{control_url}/off"))
+        http.post(format!("{control_url}/off"))
             .bearer_auth(token)
             .header("content-type", "application/json")
             .body("{}"),
