@@ -15,6 +15,18 @@ pub const PERMISSION_WAIT_S: u64 = 120;
 /// wait plus slack, so the harness never kills a hook that is about to answer.
 pub const PERMISSION_HOOK_TIMEOUT_S: u64 = PERMISSION_WAIT_S + 30;
 
+/// An account a harness on this machine is signed in to, as control's pair
+/// and hello name it (`{harness, id, email}` or `{harness, id, name}`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Account {
+    pub harness: String,
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
 /// The answers a harness's hooks take.
 pub trait ControlHooks: Sync {
     /// What the Stop hook prints so the turn goes on with `framed` (the
@@ -27,6 +39,10 @@ pub trait ControlHooks: Sync {
     /// beside a deny.
     fn permission_answer(&self, _allow: bool, _note: Option<&str>) -> Option<String> {
         None
+    }
+    /// The accounts its config dirs are signed in to (read, never written).
+    fn accounts(&self, _host: &crate::install::Host) -> Vec<Account> {
+        Vec::new()
     }
 }
 

@@ -107,6 +107,8 @@ pub struct View {
     link: Link,
     /// Hook calls lost before the spool, as the core tells it.
     lost: Option<String>,
+    /// A paired receiver no longer polled (a 401), as the core tells it.
+    control_stopped: Option<String>,
     paused: bool,
     open_at_login: bool,
 }
@@ -141,20 +143,24 @@ impl View {
             link: backend::link(paths),
             lost: sessionpipe_core::state::losses::current(paths)
                 .map(|l| sessionpipe_core::state::losses::line(&l)),
+            control_stopped: sessionpipe_core::control::store::Store::stopped_line(&paths.outbox()),
             paused: config.notifications_paused,
             open_at_login: config.open_at_login,
         }
     }
     /// The menu's shape: which lines exist. Same shape: the items are updated in
     /// place; another shape: the menu is built again.
-    fn shape(&self) -> (Vec<&str>, Vec<&str>, bool, bool, bool, bool) {
+    fn shape(&self) -> (Vec<&str>, Vec<&str>, [bool; 5]) {
         (
             self.asking.iter().map(|a| a.key.as_str()).collect(),
             self.board.rows.iter().map(|r| r.key.as_str()).collect(),
-            self.link_line().is_some(),
-            self.board.more > 0,
-            self.lost.is_some(),
-            self.more_asking > 0,
+            [
+                self.link_line().is_some(),
+                self.board.more > 0,
+                self.lost.is_some(),
+                self.more_asking > 0,
+                self.control_stopped.is_some(),
+            ],
         )
     }
 
@@ -191,6 +197,7 @@ struct Items {
     header: MenuItem,
     link: Option<MenuItem>,
     lost: Option<MenuItem>,
+    control_stopped: Option<MenuItem>,
     asking_header: Option<MenuItem>,
     /// Per prompt: who asks, what will run, Allow, Deny.
     asking: Vec<[MenuItem; 4]>,
@@ -207,6 +214,10 @@ impl Items {
         let header = disabled(&view.board.summary());
         let link = view.link_line().map(|l| disabled(&l));
         let lost = view.lost.as_deref().map(|l| disabled(&capitalised(l)));
+        let control_stopped = view
+            .control_stopped
+            .as_deref()
+            .map(|l| disabled(&capitalised(l)));
         let asking_header = (!view.asking.is_empty()).then(|| disabled(&view.asking_header()));
         let asking: Vec<[MenuItem; 4]> = view
             .asking
@@ -244,6 +255,9 @@ impl Items {
         if let Some(l) = &lost {
             all.push(l);
         }
+        if let Some(l) = &control_stopped {
+            all.push(l);
+        }
         all.push(&sep1);
         if let Some(h) = &asking_header {
             all.push(h);
@@ -267,6 +281,7 @@ impl Items {
             header,
             link,
             lost,
+            control_stopped,
             asking_header,
             asking,
             more_asking,
@@ -284,6 +299,9 @@ impl Items {
             item.set_text(text);
         }
         if let (Some(item), Some(text)) = (&self.lost, &view.lost) {
+            item.set_text(capitalised(text));
+        }
+        if let (Some(item), Some(text)) = (&self.control_stopped, &view.control_stopped) {
             item.set_text(capitalised(text));
         }
         if let Some(item) = &self.asking_header {
@@ -478,7 +496,51 @@ mod tests {
             "{line}"
         );
         assert!(view.tooltip().contains("lost"));
-        assert!(view.shape().4, "the menu has the line");
+        assert!(view.shape().2[2], "the menu has the line");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_receiver_that_refused_the_machine_gets_a_line() {
+        use sessionpipe_core::control::store::{Key, Receiver, Store};
+        let dir = std::env::temp_dir().join(format!("sp-app-tray-c-{}", std::process::id()));
+        let paths = StatePaths::new(&dir);
+        paths.ensure().unwrap();
+        let mut store = Store::open(&paths.outbox()).unwrap();
+        let r = Receiver {
+            origin: "https://rx.example".into(),
+            machine: "m_0123456789abcdefgh".into(),
+            control_url: "https://rx.example/v1/control".into(),
+            rp_id: "rx.example".into(),
+            wait_max_s: 25,
+            account: None,
+            paired_ms: 1,
+            stopped: None,
+        };
+        let k = Key {
+            receiver: r.origin.clone(),
+            id: "k1".into(),
+            alg: -7,
+            spki: "AA".into(),
+            name: None,
+            added_ms: 1,
+        };
+        store.pair(&r, &k).unwrap();
+        assert_eq!(View::read(&paths).control_stopped, None, "polling: no line");
+        store
+            .set_stopped(
+                &r.origin,
+                Some("the receiver refused this machine's token (401): pair again"),
+            )
+            .unwrap();
+        let view = View::read(&paths);
+        let line = view.control_stopped.clone().expect("a line");
+        assert!(
+            capitalised(&line)
+                .starts_with("Control with https://rx.example stopped: the receiver refused"),
+            "{line}"
+        );
+        assert!(view.shape().2[4]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -72,14 +72,41 @@ fn client() -> reqwest::blocking::Client {
 /// receiver with control on rp id `localhost`, and a sink to it already added
 /// with `sink_token`), allowing `folder`.
 pub fn pair(sb: &Sandbox, receiver: &str, sink_token: &str, folder: &Path) -> Device {
+    let folder = folder.to_string_lossy();
+    pair_by(
+        sb,
+        &["control", "pair", receiver, "--folder", &folder],
+        None,
+        receiver,
+        sink_token,
+    )
+}
+
+/// Runs `sessionpipe ARGS` (a command that pairs: `control pair`, `connect`)
+/// with `stdin` given to it, approves the pairing it prints through the
+/// receiver's test door, and waits for it to end well.
+pub fn pair_by(
+    sb: &Sandbox,
+    args: &[&str],
+    stdin: Option<&str>,
+    receiver: &str,
+    sink_token: &str,
+) -> Device {
     let mut child = sb
         .command(crate::sandbox::bin("sessionpipe"))
-        .args(["control", "pair", receiver, "--folder"])
-        .arg(folder)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .expect("sessionpipe control pair starts");
+        .expect("sessionpipe starts");
+    {
+        use std::io::Write;
+        let mut input = child.stdin.take().expect("stdin");
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).expect("stdin takes it");
+        }
+    }
     let out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
     let (mut machine, mut url) = (None, None);
     let mut said = Vec::new();

@@ -7,6 +7,7 @@
 //! Reads only those keys: never a token, never the email (no credential is read
 //! unless the person turned on remote titles or the pool, which live elsewhere).
 
+use super::NAME;
 use harness::Job;
 use harness::SessionFiles;
 use protocol::{SessionBlock, TitleSource};
@@ -56,15 +57,55 @@ pub(super) fn config_dir(job: &Job, files: &SessionFiles) -> Option<PathBuf> {
         .or_else(|| job.home().map(|h| h.join(".claude")))
 }
 
-/// `oauthAccount.accountUuid`, else `api-<16 hex>` of a non-Anthropic
-/// `env.ANTHROPIC_BASE_URL` origin in the config dir's settings.
-pub fn account_id(home: Option<&Path>, config: &Path) -> Option<String> {
+/// The config dir's account as control names it: `{id: accountUuid, email:
+/// emailAddress}`, or for another API `{id: api-…, name: host}`.
+pub fn account(home: Option<&Path>, config: &Path) -> Option<harness::control::Account> {
+    let id = account_id(home, config)?;
+    let claude_json = claude_json_of(home, config)?;
+    let email = read_json(&claude_json)
+        .and_then(|v| {
+            v.pointer("/oauthAccount/emailAddress")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .filter(|_| !id.starts_with("api-"));
+    let name = id.starts_with("api-").then(|| {
+        read_json(&config.join("settings.json"))
+            .and_then(|s| {
+                s.pointer("/env/ANTHROPIC_BASE_URL")?
+                    .as_str()
+                    .map(str::to_string)
+            })
+            .and_then(|u| origin_of(&u))
+            .and_then(|o| {
+                o.split("://")
+                    .nth(1)
+                    .map(|h| h.split(':').next().unwrap_or(h).to_string())
+            })
+            .unwrap_or_default()
+    });
+    Some(harness::control::Account {
+        harness: NAME.to_string(),
+        id,
+        email,
+        name,
+    })
+}
+
+/// The `.claude.json` of a config dir (`~/.claude`'s is beside it, in home).
+fn claude_json_of(home: Option<&Path>, config: &Path) -> Option<PathBuf> {
     let home_default = home.map(|h| h.join(".claude")).is_some_and(|d| d == config);
-    let claude_json = if home_default {
+    Some(if home_default {
         config.parent()?.join(".claude.json")
     } else {
         config.join(".claude.json")
-    };
+    })
+}
+
+/// `oauthAccount.accountUuid`, else `api-<16 hex>` of a non-Anthropic
+/// `env.ANTHROPIC_BASE_URL` origin in the config dir's settings.
+pub fn account_id(home: Option<&Path>, config: &Path) -> Option<String> {
+    let claude_json = claude_json_of(home, config)?;
     if let Some(v) = read_json(&claude_json)
         && let Some(id) = v
             .pointer("/oauthAccount/accountUuid")
@@ -140,6 +181,37 @@ fn read_json(path: &Path) -> Option<Value> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn control_names_each_config_dirs_account_with_its_email_or_its_api_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        let config = home.join(".claude");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(
+            home.join(".claude.json"),
+            r#"{"oauthAccount":{"accountUuid":"acct-9","emailAddress":"ann@example.com"}}"#,
+        )
+        .unwrap();
+        let a = super::account(Some(home), &config).unwrap();
+        assert_eq!(
+            (a.id.as_str(), a.email.as_deref(), a.name.as_deref()),
+            ("acct-9", Some("ann@example.com"), None)
+        );
+        let other = home.join(".claude-kimi");
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(
+            other.join("settings.json"),
+            r#"{"env":{"ANTHROPIC_BASE_URL":"https://user:pw@api.kimi.example:8443/v1"}}"#,
+        )
+        .unwrap();
+        let b = super::account(Some(home), &other).unwrap();
+        assert!(b.id.starts_with("api-"), "{b:?}");
+        assert_eq!(
+            (b.email, b.name.as_deref()),
+            (None, Some("api.kimi.example"))
+        );
+    }
+
     use super::*;
 
     fn job(home: &Path, env: &[(&str, &str)]) -> Job {

@@ -32,7 +32,7 @@ pub use harness::claude_shaped::permission_attention_id;
 
 pub struct ClaudeCode;
 
-const NAME: &str = "claude-code";
+pub(crate) const NAME: &str = "claude-code";
 
 /// The wrappers Claude Code puts around prompts it injects itself. A closed list,
 /// narrower than the transcript reader's, so that a person's own pasted markup is
@@ -154,6 +154,17 @@ impl harness::control::ControlHooks for ClaudeCode {
     }
     fn permission_answer(&self, allow: bool, note: Option<&str>) -> Option<String> {
         Some(harness::control::permission_decision(allow, note))
+    }
+    fn accounts(&self, host: &Host) -> Vec<harness::control::Account> {
+        config_dirs(host)
+            .iter()
+            .filter_map(|dir| facts::account(Some(&host.home), dir))
+            .fold(Vec::new(), |mut all, a| {
+                if !all.contains(&a) {
+                    all.push(a);
+                }
+                all
+            })
     }
 }
 

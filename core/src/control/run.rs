@@ -365,13 +365,22 @@ pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
 
 /// What pairing and hello both say of this machine.
 pub fn machine_facts(config: &Config, harnesses: Vec<String>) -> Value {
+    let accounts: Vec<harness::control::Account> = harness::install::Host::from_env()
+        .map(|host| {
+            adapters::REGISTRY
+                .iter()
+                .filter_map(|a| a.control())
+                .flat_map(|c| c.accounts(&host))
+                .collect()
+        })
+        .unwrap_or_default();
     let mut body = json!({
         "name": config.machine(),
         "harnesses": harnesses,
         "modes": ["turn", "waiter"],
         "version": env!("CARGO_PKG_VERSION"),
         "folders": config.control_folders,
-        "accounts": [],
+        "accounts": accounts,
     });
     // The schema knows safe and auto; inherit leaves the harness's own.
     if let Some(m) = config

@@ -47,6 +47,13 @@ pub struct Receiver {
 }
 
 impl Receiver {
+    /// What `status` and the tray say of a receiver no longer polled.
+    pub fn stopped_line(&self) -> Option<String> {
+        self.stopped
+            .as_deref()
+            .map(|why| format!("control with {} stopped: {why}", self.origin))
+    }
+
     /// The key the machine token is kept under in the secrets store.
     pub fn token_key(&self) -> String {
         format!("control:{}", self.origin)
@@ -143,6 +150,18 @@ impl Store {
             |r| r.get(0),
         )?;
         Ok(has.then_some(Store { conn }))
+    }
+
+    /// What the tray says when polling stopped somewhere (`None`: all well).
+    pub fn stopped_line(outbox: &Path) -> Option<String> {
+        let store = Store::open_readonly(outbox).ok()??;
+        let lines: Vec<String> = store
+            .receivers()
+            .ok()?
+            .iter()
+            .filter_map(Receiver::stopped_line)
+            .collect();
+        (!lines.is_empty()).then(|| lines.join("; "))
     }
 
     pub fn receivers(&self) -> Result<Vec<Receiver>> {

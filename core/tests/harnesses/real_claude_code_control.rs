@@ -137,6 +137,31 @@ fn a_signed_prompt_reaches_a_running_turn_at_its_stop() {
     );
     let ack = s.device.final_ack(&again, Duration::from_secs(30));
     assert_eq!(ack["outcome"], "unsupported", "no running turn now: {ack}");
+
+    // A real session in a folder off the allowlist: refused `folder`.
+    let elsewhere = s.sb.home.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let api = MockAnthropic::start(Script::new([Turn::text("Hi.")]));
+    let mut c = claude_command(&s, &api, &["-p", "Say hi."]);
+    c.current_dir(&elsewhere);
+    let other = finish(c.spawn().unwrap());
+    let other = format!("claude-code:{}", other["session_id"].as_str().unwrap());
+    s.sb.wait_until(Duration::from_secs(30), |evs| {
+        evs.iter().any(|e| {
+            e["type"] == "session.ended"
+                && format!("claude-code:{}", e["session"]["id"].as_str().unwrap_or("")) == other
+        })
+    });
+    let off = s.device.enqueue(
+        &s.device.sign("prompt", &other, json!({"text": words})),
+        120,
+    );
+    let ack = s.device.final_ack(&off, Duration::from_secs(30));
+    assert_eq!(
+        (ack["outcome"].as_str(), ack["code"].as_str()),
+        (Some("refused"), Some("folder")),
+        "{ack}"
+    );
 }
 
 #[test]

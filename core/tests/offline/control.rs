@@ -65,6 +65,22 @@ fn a_verified_answer_reaches_the_waiting_permission_hook_once() {
         h["keys"].as_array().is_some_and(|k| !k.is_empty())
     });
     assert_eq!(hello["modes"], json!(["turn", "waiter"]), "{hello}");
+    // Signed in to Claude Code: the next hello names the account.
+    std::fs::create_dir_all(p.sb.home.join(".claude")).unwrap();
+    std::fs::write(
+        p.sb.home.join(".claude.json"),
+        r#"{"oauthAccount":{"accountUuid":"acct-7","emailAddress":"ann@example.com"}}"#,
+    )
+    .unwrap();
+    let hello = p.device.wait_hello(Duration::from_secs(10), |h| {
+        h["accounts"]
+            == json!([{"harness": "claude-code", "id": "acct-7", "email": "ann@example.com"}])
+    });
+    assert_eq!(
+        hello["folders"],
+        json!([p.project.canonicalize().unwrap()]),
+        "{hello}"
+    );
     assert!(
         p.sb.hook(
             "claude-code",
@@ -597,5 +613,43 @@ fn a_harness_without_an_answer_channel_is_acked_unsupported() {
     assert_eq!(
         p.device.final_ack(&cancel, Duration::from_secs(10))["outcome"],
         "unsupported"
+    );
+}
+
+#[test]
+fn connect_sets_a_machine_up_in_one_go_a_sink_pairing_and_hooks() {
+    let sb = Sandbox::new();
+    let project = sb.home.join("work/project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(sb.home.join(".claude")).unwrap();
+    let mut o = sessionpipe_receiver::Options::new(control::TOKEN);
+    o.control = Some(sessionpipe_receiver::ControlOptions::new("localhost"));
+    let rx = sessionpipe_receiver::Receiver::start(o).unwrap();
+    let folder = project.to_string_lossy().into_owned();
+    let device = control::pair_by(
+        &sb,
+        &["connect", &rx.url(), "--token-stdin", "--folder", &folder],
+        Some(&format!("{}\n", control::TOKEN)),
+        &rx.url(),
+        control::TOKEN,
+    );
+    let sinks = String::from_utf8_lossy(&sb.sessionpipe(&["sink", "list"]).stdout).into_owned();
+    assert!(
+        sinks.contains(&rx.url().trim_end_matches('/').to_string()),
+        "{sinks}"
+    );
+    let status = String::from_utf8_lossy(&sb.sessionpipe(&["control", "status", "--json"]).stdout)
+        .into_owned();
+    let doc: Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(
+        doc["receivers"][0]["machine"],
+        device.machine.as_str(),
+        "{doc}"
+    );
+    assert_eq!(doc["receivers"][0]["account"], "test-person");
+    let settings = std::fs::read_to_string(sb.home.join(".claude/settings.json")).unwrap();
+    assert!(
+        settings.contains("sessionpipe-hook"),
+        "hooks installed: {settings}"
     );
 }
