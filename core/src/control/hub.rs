@@ -85,8 +85,9 @@ struct QueuedPrompt {
 }
 
 enum Slot {
-    /// The permission hook waits for an answer.
-    Waiting(oneshot::Sender<Option<Decision>>),
+    /// The permission hook waits for an answer (and where it came from: a
+    /// receiver's message, or the person at this machine).
+    Waiting(oneshot::Sender<Option<(Decision, Option<From>)>>),
     /// An answer came before the hook asked.
     Answered(Decision, From),
 }
@@ -98,7 +99,7 @@ struct Inner {
     seen: HashMap<String, (Seen, Instant)>,
     seen_waiters: HashMap<String, Vec<oneshot::Sender<Seen>>>,
     prompts: HashMap<String, VecDeque<QueuedPrompt>>,
-    waiters: HashMap<String, Vec<oneshot::Sender<String>>>,
+    waiters: HashMap<String, Vec<oneshot::Sender<(String, From)>>>,
     slots: HashMap<AttentionKey, Slot>,
     closed: HashMap<AttentionKey, Instant>,
     /// Sessions whose turn is running, as ingest last saw them.
@@ -196,13 +197,12 @@ impl Hub {
         let mut inner = self.lock();
         if let Some(waiters) = inner.waiters.get_mut(session) {
             while let Some(tx) = waiters.pop() {
-                if tx.send(framed.clone()).is_ok() {
+                // Acked once the waiter's socket took it (`handed`).
+                if tx.send((framed.clone(), from.clone())).is_ok() {
                     if waiters.is_empty() {
                         inner.waiters.remove(session);
                         self.waiting_changed.notify_waiters();
                     }
-                    drop(inner);
-                    self.finish(&from, ack_delivered(&from, "waiter"));
                     return PromptOffer::ToWaiter;
                 }
             }
@@ -235,9 +235,8 @@ impl Hub {
         }
         match inner.slots.remove(&key) {
             Some(Slot::Waiting(tx)) => {
-                if tx.send(Some(decision)).is_ok() {
-                    drop(inner);
-                    self.finish(&from, ack_delivered(&from, "turn"));
+                // Acked once the hook's socket took it (`handed`).
+                if tx.send(Some((decision, Some(from)))).is_ok() {
                     return AnswerOffer::Delivered;
                 }
                 // The hook went away (the harness's own timeout): closed.
@@ -278,10 +277,7 @@ impl Hub {
                     next
                 };
                 match next {
-                    Some(p) => {
-                        self.finish(&p.from, ack_delivered(&p.from, "turn"));
-                        HookAnswer::Turn(p.framed)
-                    }
+                    Some(p) => HookAnswer::Turn(p.framed, p.from),
                     None => HookAnswer::Nothing,
                 }
             }
@@ -294,9 +290,7 @@ impl Hub {
                     let mut inner = self.lock();
                     match inner.slots.remove(&key) {
                         Some(Slot::Answered(d, from)) => {
-                            drop(inner);
-                            self.finish(&from, ack_delivered(&from, "turn"));
-                            return HookAnswer::Permission(d);
+                            return HookAnswer::Permission(d, Some(from));
                         }
                         _ => {
                             let (tx, rx) = oneshot::channel();
@@ -306,7 +300,7 @@ impl Hub {
                     }
                 };
                 match tokio::time::timeout(window, rx).await {
-                    Ok(Ok(Some(d))) => HookAnswer::Permission(d),
+                    Ok(Ok(Some((d, from)))) => HookAnswer::Permission(d, from),
                     Ok(_) => HookAnswer::Nothing,
                     Err(_) => {
                         // The window closed: the prompt stays the terminal's.
@@ -352,18 +346,30 @@ impl Hub {
         let Some(Slot::Waiting(tx)) = inner.slots.remove(&key) else {
             return false;
         };
-        let sent = tx
-            .send(Some(Decision {
-                allow,
-                note: (!allow).then(|| "Denied at this machine (sessionpipe).".to_string()),
-            }))
-            .is_ok();
+        let decision = Decision {
+            allow,
+            note: (!allow).then(|| "Denied at this machine (sessionpipe).".to_string()),
+        };
+        let sent = tx.send(Some((decision, None))).is_ok();
         remember_closed(&mut inner.closed, key, Instant::now());
         sent
     }
 
+    /// What a hook or waiter was handed reached its socket (`written`) or did
+    /// not (it was gone): the message's final ack, `delivered` by `mode` or
+    /// `failed`. A message is acked delivered only once it left this daemon.
+    pub fn handed(&self, from: &From, mode: &str, written: bool) {
+        let ack = if written {
+            ack_delivered(from, mode)
+        } else {
+            serde_json::json!({"id": from.id, "outcome": "failed", "at": at_now(),
+                "mode": mode, "detail": "the hook or waiter was gone before it took the message"})
+        };
+        self.finish(from, ack);
+    }
+
     /// `sessionpipe wait`: blocks until a verified prompt for `session` comes.
-    pub async fn wait(&self, session: &str) -> Option<String> {
+    pub async fn wait(&self, session: &str) -> Option<(String, From)> {
         let rx = {
             let mut inner = self.lock();
             let (tx, rx) = oneshot::channel();
@@ -474,8 +480,10 @@ impl Hub {
 pub enum HookAnswer {
     Nothing,
     /// A Stop hands this framed message to the model.
-    Turn(String),
-    Permission(Decision),
+    Turn(String, From),
+    /// A decision for the waiting prompt; from a receiver's message, or (no
+    /// `From`) the person at this machine.
+    Permission(Decision, Option<From>),
 }
 
 fn remember_closed(closed: &mut HashMap<AttentionKey, Instant>, key: AttentionKey, now: Instant) {
@@ -551,7 +559,12 @@ mod tests {
             hub.offer_answer(from("m1"), "claude-code:s1", "perm-1", deny.clone()),
             AnswerOffer::Delivered
         );
-        assert_eq!(hook.await.unwrap(), HookAnswer::Permission(deny.clone()));
+        assert_eq!(
+            hook.await.unwrap(),
+            HookAnswer::Permission(deny.clone(), Some(from("m1")))
+        );
+        assert!(finals.try_recv().is_err(), "acked only once it is written");
+        hub.handed(&from("m1"), "turn", true);
         assert_eq!(finals.recv().await.unwrap().ack["outcome"], "delivered");
         // The next hook closes the attention; a second answer is expired.
         hub.seen(vec![call("j2", &[], &["perm-1"])]);
@@ -593,9 +606,15 @@ mod tests {
         assert_eq!(
             hub.hook("j1", Ask::Permission, Duration::from_secs(1))
                 .await,
-            HookAnswer::Permission(allow)
+            HookAnswer::Permission(allow, Some(from("m1")))
         );
-        assert_eq!(finals.recv().await.unwrap().id, "m1");
+        // The hook was gone before it printed: `failed`, never `delivered`.
+        hub.handed(&from("m1"), "turn", false);
+        let f = finals.recv().await.unwrap();
+        assert_eq!(
+            (f.id.as_str(), f.ack["outcome"].as_str()),
+            ("m1", Some("failed"))
+        );
     }
 
     #[tokio::test]
@@ -615,8 +634,9 @@ mod tests {
         hub.seen(vec![stop]);
         assert_eq!(
             hub.hook("j9", Ask::Turn, Duration::from_secs(1)).await,
-            HookAnswer::Turn("framed".into())
+            HookAnswer::Turn("framed".into(), from("m1"))
         );
+        hub.handed(&from("m1"), "turn", true);
         assert_eq!(finals.recv().await.unwrap().ack["mode"], "turn");
         // Taken once: a second Stop gets nothing.
         let mut again = call("j10", &[], &[]);
@@ -640,7 +660,7 @@ mod tests {
             hub.offer_prompt(from("m1"), "claude-code:s1", "hi".into(), false, true),
             PromptOffer::ToWaiter
         );
-        assert_eq!(w.await.unwrap().as_deref(), Some("hi"));
+        assert_eq!(w.await.unwrap(), Some(("hi".to_string(), from("m1"))));
     }
 
     #[tokio::test]
@@ -665,10 +685,13 @@ mod tests {
         assert!(hub.answer_locally("claude-code:s1", "perm-1", true));
         assert_eq!(
             hook.await.unwrap(),
-            HookAnswer::Permission(Decision {
-                allow: true,
-                note: None
-            })
+            HookAnswer::Permission(
+                Decision {
+                    allow: true,
+                    note: None
+                },
+                None
+            )
         );
         assert!(hub.waiting_permissions().is_empty());
         assert!(

@@ -100,7 +100,8 @@ async fn serve(stream: tokio::net::UnixStream, hub: &Hub) {
         tracing::debug!("control socket: a request that is not one");
         return;
     };
-    let answer = match request {
+    // What to write, and whose message it carries (acked once written).
+    let (answer, handed): (String, Option<(super::hub::From, &str)>) = match request {
         Request::Hook { job, harness, ask } => {
             let ask = match ask {
                 AskWire::Turn => Ask::Turn,
@@ -108,7 +109,12 @@ async fn serve(stream: tokio::net::UnixStream, hub: &Hub) {
             };
             let window = Duration::from_secs(harness::control::PERMISSION_WAIT_S);
             let got = hub.hook(&job, ask, window).await;
-            hook_bytes(&harness, got)
+            let from = match &got {
+                HookAnswer::Turn(_, f) => Some(f.clone()),
+                HookAnswer::Permission(_, f) => f.clone(),
+                HookAnswer::Nothing => None,
+            };
+            (hook_bytes(&harness, got), from.map(|f| (f, "turn")))
         }
         Request::Wait { session } => {
             // The waiter's end closing (a harness's deadline) frees its place.
@@ -119,11 +125,21 @@ async fn serve(stream: tokio::net::UnixStream, hub: &Hub) {
                 _ = probe.read(&mut byte) => None,
             };
             hub.waiter_gone(&session);
-            got.unwrap_or_default()
+            match got {
+                Some((framed, from)) => (framed, Some((from, "waiter"))),
+                None => (String::new(), None),
+            }
         }
     };
-    let _ = write.write_all(answer.as_bytes()).await;
-    let _ = write.shutdown().await;
+    let written = async {
+        write.write_all(answer.as_bytes()).await?;
+        write.shutdown().await
+    }
+    .await
+    .is_ok();
+    if let Some((from, mode)) = handed {
+        hub.handed(&from, mode, written);
+    }
 }
 
 /// The harness's own answer for what the hub gave a hook.
@@ -133,8 +149,8 @@ fn hook_bytes(harness: &str, got: HookAnswer) -> String {
     };
     match got {
         HookAnswer::Nothing => None,
-        HookAnswer::Turn(framed) => control.turn_answer(&framed),
-        HookAnswer::Permission(d) => control.permission_answer(d.allow, d.note.as_deref()),
+        HookAnswer::Turn(framed, _) => control.turn_answer(&framed),
+        HookAnswer::Permission(d, _) => control.permission_answer(d.allow, d.note.as_deref()),
     }
     .unwrap_or_default()
 }
@@ -168,8 +184,13 @@ mod tests {
             allow: true,
             note: None,
         };
-        assert!(hook_bytes("claude-code", HookAnswer::Permission(d.clone())).contains("allow"));
-        assert_eq!(hook_bytes("gemini-cli", HookAnswer::Permission(d)), "");
+        assert!(
+            hook_bytes("claude-code", HookAnswer::Permission(d.clone(), None)).contains("allow")
+        );
+        assert_eq!(
+            hook_bytes("gemini-cli", HookAnswer::Permission(d, None)),
+            ""
+        );
         assert_eq!(hook_bytes("claude-code", HookAnswer::Nothing), "");
     }
 }
