@@ -7,7 +7,6 @@
 //! Reads only those keys: never a token, never the email (no credential is read
 //! unless the person turned on remote titles or the pool, which live elsewhere).
 
-use super::NAME;
 use harness::Job;
 use harness::SessionFiles;
 use protocol::{SessionBlock, TitleSource};
@@ -58,7 +57,8 @@ pub(super) fn config_dir(job: &Job, files: &SessionFiles) -> Option<PathBuf> {
 }
 
 /// The config dir's account as control names it: `{id: accountUuid, email:
-/// emailAddress}`, or for another API `{id: api-…, name: host}`.
+/// emailAddress}`, or for another API `{id: api-…, name: host}` (the harness
+/// is the caller's to fill in).
 pub fn account(home: Option<&Path>, config: &Path) -> Option<harness::control::Account> {
     let id = account_id(home, config)?;
     let claude_json = claude_json_of(home, config)?;
@@ -85,7 +85,7 @@ pub fn account(home: Option<&Path>, config: &Path) -> Option<harness::control::A
             .unwrap_or_default()
     });
     Some(harness::control::Account {
-        harness: NAME.to_string(),
+        harness: String::new(),
         id,
         email,
         name,

@@ -32,7 +32,7 @@ pub use harness::claude_shaped::permission_attention_id;
 
 pub struct ClaudeCode;
 
-pub(crate) const NAME: &str = "claude-code";
+const NAME: &str = "claude-code";
 
 /// The wrappers Claude Code puts around prompts it injects itself. A closed list,
 /// narrower than the transcript reader's, so that a person's own pasted markup is
@@ -159,6 +159,10 @@ impl harness::control::ControlHooks for ClaudeCode {
         config_dirs(host)
             .iter()
             .filter_map(|dir| facts::account(Some(&host.home), dir))
+            .map(|a| harness::control::Account {
+                harness: NAME.to_string(),
+                ..a
+            })
             .fold(Vec::new(), |mut all, a| {
                 if !all.contains(&a) {
                     all.push(a);
