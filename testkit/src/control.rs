@@ -155,29 +155,24 @@ pub fn pair_by(
         "pairing failed: {}",
         String::from_utf8_lossy(&done.stderr)
     );
-    let day = DayKey::generate();
-    let now = now_ms();
-    let grant = softkey::grant(
-        &passkey,
-        &day,
-        now - 1_000,
-        now + 12 * 3600 * 1000,
-        "localhost",
-    );
-    Device {
-        receiver: receiver.to_string(),
-        sink_token: sink_token.to_string(),
-        machine,
-        passkey,
-        day,
-        grant,
-    }
+    Device::with_passkey(receiver, sink_token, &machine, passkey)
 }
 
 impl Device {
     /// The same person's other device: another passkey (made for the same rp
     /// id), with its own day key and grant. Trusted only once enrolled.
     pub fn another(&self, passkey: SoftPasskey) -> Device {
+        Device::with_passkey(&self.receiver, &self.sink_token, &self.machine, passkey)
+    }
+
+    /// A device of `passkey` for `machine`, with a fresh day key and a grant
+    /// for the next 12 hours.
+    fn with_passkey(
+        receiver: &str,
+        sink_token: &str,
+        machine: &str,
+        passkey: SoftPasskey,
+    ) -> Device {
         let day = DayKey::generate();
         let now = now_ms();
         let grant = softkey::grant(
@@ -188,9 +183,9 @@ impl Device {
             "localhost",
         );
         Device {
-            receiver: self.receiver.clone(),
-            sink_token: self.sink_token.clone(),
-            machine: self.machine.clone(),
+            receiver: receiver.to_string(),
+            sink_token: sink_token.to_string(),
+            machine: machine.to_string(),
             passkey,
             day,
             grant,

@@ -174,17 +174,53 @@ async fn requeue(control: &Arc<Control>) {
             id: m.id.clone(),
             expires_ms: q.expires_ms,
         };
+        // Said `taken` before the restart: the receiver holds it back still.
         if let Some(ack) = offer(control, &from, &q).await {
-            keep_final(
-                control,
-                Final {
-                    receiver: from.receiver,
-                    id: from.id,
-                    ack,
-                },
-            )
-            .await;
+            let f = Final {
+                receiver: from.receiver,
+                id: from.id,
+                ack,
+            };
+            keep_final(control, f).await;
         }
+    }
+}
+
+/// Offers a verified message to the hub and keeps the final ack the offer
+/// decided, if it decided one.
+async fn offer_and_keep(control: &Arc<Control>, from: From, q: &Queued) {
+    match offer(control, &from, q).await {
+        Some(ack) => {
+            let f = Final {
+                receiver: from.receiver,
+                id: from.id,
+                ack,
+            };
+            keep_final(control, f).await;
+        }
+        // Waiting for its hook: `taken`, so the receiver stops handing it
+        // over on every poll (each would be a poll answered at once).
+        None => say_taken(control, &from.receiver, &from.id).await,
+    }
+}
+
+/// A `taken` ack (not final, best effort): the machine holds the message.
+async fn say_taken(control: &Arc<Control>, origin: &str, id: &str) {
+    let c = control.clone();
+    let o = origin.to_string();
+    let Some(receiver) =
+        crate::runtime::blocking(move || c.store().receiver(&o).ok().flatten()).await
+    else {
+        return;
+    };
+    let secrets = Secrets::new(&control.paths.root);
+    let key = receiver.token_key();
+    let Some(token) = crate::runtime::blocking(move || secrets.get(&key)).await else {
+        return;
+    };
+    let ack = json!({"id": id, "outcome": "taken", "at": now_text()});
+    if let Err(e) = wire::ack(&control.http, &receiver.control_url, &token, &[ack]).await {
+        tracing::info!("control: a taken ack to {}: {e}", receiver.origin);
     }
 }
 
@@ -403,23 +439,13 @@ async fn handle(control: &Arc<Control>, receiver: &Receiver, envelope: Value) {
     let (r, id2, env) = (receiver.clone(), id.clone(), envelope.clone());
     let decided = crate::runtime::blocking(move || admit(&c, &r, &id2, &env)).await;
     match decided {
-        Ok(Admission::Again) => control.bell(&receiver.origin).notify_one(),
-        Ok(Admission::Waiting) => {}
-        Ok(Admission::Decided) => control.bell(&receiver.origin).notify_one(),
-        Ok(Admission::Verified(from, q)) => {
-            if let Some(ack) = offer(control, &from, &q).await {
-                keep_final(
-                    control,
-                    Final {
-                        receiver: from.receiver,
-                        id: from.id,
-                        ack,
-                    },
-                )
-                .await;
-            }
+        // Its final ack is kept already: send it.
+        Ok(Admission::Again | Admission::Decided | Admission::KeyAdded) => {
+            control.bell(&receiver.origin).notify_one()
         }
-        Ok(Admission::KeyAdded) => control.bell(&receiver.origin).notify_one(),
+        // Handed over again while it waits here: it is still taken.
+        Ok(Admission::Waiting) => say_taken(control, &receiver.origin, &id).await,
+        Ok(Admission::Verified(from, q)) => offer_and_keep(control, from, &q).await,
         Err(e) => tracing::warn!("control: cannot keep message {id}: {e}"),
     }
 }

@@ -43,6 +43,12 @@ fn payload(session: &str, cwd: &std::path::Path, event: &str, extra: Value) -> V
     p.to_string().into_bytes()
 }
 
+/// One Claude Code hook call of `session` in `cwd`, which must exit 0.
+fn hook_ok(sb: &Sandbox, session: &str, cwd: &std::path::Path, event: &str, extra: Value) {
+    let out = sb.hook("claude-code", event, &payload(session, cwd, event, extra));
+    assert!(out.status.success(), "{event}: {out:?}");
+}
+
 /// Waits for an event of `kind` of `session` in the outbox.
 fn wait_event(sb: &Sandbox, session: &str, kind: &str) -> Value {
     let evs = sb.wait_until(Duration::from_secs(10), |evs| {
@@ -81,14 +87,12 @@ fn a_verified_answer_reaches_the_waiting_permission_hook_once() {
         json!([p.project.canonicalize().unwrap()]),
         "{hello}"
     );
-    assert!(
-        p.sb.hook(
-            "claude-code",
-            "UserPromptSubmit",
-            &payload(s, &p.project, "UserPromptSubmit", json!({"prompt": "go"}))
-        )
-        .status
-        .success()
+    hook_ok(
+        &p.sb,
+        s,
+        &p.project,
+        "UserPromptSubmit",
+        json!({"prompt": "go"}),
     );
 
     // The permission hook waits on the daemon while the terminal would show
@@ -168,14 +172,12 @@ fn a_prompt_reaches_the_running_turn_at_its_stop_and_nothing_runs_off_the_allowl
     let s = "22222222-2222-4222-8222-222222222222";
     let sess = format!("claude-code:{s}");
     let sb = &p.sb;
-    assert!(
-        sb.hook(
-            "claude-code",
-            "UserPromptSubmit",
-            &payload(s, &p.project, "UserPromptSubmit", json!({"prompt": "go"}))
-        )
-        .status
-        .success()
+    hook_ok(
+        sb,
+        s,
+        &p.project,
+        "UserPromptSubmit",
+        json!({"prompt": "go"}),
     );
     wait_event(sb, s, "turn.started");
     let signed = p
@@ -314,14 +316,12 @@ fn a_kill_between_verification_and_delivery_runs_the_command_once_and_acks_it_af
     } = paired();
     let s = "66666666-6666-4666-8666-666666666666";
     let sess = format!("claude-code:{s}");
-    assert!(
-        sb.hook(
-            "claude-code",
-            "UserPromptSubmit",
-            &payload(s, &project, "UserPromptSubmit", json!({"prompt": "go"}))
-        )
-        .status
-        .success()
+    hook_ok(
+        &sb,
+        s,
+        &project,
+        "UserPromptSubmit",
+        json!({"prompt": "go"}),
     );
     wait_event(&sb, s, "turn.started");
     let id = device.enqueue(
@@ -377,14 +377,12 @@ fn the_terminal_answering_first_releases_the_hook_and_a_later_answer_is_expired(
     let s = "77777777-7777-4777-8777-777777777777";
     let sess = format!("claude-code:{s}");
     let sb = &p.sb;
-    assert!(
-        sb.hook(
-            "claude-code",
-            "UserPromptSubmit",
-            &payload(s, &p.project, "UserPromptSubmit", json!({"prompt": "go"}))
-        )
-        .status
-        .success()
+    hook_ok(
+        sb,
+        s,
+        &p.project,
+        "UserPromptSubmit",
+        json!({"prompt": "go"}),
     );
     let asked = payload(
         s,
@@ -449,14 +447,12 @@ fn a_waiter_gets_its_sessions_message_across_a_daemon_restart() {
     } = paired();
     let s = "88888888-8888-4888-8888-888888888888";
     let sess = format!("claude-code:{s}");
-    assert!(
-        sb.hook(
-            "claude-code",
-            "SessionStart",
-            &payload(s, &project, "SessionStart", json!({"source": "startup"}))
-        )
-        .status
-        .success()
+    hook_ok(
+        &sb,
+        s,
+        &project,
+        "SessionStart",
+        json!({"source": "startup"}),
     );
     wait_event(&sb, s, "session.started");
     let waiter = sb
@@ -509,14 +505,12 @@ fn a_trusted_device_vouches_for_a_new_passkey_and_an_untrusted_one_is_refused() 
     let s = "99999999-9999-4999-8999-999999999999";
     let sess = format!("claude-code:{s}");
     let sb = &p.sb;
-    assert!(
-        sb.hook(
-            "claude-code",
-            "UserPromptSubmit",
-            &payload(s, &p.project, "UserPromptSubmit", json!({"prompt": "go"}))
-        )
-        .status
-        .success()
+    hook_ok(
+        sb,
+        s,
+        &p.project,
+        "UserPromptSubmit",
+        json!({"prompt": "go"}),
     );
     wait_event(sb, s, "turn.started");
     let port = reqwest::Url::parse(&p.rx.url()).unwrap().port().unwrap();
