@@ -46,6 +46,11 @@ pub trait Adapter: Sync {
     fn control(&self) -> Option<&dyn crate::control::ControlHooks> {
         None
     }
+    /// How control runs this harness without a terminal (a start, a
+    /// resume, a fork); `None` for a harness it cannot drive headless.
+    fn headless(&self) -> Option<&dyn crate::headless::Headless> {
+        None
+    }
     /// How this harness's transcript is read (tier 2).
     fn transcript(&self) -> Option<&dyn crate::transcript::TranscriptSource> {
         None

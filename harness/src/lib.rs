@@ -18,6 +18,7 @@ pub mod control;
 pub mod digest;
 pub mod facts;
 pub mod frames;
+pub mod headless;
 pub mod install;
 pub mod payload;
 pub mod transcript;

@@ -69,6 +69,11 @@ pub enum Body {
         cwd: String,
         /// Empty when the command has no `files`.
         files: Vec<FileRef>,
+        /// The permission level asked for (`read` · `safe` · `edits` ·
+        /// `auto`); `None`: the machine's default.
+        level: Option<String>,
+        /// A model id for the harness; `None`: its own default.
+        model: Option<String>,
     },
     PermissionAnswer {
         for_attention: String,
@@ -117,7 +122,7 @@ const COMMON: &[&str] = &[
 /// The kinds and the members each adds to [`COMMON`].
 const KINDS: &[(&str, &[&str])] = &[
     ("prompt", &["text"]),
-    ("start", &["text", "cwd", "files"]),
+    ("start", &["text", "cwd", "files", "level", "model"]),
     ("permission.answer", &["for", "decision"]),
     ("cancel", &[]),
     ("key.add", &["key", "name"]),
@@ -196,6 +201,18 @@ pub(crate) fn parse(cmd: &str, machine: &str) -> Result<Command, Refusal> {
     })
 }
 
+/// The levels a `start` may name (ADAPTERS.md, Start options).
+const LEVELS: &[&str] = &["read", "safe", "edits", "auto"];
+
+/// A model id: 1–100 characters of letters, digits and `._:/@[]-`, so it
+/// passes as one argument and can never read as a flag.
+fn valid_model(m: &str) -> bool {
+    (1..=100).contains(&m.len())
+        && !m.starts_with('-')
+        && m.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._:/@[]-".contains(c))
+}
+
 fn bad(detail: &str) -> Refusal {
     Refusal::BadFields(detail.to_string())
 }
@@ -214,6 +231,16 @@ fn body(kind: &str, map: &Map<String, Value>) -> Result<Body, Refusal> {
             files: match map.get("files") {
                 None => Vec::new(),
                 Some(list) => files::parse(list).map_err(Refusal::BadFields)?,
+            },
+            level: match map.get("level") {
+                None => None,
+                Some(Value::String(l)) if LEVELS.contains(&l.as_str()) => Some(l.clone()),
+                Some(_) => return Err(bad("level is none of read, safe, edits, auto")),
+            },
+            model: match map.get("model") {
+                None => None,
+                Some(Value::String(m)) if valid_model(m) => Some(m.clone()),
+                Some(_) => return Err(bad("model is not a model id of 1 to 100 characters")),
             },
         },
         "permission.answer" => Body::PermissionAnswer {

@@ -334,6 +334,47 @@ fn starts_run_in_an_absolute_folder() {
 }
 
 #[test]
+fn a_start_may_name_a_level_and_a_model_and_nothing_else_may() {
+    let start = with(
+        with(kind("start"), "text", json!("Fix it")),
+        "cwd",
+        json!("/a"),
+    );
+    let asked = with(
+        with(start.clone(), "level", json!("edits")),
+        "model",
+        json!("claude-opus-4-5[1m]"),
+    );
+    let Body::Start { level, model, .. } = of(asked).unwrap().body else {
+        panic!()
+    };
+    assert_eq!(
+        (level.as_deref(), model.as_deref()),
+        (Some("edits"), Some("claude-opus-4-5[1m]"))
+    );
+    for (field, value) in [
+        ("level", json!("bypassPermissions")),
+        ("level", json!(1)),
+        ("model", json!("")),
+        ("model", json!("--dangerously-skip-permissions")),
+        ("model", json!("gpt 5")),
+        ("model", json!("m".repeat(101))),
+    ] {
+        assert_eq!(
+            code(with(start.clone(), field, value.clone())),
+            "bad_fields",
+            "{field} {value}"
+        );
+    }
+    let prompt = with(kind("prompt"), "text", json!("hi"));
+    assert_eq!(
+        code(with(prompt, "level", json!("safe"))),
+        "bad_fields",
+        "start only"
+    );
+}
+
+#[test]
 fn key_adds() {
     let add = |key: Value| {
         with(
