@@ -92,6 +92,21 @@ pub struct Live {
     pub inbox: Option<PathBuf>,
 }
 
+/// What a live session's inbox did with a message (Claude Code's
+/// cross-session socket).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InboxOutcome {
+    /// The session took it: it answers in a turn of its own.
+    Taken,
+    /// Held unread (the sender's class does not match the session's): it
+    /// will be dropped, so the next rung takes the message.
+    Held,
+    /// Never reached the session: the next rung takes the message.
+    Missed(String),
+    /// It may have reached the session: nothing else may deliver it again.
+    Unsure(String),
+}
+
 /// The program line of one run: `program` found on `PATH`, `args` exactly.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Launch {
@@ -174,6 +189,11 @@ pub trait Headless: Sync {
     /// The live process holding the session `id`, if one does.
     fn live(&self, _host: &crate::install::Host, _id: &str) -> Option<Live> {
         None
+    }
+    /// Hands `framed` (the in-place frame) to a live session's inbox at
+    /// `socket`, as `from` (who sent it, in words).
+    fn inbox(&self, _socket: &Path, _from: &str, _framed: &str) -> InboxOutcome {
+        InboxOutcome::Missed("this harness has no inbox".into())
     }
     /// Whether a run of this harness may fork a live session (Claude Code's
     /// `--fork-session`); otherwise a live session takes no headless turn.

@@ -10,8 +10,9 @@
 //! read door (`GET /v1/sessions/<harness>:<id>`) and a fault door
 //! (`POST /test/faults`, loopback only). With control on: pairing (open pairing
 //! too), the machine calls under `/v1/control` (hello, the per-machine long-poll,
-//! acks, off) with a queue that survives a restart, and test doors to approve a
-//! pairing, queue a signed message and read a machine's queue back (`control`).
+//! acks, off, a `start`'s files) with a queue that survives a restart, and test
+//! doors to approve a pairing, queue a signed message, put a file and read a
+//! machine's queue back (`control`).
 //!
 //! This crate owns the receiving side only. It must not depend on the sender's code
 //! (`sessionpipe-core`): it reads the rules from the spec on its own, so that a
@@ -268,6 +269,14 @@ pub struct Stats {
     pub events: usize,
 }
 
+/// The name a file is served under at `{control}/files/{sha256}`: the
+/// base64url SHA-256 of its bytes, no padding (a command's `files[].sha256`).
+pub fn file_sha256(bytes: &[u8]) -> String {
+    use base64::Engine;
+    use sha2::Digest;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(bytes))
+}
+
 /// Starts receivers.
 pub struct Receiver;
 
@@ -394,6 +403,35 @@ impl Handle {
     /// Arms the fault door (`None` disarms), as `POST /test/faults` does.
     pub fn set_fault(&self, fault: Option<Fault>) {
         *self.shared.fault.lock().unwrap_or_else(|p| p.into_inner()) = fault;
+    }
+
+    /// Keeps `bytes` to be served at `{control}/files/{sha256}` to any machine
+    /// paired here, as a device's upload would; returns that `sha256` (base64url
+    /// SHA-256, no padding), what a command's `files` entry names.
+    ///
+    /// # Panics
+    ///
+    /// When the receiver runs without control, or its store fails: this is a
+    /// test's way in.
+    pub fn put_file(&self, bytes: &[u8]) -> String {
+        let sha256 = file_sha256(bytes);
+        self.put_file_as(&sha256, bytes);
+        sha256
+    }
+
+    /// Keeps `bytes` to be served as `sha256`, whatever their own hash is: a
+    /// receiver that swapped a file, for the machine's check to catch.
+    ///
+    /// # Panics
+    ///
+    /// As `put_file`, and when `sha256` is not 43 base64url characters.
+    pub fn put_file_as(&self, sha256: &str, bytes: &[u8]) {
+        self.shared
+            .control
+            .as_ref()
+            .expect("put_file needs the control side on (Options::control)")
+            .put_file(sha256, bytes, "application/octet-stream")
+            .unwrap_or_else(|e| panic!("put_file: {e}"));
     }
 
     /// Stops serving: requests in flight get up to two seconds, then the port is

@@ -104,6 +104,8 @@ impl Turn {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Script {
     turns: Vec<Turn>,
+    /// The pause between the stream's events (a slow model).
+    pace: Option<std::time::Duration>,
 }
 
 impl Script {
@@ -111,7 +113,14 @@ impl Script {
     pub fn new(turns: impl IntoIterator<Item = Turn>) -> Script {
         Script {
             turns: turns.into_iter().collect(),
+            pace: None,
         }
+    }
+
+    /// The same script, its streamed answers `pace` apart event by event.
+    pub fn paced(mut self, pace: std::time::Duration) -> Script {
+        self.pace = Some(pace);
+        self
     }
 
     /// The common case: the model runs `command` with Bash, then answers `text`.
@@ -159,6 +168,7 @@ impl MockAnthropic {
     /// `start`, with `headers` on every answer.
     pub fn start_with_headers(script: Script, headers: Vec<(String, String)>) -> MockAnthropic {
         let mut ids = Ids::new();
+        let pace = script.pace;
         let plan: Vec<Planned> = script
             .turns
             .into_iter()
@@ -192,11 +202,14 @@ impl MockAnthropic {
             let mut ids = ids
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let answered = answer(&plan, request, &mut ids);
+            let answered = match pace {
+                Some(p) => answered.paced(p),
+                None => answered,
+            };
             headers
                 .iter()
-                .fold(answer(&plan, request, &mut ids), |r, (name, value)| {
-                    r.with_header(name, value)
-                })
+                .fold(answered, |r, (name, value)| r.with_header(name, value))
         })
         .expect("MockAnthropic binds 127.0.0.1:0");
         MockAnthropic {

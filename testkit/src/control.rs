@@ -3,7 +3,8 @@
 //! (`sessionpipe control pair`, then approving with a passkey through the
 //! receiver's test door), and signing real commands for it with a software
 //! passkey and its day key (`sessionpipe_verifier::softkey`: real WebAuthn
-//! assertions, real ECDSA; nothing is skipped on the machine's side).
+//! assertions, real ECDSA; nothing is skipped on the machine's side), and
+//! putting a `start`'s files on the receiver as the device's upload would.
 
 use crate::Sandbox;
 use serde_json::{Value, json};
@@ -51,6 +52,17 @@ pub fn paired_machine(sb: &Sandbox, folder: &Path) -> PairedMachine {
     );
     let device = pair(sb, &rx.url(), TOKEN, folder);
     PairedMachine { rx, device }
+}
+
+/// A `start`'s `files` entry for `bytes`: `{name, type, size, sha256}`, the
+/// hash base64url without padding, as the device signs it. The bytes still
+/// have to reach the receiver (`Device::put_file`, or the receiver's
+/// `Handle::put_file`).
+pub fn file_entry(name: &str, media_type: &str, bytes: &[u8]) -> Value {
+    json!({
+        "name": name, "type": media_type, "size": bytes.len(),
+        "sha256": sessionpipe_receiver::file_sha256(bytes),
+    })
 }
 
 /// Now in epoch ms.
@@ -205,6 +217,39 @@ impl Device {
         cmd["nonce"] = json!(softkey::random_nonce());
         cmd["iat"] = json!(now_ms());
         softkey::sign_with_grant(&softkey::compact(&cmd), &self.day, &self.grant)
+    }
+
+    /// A `start` of a new session `session` in `cwd` with `text` and, when
+    /// `files` is not empty, those entries (`file_entry`), signed under the
+    /// day grant.
+    pub fn sign_start(&self, session: &str, text: &str, cwd: &Path, files: &[Value]) -> Signed {
+        let mut fields = json!({"text": text, "cwd": cwd.to_string_lossy()});
+        if !files.is_empty() {
+            fields["files"] = Value::Array(files.to_vec());
+        }
+        self.sign("start", session, fields)
+    }
+
+    /// Puts `bytes` on the receiver through its files door (served to the
+    /// machine at `{control}/files/{sha256}` with `media_type`), as the
+    /// device's upload would; the `files` entry to sign for them.
+    pub fn put_file(&self, name: &str, media_type: &str, bytes: &[u8]) -> Value {
+        let resp = client()
+            .post(format!("{}/test/control/files", self.receiver))
+            .bearer_auth(&self.sink_token)
+            .header("content-type", media_type)
+            .body(bytes.to_vec())
+            .send()
+            .expect("the files door answers");
+        let status = resp.status();
+        let v: Value = resp.json().unwrap_or(Value::Null);
+        assert!(status.is_success(), "put file: {status} {v}");
+        let entry = file_entry(name, media_type, bytes);
+        assert_eq!(
+            v["sha256"], entry["sha256"],
+            "the receiver filed it elsewhere"
+        );
+        entry
     }
 
     /// Queues `signed` at the receiver; its message id.

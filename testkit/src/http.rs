@@ -76,6 +76,8 @@ pub struct Response {
     status: u16,
     headers: Vec<(String, String)>,
     body: Body,
+    /// A pause before each chunk after the first (a slow stream).
+    pace: Option<std::time::Duration>,
 }
 
 impl Response {
@@ -85,6 +87,7 @@ impl Response {
             status,
             headers: vec![("Content-Type".into(), content_type.into())],
             body: Body::Full(body.into()),
+            pace: None,
         }
     }
 
@@ -100,6 +103,7 @@ impl Response {
             status,
             headers: vec![("Content-Type".into(), content_type.into())],
             body: Body::Chunks(chunks),
+            pace: None,
         }
     }
 
@@ -117,6 +121,13 @@ impl Response {
             })
             .collect();
         Response::stream(200, "text/event-stream", chunks).with_header("Cache-Control", "no-cache")
+    }
+
+    /// A chunked body whose chunks come `pace` apart (a model that streams
+    /// slowly).
+    pub fn paced(mut self, pace: std::time::Duration) -> Response {
+        self.pace = Some(pace);
+        self
     }
 
     /// Adds a header (after the content type).
@@ -430,7 +441,10 @@ fn write_response(
         Body::Full(body) => writer.write_all(body)?,
         Body::Chunks(chunks) => {
             writer.flush()?;
-            for chunk in chunks.iter().filter(|c| !c.is_empty()) {
+            for (i, chunk) in chunks.iter().filter(|c| !c.is_empty()).enumerate() {
+                if let (Some(p), true) = (response.pace, i > 0) {
+                    std::thread::sleep(p);
+                }
                 writer.write_all(format!("{:x}\r\n", chunk.len()).as_bytes())?;
                 writer.write_all(chunk)?;
                 writer.write_all(b"\r\n")?;

@@ -6,10 +6,12 @@
 //! (Codex's Responses API) and [`gemini`]; and [`sandbox`], which runs the real
 //! binaries in a temporary home, and [`codex`], the real Codex set up in one;
 //! [`terminal`], which runs an interactive program in a real terminal and reads
-//! its screen; and [`layers`], which reads a crate's module structure for the
-//! tests that keep it layered.
+//! its screen; [`layers`], which reads a crate's module structure for the
+//! tests that keep it layered; and [`inbox`], a stand-in for Claude Code's
+//! cross-session inbox and the registry record that names it.
 //! It is a dev-dependency only; nothing here ships.
 
+pub mod agy;
 pub mod anthropic;
 pub mod codex;
 #[cfg(feature = "control")]
@@ -17,6 +19,8 @@ pub mod control;
 pub mod gemini;
 pub mod harnesses;
 pub mod http;
+#[cfg(unix)]
+pub mod inbox;
 pub mod layers;
 pub mod openai;
 pub mod sandbox;

@@ -14,6 +14,7 @@
 
 mod backfill;
 mod facts;
+mod headless;
 mod hooks;
 mod places;
 mod transcript;
@@ -115,6 +116,10 @@ impl Adapter for Antigravity {
     }
 
     fn hooks(&self) -> Option<&dyn HookInstall> {
+        Some(self)
+    }
+
+    fn headless(&self) -> Option<&dyn harness::headless::Headless> {
         Some(self)
     }
 

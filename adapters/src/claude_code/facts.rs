@@ -2,7 +2,8 @@
 //! (`oauthAccount.accountUuid` in the config dir's `.claude.json`, or an `api-…`
 //! id for a config dir that runs on another API), and the per-process session
 //! registry (`<config>/sessions/<pid>.json`: the session's name and its
-//! Remote Control link).
+//! Remote Control link); and which config dirs there are, for every reader of
+//! them (hooks, backfill, control, headless runs).
 //!
 //! Reads only those keys: never a token, never the email (no credential is read
 //! unless the person turned on remote titles or the pool, which live elsewhere).
@@ -175,8 +176,37 @@ fn parent_of(_pid: u32) -> Option<u32> {
 
 /// A JSON file, when it exists and parses. `.claude.json` holds the person's
 /// project history and can run to megabytes; it is read on turn boundaries only.
-fn read_json(path: &Path) -> Option<Value> {
+pub(super) fn read_json(path: &Path) -> Option<Value> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+/// Every config dir: `~/.claude`, `$CLAUDE_CONFIG_DIR`, and each `~/.claude-*`
+/// holding `projects/` or `settings.json` (one per account). None found and
+/// `claude` on `PATH`: `~/.claude`, which Claude Code will create.
+pub(super) fn config_dirs(host: &harness::install::Host) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let default = host.home.join(".claude");
+    if default.is_dir() {
+        dirs.push(default.clone());
+    }
+    if let Some(dir) = host.var("CLAUDE_CONFIG_DIR") {
+        dirs.push(PathBuf::from(dir));
+    }
+    if let Ok(entries) = std::fs::read_dir(&host.home) {
+        let mut extra: Vec<PathBuf> = entries
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".claude-"))
+            .map(|e| e.path())
+            .filter(|d| d.join("projects").is_dir() || d.join("settings.json").is_file())
+            .collect();
+        extra.sort();
+        dirs.extend(extra);
+    }
+    if dirs.is_empty() && host.on_path("claude") {
+        dirs.push(default);
+    }
+    dirs.dedup();
+    dirs
 }
 
 #[cfg(test)]

@@ -9,12 +9,15 @@
 
 mod backfill;
 mod facts;
+mod headless;
+pub mod inbox;
 mod limits;
 mod status_line;
 mod transcript;
 
 pub use status_line::ENTRY as STATUS_LINE_ENTRY;
 
+use facts::config_dirs;
 use harness::claude_shaped::{
     self, Call, Folder, NotMapped, PermissionId, Read, Row, Rule, Shaped, StopWithout, Table,
     Trigger,
@@ -25,7 +28,6 @@ use harness::transcript::TranscriptSource;
 use harness::{Adapter, Job, MapError, Mapped, Memo, SessionFiles};
 use protocol::*;
 use serde_json::{Map, Value};
-use std::path::PathBuf;
 use std::sync::LazyLock;
 
 pub use harness::claude_shaped::permission_attention_id;
@@ -200,6 +202,10 @@ impl Adapter for ClaudeCode {
         Some(self)
     }
 
+    fn headless(&self) -> Option<&dyn harness::headless::Headless> {
+        Some(self)
+    }
+
     fn transcript(&self) -> Option<&dyn TranscriptSource> {
         Some(&transcript::ClaudeTranscript)
     }
@@ -360,35 +366,6 @@ impl HookInstall for ClaudeCode {
             })
             .collect()
     }
-}
-
-/// Every config dir: `~/.claude`, `$CLAUDE_CONFIG_DIR`, and each `~/.claude-*`
-/// holding `projects/` or `settings.json` (one per account). None found and
-/// `claude` on `PATH`: `~/.claude`, which Claude Code will create.
-fn config_dirs(host: &Host) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    let default = host.home.join(".claude");
-    if default.is_dir() {
-        dirs.push(default.clone());
-    }
-    if let Some(dir) = host.var("CLAUDE_CONFIG_DIR") {
-        dirs.push(PathBuf::from(dir));
-    }
-    if let Ok(entries) = std::fs::read_dir(&host.home) {
-        let mut extra: Vec<PathBuf> = entries
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with(".claude-"))
-            .map(|e| e.path())
-            .filter(|d| d.join("projects").is_dir() || d.join("settings.json").is_file())
-            .collect();
-        extra.sort();
-        dirs.extend(extra);
-    }
-    if dirs.is_empty() && host.on_path("claude") {
-        dirs.push(default);
-    }
-    dirs.dedup();
-    dirs
 }
 
 #[cfg(test)]

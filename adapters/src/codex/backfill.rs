@@ -34,7 +34,7 @@ pub fn sessions(codex_home: &Path, home: &Path, since_ms: i64) -> Vec<Backfilled
 }
 
 /// Every `rollout-*.jsonl[.zst]` three folders down (`YYYY/MM/DD`).
-fn rollouts(sessions: &Path) -> Vec<PathBuf> {
+pub(super) fn rollouts(sessions: &Path) -> Vec<PathBuf> {
     let subdirs = |dir: &Path| -> Vec<PathBuf> {
         std::fs::read_dir(dir)
             .map(|entries| {

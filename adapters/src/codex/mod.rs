@@ -23,6 +23,7 @@
 //! calls nothing and never grants hook trust.
 
 mod backfill;
+mod headless;
 mod notify;
 #[cfg(test)]
 mod notify_props;
@@ -214,6 +215,10 @@ impl Adapter for Codex {
     }
 
     fn control(&self) -> Option<&dyn harness::control::ControlHooks> {
+        Some(self)
+    }
+
+    fn headless(&self) -> Option<&dyn harness::headless::Headless> {
         Some(self)
     }
 

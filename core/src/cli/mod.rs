@@ -5,6 +5,7 @@
 //! per line for streams). Human output honours `NO_COLOR`.
 
 mod backfill;
+mod channel;
 mod control;
 mod doctor;
 pub mod out;
@@ -134,6 +135,21 @@ enum Command {
         #[arg(long, value_name = "HARNESS:ID")]
         session: String,
     },
+    /// Claude Code's channel: an MCP server on stdio that hands the session
+    /// that started it its verified messages (research preview).
+    ///
+    /// Register it as an MCP server named `sessionpipe` (for example `claude
+    /// mcp add sessionpipe -- sessionpipe channel`) and start the session with
+    /// `claude --dangerously-load-development-channels server:sessionpipe`.
+    /// Claude Code registers the channel only in an interactive session that
+    /// was started so, never under `--print`; elsewhere the server only
+    /// answers, and takes no message.
+    Channel {
+        /// `harness:session-id` (default: the session Claude Code names in
+        /// `CLAUDE_CODE_SESSION_ID`).
+        #[arg(long, value_name = "HARNESS:ID")]
+        session: Option<String>,
+    },
     /// Set this machine up with a receiver in one go: a sink, pairing, hooks.
     Connect {
         receiver: String,
@@ -258,6 +274,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Forget { session } => sink::forget(&paths, &session),
         Command::Control { action } => control::run(&paths, action),
         Command::Wait { session } => control::wait(&paths, &session),
+        Command::Channel { session } => channel::run(&paths, session.as_deref()),
         Command::Connect {
             receiver,
             token_stdin,

@@ -104,11 +104,36 @@ struct Inner {
     closed: HashMap<AttentionKey, Instant>,
     /// Sessions whose turn is running, as ingest last saw them.
     running: HashMap<String, bool>,
+    /// Prompts given to a hook or waiter whose socket write is under way:
+    /// message id → session.
+    handing: HashMap<String, String>,
+    /// Prompts handed over in place, whose reply `replies` now follows.
+    follows: Vec<Follow>,
+}
+
+/// A prompt handed over in place: its session answers it in its own turn,
+/// and the turn's reply is the final ack's.
+pub struct Follow {
+    pub from: From,
+    pub session: String,
+    pub mode: &'static str,
+    /// Told of every turn that ends from the hand-over on.
+    pub turn_ends: tokio::sync::broadcast::Receiver<TurnEnd>,
+}
+
+/// A turn of `session` ended (its transcript, as the call named it).
+#[derive(Clone, Debug)]
+pub struct TurnEnd {
+    pub session: String,
+    pub transcript: Option<std::path::PathBuf>,
 }
 
 pub struct Hub {
     inner: Mutex<Inner>,
     finals: mpsc::UnboundedSender<Final>,
+    turn_ends: tokio::sync::broadcast::Sender<TurnEnd>,
+    /// Rung when a prompt handed over in place waits to be followed.
+    followed: tokio::sync::Notify,
     /// Rung when the set of sessions with a waiter changes (the hello says it).
     waiting_changed: tokio::sync::Notify,
 }
@@ -125,6 +150,8 @@ impl Hub {
             Hub {
                 inner: Mutex::new(Inner::default()),
                 finals,
+                turn_ends: tokio::sync::broadcast::channel(256).0,
+                followed: tokio::sync::Notify::new(),
                 waiting_changed: tokio::sync::Notify::new(),
             },
             rx,
@@ -166,6 +193,12 @@ impl Hub {
                     }
                     remember_closed(&mut inner.closed, key, now);
                 }
+                if call.turn_ended {
+                    let _ = self.turn_ends.send(TurnEnd {
+                        session: session.clone(),
+                        transcript: call.transcript.clone(),
+                    });
+                }
                 if let Some(waiters) = inner.seen_waiters.remove(&call.job) {
                     for tx in waiters {
                         let _ = tx.send(call.clone());
@@ -199,7 +232,10 @@ impl Hub {
             while let Some(tx) = waiters.pop() {
                 // Acked once the waiter's socket took it (`handed`).
                 if tx.send((framed.clone(), from.clone())).is_ok() {
-                    if waiters.is_empty() {
+                    // The socket's `handed` waits for this lock: it finds it.
+                    let empty = waiters.is_empty();
+                    inner.handing.insert(from.id.clone(), session.to_string());
+                    if empty {
                         inner.waiters.remove(session);
                         self.waiting_changed.notify_waiters();
                     }
@@ -276,6 +312,11 @@ impl Hub {
                     }
                     next
                 };
+                if let Some(p) = &next {
+                    self.lock()
+                        .handing
+                        .insert(p.from.id.clone(), session.clone());
+                }
                 match next {
                     Some(p) => HookAnswer::Turn(p.framed, p.from),
                     None => HookAnswer::Nothing,
@@ -358,7 +399,21 @@ impl Hub {
     /// What a hook or waiter was handed reached its socket (`written`) or did
     /// not (it was gone): the message's final ack, `delivered` by `mode` or
     /// `failed`. A message is acked delivered only once it left this daemon.
-    pub fn handed(&self, from: &From, mode: &str, written: bool) {
+    /// A prompt is not final then: its session answers it in the turn that
+    /// follows, and `replies` acks it with that turn's reply.
+    pub fn handed(&self, from: &From, mode: &'static str, written: bool) {
+        let prompt_of = self.lock().handing.remove(&from.id);
+        if let (Some(session), true) = (prompt_of, written) {
+            let follow = Follow {
+                from: from.clone(),
+                session,
+                mode,
+                turn_ends: self.turn_ends.subscribe(),
+            };
+            self.lock().follows.push(follow);
+            self.followed.notify_one();
+            return;
+        }
         let ack = if written {
             ack_delivered(from, mode)
         } else {
@@ -366,6 +421,29 @@ impl Hub {
                 "mode": mode, "detail": "the hook or waiter was gone before it took the message"})
         };
         self.finish(from, ack);
+    }
+
+    /// A prompt handed to a live session other than through a hook or a
+    /// waiter (its inbox): its reply is followed the same way.
+    pub fn follow(&self, from: &From, session: &str, mode: &'static str) {
+        let follow = Follow {
+            from: from.clone(),
+            session: session.to_string(),
+            mode,
+            turn_ends: self.turn_ends.subscribe(),
+        };
+        self.lock().follows.push(follow);
+        self.followed.notify_one();
+    }
+
+    /// The prompts handed over in place since the last call, to follow.
+    pub fn take_follows(&self) -> Vec<Follow> {
+        std::mem::take(&mut self.lock().follows)
+    }
+
+    /// Waits until a prompt handed over in place waits to be followed.
+    pub async fn followed(&self) {
+        self.followed.notified().await
     }
 
     /// `sessionpipe wait`: blocks until a verified prompt for `session` comes.
@@ -529,6 +607,8 @@ mod tests {
                 opened: opened.iter().map(|s| s.to_string()).collect(),
                 cleared: cleared.iter().map(|s| s.to_string()).collect(),
             },
+            turn_ended: false,
+            transcript: None,
         }
     }
 
@@ -637,11 +717,17 @@ mod tests {
             HookAnswer::Turn("framed".into(), from("m1"))
         );
         hub.handed(&from("m1"), "turn", true);
-        assert_eq!(finals.recv().await.unwrap().ack["mode"], "turn");
-        // Taken once: a second Stop gets nothing.
+        // Not final yet: the reply of the turn it starts is followed.
+        assert!(finals.try_recv().is_err());
+        let mut follows = hub.take_follows();
+        assert_eq!(follows.len(), 1);
+        assert_eq!((follows[0].session.as_str(), follows[0].mode), (s, "turn"));
+        // Taken once: a second Stop gets nothing, and its turn's end is told.
         let mut again = call("j10", &[], &[]);
         again.event = "Stop".into();
+        again.turn_ended = true;
         hub.seen(vec![again]);
+        assert_eq!(follows[0].turn_ends.try_recv().unwrap().session, s);
         assert_eq!(
             hub.hook("j10", Ask::Turn, Duration::from_secs(1)).await,
             HookAnswer::Nothing

@@ -8,16 +8,28 @@
 //! - `run`: the daemon's part: one long-poll per receiver, verification (the
 //!   `sessionpipe-verifier` crate, no I/O of its own), the machine's checks,
 //!   acks.
+//! - `admit`: verification and the machine's own checks, in one commit.
 //! - `hub`: where verified messages meet the hooks and waiters of their
-//!   session; `socket`: the local socket those ask on.
+//!   session; `socket`: the local socket those ask on; `replies`: the reply
+//!   of a prompt handed over in place, from the session's transcript.
+//! - `ladder`: the rungs past the hub (resume, fork, start), `runs` the
+//!   headless processes they run, `files` a start's attachments.
+//! - `machine`: the handle and the acks every part shares.
 //!
 //! Uses layers 1 and 2 and `sinks` (discovery, a sink's token); nothing above.
 //! Never runs anything on a bearer token's word, and never answers `allow` for
 //! a prompt it received no verified answer for.
 
+mod admit;
+pub mod channel;
+pub mod files;
 pub mod hub;
+mod ladder;
+pub mod machine;
 pub mod pair;
+mod replies;
 pub mod run;
+pub mod runs;
 pub mod socket;
 pub mod store;
 pub mod wire;

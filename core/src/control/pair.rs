@@ -105,7 +105,8 @@ pub async fn pair(
         .flatten()
         .and_then(|o| o.harnesses().ok())
         .unwrap_or_default();
-    let mut body = super::run::machine_facts(&config, harnesses);
+    let runs = super::runs::Runs::new(1);
+    let mut body = super::run::machine_facts(&config, harnesses, &runs).await;
     if let Some(name) = &request.name {
         body["name"] = serde_json::json!(name);
     }

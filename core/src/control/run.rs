@@ -10,66 +10,28 @@
 //! Nothing here runs a command on a bearer token's word: the token only opens
 //! the transport; the verifier and the person's enrolled keys decide.
 
+use super::admit::{self, Admission};
 use super::hub::{self, AnswerOffer, Decision, Final, From, Hub, PromptOffer};
-use super::store::{Admitted, Key, Receiver, State, Store};
+use super::ladder;
+use super::machine::{
+    Control, Queued, ack_failed, ack_unsupported, from_host, keep_final, say_taken,
+};
+use super::runs::Runs;
+use super::store::{Receiver, Store};
 use super::wire::{self, WireError};
 use crate::state::config::Config;
 use crate::state::secrets::Secrets;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sessionpipe_verifier::{Body, Policy, Refusal, Signed};
 use spool::StatePaths;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How often the paired receivers and the settings are read again.
 const REFRESH: Duration = Duration::from_secs(2);
 /// Waits after a failed poll or ack: the binding's first steps, then a minute.
 const RETRY: &[u64] = &[2, 10, 60];
-
-/// What a queued message needs to be offered again after a restart.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Queued {
-    pub session: String,
-    pub kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attention: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-    pub expires_ms: i64,
-}
-
-/// Everything the receiver loops share.
-pub struct Control {
-    paths: StatePaths,
-    hub: Arc<Hub>,
-    store: Mutex<Store>,
-    /// Rung per receiver when acks wait to be sent.
-    ack_bells: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
-    /// Every call to every receiver: one client for the daemon's life.
-    http: reqwest::Client,
-}
-
-impl Control {
-    fn bell(&self, receiver: &str) -> Arc<tokio::sync::Notify> {
-        self.ack_bells
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(receiver.to_string())
-            .or_default()
-            .clone()
-    }
-
-    fn store(&self) -> std::sync::MutexGuard<'_, Store> {
-        self.store.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
 
 /// Opens control's store and offers again what was verified before a restart,
 /// before the daemon's control socket takes a hook: a Stop that comes right
@@ -87,13 +49,13 @@ pub async fn open(paths: &StatePaths, hub: Arc<Hub>) -> Option<Arc<Control>> {
             return None;
         }
     };
-    let control = Arc::new(Control {
-        paths: paths.clone(),
+    let caps = Config::load(paths).unwrap_or_default().run_caps();
+    let control = Arc::new(Control::new(
+        paths,
         hub,
-        store: Mutex::new(store),
-        ack_bells: Mutex::default(),
-        http: wire::client(),
-    });
+        store,
+        Runs::new(caps.runs_at_once),
+    ));
     requeue(&control).await;
     Some(control)
 }
@@ -106,6 +68,7 @@ pub async fn run(
 ) {
     let paths = control.paths.clone();
     let hub = control.hub.clone();
+    let replies = tokio::spawn(super::replies::follow_all(control.clone()));
     let keeper = {
         let control = control.clone();
         tokio::spawn(async move {
@@ -144,6 +107,7 @@ pub async fn run(
         task.abort();
     }
     keeper.abort();
+    replies.abort();
 }
 
 /// `control.on` says the hooks may ask: present while a receiver is paired or
@@ -174,8 +138,26 @@ async fn requeue(control: &Arc<Control>) {
             id: m.id.clone(),
             expires_ms: q.expires_ms,
         };
+        // Its process started before the restart: never run it twice.
+        if m.begun {
+            let ack = ack_failed(
+                &from.id,
+                None,
+                "the daemon restarted while its run ran; it was not run again",
+            );
+            keep_final(
+                control,
+                Final {
+                    receiver: from.receiver,
+                    id: from.id,
+                    ack,
+                },
+            )
+            .await;
+            continue;
+        }
         // Said `taken` before the restart: the receiver holds it back still.
-        if let Some(ack) = offer(control, &from, &q).await {
+        if let Some(ack) = offer(control, &from, &q, true).await {
             let f = Final {
                 receiver: from.receiver,
                 id: from.id,
@@ -189,7 +171,7 @@ async fn requeue(control: &Arc<Control>) {
 /// Offers a verified message to the hub and keeps the final ack the offer
 /// decided, if it decided one.
 async fn offer_and_keep(control: &Arc<Control>, from: From, q: &Queued) {
-    match offer(control, &from, q).await {
+    match offer(control, &from, q, false).await {
         Some(ack) => {
             let f = Final {
                 receiver: from.receiver,
@@ -202,36 +184,6 @@ async fn offer_and_keep(control: &Arc<Control>, from: From, q: &Queued) {
         // over on every poll (each would be a poll answered at once).
         None => say_taken(control, &from.receiver, &from.id).await,
     }
-}
-
-/// A `taken` ack (not final, best effort): the machine holds the message.
-async fn say_taken(control: &Arc<Control>, origin: &str, id: &str) {
-    let c = control.clone();
-    let o = origin.to_string();
-    let Some(receiver) =
-        crate::runtime::blocking(move || c.store().receiver(&o).ok().flatten()).await
-    else {
-        return;
-    };
-    let secrets = Secrets::new(&control.paths.root);
-    let key = receiver.token_key();
-    let Some(token) = crate::runtime::blocking(move || secrets.get(&key)).await else {
-        return;
-    };
-    let ack = json!({"id": id, "outcome": "taken", "at": now_text()});
-    if let Err(e) = wire::ack(&control.http, &receiver.control_url, &token, &[ack]).await {
-        tracing::info!("control: a taken ack to {}: {e}", receiver.origin);
-    }
-}
-
-async fn keep_final(control: &Arc<Control>, f: Final) {
-    let c = control.clone();
-    let (receiver, id, ack) = (f.receiver.clone(), f.id.clone(), f.ack.to_string());
-    let kept = crate::runtime::blocking(move || c.store().finish(&receiver, &id, &ack)).await;
-    if let Err(e) = kept {
-        tracing::warn!("control: cannot keep an ack: {e}");
-    }
-    control.bell(&f.receiver).notify_one();
 }
 
 /// One receiver: polls until a 401; its hellos and its acks run beside the
@@ -393,14 +345,14 @@ pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
         (keys, Config::load(&c.paths).unwrap_or_default(), harnesses)
     })
     .await;
-    let mut body = machine_facts(&config, harnesses);
+    let mut body = machine_facts(&config, harnesses, &control.runs).await;
     body["keys"] = json!(keys);
     body["waiting"] = json!(control.hub.waiting());
     body
 }
 
 /// What pairing and hello both say of this machine.
-pub fn machine_facts(config: &Config, harnesses: Vec<String>) -> Value {
+pub async fn machine_facts(config: &Config, harnesses: Vec<String>, runs: &Runs) -> Value {
     let accounts: Vec<harness::control::Account> = harness::install::Host::from_env()
         .map(|host| {
             adapters::REGISTRY
@@ -410,10 +362,16 @@ pub fn machine_facts(config: &Config, harnesses: Vec<String>) -> Value {
                 .collect()
         })
         .unwrap_or_default();
+    let (headless_modes, starts, models) = ladder::offered(runs, config).await;
+    let mut modes = vec!["turn", "waiter"];
+    modes.extend(headless_modes);
     let mut body = json!({
         "name": config.machine(),
         "harnesses": harnesses,
-        "modes": ["turn", "waiter"],
+        "modes": modes,
+        "files": true,
+        "starts": starts,
+        "models": models,
         "version": env!("CARGO_PKG_VERSION"),
         "folders": config.control_folders,
         "accounts": accounts,
@@ -437,7 +395,7 @@ async fn handle(control: &Arc<Control>, receiver: &Receiver, envelope: Value) {
     };
     let c = control.clone();
     let (r, id2, env) = (receiver.clone(), id.clone(), envelope.clone());
-    let decided = crate::runtime::blocking(move || admit(&c, &r, &id2, &env)).await;
+    let decided = crate::runtime::blocking(move || admit::admit(&c, &r, &id2, &env)).await;
     match decided {
         // Its final ack is kept already: send it.
         Ok(Admission::Again | Admission::Decided | Admission::KeyAdded) => {
@@ -450,273 +408,26 @@ async fn handle(control: &Arc<Control>, receiver: &Receiver, envelope: Value) {
     }
 }
 
-enum Admission {
-    /// Seen before and final: its ack goes again.
-    Again,
-    /// Seen before and still queued.
-    Waiting,
-    /// Decided at once (refused, unsupported...): its final ack is kept.
-    Decided,
-    KeyAdded,
-    Verified(From, Queued),
-}
-
-/// Verifies a new message inside the store's write transaction (its nonce and
-/// its row committed together) and decides what can be decided without the
-/// hub. Blocking.
-fn admit(
-    control: &Control,
-    receiver: &Receiver,
-    id: &str,
-    envelope: &Value,
-) -> Result<Admission, super::store::StoreError> {
-    let mut store = control.store();
-    if let Some(m) = store.message(&receiver.origin, id)? {
-        if m.state == State::Final {
-            store.resend_ack(&receiver.origin, id)?;
-            return Ok(Admission::Again);
-        }
-        return Ok(Admission::Waiting);
+/// Hands a verified message to the hub, or to the ladder past it; `Some(ack)`
+/// when that decided it at once. `readmitted`: kept before a restart.
+async fn offer(control: &Arc<Control>, from: &From, q: &Queued, readmitted: bool) -> Option<Value> {
+    if q.kind == "start" {
+        // A start runs however late it comes: its caps were checked when it
+        // was admitted, and the device asked for a session, not a moment.
+        ladder::start(control.clone(), from.clone(), q.clone(), readmitted);
+        return None;
     }
-    let now = protocol::time::now_ms();
-    let trusted: Vec<_> = store
-        .keys(Some(&receiver.origin))?
-        .iter()
-        .map(Key::trusted)
-        .collect();
-    let signed: Option<Signed> = serde_json::from_value(envelope.clone()).ok();
-    let expires_ms = envelope["expires_at"]
-        .as_str()
-        .and_then(protocol::time::parse_rfc3339_ms);
-    let verdict = store.admit(
-        &receiver.origin,
-        id,
-        now,
-        |nonces| {
-            let Some(signed) = &signed else {
-                return Err(Refusal::Malformed);
-            };
-            let mut policy = Policy::new(&receiver.machine, &receiver.rp_id, &trusted, now);
-            policy.expires_at_ms = expires_ms;
-            sessionpipe_verifier::verify(signed, &policy, nonces)
-                .map(|v| machine_checks(control, id, receiver, v, expires_ms.unwrap_or(i64::MAX)))
-        },
-        |verdict| match verdict {
-            Err(refusal) => Admitted {
-                nonce: None,
-                session: None,
-                kind: None,
-                command: None,
-                state: State::Final,
-                // Past the receiver's `expires_at` is `expired` (CONTROL §10),
-                // every other refusal `refused` with its code.
-                ack: Some(
-                    if matches!(refusal, Refusal::Expired) {
-                        json!({"id": id, "outcome": "expired", "at": now_text(),
-                               "detail": refusal.to_string()})
-                    } else {
-                        ack_refused(id, refusal.code(), &refusal.to_string())
-                    }
-                    .to_string(),
-                ),
-            },
-            Ok(Checked::Final {
-                ack,
-                nonce,
-                session,
-                ..
-            }) => Admitted {
-                nonce: Some(nonce.clone()),
-                session: Some(session.clone()),
-                kind: None,
-                command: None,
-                state: State::Final,
-                ack: Some(ack.to_string()),
-            },
-            Ok(Checked::Offer { queued, nonce }) => Admitted {
-                nonce: Some(nonce.clone()),
-                session: Some(queued.session.clone()),
-                kind: Some(queued.kind.clone()),
-                command: Some(serde_json::to_string(queued).expect("a queued command serialises")),
-                state: State::Queued,
-                ack: None,
-            },
-        },
-    )?;
-    Ok(match verdict {
-        Err(_) => Admission::Decided,
-        Ok(Checked::Final { key_added, .. }) => {
-            if let Some(k) = key_added {
-                store.add_key(&k)?;
-                return Ok(Admission::KeyAdded);
-            }
-            Admission::Decided
-        }
-        Ok(Checked::Offer { queued, .. }) => Admission::Verified(
-            From {
-                receiver: receiver.origin.clone(),
-                id: id.to_string(),
-                expires_ms: queued.expires_ms,
-            },
-            queued,
-        ),
-    })
-}
-
-/// What the machine's own checks (after the verifier's) decided.
-enum Checked {
-    /// Decided now: this ack is final.
-    Final {
-        ack: Value,
-        nonce: String,
-        session: String,
-        key_added: Option<Key>,
-    },
-    /// Passed: offer it to the session.
-    Offer { queued: Queued, nonce: String },
-}
-
-/// The machine's checks of §6 after the nonce: the session known, its folder
-/// on the allowlist, `allow` only for an attention open now; and the kinds
-/// this machine has no way in for yet.
-fn machine_checks(
-    control: &Control,
-    id: &str,
-    receiver: &Receiver,
-    verified: sessionpipe_verifier::Verified,
-    expires_ms: i64,
-) -> Checked {
-    let cmd = verified.command;
-    let session = hub::session_ref(&cmd.session.harness, &cmd.session.id);
-    let fin = |ack: Value| Checked::Final {
-        ack,
-        nonce: cmd.nonce.clone(),
-        session: session.clone(),
-        key_added: None,
-    };
-    let unsupported = |detail: &str| json!({"id": id, "outcome": "unsupported", "at": now_text(), "detail": detail});
-    match &cmd.body {
-        Body::KeyAdd { key, name } => {
-            return Checked::Final {
-                ack: json!({"id": id, "outcome": "delivered", "at": now_text()}),
-                nonce: cmd.nonce.clone(),
-                session: session.clone(),
-                key_added: Some(Key {
-                    receiver: receiver.origin.clone(),
-                    id: key.id.clone(),
-                    alg: key.alg,
-                    spki: key.spki.clone(),
-                    name: name.clone(),
-                    added_ms: protocol::time::now_ms(),
-                }),
-            };
-        }
-        Body::Cancel => {
-            return fin(unsupported(
-                "no cancel API for this session on this machine",
-            ));
-        }
-        Body::Start { .. } => {
-            return fin(unsupported("this machine does not start sessions yet"));
-        }
-        Body::Prompt { .. } | Body::PermissionAnswer { .. } => {}
-    }
-    let Some(adapter) = adapters::lookup(&cmd.session.harness) else {
-        return fin(unsupported("no such harness on this machine"));
-    };
-    let Some(hooks) = adapter.control() else {
-        return fin(unsupported("this harness has no way in for a message"));
-    };
-    let record = crate::pipeline::outbox::Outbox::open_readonly(&control.paths.outbox())
-        .ok()
-        .flatten()
-        .and_then(|o| {
-            o.session(&cmd.session.harness, &cmd.session.id)
-                .ok()
-                .flatten()
-        });
-    let Some(record) = record else {
-        return fin(ack_refused(
-            id,
-            "no_session",
-            "this machine has no such session",
-        ));
-    };
-    let config = Config::load(&control.paths).unwrap_or_default();
-    if !folder_allowed(record.block.cwd.as_deref(), &config.control_folders) {
-        return fin(ack_refused(
-            id,
-            "folder",
-            "the session's folder is not on this machine's control folders",
-        ));
-    }
-    let mut queued = Queued {
-        session: session.clone(),
-        kind: String::new(),
-        text: None,
-        attention: None,
-        allow: None,
-        note: cmd.note.clone(),
-        expires_ms,
-    };
-    match &cmd.body {
-        Body::Prompt { text } => {
-            if hooks.turn_answer("").is_none() && !adapter_has_waiter(&cmd.session.harness) {
-                return fin(unsupported(
-                    "no way into a live session of this harness yet",
-                ));
-            }
-            queued.kind = "prompt".into();
-            queued.text = Some(text.clone());
-        }
-        Body::PermissionAnswer {
-            for_attention,
-            decision,
-        } => {
-            if hooks.permission_answer(true, None).is_none() {
-                return fin(unsupported(
-                    "this harness's permission prompt takes no answer",
-                ));
-            }
-            let allow = matches!(decision, sessionpipe_verifier::Decision::Allow);
-            let open = record.open.iter().any(|a| &a.id == for_attention);
-            if !open {
-                // A prompt that was open and closed (the terminal answered
-                // first) makes any late answer `expired`; an `allow` for one
-                // never seen is refused.
-                let closed = control.hub.was_closed(&session, for_attention);
-                return fin(if allow && !closed {
-                    ack_refused(id, "no_attention", "no such attention is open now")
-                } else {
-                    json!({"id": id, "outcome": "expired", "at": now_text(),
-                           "detail": "the attention is no longer open"})
-                });
-            }
-            queued.kind = "permission.answer".into();
-            queued.attention = Some(for_attention.clone());
-            queued.allow = Some(allow);
-        }
-        _ => unreachable!("handled above"),
-    }
-    Checked::Offer {
-        queued,
-        nonce: cmd.nonce.clone(),
-    }
-}
-
-/// Harnesses whose sessions can run `sessionpipe wait` (a background command).
-fn adapter_has_waiter(harness: &str) -> bool {
-    harness == "claude-code"
-}
-
-/// Hands a verified message to the hub; `Some(ack)` when that decided it.
-async fn offer(control: &Arc<Control>, from: &From, q: &Queued) -> Option<Value> {
     if from.expires_ms <= protocol::time::now_ms() {
         return Some(hub::ack_expired(from, "past its expires_at"));
     }
     match q.kind.as_str() {
         "prompt" => {
             let (harness, id) = q.session.split_once(':')?;
+            // A run of ours holds the session: the message waits for it.
+            if control.runs.is_held(&q.session) {
+                ladder::prompt(control.clone(), from.clone(), q.clone());
+                return None;
+            }
             let c = control.clone();
             let (h, i) = (harness.to_string(), id.to_string());
             let running = crate::runtime::blocking(move || {
@@ -737,10 +448,14 @@ async fn offer(control: &Arc<Control>, from: &From, q: &Queued) -> Option<Value>
                 .offer_prompt(from.clone(), &q.session, framed, running, takes_turns)
             {
                 PromptOffer::ToWaiter | PromptOffer::Queued => None,
-                PromptOffer::NoRung => Some(json!({
-                    "id": from.id, "outcome": "unsupported", "at": now_text(),
-                    "detail": "the session has no running turn and no waiter"
-                })),
+                PromptOffer::NoRung if ladder::drives(harness) => {
+                    ladder::prompt(control.clone(), from.clone(), q.clone());
+                    None
+                }
+                PromptOffer::NoRung => Some(ack_unsupported(
+                    &from.id,
+                    "the session has no running turn and no waiter",
+                )),
             }
         }
         "permission.answer" => {
@@ -764,67 +479,9 @@ async fn offer(control: &Arc<Control>, from: &From, q: &Queued) -> Option<Value>
     }
 }
 
-/// The receiver's host, the `<host>` of the frame ("Message via <host> …").
-fn from_host(origin: &str) -> String {
-    reqwest::Url::parse(origin)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_string))
-        .unwrap_or_else(|| origin.to_string())
-}
-
-/// True when `cwd` (as the session's record keeps it, home as `~`) is inside
-/// one of `folders`.
-pub fn folder_allowed(cwd: Option<&str>, folders: &[String]) -> bool {
-    let Some(cwd) = cwd else {
-        return false;
-    };
-    let cwd = match cwd.strip_prefix('~') {
-        Some(rest) => match spool::paths::home_dir() {
-            Some(home) => home.join(rest.trim_start_matches('/')),
-            None => return false,
-        },
-        None => std::path::PathBuf::from(cwd),
-    };
-    let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
-    folders.iter().any(|f| {
-        let f = std::path::Path::new(f);
-        let f = std::fs::canonicalize(f).unwrap_or_else(|_| f.to_path_buf());
-        cwd.starts_with(&f)
-    })
-}
-
-fn now_text() -> String {
-    protocol::time::rfc3339_ms(protocol::time::now_ms())
-}
-
-pub fn ack_refused(id: &str, code: &str, detail: &str) -> Value {
-    json!({"id": id, "outcome": "refused", "at": now_text(), "code": code, "detail": detail})
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_folder_is_allowed_only_inside_an_allowed_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let inside = dir.path().join("proj");
-        std::fs::create_dir_all(&inside).unwrap();
-        let allowed = vec![dir.path().to_string_lossy().into_owned()];
-        assert!(folder_allowed(inside.to_str(), &allowed));
-        assert!(folder_allowed(dir.path().to_str(), &allowed));
-        let sibling = format!("{}-other", dir.path().display());
-        assert!(
-            !folder_allowed(Some(&sibling), &allowed),
-            "a prefix of the name is not inside"
-        );
-        assert!(!folder_allowed(Some("/etc"), &allowed));
-        assert!(!folder_allowed(None, &allowed));
-        assert!(
-            !folder_allowed(inside.to_str(), &[]),
-            "no folder: nothing allowed"
-        );
-    }
 
     #[test]
     fn the_hello_says_what_the_schema_requires() {
@@ -833,7 +490,9 @@ mod tests {
             control_mode: Some("inherit".into()),
             ..Default::default()
         };
-        let body = machine_facts(&config, vec!["claude-code".into()]);
+        let runs = Runs::new(1);
+        let body =
+            crate::runtime::block_on(machine_facts(&config, vec!["claude-code".into()], &runs));
         for k in ["name", "harnesses", "modes", "version", "folders"] {
             assert!(body.get(k).is_some(), "{k}");
         }

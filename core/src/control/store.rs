@@ -120,6 +120,19 @@ pub struct Message {
     /// The final ack (JSON), once decided.
     pub ack: Option<String>,
     pub ack_sent: bool,
+    /// Its headless process started (a restart must not run it again).
+    pub begun: bool,
+}
+
+/// A session name control gave out and the harness's own session behind it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamedSession {
+    /// The harness's own id.
+    pub id: String,
+    /// `start` (the harness picked its id for a start of ours) or `fork`
+    /// (messages to a live session go to this copy of it).
+    pub how: String,
+    pub cwd: Option<String>,
 }
 
 pub struct Store {
@@ -277,7 +290,7 @@ impl Store {
         Ok(self
             .conn
             .query_row(
-                "SELECT receiver, id, nonce, session, command, state, ack, ack_sent
+                "SELECT receiver, id, nonce, session, command, state, ack, ack_sent, begun
                  FROM control_messages WHERE receiver = ?1 AND id = ?2",
                 params![receiver, id],
                 message_row,
@@ -288,7 +301,7 @@ impl Store {
     /// Messages still waiting for a way in (after a restart they queue again).
     pub fn queued(&self) -> Result<Vec<Message>> {
         let mut stmt = self.conn.prepare(
-            "SELECT receiver, id, nonce, session, command, state, ack, ack_sent
+            "SELECT receiver, id, nonce, session, command, state, ack, ack_sent, begun
              FROM control_messages WHERE state = 'queued' ORDER BY at_ms",
         )?;
         let rows = stmt.query_map([], message_row)?;
@@ -374,6 +387,59 @@ impl Store {
             params![receiver, id, ack],
         )?;
         Ok(())
+    }
+
+    /// A message's headless process is about to start.
+    pub fn set_begun(&self, receiver: &str, id: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE control_messages SET begun = 1 WHERE receiver = ?1 AND id = ?2",
+            params![receiver, id],
+        )?;
+        Ok(())
+    }
+
+    /// How many starts were admitted since `since_ms` (the hourly cap).
+    pub fn starts_since(&self, since_ms: i64) -> Result<usize> {
+        Ok(self.conn.query_row(
+            "SELECT count(*) FROM control_messages WHERE kind = 'start' AND at_ms >= ?1",
+            params![since_ms],
+            |r| r.get::<_, i64>(0),
+        )? as usize)
+    }
+
+    /// Keeps what a session name control gave out stands for.
+    pub fn name_session(
+        &self,
+        harness: &str,
+        name: &str,
+        session: &NamedSession,
+        now_ms: i64,
+    ) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO control_sessions (harness, name, id, how, cwd, at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (harness, name) DO UPDATE SET id = ?3, how = ?4, cwd = ?5, at_ms = ?6",
+            params![harness, name, session.id, session.how, session.cwd, now_ms],
+        )?;
+        Ok(())
+    }
+
+    /// The session behind a name control gave out, if it gave one.
+    pub fn named_session(&self, harness: &str, name: &str) -> Result<Option<NamedSession>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id, how, cwd FROM control_sessions WHERE harness = ?1 AND name = ?2",
+                params![harness, name],
+                |r| {
+                    Ok(NamedSession {
+                        id: r.get(0)?,
+                        how: r.get(1)?,
+                        cwd: r.get(2)?,
+                    })
+                },
+            )
+            .optional()?)
     }
 
     /// Forgets nonces past 25 h and final messages past two days.
@@ -476,6 +542,7 @@ fn message_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Message> {
         state: State::parse(&r.get::<_, String>(5)?),
         ack: r.get(6)?,
         ack_sent: r.get::<_, i64>(7)? != 0,
+        begun: r.get::<_, i64>(8)? != 0,
     })
 }
 

@@ -104,6 +104,11 @@ pub struct Seen {
     /// The harness's own hook name.
     pub event: String,
     pub attentions: crate::pipeline::append::Appended,
+    /// The call ended its session's turn (or the session).
+    pub turn_ended: bool,
+    /// The session's transcript, as the call names it (control reads a
+    /// reply there).
+    pub transcript: Option<std::path::PathBuf>,
 }
 
 /// What ingesting one job did, beyond its outcome.
@@ -413,6 +418,9 @@ fn ingest_job(
         *record = before_reads;
         reading::Around::default()
     });
+    let turn_ended = events
+        .iter()
+        .any(|e| matches!(e, EventData::TurnEnded(_) | EventData::SessionEnded(_)));
     let mut all = around.before;
     all.extend(events);
     all.extend(around.after);
@@ -437,6 +445,8 @@ fn ingest_job(
         session: key.1.clone(),
         event: job.event.clone(),
         attentions: appended.clone(),
+        turn_ended,
+        transcript: files.transcript.clone(),
     };
     Ok(Taken::Done(
         Outcome::Appended(appended.count),

@@ -34,6 +34,25 @@ pub struct Config {
     /// Answer permission prompts from the tray and its notifications (off by
     /// default; beyond the protocol, the person at this machine).
     pub local_approvals: bool,
+    /// Control: sessions a receiver may have started running at once (2),
+    /// and started in any hour (10); beyond either, `start_limit`.
+    pub control_starts_running: Option<u32>,
+    pub control_starts_hourly: Option<u32>,
+    /// Control: headless processes (starts, resumes, forks) at once (3); more
+    /// wait their turn.
+    pub control_runs_at_once: Option<u32>,
+    /// Control: the longest a headless run may take, minutes (30); past it
+    /// the run is ended and acked `failed`.
+    pub control_run_minutes: Option<u32>,
+}
+
+/// Control's caps as the daemon applies them (the config's, or the defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunCaps {
+    pub starts_running: usize,
+    pub starts_hourly: usize,
+    pub runs_at_once: usize,
+    pub run_minutes: u64,
 }
 
 /// Control's modes (`control mode`).
@@ -94,6 +113,15 @@ impl Config {
         match self.machine.as_deref() {
             Some(m) if protocol::valid_machine_name(m) => m.to_string(),
             _ => hostname(),
+        }
+    }
+
+    pub fn run_caps(&self) -> RunCaps {
+        RunCaps {
+            starts_running: self.control_starts_running.unwrap_or(2) as usize,
+            starts_hourly: self.control_starts_hourly.unwrap_or(10) as usize,
+            runs_at_once: self.control_runs_at_once.unwrap_or(3).max(1) as usize,
+            run_minutes: u64::from(self.control_run_minutes.unwrap_or(30).max(1)),
         }
     }
 

@@ -7,9 +7,11 @@
 
 mod real_claude_code;
 mod real_claude_code_control;
+mod real_claude_code_runs;
 mod real_claude_code_terminal;
 mod real_claude_code_transcripts;
 mod real_codex;
 mod real_codex_control;
+mod real_codex_runs;
 mod real_gemini_cli;
 mod real_gemini_cli_transcripts;

@@ -117,9 +117,15 @@ fn a_signed_prompt_reaches_a_running_turn_at_its_stop() {
     );
     let result = finish(child);
     let ack = s.device.final_ack(&id, Duration::from_secs(30));
+    // Acked with the reply of the turn that answered it, read from the
+    // session's own transcript.
     assert_eq!(
-        (ack["outcome"].as_str(), ack["mode"].as_str()),
-        (Some("delivered"), Some("turn")),
+        (
+            ack["outcome"].as_str(),
+            ack["mode"].as_str(),
+            ack["reply"].as_str()
+        ),
+        (Some("delivered"), Some("turn"), Some("The tests pass.")),
         "{ack}"
     );
     // The model's next request carries the framed message, and the turn went
@@ -135,8 +141,14 @@ fn a_signed_prompt_reaches_a_running_turn_at_its_stop() {
         &s.device.sign("prompt", &session, json!({"text": words})),
         120,
     );
-    let ack = s.device.final_ack(&again, Duration::from_secs(30));
-    assert_eq!(ack["outcome"], "unsupported", "no running turn now: {ack}");
+    let ack = s.device.final_ack(&again, Duration::from_secs(60));
+    // No running turn and no process now: this daemon's PATH has no
+    // `claude`, so the resume it would run fails and says why.
+    assert_eq!(
+        (ack["outcome"].as_str(), ack["detail"].as_str()),
+        (Some("failed"), Some("claude is not on this machine's PATH")),
+        "{ack}"
+    );
 
     // A real session in a folder off the allowlist: refused `folder`.
     let elsewhere = s.sb.home.join("elsewhere");

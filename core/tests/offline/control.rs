@@ -209,18 +209,20 @@ fn a_prompt_reaches_the_running_turn_at_its_stop_and_nothing_runs_off_the_allowl
         ),
         "{reason}"
     );
-    let ack = p.device.final_ack(&id, Duration::from_secs(10));
-    assert_eq!(
-        (ack["outcome"].as_str(), ack["mode"].as_str()),
-        (Some("delivered"), Some("turn"))
-    );
-    // The next Stop takes nothing: one message, one delivery.
+    // The next Stop takes nothing: one message, one delivery. It ends the
+    // turn that answered the message: the final ack comes then (no
+    // transcript here, so without a reply).
     let again = sb.hook(
         "claude-code",
         "Stop",
         &payload(s, &p.project, "Stop", json!({"stop_hook_active": true})),
     );
     assert!(again.stdout.is_empty());
+    let ack = p.device.final_ack(&id, Duration::from_secs(10));
+    assert_eq!(
+        (ack["outcome"].as_str(), ack["mode"].as_str()),
+        (Some("delivered"), Some("turn"))
+    );
 
     // A session in a folder off the allowlist is refused `folder`; one this
     // machine never saw `no_session`.
@@ -358,14 +360,15 @@ fn a_kill_between_verification_and_delivery_runs_the_command_once_and_acks_it_af
     let printed: Value =
         serde_json::from_slice(&stop.stdout).expect("the Stop after the restart took it");
     assert!(printed["reason"].as_str().unwrap().ends_with("once only"));
-    let ack = device.final_ack(&id, Duration::from_secs(10));
-    assert_eq!(ack["outcome"], "delivered");
     let second = sb.hook(
         "claude-code",
         "Stop",
         &payload(s, &project, "Stop", json!({})),
     );
     assert!(second.stdout.is_empty(), "delivered once");
+    // Its turn ended: the final ack.
+    let ack = device.final_ack(&id, Duration::from_secs(10));
+    assert_eq!(ack["outcome"], "delivered");
     let view = device.view();
     let m = &view["messages"].as_array().unwrap()[0];
     assert_eq!(m["acks"]["duplicates"], 0, "one final ack: {m}");
@@ -482,14 +485,21 @@ fn a_waiter_gets_its_sessions_message_across_a_daemon_restart() {
         &device.sign("prompt", &sess, json!({"text": "wake up"})),
         60,
     );
-    let ack = device.final_ack(&id, Duration::from_secs(10));
-    let mut waiter = waiter;
-    if ack["outcome"] != "delivered" {
-        let _ = waiter.kill();
-        panic!("not delivered to the waiter: {ack}");
-    }
     let out = waiter.wait_with_output().unwrap();
     assert!(out.status.success());
+    // The session answers it in the turn the waiter's output starts; its end
+    // is the final ack (no transcript here: without a reply).
+    sb.hook(
+        "claude-code",
+        "Stop",
+        &payload(s, &project, "Stop", json!({})),
+    );
+    let ack = device.final_ack(&id, Duration::from_secs(10));
+    assert_eq!(
+        (ack["outcome"].as_str(), ack["mode"].as_str()),
+        (Some("delivered"), Some("waiter")),
+        "{ack}"
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("Message via "), "{text}");
     assert!(text.trim_end().ends_with("wake up"), "{text}");
@@ -557,6 +567,11 @@ fn a_trusted_device_vouches_for_a_new_passkey_and_an_untrusted_one_is_refused() 
             .as_str()
             .unwrap()
             .ends_with("from the phone")
+    );
+    sb.hook(
+        "claude-code",
+        "Stop",
+        &payload(s, &p.project, "Stop", json!({})),
     );
     assert_eq!(
         p.device.final_ack(&later, Duration::from_secs(10))["outcome"],

@@ -70,7 +70,7 @@ fn an_outbox_of_the_first_release_migrates_and_keeps_everything() {
     assert_eq!(user_version(&path), 0);
 
     let mut ob = Outbox::open(&path).unwrap();
-    assert_eq!(ob.schema_version().unwrap(), 3);
+    assert_eq!(ob.schema_version().unwrap(), 4);
     assert_eq!(contents(&path), before, "every row kept as it was");
     let cursor = ob.sink_cursor("s_qh80nb9e").unwrap();
     assert_eq!(cursor, 36);
@@ -93,14 +93,15 @@ fn an_outbox_of_the_first_release_migrates_and_keeps_everything() {
     drop(ob);
     // A second open has nothing left to do.
     Outbox::open(&path).unwrap();
-    assert_eq!(user_version(&path), 3);
-    // Step 3 made control's tables, empty.
+    assert_eq!(user_version(&path), 4);
+    // Steps 3 and 4 made control's tables, empty.
     let conn = Connection::open(&path).unwrap();
     for table in [
         "control_receivers",
         "control_keys",
         "control_nonces",
         "control_messages",
+        "control_sessions",
     ] {
         let n: i64 = conn
             .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
@@ -122,7 +123,7 @@ fn an_outbox_from_a_newer_sessionpipe_is_refused_and_left_alone() {
         Outbox::open_readonly(&path).err(),
     ] {
         match opened {
-            Some(OutboxError::Newer { found: 99, known }) => assert_eq!(known, 3),
+            Some(OutboxError::Newer { found: 99, known }) => assert_eq!(known, 4),
             other => panic!("{other:?}"),
         }
     }

@@ -53,13 +53,15 @@ impl Host {
 
     /// True when an executable named `bin` is on `PATH`.
     pub fn on_path(&self, bin: &str) -> bool {
-        let Some(path) = self.var("PATH") else {
-            return false;
-        };
-        std::env::split_paths(path).any(|dir| {
-            let p = dir.join(format!("{bin}{}", std::env::consts::EXE_SUFFIX));
-            std::fs::metadata(&p).is_ok_and(|m| m.is_file())
-        })
+        self.find_on_path(bin).is_some()
+    }
+
+    /// The first file named `bin` on `PATH`.
+    pub fn find_on_path(&self, bin: &str) -> Option<PathBuf> {
+        let path = self.var("PATH")?;
+        std::env::split_paths(path)
+            .map(|dir| dir.join(format!("{bin}{}", std::env::consts::EXE_SUFFIX)))
+            .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
     }
 
     /// `p` with the home written `~`, for messages.

@@ -1,12 +1,15 @@
 //! The control side's routes: `POST {control}/pair` and `GET {control}/pair`,
-//! the machine calls (`hello`, the long-poll, `ack`, `off`), the pairing's page,
-//! and the test doors (`POST /test/pair/approve`, `POST /test/control/enqueue`,
-//! `GET /test/control/messages`, loopback only and with the sink token, like the
-//! fault door).
+//! the machine calls (`hello`, the long-poll, `ack`, `off`, `GET
+//! {control}/files/{sha256}`), the pairing's page, and the test doors (`POST
+//! /test/pair/approve`, `POST /test/control/enqueue`, `GET
+//! /test/control/messages`, `POST /test/control/files`, loopback only and with
+//! the sink token, like the fault door).
 //!
 //! This module owns who may call what (the sink token for pairing and the
 //! doors, a poll key for an open pairing's status, a machine's own token for its
-//! calls and nothing else) and each refusal's status. It must not touch SQLite
+//! calls and nothing else) and each refusal's status. This receiver has one
+//! account (its sink token), so every machine paired here may fetch every file
+//! put here. It must not touch SQLite
 //! itself (the store does, on a blocking thread) and never logs a token, a poll
 //! key or an `authorization` header.
 
@@ -38,6 +41,13 @@ const POLL_MAX: usize = 50;
 
 /// How long an enqueued message lives when the door is not told.
 const DEFAULT_EXPIRY_S: u64 = 3600;
+
+/// The most bytes the files door takes: one signed file (25 MiB) and room
+/// past it, so a test can serve more than a command's `size` says.
+const FILE_BODY_MAX: usize = 26_214_400 + (1 << 20);
+
+/// The content type of a file put without one.
+const OCTET_STREAM: &str = "application/octet-stream";
 
 type Params = Query<HashMap<String, String>>;
 
@@ -82,10 +92,12 @@ pub fn routes() -> Router<Arc<Shared>> {
         .route(&format!("{CONTROL_PATH}/hello"), post(hello))
         .route(&format!("{CONTROL_PATH}/ack"), post(ack))
         .route(&format!("{CONTROL_PATH}/off"), post(off))
+        .route(&format!("{CONTROL_PATH}/files/{{sha256}}"), get(file))
         .route("/pair/{code}", get(pair_page))
         .route("/test/pair/approve", post(approve))
         .route("/test/control/enqueue", post(enqueue))
         .route("/test/control/messages", get(messages))
+        .route("/test/control/files", post(put_file))
 }
 
 fn control(sh: &Shared) -> &Control {
@@ -490,4 +502,247 @@ async fn messages(
         Ok(answer(StatusCode::OK, view))
     };
     done(r.await)
+}
+
+/// A `files` entry's `sha256`: 43 base64url characters.
+fn is_file_hash(s: &str) -> bool {
+    s.len() == 43 && shapes::is_b64url(s)
+}
+
+impl Control {
+    /// Keeps `bytes` to be served at `{control}/files/{sha256}` (the test
+    /// doors' and `Handle::put_file`'s way in; how bytes reach a receiver is
+    /// its own business, HTTP.md §3).
+    pub(crate) fn put_file(
+        &self,
+        sha256: &str,
+        bytes: &[u8],
+        content_type: &str,
+    ) -> Result<(), Refused> {
+        if !is_file_hash(sha256) {
+            return Err(Malformed::from("sha256: 43 base64url characters").into());
+        }
+        Ok(self.store().put_file(sha256, bytes, content_type, now())?)
+    }
+}
+
+/// `GET {control}/files/{sha256}`, the machine's token: the file's bytes with
+/// its content type, 404 when no file of that hash was put (or it is gone).
+async fn file(
+    State(sh): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Path(sha256): Path<String>,
+) -> Response {
+    let r = async {
+        machine_of(&sh, &headers).await?;
+        if !is_file_hash(&sha256) {
+            return Err(Refused::NotFound("no such file"));
+        }
+        let (bytes, content_type) = with_store(&sh, move |s| Ok(s.file(&sha256, now())?))
+            .await?
+            .ok_or(Refused::NotFound("no such file"))?;
+        sh.log(|| format!("200 file: {} bytes", bytes.len()));
+        // A `Vec` body is sent with its `content-length`, as HTTP.md asks.
+        Ok((
+            [
+                (header::CONTENT_TYPE, content_type),
+                (header::CACHE_CONTROL, "no-store".to_string()),
+            ],
+            bytes,
+        ))
+    };
+    done(r.await)
+}
+
+/// `POST /test/control/files[?sha256=]`: the body's bytes, to be served with
+/// the request's `content-type`, as a device's upload would leave them. Filed
+/// under their own SHA-256, or under `sha256` when given (a hash that is not
+/// theirs, to test the machine's check). 201 `{sha256}`.
+async fn put_file(
+    State(sh): State<Arc<Shared>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    q: Params,
+    body: Body,
+) -> Response {
+    let r = async {
+        let bytes = axum::body::to_bytes(body, FILE_BODY_MAX)
+            .await
+            .map_err(|_| Refused::TooLarge(FILE_BODY_MAX))?;
+        loopback_and_sink(&sh, peer, &headers)?;
+        let content_type = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .filter(|t| !t.is_empty() && t.len() <= 100)
+            .unwrap_or(OCTET_STREAM)
+            .to_string();
+        let sha256 = q
+            .get("sha256")
+            .cloned()
+            .unwrap_or_else(|| crate::file_sha256(&bytes));
+        let name = sha256.clone();
+        let sh2 = Arc::clone(&sh);
+        tokio::task::spawn_blocking(move || control(&sh2).put_file(&name, &bytes, &content_type))
+            .await
+            .map_err(|_| Refused::Worker)??;
+        Ok(answer(StatusCode::CREATED, json!({"sha256": sha256})))
+    };
+    done(r.await)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{ControlOptions, Handle, Options, Receiver};
+    use reqwest::blocking::Client;
+    use serde_json::{Value, json};
+    use sessionpipe_verifier::softkey::{self, SoftPasskey};
+
+    const SINK: &str = "sink-token-files";
+
+    fn receiver() -> Handle {
+        Receiver::start(Options {
+            control: Some(ControlOptions::new("localhost")),
+            ..Options::new(SINK)
+        })
+        .expect("the receiver starts")
+    }
+
+    /// Pairs a machine the way a device approves one: its id and token.
+    fn pair(rx: &Handle, c: &Client) -> (String, String) {
+        let url = rx.url();
+        let started: Value = c
+            .post(format!("{url}/v1/control/pair"))
+            .bearer_auth(SINK)
+            .body(
+                json!({"name": "m", "harnesses": ["claude-code"], "modes": ["resume"],
+                       "version": "0.0.0"})
+                .to_string(),
+            )
+            .send()
+            .map(json_of)
+            .unwrap();
+        let machine = started["machine"].as_str().unwrap().to_string();
+        let code = started["code"].as_str().unwrap();
+        let passkey = SoftPasskey::es256("localhost", "http://localhost");
+        let proof = softkey::enrollment_proof(&passkey, &machine, code);
+        let ok = c
+            .post(format!("{url}/test/pair/approve"))
+            .bearer_auth(SINK)
+            .body(json!({"code": code, "key": passkey.trusted(), "proof": proof}).to_string())
+            .send()
+            .unwrap();
+        assert_eq!(ok.status(), 200);
+        let paired: Value = c
+            .get(format!("{url}/v1/control/pair?code={code}"))
+            .bearer_auth(SINK)
+            .send()
+            .map(json_of)
+            .unwrap();
+        (machine, paired["token"].as_str().unwrap().to_string())
+    }
+
+    fn json_of(r: reqwest::blocking::Response) -> Value {
+        serde_json::from_slice(&r.bytes().unwrap()).unwrap()
+    }
+
+    fn get(c: &Client, url: &str, token: Option<&str>) -> (u16, Option<String>, Vec<u8>) {
+        let mut req = c.get(url);
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        let r = req.send().unwrap();
+        let status = r.status().as_u16();
+        let ty = r
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        (status, ty, r.bytes().unwrap().to_vec())
+    }
+
+    #[test]
+    fn files_are_served_to_a_machine_s_token_only() {
+        let rx = receiver();
+        let c = Client::new();
+        let (_machine, token) = pair(&rx, &c);
+        let bytes = b"\x89PNG not really".to_vec();
+        let sha = rx.put_file(&bytes);
+        assert_eq!(sha, crate::file_sha256(&bytes));
+        assert_eq!(sha.len(), 43);
+        let at = format!("{}/v1/control/files/{sha}", rx.url());
+
+        let (status, ty, body) = get(&c, &at, Some(&token));
+        assert_eq!(status, 200);
+        assert_eq!(ty.as_deref(), Some("application/octet-stream"));
+        assert_eq!(body, bytes);
+        // No token, the sink token, a made-up one: 401, and no bytes.
+        for t in [None, Some(SINK), Some("m_AAAAAAAAAAAAAAAAAAAA.nope")] {
+            let (status, _, body) = get(&c, &at, t);
+            assert_eq!(status, 401, "{t:?}");
+            assert!(!body.windows(bytes.len()).any(|w| w == bytes));
+        }
+        // Unknown, and not a hash at all: 404.
+        let unknown = crate::file_sha256(b"never put");
+        for h in [unknown.as_str(), "short", &"A".repeat(44)] {
+            let (status, _, _) = get(
+                &c,
+                &format!("{}/v1/control/files/{h}", rx.url()),
+                Some(&token),
+            );
+            assert_eq!(status, 404, "{h}");
+        }
+        // Bytes under a hash that is not theirs are served as put: the
+        // machine's check is what catches a swap.
+        rx.put_file_as(&unknown, b"swapped");
+        let (status, _, body) = get(
+            &c,
+            &format!("{}/v1/control/files/{unknown}", rx.url()),
+            Some(&token),
+        );
+        assert_eq!((status, body.as_slice()), (200, b"swapped".as_slice()));
+    }
+
+    #[test]
+    fn the_files_door_takes_bytes_with_their_type() {
+        let rx = receiver();
+        let c = Client::new();
+        let (_machine, token) = pair(&rx, &c);
+        let door = format!("{}/test/control/files", rx.url());
+        let put: Value = c
+            .post(&door)
+            .bearer_auth(SINK)
+            .header("content-type", "application/pdf")
+            .body(b"%PDF-1.7".to_vec())
+            .send()
+            .map(json_of)
+            .unwrap();
+        let sha = put["sha256"].as_str().unwrap();
+        assert_eq!(sha, crate::file_sha256(b"%PDF-1.7"));
+        let (status, ty, body) = get(
+            &c,
+            &format!("{}/v1/control/files/{sha}", rx.url()),
+            Some(&token),
+        );
+        assert_eq!(status, 200);
+        assert_eq!(ty.as_deref(), Some("application/pdf"));
+        assert_eq!(body, b"%PDF-1.7");
+        // Under a chosen hash; a bad one is malformed; no sink token, no door.
+        let chosen = crate::file_sha256(b"other");
+        let r = c
+            .post(format!("{door}?sha256={chosen}"))
+            .bearer_auth(SINK)
+            .body("x")
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 201);
+        let r = c
+            .post(format!("{door}?sha256=nope"))
+            .bearer_auth(SINK)
+            .body("x")
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 400);
+        let r = c.post(&door).bearer_auth(&token).body("x").send().unwrap();
+        assert_eq!(r.status(), 401);
+    }
 }

@@ -1,20 +1,23 @@
 //! What the control side keeps, in `DIR/control.db` beside the events' files
 //! (SQLite, WAL): the paired machines (a SHA-256 of each one's token, never the
 //! token; its last hello; when it last polled), the keys handed to them, the
-//! pairings not read yet, and every machine's queue with each message's acks.
+//! pairings not read yet, every machine's queue with each message's acks, and
+//! the bytes of a `start`'s files, by their base64url SHA-256.
 //!
 //! This module owns the tables and the rules that are about state: a pending
 //! pairing is approved once and read as `paired` once (then gone), a machine's
 //! token is made at that read and only its hash is written, a message is
 //! delivered until its first final ack or its `expires_at`, a `taken` pauses it,
-//! `progress` keeps its highest `seq`. It must not speak HTTP, check a body's
+//! `progress` keeps its highest `seq`, a file is kept a while after it was put.
+//! It must not speak HTTP, check a body's
 //! shape (`shapes` does) or compare a secret (`http` does, in constant time).
 //! Every call takes the time as an argument, so tests need no clock. Callers
 //! hold it behind one mutex.
 //!
 //! Rows are bounded: pending pairings and live messages per machine by the
-//! caller's limits, finished messages to `HISTORY_MAX` per machine, and pairings
-//! and finished messages are dropped a while after they end.
+//! caller's limits, finished messages to `HISTORY_MAX` per machine, files to
+//! `FILES_MAX`, and pairings, finished messages and files are dropped a while
+//! after they end.
 
 use super::Refused;
 use super::shapes::{Ack, NewMessage, Outcome};
@@ -23,7 +26,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 
 /// The schema this build writes; a file with a higher `user_version` is refused.
-const SCHEMA: i64 = 1;
+const SCHEMA: i64 = 2;
 
 /// Finished (final or expired) messages kept per machine for the read door.
 const HISTORY_MAX: i64 = 1000;
@@ -34,6 +37,15 @@ const PAIR_KEEP_MS: i64 = 3600 * 1000;
 
 /// How long a finished message stays for the read door.
 const FINISHED_KEEP_MS: i64 = 24 * 3600 * 1000;
+
+/// How long a file is served after it was put: past any message's
+/// `expires_at` (at most 24 hours after it is queued, HTTP.md §3), with room
+/// for a message queued a while after its files.
+const FILE_KEEP_MS: i64 = 48 * 3600 * 1000;
+
+/// Files kept at once; the oldest go first. Each is at most 25 MiB signed, so
+/// a test's worth is a few commands of ten.
+const FILES_MAX: i64 = 64;
 
 /// Why the store failed (not a caller's mistake: those are `Refused`).
 #[derive(Debug, thiserror::Error)]
@@ -188,6 +200,19 @@ impl ControlStore {
                  COMMIT;",
             )?;
         }
+        if found < 2 {
+            conn.execute_batch(
+                "BEGIN;
+                 CREATE TABLE files (
+                   sha256 TEXT PRIMARY KEY,
+                   bytes BLOB NOT NULL,
+                   content_type TEXT NOT NULL,
+                   put_ms INTEGER NOT NULL
+                 );
+                 PRAGMA user_version = 2;
+                 COMMIT;",
+            )?;
+        }
         Ok(ControlStore { conn })
     }
 
@@ -202,7 +227,54 @@ impl ControlStore {
                OR (final_ms IS NULL AND expires_ms + ?1 < ?2)",
             params![FINISHED_KEEP_MS, now],
         )?;
+        self.conn.execute(
+            "DELETE FROM files WHERE put_ms + ?1 < ?2",
+            params![FILE_KEEP_MS, now],
+        )?;
         Ok(())
+    }
+
+    /// Keeps `bytes` to be served as `sha256` (the caller names it: the test
+    /// door may file bytes under a hash that is not theirs), replacing a file of
+    /// that name, and drops the oldest past `FILES_MAX`.
+    pub fn put_file(
+        &mut self,
+        sha256: &str,
+        bytes: &[u8],
+        content_type: &str,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        self.prune(now)?;
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT OR REPLACE INTO files (sha256, bytes, content_type, put_ms)
+             VALUES (?1, ?2, ?3, ?4)",
+            params![sha256, bytes, content_type, now],
+        )?;
+        tx.execute(
+            "DELETE FROM files WHERE sha256 NOT IN
+               (SELECT sha256 FROM files ORDER BY put_ms DESC, rowid DESC LIMIT ?1)",
+            [FILES_MAX],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// A file's bytes and content type, `None` when it was never put or is gone.
+    pub fn file(
+        &mut self,
+        sha256: &str,
+        now: i64,
+    ) -> Result<Option<(Vec<u8>, String)>, StoreError> {
+        self.prune(now)?;
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT bytes, content_type FROM files WHERE sha256 = ?1",
+                [sha256],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?)
     }
 
     pub fn machine_exists(&self, machine: &str) -> Result<bool, StoreError> {
@@ -734,5 +806,40 @@ impl ControlStore {
             "last_poll_at": time(last_poll),
             "keys": keys, "messages": messages,
         })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schema_1_file_gains_the_files_table_and_files_go_in_time() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = ControlStore::open(dir.path()).unwrap();
+            // As a receiver before files left it.
+            s.conn
+                .execute_batch("DROP TABLE files; PRAGMA user_version = 1;")
+                .unwrap();
+        }
+        let mut s = ControlStore::open(dir.path()).unwrap();
+        let v: i64 = s
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, SCHEMA);
+        s.put_file("h", b"bytes", "text/plain", 1_000).unwrap();
+        assert_eq!(
+            s.file("h", 2_000).unwrap(),
+            Some((b"bytes".to_vec(), "text/plain".to_string()))
+        );
+        assert_eq!(s.file("h", 1_000 + FILE_KEEP_MS + 1).unwrap(), None);
+        for i in 0..=FILES_MAX {
+            s.put_file(&format!("f{i}"), b"x", "a/b", 10_000 + i)
+                .unwrap();
+        }
+        assert_eq!(s.file("f0", 20_000).unwrap(), None);
+        assert!(s.file(&format!("f{FILES_MAX}"), 20_000).unwrap().is_some());
     }
 }

@@ -107,6 +107,25 @@ const STEPS: &[Step] = &[
     ) WITHOUT ROWID;
     ",
     ),
+    // 4: control's headless runs. sessions: a session name control gave out
+    // (a start's id, a session it forked) and the harness's own id behind it,
+    // so later messages to the name reach the same session (a harness that
+    // picks its ids; the fork a live session's messages go to). begun: a
+    // message whose process started, so a restart never runs it twice.
+    Step::Sql(
+        "
+    CREATE TABLE control_sessions (
+        harness  TEXT NOT NULL,
+        name     TEXT NOT NULL,
+        id       TEXT NOT NULL,
+        how      TEXT NOT NULL,
+        cwd      TEXT,
+        at_ms    INTEGER NOT NULL,
+        PRIMARY KEY (harness, name)
+    ) WITHOUT ROWID;
+    ALTER TABLE control_messages ADD COLUMN begun INTEGER NOT NULL DEFAULT 0;
+    ",
+    ),
 ];
 
 /// The schema version this build writes.

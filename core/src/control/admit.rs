@@ -1,0 +1,392 @@
+//! A message a poll handed over, admitted: verified inside the store's write
+//! transaction (its nonce and its row committed together, so a kill between
+//! verification and delivery can never let it run twice), then the machine's
+//! own checks of CONTROL.md §5 after the verifier's: the session known, its
+//! folder on the allowlist, `allow` only for an attention open now, a start's
+//! folder, level and caps. What can be decided here is decided here (its
+//! final ack kept in the same commit); the rest is queued for `run` to offer.
+//!
+//! Blocking (it runs on the blocking pool); it sends nothing and runs nothing.
+
+use super::hub::{self, From};
+use super::machine::{Control, Queued, ack_refused, ack_unsupported, folder_allowed, now_text};
+use super::store::{Admitted, Key, Receiver, State};
+use crate::state::config::Config;
+use harness::headless::Level;
+use serde_json::{Value, json};
+use sessionpipe_verifier::{Body, Policy, Refusal, Signed};
+
+/// How far back the hourly start cap counts.
+const HOUR_MS: i64 = 3600 * 1000;
+
+pub(super) enum Admission {
+    /// Seen before and final: its ack goes again.
+    Again,
+    /// Seen before and still queued.
+    Waiting,
+    /// Decided at once (refused, unsupported...): its final ack is kept.
+    Decided,
+    KeyAdded,
+    Verified(From, Box<Queued>),
+}
+
+/// Verifies a new message inside the store's write transaction (its nonce and
+/// its row committed together) and decides what can be decided without the
+/// hub. Blocking.
+pub(super) fn admit(
+    control: &Control,
+    receiver: &Receiver,
+    id: &str,
+    envelope: &Value,
+) -> Result<Admission, super::store::StoreError> {
+    let mut store = control.store();
+    if let Some(m) = store.message(&receiver.origin, id)? {
+        if m.state == State::Final {
+            store.resend_ack(&receiver.origin, id)?;
+            return Ok(Admission::Again);
+        }
+        return Ok(Admission::Waiting);
+    }
+    let now = protocol::time::now_ms();
+    let counts = Counts {
+        starts_hour: store.starts_since(now - HOUR_MS)?,
+        named: named_in(envelope).and_then(|(h, n)| store.named_session(&h, &n).ok().flatten()),
+    };
+    let trusted: Vec<_> = store
+        .keys(Some(&receiver.origin))?
+        .iter()
+        .map(Key::trusted)
+        .collect();
+    let signed: Option<Signed> = serde_json::from_value(envelope.clone()).ok();
+    let expires_ms = envelope["expires_at"]
+        .as_str()
+        .and_then(protocol::time::parse_rfc3339_ms);
+    let verdict = store.admit(
+        &receiver.origin,
+        id,
+        now,
+        |nonces| {
+            let Some(signed) = &signed else {
+                return Err(Refusal::Malformed);
+            };
+            let mut policy = Policy::new(&receiver.machine, &receiver.rp_id, &trusted, now);
+            policy.expires_at_ms = expires_ms;
+            sessionpipe_verifier::verify(signed, &policy, nonces).map(|v| {
+                machine_checks(
+                    control,
+                    id,
+                    receiver,
+                    v,
+                    expires_ms.unwrap_or(i64::MAX),
+                    &counts,
+                )
+            })
+        },
+        |verdict| match verdict {
+            Err(refusal) => Admitted {
+                nonce: None,
+                session: None,
+                kind: None,
+                command: None,
+                state: State::Final,
+                // Past the receiver's `expires_at` is `expired` (CONTROL §10),
+                // every other refusal `refused` with its code.
+                ack: Some(
+                    if matches!(refusal, Refusal::Expired) {
+                        json!({"id": id, "outcome": "expired", "at": now_text(),
+                               "detail": refusal.to_string()})
+                    } else {
+                        ack_refused(id, refusal.code(), &refusal.to_string())
+                    }
+                    .to_string(),
+                ),
+            },
+            Ok(Checked::Final {
+                ack,
+                nonce,
+                session,
+                ..
+            }) => Admitted {
+                nonce: Some(nonce.clone()),
+                session: Some(session.clone()),
+                kind: None,
+                command: None,
+                state: State::Final,
+                ack: Some(ack.to_string()),
+            },
+            Ok(Checked::Offer { queued, nonce }) => Admitted {
+                nonce: Some(nonce.clone()),
+                session: Some(queued.session.clone()),
+                kind: Some(queued.kind.clone()),
+                command: Some(serde_json::to_string(queued).expect("a queued command serialises")),
+                state: State::Queued,
+                ack: None,
+            },
+        },
+    )?;
+    Ok(match verdict {
+        Err(_) => Admission::Decided,
+        Ok(Checked::Final { key_added, .. }) => {
+            if let Some(k) = key_added {
+                store.add_key(&k)?;
+                return Ok(Admission::KeyAdded);
+            }
+            Admission::Decided
+        }
+        Ok(Checked::Offer { queued, .. }) => Admission::Verified(
+            From {
+                receiver: receiver.origin.clone(),
+                id: id.to_string(),
+                expires_ms: queued.expires_ms,
+            },
+            Box::new(queued),
+        ),
+    })
+}
+
+/// What the checks read from the store before its write transaction (its
+/// lock is held all along, so they stay true through it).
+struct Counts {
+    /// Starts admitted in the last hour.
+    starts_hour: usize,
+    /// The session behind the command's name, when control gave it out.
+    named: Option<super::store::NamedSession>,
+}
+
+/// The session a command names, read without trusting it (for a lookup
+/// only: nothing is decided on it before the verifier passed the command).
+fn named_in(envelope: &Value) -> Option<(String, String)> {
+    let cmd: Value = serde_json::from_str(envelope["cmd"].as_str()?).ok()?;
+    let (h, n) = cmd["session"].as_str()?.split_once(':')?;
+    Some((h.to_string(), n.to_string()))
+}
+
+/// What the machine's own checks (after the verifier's) decided.
+enum Checked {
+    /// Decided now: this ack is final.
+    Final {
+        ack: Value,
+        nonce: String,
+        session: String,
+        key_added: Option<Key>,
+    },
+    /// Passed: offer it to the session.
+    Offer { queued: Queued, nonce: String },
+}
+
+/// The machine's checks of §5 after the nonce: the session known, its folder
+/// on the allowlist, `allow` only for an attention open now; a start's
+/// harness, folder, level and caps; and the kinds this machine has no way in
+/// for.
+fn machine_checks(
+    control: &Control,
+    id: &str,
+    receiver: &Receiver,
+    verified: sessionpipe_verifier::Verified,
+    expires_ms: i64,
+    counts: &Counts,
+) -> Checked {
+    let cmd = verified.command;
+    let session = hub::session_ref(&cmd.session.harness, &cmd.session.id);
+    let fin = |ack: Value| Checked::Final {
+        ack,
+        nonce: cmd.nonce.clone(),
+        session: session.clone(),
+        key_added: None,
+    };
+    let unsupported = |detail: &str| ack_unsupported(id, detail);
+    let mut queued = Queued {
+        session: session.clone(),
+        note: cmd.note.clone(),
+        expires_ms,
+        ..Default::default()
+    };
+    let config = Config::load(&control.paths).unwrap_or_default();
+    match &cmd.body {
+        Body::KeyAdd { key, name } => {
+            return Checked::Final {
+                ack: json!({"id": id, "outcome": "delivered", "at": now_text()}),
+                nonce: cmd.nonce.clone(),
+                session: session.clone(),
+                key_added: Some(Key {
+                    receiver: receiver.origin.clone(),
+                    id: key.id.clone(),
+                    alg: key.alg,
+                    spki: key.spki.clone(),
+                    name: name.clone(),
+                    added_ms: protocol::time::now_ms(),
+                }),
+            };
+        }
+        Body::Cancel => {
+            return fin(unsupported(
+                "no cancel API for this session on this machine",
+            ));
+        }
+        Body::Start {
+            text,
+            cwd,
+            files,
+            level,
+            model,
+        } => {
+            let headless = adapters::lookup(&cmd.session.harness).and_then(|a| a.headless());
+            if headless.is_none() {
+                return fin(unsupported(
+                    "this machine cannot start a session of this harness",
+                ));
+            }
+            if !folder_allowed(Some(cwd), &config.control_folders) {
+                return fin(ack_refused(
+                    id,
+                    "folder",
+                    "the folder is not on this machine's control folders",
+                ));
+            }
+            if !std::path::Path::new(cwd).is_dir() {
+                return fin(ack_refused(id, "folder", "no such folder on this machine"));
+            }
+            if let Some(l) = level.as_deref().and_then(Level::parse)
+                && l > ceiling(&config)
+            {
+                return fin(ack_refused(
+                    id,
+                    "mode",
+                    &format!(
+                        "this machine's control mode allows no start at `{}`",
+                        l.as_str()
+                    ),
+                ));
+            }
+            let caps = config.run_caps();
+            if counts.starts_hour >= caps.starts_hourly {
+                return fin(ack_refused(
+                    id,
+                    "start_limit",
+                    &format!(
+                        "{} sessions were started in the last hour",
+                        counts.starts_hour
+                    ),
+                ));
+            }
+            if !control.runs.reserve_start(caps.starts_running) {
+                return fin(ack_refused(
+                    id,
+                    "start_limit",
+                    &format!("{} started sessions are running", caps.starts_running),
+                ));
+            }
+            queued.kind = "start".into();
+            queued.text = Some(text.clone());
+            queued.cwd = Some(cwd.clone());
+            queued.files = files
+                .iter()
+                .map(|f| json!({"name": f.name, "type": f.media_type, "size": f.size, "sha256": f.sha256}))
+                .collect();
+            queued.level = level.clone();
+            queued.model = model.clone();
+            return Checked::Offer {
+                queued,
+                nonce: cmd.nonce.clone(),
+            };
+        }
+        Body::Prompt { .. } | Body::PermissionAnswer { .. } => {}
+    }
+    let Some(adapter) = adapters::lookup(&cmd.session.harness) else {
+        return fin(unsupported("no such harness on this machine"));
+    };
+    let hooks = adapter.control();
+    let record = crate::pipeline::outbox::Outbox::open_readonly(&control.paths.outbox())
+        .ok()
+        .flatten()
+        .and_then(|o| {
+            o.session(&cmd.session.harness, &cmd.session.id)
+                .ok()
+                .flatten()
+        });
+    // A session control named (a start whose harness picked its own id)
+    // has its folder where the start ran.
+    let cwd = match (&record, &counts.named) {
+        (Some(r), _) => r.block.cwd.clone(),
+        (None, Some(n)) => n.cwd.clone(),
+        (None, None) => {
+            return fin(ack_refused(
+                id,
+                "no_session",
+                "this machine has no such session",
+            ));
+        }
+    };
+    if !folder_allowed(cwd.as_deref(), &config.control_folders) {
+        return fin(ack_refused(
+            id,
+            "folder",
+            "the session's folder is not on this machine's control folders",
+        ));
+    }
+    match &cmd.body {
+        Body::Prompt { text } => {
+            let in_place = hooks.is_some_and(|h| h.turn_answer("").is_some())
+                || adapter_has_waiter(&cmd.session.harness);
+            if !in_place && adapter.headless().is_none() {
+                return fin(unsupported(
+                    "this machine has no way into a session of this harness",
+                ));
+            }
+            queued.kind = "prompt".into();
+            queued.text = Some(text.clone());
+        }
+        Body::PermissionAnswer {
+            for_attention,
+            decision,
+        } => {
+            if hooks
+                .and_then(|h| h.permission_answer(true, None))
+                .is_none()
+            {
+                return fin(unsupported(
+                    "this harness's permission prompt takes no answer",
+                ));
+            }
+            let allow = matches!(decision, sessionpipe_verifier::Decision::Allow);
+            let open = record
+                .as_ref()
+                .is_some_and(|r| r.open.iter().any(|a| &a.id == for_attention));
+            if !open {
+                // A prompt that was open and closed (the terminal answered
+                // first) makes any late answer `expired`; an `allow` for one
+                // never seen is refused.
+                let closed = control.hub.was_closed(&session, for_attention);
+                return fin(if allow && !closed {
+                    ack_refused(id, "no_attention", "no such attention is open now")
+                } else {
+                    json!({"id": id, "outcome": "expired", "at": now_text(),
+                           "detail": "the attention is no longer open"})
+                });
+            }
+            queued.kind = "permission.answer".into();
+            queued.attention = Some(for_attention.clone());
+            queued.allow = Some(allow);
+        }
+        _ => unreachable!("handled above"),
+    }
+    Checked::Offer {
+        queued,
+        nonce: cmd.nonce.clone(),
+    }
+}
+
+/// The highest level a start may ask for on this machine: its mode's. An
+/// `auto` machine allows every level; `safe` and `inherit` allow `read`
+/// and `safe`.
+pub fn ceiling(config: &Config) -> Level {
+    match config.control_mode.as_deref() {
+        Some("auto") => Level::Auto,
+        _ => Level::Safe,
+    }
+}
+
+/// Harnesses whose sessions can run `sessionpipe wait` (a background command).
+pub(super) fn adapter_has_waiter(harness: &str) -> bool {
+    harness == "claude-code"
+}

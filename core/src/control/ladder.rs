@@ -1,0 +1,506 @@
+//! The rungs past the hub's in-place ones (CONTROL.md §6; ADAPTERS.md, each
+//! row's Control and Start options lines): a prompt no waiter or running turn
+//! took goes to the session's inbox when a live process publishes one it can
+//! speak, is resumed headless when no live process holds the session, or
+//! forks it when one does; a `start` fetches its files and runs a new
+//! session. Never two writers on one transcript: a session a live process
+//! holds is never resumed, and a run holds its session until it ends, so a
+//! message behind it waits for it.
+//!
+//! Every run is acked `taken` (before it came here), then `progress` as its
+//! reply grows (best effort, at most one every few hundred milliseconds), then
+//! once finally: `delivered` with its mode, its session and its reply, or
+//! `failed` with the harness's own words. It never passes a flag that skips
+//! the harness's permissions: a level maps only to the adapter's flags.
+
+use super::files::{self, Attached};
+use super::hub::{Final, From};
+use super::machine::{
+    Control, Queued, ack_failed, ack_unsupported, from_host, keep_final, now_text,
+    receiver_and_token, reply_text, say_progress,
+};
+use super::store::NamedSession;
+use crate::state::config::Config;
+use harness::headless::{Headless, InboxOutcome, Level, Options, Progress, Run};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The least time between two `progress` acks of one message.
+const PROGRESS_EVERY: Duration = Duration::from_millis(300);
+
+/// What became of one run, as its final ack says.
+struct Outcome {
+    ack: Value,
+    /// The harness's own session id, when the run named one.
+    ran_as: Option<String>,
+}
+
+/// Whether a harness can take a message headless here.
+pub(super) fn drives(harness: &str) -> bool {
+    adapters::lookup(harness).is_some_and(|a| a.headless().is_some())
+}
+
+/// A prompt for a session no in-place rung took: runs on its own task and
+/// keeps its final ack.
+pub(super) fn prompt(control: Arc<Control>, from: From, q: Queued) {
+    tokio::spawn(async move {
+        // `None`: handed to a live session, whose reply is followed.
+        if let Some(ack) = prompt_run(&control, &from, &q).await {
+            finish(&control, &from, ack).await;
+        }
+    });
+}
+
+/// A verified `start`: runs on its own task and keeps its final ack.
+/// `readmitted`: admitted before a restart (its start slot is taken here).
+pub(super) fn start(control: Arc<Control>, from: From, q: Queued, readmitted: bool) {
+    tokio::spawn(async move {
+        let _slot = control.runs.started(readmitted);
+        let ack = start_run(&control, &from, &q).await;
+        finish(&control, &from, ack).await;
+    });
+}
+
+async fn finish(control: &Arc<Control>, from: &From, ack: Value) {
+    keep_final(
+        control,
+        Final {
+            receiver: from.receiver.clone(),
+            id: from.id.clone(),
+            ack,
+        },
+    )
+    .await;
+}
+
+async fn prompt_run(control: &Arc<Control>, from: &From, q: &Queued) -> Option<Value> {
+    let Some((harness, name)) = q.session.split_once(':') else {
+        return Some(ack_unsupported(&from.id, "no such session"));
+    };
+    let Some(headless) = adapters::lookup(harness).and_then(|a| a.headless()) else {
+        return Some(ack_unsupported(
+            &from.id,
+            "the session has no running turn and no waiter",
+        ));
+    };
+    // Behind a run of this session (a start still running): wait for it.
+    let lock = control.runs.hold(&q.session);
+    let _held = lock.lock().await;
+    let named = named(control, harness, name).await;
+    let target = named.as_ref().map_or(name.to_string(), |n| n.id.clone());
+    let Some(host) = harness::install::Host::from_env() else {
+        return Some(ack_failed(
+            &from.id,
+            None,
+            "this machine has no home folder",
+        ));
+    };
+    let Some(cwd) = session_cwd(control, harness, name, named.as_ref()).await else {
+        return Some(ack_failed(
+            &from.id,
+            None,
+            "the session's folder is not known here",
+        ));
+    };
+    let host_name = from_host(&from.receiver);
+    let text = q.text.as_deref().unwrap_or("");
+    let live = headless.live(&host, &target);
+    // A live session whose inbox this daemon speaks takes it in place.
+    if let Some(socket) = live.as_ref().and_then(|l| l.inbox.clone()) {
+        let framed = harness::frames::in_place(&host_name, &from.id, text);
+        let sender = format!("sessionpipe via {host_name}");
+        let (h, s, f) = (headless_of(harness), socket.clone(), framed.clone());
+        let outcome = crate::runtime::blocking(move || {
+            h.map(|h| h.inbox(&s, &sender, &f))
+                .unwrap_or(InboxOutcome::Missed(String::new()))
+        })
+        .await;
+        match outcome {
+            InboxOutcome::Taken => {
+                control
+                    .hub
+                    .follow(from, &format!("{harness}:{target}"), "api");
+                return None;
+            }
+            InboxOutcome::Unsure(why) => {
+                return Some(ack_failed(
+                    &from.id,
+                    None,
+                    &format!("the session's inbox may not have taken it: {why}"),
+                ));
+            }
+            InboxOutcome::Held | InboxOutcome::Missed(_) => {}
+        }
+    }
+    let framed = harness::frames::into_session(&host_name, text);
+    let (run, mode) = match live {
+        None => (Run::Resume { id: &target }, "resume"),
+        Some(_) if headless.forks() => (Run::Fork { id: &target }, "fork"),
+        Some(_) => {
+            return Some(ack_unsupported(
+                &from.id,
+                "a live process holds the session and it takes no message from here",
+            ));
+        }
+    };
+    let config = Config::load(&control.paths).unwrap_or_default();
+    let options = Options {
+        level: default_level(&config, headless),
+        model: None,
+        allowed_tools: Vec::new(),
+    };
+    let out = run_one(
+        control, from, harness, headless, &host, &run, &cwd, &framed, options, mode, None,
+    )
+    .await;
+    if mode == "fork"
+        && let Some(fork) = &out.ran_as
+    {
+        // Later messages to this session go to the same fork.
+        let kept = NamedSession {
+            id: fork.clone(),
+            how: "fork".into(),
+            cwd: Some(cwd.to_string_lossy().into_owned()),
+        };
+        name_session(control, harness, name, kept).await;
+    }
+    Some(out.ack)
+}
+
+fn headless_of(harness: &str) -> Option<&'static dyn Headless> {
+    adapters::lookup(harness).and_then(|a| a.headless())
+}
+
+async fn start_run(control: &Arc<Control>, from: &From, q: &Queued) -> Value {
+    let Some((harness, id)) = q.session.split_once(':') else {
+        return ack_unsupported(&from.id, "no such session");
+    };
+    let Some(headless) = adapters::lookup(harness).and_then(|a| a.headless()) else {
+        return ack_unsupported(
+            &from.id,
+            "this machine cannot start a session of this harness",
+        );
+    };
+    let lock = control.runs.hold(&q.session);
+    let _held = lock.lock().await;
+    let Some(host) = harness::install::Host::from_env() else {
+        return ack_failed(&from.id, None, "this machine has no home folder");
+    };
+    let cwd = PathBuf::from(q.cwd.as_deref().unwrap_or(""));
+    let config = Config::load(&control.paths).unwrap_or_default();
+    let level = match q.level.as_deref() {
+        Some(l) => Level::parse(l),
+        None => default_level(&config, headless),
+    };
+    if q.model.is_some() && !headless.takes_model() {
+        return ack_unsupported(&from.id, "this harness takes no model from a start");
+    }
+    let mut text = q.text.clone().unwrap_or_default();
+    if !q.files.is_empty() {
+        match fetch_files(control, from, &cwd, id, &q.files).await {
+            Ok(attached) => text.push_str(&attached.list),
+            Err(ack) => return ack,
+        }
+    }
+    let framed = harness::frames::new_session(&from_host(&from.receiver), &text);
+    let options = Options {
+        level,
+        model: q.model.clone(),
+        allowed_tools: Vec::new(),
+    };
+    let run = Run::Start { id };
+    let out = run_one(
+        control,
+        from,
+        harness,
+        headless,
+        &host,
+        &run,
+        &cwd,
+        &framed,
+        options,
+        "resume",
+        Some(&q.session),
+    )
+    .await;
+    if headless.picks_ids()
+        && let Some(real) = &out.ran_as
+    {
+        // The harness named the session itself: the start's id stays its name.
+        let kept = NamedSession {
+            id: real.clone(),
+            how: "start".into(),
+            cwd: Some(cwd.to_string_lossy().into_owned()),
+        };
+        name_session(control, harness, id, kept).await;
+    }
+    out.ack
+}
+
+/// Fetches and writes a start's files; a failure is the final ack (`failed`,
+/// code `file`), with nothing kept.
+async fn fetch_files(
+    control: &Arc<Control>,
+    from: &From,
+    cwd: &Path,
+    session_id: &str,
+    wanted: &[Value],
+) -> Result<Attached, Value> {
+    let refs: Vec<sessionpipe_verifier::FileRef> = wanted
+        .iter()
+        .map(|f| sessionpipe_verifier::FileRef {
+            name: f["name"].as_str().unwrap_or_default().to_string(),
+            media_type: f["type"].as_str().unwrap_or_default().to_string(),
+            size: f["size"].as_u64().unwrap_or_default(),
+            sha256: f["sha256"].as_str().unwrap_or_default().to_string(),
+        })
+        .collect();
+    let Some((receiver, token)) = receiver_and_token(control, &from.receiver).await else {
+        return Err(ack_failed(
+            &from.id,
+            Some("file"),
+            "this machine is no longer paired with the receiver",
+        ));
+    };
+    files::fetch_and_write(
+        &control.http,
+        &receiver.control_url,
+        &token,
+        cwd,
+        session_id,
+        &refs,
+    )
+    .await
+    .map_err(|e| ack_failed(&from.id, Some("file"), &e.to_string()))
+}
+
+/// Runs one headless process to its end and says what became of it.
+#[allow(clippy::too_many_arguments)]
+async fn run_one(
+    control: &Arc<Control>,
+    from: &From,
+    harness: &str,
+    headless: &dyn Headless,
+    host: &harness::install::Host,
+    run: &Run<'_>,
+    cwd: &Path,
+    text: &str,
+    options: Options,
+    mode: &'static str,
+    started: Option<&str>,
+) -> Outcome {
+    let failed = |detail: &str| Outcome {
+        ack: ack_failed(&from.id, None, detail),
+        ran_as: None,
+    };
+    let Some(program) = host.find_on_path(headless.program()) else {
+        return failed(&format!(
+            "{} is not on this machine's PATH",
+            headless.program()
+        ));
+    };
+    let help = control.runs.help(&program).await;
+    if let Some(level) = options.level
+        && !headless.levels(&help).contains(&level)
+    {
+        return Outcome {
+            ack: ack_unsupported(
+                &from.id,
+                &format!(
+                    "the installed {} offers no `{}` level",
+                    headless.program(),
+                    level.as_str()
+                ),
+            ),
+            ran_as: None,
+        };
+    }
+    let place = match run {
+        Run::Start { .. } => Default::default(),
+        Run::Resume { id } | Run::Fork { id } => headless.place(host, id),
+    };
+    let mut launch = match headless.launch(run, cwd, text, &options, &place, &help) {
+        Ok(l) => l,
+        Err(e) => {
+            return Outcome {
+                ack: ack_unsupported(&from.id, &e.to_string()),
+                ran_as: None,
+            };
+        }
+    };
+    // The run's hooks say the session is attended by control, not a person.
+    launch
+        .env
+        .push(("SESSIONPIPE_CONTROL_JOB".into(), from.id.clone()));
+    let c = control.clone();
+    let (origin, id) = (from.receiver.clone(), from.id.clone());
+    if let Err(e) = crate::runtime::blocking(move || c.store().set_begun(&origin, &id)).await {
+        tracing::warn!("control: cannot mark a run begun: {e}");
+    }
+    let (tx, rx) = tokio::sync::watch::channel(Progress::default());
+    let progress = tokio::spawn(send_progress(control.clone(), from.clone(), rx));
+    let bound = Duration::from_secs(
+        Config::load(&control.paths)
+            .unwrap_or_default()
+            .run_caps()
+            .run_minutes
+            * 60,
+    );
+    let result = control
+        .runs
+        .run(&program, &launch, headless.reader(), bound, &tx)
+        .await;
+    drop(tx);
+    progress.abort();
+    match result {
+        Ok(ran) => {
+            let session_ref = match (started, mode, &ran.session) {
+                (Some(name), _, _) => Some(name.to_string()),
+                (None, "fork", Some(fork)) => Some(format!("{harness}:{fork}")),
+                _ => None,
+            };
+            let mut ack = json!({"id": from.id, "outcome": "delivered", "at": now_text(),
+                                 "mode": mode, "reply": reply_text(&ran.reply)});
+            if let Some(s) = session_ref {
+                ack["session"] = json!(s);
+            }
+            Outcome {
+                ack,
+                ran_as: ran.session,
+            }
+        }
+        Err(e) => failed(&e.to_string()),
+    }
+}
+
+/// Sends the growing reply as `progress` acks, the newest at most every
+/// `PROGRESS_EVERY`; ends when the run's sender is dropped.
+async fn send_progress(
+    control: Arc<Control>,
+    from: From,
+    mut rx: tokio::sync::watch::Receiver<Progress>,
+) {
+    let mut seq = 0u64;
+    let mut last = String::new();
+    while rx.changed().await.is_ok() {
+        let reply = rx.borrow_and_update().reply.clone();
+        if reply.trim().is_empty() || reply == last {
+            continue;
+        }
+        seq += 1;
+        say_progress(&control, &from.receiver, &from.id, seq, &reply).await;
+        last = reply;
+        tokio::time::sleep(PROGRESS_EVERY).await;
+    }
+}
+
+/// The level a run gets when its message names none: the machine's mode
+/// (`safe` → safe; `auto` → the harness's widest default; `inherit` → no
+/// flag, the person's own config decides).
+pub(super) fn default_level(config: &Config, headless: &dyn Headless) -> Option<Level> {
+    match config.control_mode.as_deref() {
+        Some("auto") => Some(headless.auto_default()),
+        Some("inherit") => None,
+        _ => Some(Level::Safe),
+    }
+}
+
+async fn named(control: &Arc<Control>, harness: &str, name: &str) -> Option<NamedSession> {
+    let c = control.clone();
+    let (h, n) = (harness.to_string(), name.to_string());
+    crate::runtime::blocking(move || c.store().named_session(&h, &n).ok().flatten()).await
+}
+
+async fn name_session(control: &Arc<Control>, harness: &str, name: &str, session: NamedSession) {
+    let c = control.clone();
+    let (h, n) = (harness.to_string(), name.to_string());
+    let kept = crate::runtime::blocking(move || {
+        c.store()
+            .name_session(&h, &n, &session, protocol::time::now_ms())
+    })
+    .await;
+    if let Err(e) = kept {
+        tracing::warn!("control: cannot keep a session's name: {e}");
+    }
+}
+
+/// The folder a session runs in: its record's (home written `~` there), or
+/// where control started or forked it.
+async fn session_cwd(
+    control: &Arc<Control>,
+    harness: &str,
+    name: &str,
+    named: Option<&NamedSession>,
+) -> Option<PathBuf> {
+    let c = control.clone();
+    let (h, n) = (harness.to_string(), name.to_string());
+    let recorded = crate::runtime::blocking(move || {
+        crate::pipeline::outbox::Outbox::open_readonly(&c.paths.outbox())
+            .ok()
+            .flatten()
+            .and_then(|o| o.session(&h, &n).ok().flatten())
+            .and_then(|r| r.block.cwd)
+    })
+    .await;
+    let cwd = recorded.or_else(|| named.and_then(|n| n.cwd.clone()))?;
+    Some(match cwd.strip_prefix('~') {
+        Some(rest) => spool::paths::home_dir()?.join(rest.trim_start_matches('/')),
+        None => PathBuf::from(cwd),
+    })
+}
+
+/// What this machine's hello says of the sessions it can run: per harness
+/// whose CLI is on `PATH`, the levels a start may name here (the build's,
+/// under the machine's mode), the level a start that names none gets
+/// (`null`: the person's own config decides), whether a model may be named,
+/// and the models the harness lists; plus the delivery modes that adds.
+pub(super) async fn offered(
+    runs: &super::runs::Runs,
+    config: &Config,
+) -> (Vec<&'static str>, Value, Value) {
+    let Some(host) = harness::install::Host::from_env() else {
+        return (Vec::new(), json!({}), json!({}));
+    };
+    let ceiling = super::admit::ceiling(config);
+    let mut starts = serde_json::Map::new();
+    let mut models = serde_json::Map::new();
+    let mut forks = false;
+    for adapter in adapters::REGISTRY.iter() {
+        let Some(h) = adapter.headless() else {
+            continue;
+        };
+        let Some(program) = host.find_on_path(h.program()) else {
+            continue;
+        };
+        let help = runs.help(&program).await;
+        let levels: Vec<&str> = h
+            .levels(&help)
+            .into_iter()
+            .filter(|l| *l <= ceiling)
+            .map(Level::as_str)
+            .collect();
+        forks |= h.forks();
+        let listed = h.models(&host);
+        starts.insert(
+            adapter.name().to_string(),
+            json!({
+                "levels": levels,
+                "default": default_level(config, h).map(Level::as_str),
+                "any_model": h.takes_model(),
+            }),
+        );
+        if !listed.is_empty() {
+            models.insert(adapter.name().to_string(), json!(listed));
+        }
+    }
+    let mut modes = Vec::new();
+    if !starts.is_empty() {
+        modes.push("resume");
+    }
+    if forks {
+        modes.push("fork");
+    }
+    (modes, Value::Object(starts), Value::Object(models))
+}

@@ -1,0 +1,137 @@
+//! The reply of a prompt handed over in place (a Stop hook's block, a
+//! waiter): the session answers in its own turn, so the message's final ack
+//! waits for that turn to end and carries its words, read from the session's
+//! own transcript (CONTROL.md §6 `prompt`: `taken`, then `delivered` with the
+//! reply; a turn that does not end within 30 minutes is `delivered` without
+//! one, and so is one whose transcript holds no words for it).
+//!
+//! Reads the transcript only; never writes it, never sends the turn anywhere
+//! but into the ack (secrets removed there), never holds up a hook.
+
+use super::hub::{Final, Follow, TurnEnd};
+use super::machine::{Control, keep_final, now_text, reply_text};
+use harness::transcript::{TurnLog, Want};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The longest a reply is waited for.
+const REPLY_WAIT: Duration = Duration::from_secs(30 * 60);
+/// How long a turn's end is read again for its words (the harness flushes
+/// its transcript a moment after its hook fires).
+const FLUSH_WAIT: Duration = Duration::from_secs(3);
+
+/// Follows every prompt the hub hands over in place, until `run` stops.
+pub(super) async fn follow_all(control: Arc<Control>) {
+    loop {
+        for f in control.hub.take_follows() {
+            tokio::spawn(follow(control.clone(), f));
+        }
+        control.hub.followed().await;
+    }
+}
+
+async fn follow(control: Arc<Control>, mut f: Follow) {
+    let (harness, id) = f
+        .session
+        .split_once(':')
+        .map(|(h, i)| (h.to_string(), i.to_string()))
+        .unwrap_or_default();
+    let mut transcript = place_of(&harness, &id);
+    let before = match &transcript {
+        Some(p) => turns(&harness, p).await.len(),
+        None => 0,
+    };
+    let deadline = tokio::time::Instant::now() + REPLY_WAIT;
+    let mut reply: Option<String> = None;
+    loop {
+        let end = tokio::time::timeout_at(deadline, f.turn_ends.recv()).await;
+        let ended: Option<TurnEnd> = match end {
+            Err(_) => break,
+            Ok(Ok(e)) => Some(e),
+            // Missed some: look anyway.
+            Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => None,
+            Ok(Err(_)) => break,
+        };
+        if let Some(e) = &ended {
+            if e.session != f.session {
+                continue;
+            }
+            if e.transcript.is_some() {
+                transcript = e.transcript.clone();
+            }
+        }
+        // The first turn to end after the hand-over is the one that answered
+        // it; a session with no transcript to read is delivered without words.
+        if let Some(path) = transcript.clone().or_else(|| place_of(&harness, &id)) {
+            reply = settled_reply(&harness, &path, before).await;
+        }
+        break;
+    }
+    let mut ack = json!({"id": f.from.id, "outcome": "delivered", "at": now_text(),
+                         "mode": f.mode});
+    if let Some(r) = reply.filter(|r| !r.trim().is_empty()) {
+        ack["reply"] = json!(reply_text(&r));
+    }
+    keep_final(
+        &control,
+        Final {
+            receiver: f.from.receiver.clone(),
+            id: f.from.id.clone(),
+            ack,
+        },
+    )
+    .await;
+}
+
+/// The last turn's words once a turn after the first `before` has them,
+/// read again a moment later so a tail still being flushed is in.
+async fn settled_reply(harness: &str, path: &Path, before: usize) -> Option<String> {
+    let step = Duration::from_millis(150);
+    let mut waited = Duration::ZERO;
+    while waited <= FLUSH_WAIT {
+        let now = turns(harness, path).await;
+        if now.len() > before
+            && let Some(last) = now.last().filter(|t| !t.assistant.trim().is_empty())
+        {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let again = turns(harness, path).await;
+            let last = again
+                .last()
+                .filter(|t| !t.assistant.trim().is_empty())
+                .unwrap_or(last);
+            return Some(last.assistant.clone());
+        }
+        tokio::time::sleep(step).await;
+        waited += step;
+    }
+    None
+}
+
+/// Every turn of a transcript, as it stands (read off the blocking pool).
+async fn turns(harness: &str, path: &Path) -> Vec<harness::transcript::Turn> {
+    let harness = harness.to_string();
+    let path = path.to_path_buf();
+    crate::runtime::blocking(move || {
+        let Some(source) = adapters::lookup(&harness).and_then(|a| a.transcript()) else {
+            return Vec::new();
+        };
+        let Ok(read) = source.read(&path, 0) else {
+            return Vec::new();
+        };
+        let mut log = TurnLog::default();
+        log.feed(read.recs);
+        log.take(&Want::All)
+    })
+    .await
+}
+
+/// Where the adapter finds the session's transcript.
+fn place_of(harness: &str, id: &str) -> Option<PathBuf> {
+    let host = harness::install::Host::from_env()?;
+    adapters::lookup(harness)?
+        .headless()?
+        .place(&host, id)
+        .transcript
+}

@@ -1,0 +1,449 @@
+//! Headless harness processes for control (a start, a resume, a fork): found
+//! on `PATH`, started with exactly the adapter's argument list, stdin closed,
+//! their stdout read line by line through the adapter's reader, bounded in
+//! number (the rest wait their turn), in time (past the bound the process is
+//! ended and the run fails) and in what is kept of them (a line of at most
+//! 8 MiB, the last 4 KiB of stderr).
+//!
+//! Also who holds a session: a run holds its session until it ends, so a
+//! message behind it waits instead of becoming a second writer. It never
+//! decides a rung or sends an ack; `ladder` does.
+
+use harness::headless::{Launch, Progress, StreamReader};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+
+/// The longest stdout line kept (a reply with a pasted file can be long).
+const MAX_LINE: usize = 8 << 20;
+/// How much of stderr is kept for a failure's words.
+const STDERR_TAIL: usize = 4096;
+/// How long `<program> --help` may take.
+const HELP_BOUND: Duration = Duration::from_secs(20);
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{0} is not on this machine's PATH")]
+    NotFound(String),
+    #[error("{program} could not start: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("{program} did not finish within {minutes} minutes and was ended")]
+    TooLong { program: String, minutes: u64 },
+    /// The harness said it failed, in its own words.
+    #[error("{0}")]
+    Harness(String),
+    #[error("{program} exited ({status}) without an answer{stderr}")]
+    Exited {
+        program: String,
+        status: String,
+        stderr: String,
+    },
+}
+
+/// What a run ended with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ran {
+    /// The session id the harness named.
+    pub session: Option<String>,
+    pub reply: String,
+}
+
+/// The headless runs of one daemon.
+pub struct Runs {
+    slots: tokio::sync::Semaphore,
+    starts: Arc<AtomicUsize>,
+    held: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    helps: Mutex<HashMap<PathBuf, String>>,
+}
+
+/// A start reserved at admission, counted against the running cap until
+/// this is dropped (its run ended, or it never began).
+pub struct StartSlot {
+    starts: Arc<AtomicUsize>,
+}
+
+impl Drop for StartSlot {
+    fn drop(&mut self) {
+        self.starts.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Runs {
+    pub fn new(at_once: usize) -> Runs {
+        Runs {
+            slots: tokio::sync::Semaphore::new(at_once.max(1)),
+            starts: Arc::default(),
+            held: Mutex::default(),
+            helps: Mutex::default(),
+        }
+    }
+
+    /// Reserves a start against `cap` running at once (admission does, so
+    /// two starts in one poll count both); false past the cap. The run that
+    /// follows takes it over with `started`.
+    pub fn reserve_start(&self, cap: usize) -> bool {
+        self.starts
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < cap).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// Takes over a start reserved at admission; `readmitted`: one admitted
+    /// before a restart, whose cap was checked then and which reserved
+    /// nothing in this process.
+    pub fn started(&self, readmitted: bool) -> StartSlot {
+        if readmitted {
+            self.starts.fetch_add(1, Ordering::SeqCst);
+        }
+        StartSlot {
+            starts: self.starts.clone(),
+        }
+    }
+
+    pub fn starts_running(&self) -> usize {
+        self.starts.load(Ordering::SeqCst)
+    }
+
+    /// The lock a run of `session` holds while it runs.
+    pub fn hold(&self, session: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        // Forget the locks nobody holds or waits on, so the map stays small.
+        held.retain(|_, l| Arc::strong_count(l) > 1);
+        held.entry(session.to_string()).or_default().clone()
+    }
+
+    /// True while a run of `session` runs (or waits its turn).
+    pub fn is_held(&self, session: &str) -> bool {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.get(session).is_some_and(|l| l.try_lock().is_err())
+    }
+
+    /// `program --help` of the installed build, read once per daemon.
+    pub async fn help(&self, program: &Path) -> String {
+        if let Some(h) = self
+            .helps
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(program)
+        {
+            return h.clone();
+        }
+        let out = tokio::time::timeout(
+            HELP_BOUND,
+            tokio::process::Command::new(program)
+                .arg("--help")
+                .stdin(Stdio::null())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await;
+        let text = match out {
+            Ok(Ok(o)) => {
+                let mut t = String::from_utf8_lossy(&o.stdout).into_owned();
+                t.push_str(&String::from_utf8_lossy(&o.stderr));
+                t
+            }
+            _ => String::new(),
+        };
+        if !text.is_empty() {
+            self.helps
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(program.to_path_buf(), text.clone());
+        }
+        text
+    }
+
+    /// Runs `program` with `launch` once a slot is free, feeding `progress`
+    /// every line that changed the reply; ends it past `bound`.
+    pub async fn run(
+        &self,
+        program: &Path,
+        launch: &Launch,
+        mut reader: Box<dyn StreamReader>,
+        bound: Duration,
+        progress: &tokio::sync::watch::Sender<Progress>,
+    ) -> Result<Ran, RunError> {
+        let _slot = self
+            .slots
+            .acquire()
+            .await
+            .expect("the runs' semaphore is never closed");
+        let name = program
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(&launch.args)
+            .current_dir(&launch.cwd)
+            .envs(launch.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|source| RunError::Spawn {
+            program: name.clone(),
+            source,
+        })?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut stderr = child.stderr.take().expect("stderr is piped");
+        let tail = tokio::spawn(async move {
+            let mut kept: Vec<u8> = Vec::new();
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                kept.extend_from_slice(&buf[..n]);
+                if kept.len() > STDERR_TAIL {
+                    kept.drain(..kept.len() - STDERR_TAIL);
+                }
+            }
+            String::from_utf8_lossy(&kept).trim().to_string()
+        });
+        let mut state = Progress::default();
+        let read = async {
+            let mut lines = BufReader::new(stdout);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                let n = read_line_bounded(&mut lines, &mut line).await;
+                if n == 0 {
+                    break;
+                }
+                let text = String::from_utf8_lossy(&line);
+                let before = (state.reply.len(), state.session.is_some());
+                reader.line(text.trim_end(), &mut state);
+                if (state.reply.len(), state.session.is_some()) != before {
+                    progress.send_replace(state.clone());
+                }
+            }
+        };
+        if tokio::time::timeout(bound, read).await.is_err() {
+            let _ = child.kill().await;
+            return Err(RunError::TooLong {
+                program: name,
+                minutes: bound.as_secs().div_ceil(60),
+            });
+        }
+        let status = child.wait().await;
+        let stderr = tail.await.unwrap_or_default();
+        match state.end {
+            Some(Ok(reply)) => Ok(Ran {
+                session: state.session,
+                reply,
+            }),
+            Some(Err(words)) => Err(RunError::Harness(if words.trim().is_empty() {
+                stderr
+            } else {
+                words
+            })),
+            None => Err(RunError::Exited {
+                program: name,
+                status: status
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|e| e.to_string()),
+                stderr: if stderr.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {stderr}")
+                },
+            }),
+        }
+    }
+}
+
+/// Reads one line into `line`, keeping at most `MAX_LINE` bytes of it (the
+/// rest is read and dropped); the bytes read, 0 at the end.
+async fn read_line_bounded<R: tokio::io::AsyncBufRead + Unpin>(
+    r: &mut R,
+    line: &mut Vec<u8>,
+) -> usize {
+    let mut total = 0;
+    loop {
+        let buf = match r.fill_buf().await {
+            Ok(b) => b,
+            Err(_) => return total,
+        };
+        if buf.is_empty() {
+            return total;
+        }
+        let (chunk, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (&buf[..=i], true),
+            None => (buf, false),
+        };
+        let n = chunk.len();
+        if line.len() < MAX_LINE {
+            let room = MAX_LINE - line.len();
+            line.extend_from_slice(&chunk[..n.min(room)]);
+        }
+        r.consume(n);
+        total += n;
+        if done {
+            return total;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Lines;
+    impl StreamReader for Lines {
+        fn line(&mut self, line: &str, p: &mut Progress) {
+            if let Some(rest) = line.strip_prefix("say ") {
+                p.reply.push_str(rest);
+            } else if line == "done" {
+                p.end = Some(Ok(p.reply.clone()));
+            } else if let Some(why) = line.strip_prefix("fail ") {
+                p.end = Some(Err(why.to_string()));
+            }
+        }
+    }
+
+    fn script(dir: &Path, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join("harness");
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    fn launch(dir: &Path) -> Launch {
+        Launch {
+            args: vec!["a b".into(), "--".into(), "-x".into()],
+            env: vec![("SP_TEST".into(), "1".into())],
+            cwd: dir.to_path_buf(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_streams_its_reply_and_ends_with_the_harness_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = script(
+            dir.path(),
+            "printf '%s\\n' \"$@\" > args; echo \"say $SP_TEST\"; sleep 0.2; echo 'say two'; echo done",
+        );
+        let runs = Runs::new(1);
+        let (tx, mut rx) = tokio::sync::watch::channel(Progress::default());
+        let seen = tokio::spawn(async move {
+            let mut replies = Vec::new();
+            while rx.changed().await.is_ok() {
+                replies.push(rx.borrow().reply.clone());
+            }
+            replies
+        });
+        let ran = runs
+            .run(
+                &p,
+                &launch(dir.path()),
+                Box::new(Lines),
+                Duration::from_secs(10),
+                &tx,
+            )
+            .await
+            .unwrap();
+        drop(tx);
+        assert_eq!(ran.reply, "1two");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("args")).unwrap(),
+            "a b\n--\n-x\n",
+            "the arguments exactly, in the run's folder"
+        );
+        assert!(seen.await.unwrap().contains(&"1".to_string()));
+
+        let p = script(dir.path(), "echo 'fail the model is unknown'");
+        let err = runs
+            .run(
+                &p,
+                &launch(dir.path()),
+                Box::new(Lines),
+                Duration::from_secs(10),
+                &tx_of(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.to_string(), "the model is unknown");
+
+        let p = script(dir.path(), "echo 'not signed in' >&2; exit 3");
+        let err = runs
+            .run(
+                &p,
+                &launch(dir.path()),
+                Box::new(Lines),
+                Duration::from_secs(10),
+                &tx_of(),
+            )
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("not signed in"), "{err}");
+    }
+
+    fn tx_of() -> tokio::sync::watch::Sender<Progress> {
+        tokio::sync::watch::channel(Progress::default()).0
+    }
+
+    #[tokio::test]
+    async fn a_run_past_its_bound_is_ended_and_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = script(dir.path(), "echo 'say hi'; exec sleep 30");
+        let t = std::time::Instant::now();
+        let err = Runs::new(1)
+            .run(
+                &p,
+                &launch(dir.path()),
+                Box::new(Lines),
+                Duration::from_millis(500),
+                &tx_of(),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, RunError::TooLong { .. }), "{err}");
+        assert!(t.elapsed() < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn runs_beyond_the_slots_wait_and_starts_beyond_the_cap_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = script(dir.path(), "sleep 0.5; echo 'say x'; echo done");
+        let runs = Arc::new(Runs::new(1));
+        let t = std::time::Instant::now();
+        let (l, tx1, tx2) = (launch(dir.path()), tx_of(), tx_of());
+        let both = tokio::join!(
+            runs.run(&p, &l, Box::new(Lines), Duration::from_secs(10), &tx1),
+            runs.run(&p, &l, Box::new(Lines), Duration::from_secs(10), &tx2),
+        );
+        assert!(both.0.is_ok() && both.1.is_ok());
+        assert!(
+            t.elapsed() >= Duration::from_millis(1000),
+            "one after the other"
+        );
+
+        assert!(runs.reserve_start(2) && runs.reserve_start(2));
+        assert!(!runs.reserve_start(2), "two run already");
+        let a = runs.started(false);
+        drop(a);
+        assert_eq!(runs.starts_running(), 1);
+        assert!(runs.reserve_start(2));
+    }
+
+    #[tokio::test]
+    async fn a_session_is_held_while_its_run_runs() {
+        let runs = Runs::new(1);
+        let lock = runs.hold("claude-code:a");
+        assert!(!runs.is_held("claude-code:a"));
+        let guard = lock.lock().await;
+        assert!(runs.is_held("claude-code:a"));
+        drop(guard);
+        assert!(!runs.is_held("claude-code:a"));
+    }
+}
