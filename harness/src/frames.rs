@@ -41,6 +41,42 @@ pub fn new_session(host: &str, text: &str) -> String {
     format!("{text}\n\n{AFTER_PREFIX}{host}{AFTER_SUFFIX}")
 }
 
+/// The close of an ask's paragraph: what the asked session is told of its
+/// answer.
+const ASK_CLOSE: &str = "Answer here in full: this reply is all the asking session will read.)";
+
+/// A task one session asks of another on this machine (`sessionpipe ask`):
+/// the task, then the paragraph that says whose it is (`(Asked by
+/// <harness>:<id> on this machine with sessionpipe ask. Answer here in full:
+/// …)`, or with `mark` when it is handed over in place: `…sessionpipe ask,
+/// message <12 characters>. …`). It is not a frame: it stays in the words,
+/// since it alone says they are an agent's and not the person's.
+pub fn asked(by: &str, mark: Option<&str>, task: &str) -> String {
+    let how = match mark {
+        Some(m) => {
+            let chars: Vec<char> = m.chars().collect();
+            let m: String = chars[chars.len().saturating_sub(12)..].iter().collect();
+            format!("sessionpipe ask, message {m}")
+        }
+        None => "sessionpipe ask".to_string(),
+    };
+    format!(
+        "{}\n\n(Asked by {by} on this machine with {how}. {ASK_CLOSE}",
+        task.trim_end()
+    )
+}
+
+/// The answer a handoff brings back to the session that handed the task
+/// over: its first line names who answered (`Answer from <harness>:<short
+/// id> (sessionpipe handoff, …):`), then the answer's words.
+pub fn handoff_answer(from_harness: &str, from_id: &str, answer: &str) -> String {
+    let short: String = from_id.chars().take(8).collect();
+    format!(
+        "Answer from {from_harness}:{short} (sessionpipe handoff, the task this session handed over):\n{}",
+        answer.trim()
+    )
+}
+
 /// The words without sessionpipe's frame, and whether there was one.
 pub fn unframe(text: &str) -> (String, bool) {
     let trimmed = text.trim();
@@ -131,5 +167,23 @@ mod tests {
             "an ask's paragraph stays"
         );
         assert_eq!(unframe("plain words").0, "plain words");
+    }
+
+    #[test]
+    fn an_ask_and_a_handoffs_answer_keep_their_lines() {
+        let a = asked("claude-code:8c13", None, "check the build\n");
+        assert_eq!(
+            a,
+            "check the build\n\n(Asked by claude-code:8c13 on this machine with sessionpipe ask. Answer here in full: this reply is all the asking session will read.)"
+        );
+        assert_eq!(unframe(&a), (a.clone(), false), "not a frame: it stays");
+        let in_place = asked("codex:019a", Some("01K6ZTABCDEFGHJKMNPQRSTVWX"), "x");
+        assert!(
+            in_place.contains("with sessionpipe ask, message JKMNPQRSTVWX. Answer here in full:")
+        );
+        let h = handoff_answer("codex", "019a2b3c4d5e", "It builds.");
+        assert!(h.starts_with("Answer from codex:019a2b3c (sessionpipe handoff, "));
+        assert!(h.ends_with("):\nIt builds."));
+        assert!(!unframe(&h).1);
     }
 }

@@ -4,6 +4,7 @@
 //! Exit codes: 0 ok, 1 failure, 2 usage. `--json` prints one JSON document (or one
 //! per line for streams). Human output honours `NO_COLOR`.
 
+mod ask;
 mod backfill;
 mod channel;
 mod control;
@@ -150,6 +151,38 @@ enum Command {
         #[arg(long, value_name = "HARNESS:ID")]
         session: Option<String>,
     },
+    /// Ask another session on this machine and print its whole answer.
+    ///
+    /// TO is `harness:session-id` (that session answers: in place when it is
+    /// live and listening, else resumed or forked), or a harness alone (a new
+    /// session in --cwd). Its folder must be one of the control folders, and
+    /// it runs at `safe` at most. Run from inside a Claude Code session, the
+    /// asker is that session; elsewhere name it with --from.
+    Ask {
+        #[arg(value_name = "TO")]
+        to: String,
+        /// The task, in words.
+        #[arg(required = true, num_args = 1.., value_name = "TASK")]
+        task: Vec<String>,
+        /// The asking session, `harness:session-id`.
+        #[arg(long, value_name = "HARNESS:ID")]
+        from: Option<String>,
+        /// The folder a new session runs in (default: this one).
+        #[arg(long)]
+        cwd: Option<String>,
+    },
+    /// Hand a task to another session and return at once; its answer comes
+    /// back into the asking session as a message (`Answer from …`).
+    Handoff {
+        #[arg(value_name = "TO")]
+        to: String,
+        #[arg(required = true, num_args = 1.., value_name = "TASK")]
+        task: Vec<String>,
+        #[arg(long, value_name = "HARNESS:ID")]
+        from: Option<String>,
+        #[arg(long)]
+        cwd: Option<String>,
+    },
     /// Set this machine up with a receiver in one go: a sink, pairing, hooks.
     Connect {
         receiver: String,
@@ -275,6 +308,18 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Control { action } => control::run(&paths, action),
         Command::Wait { session } => control::wait(&paths, &session),
         Command::Channel { session } => channel::run(&paths, session.as_deref()),
+        Command::Ask {
+            to,
+            task,
+            from,
+            cwd,
+        } => ask::ask(&paths, &to, &task.join(" "), from, cwd),
+        Command::Handoff {
+            to,
+            task,
+            from,
+            cwd,
+        } => ask::handoff(&paths, &to, &task.join(" "), from, cwd),
         Command::Connect {
             receiver,
             token_stdin,

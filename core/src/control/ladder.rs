@@ -16,8 +16,8 @@
 use super::files::{self, Attached};
 use super::hub::{Final, From};
 use super::machine::{
-    Control, Queued, ack_failed, ack_unsupported, from_host, keep_final, now_text,
-    receiver_and_token, reply_text, say_progress,
+    Control, Frame, LOCAL, Queued, ack_failed, ack_unsupported, framed, from_host, keep_final,
+    now_text, receiver_and_token, reply_text, say_progress,
 };
 use super::store::NamedSession;
 use crate::state::config::Config;
@@ -109,8 +109,12 @@ async fn prompt_run(control: &Arc<Control>, from: &From, q: &Queued) -> Option<V
     let live = headless.live(&host, &target);
     // A live session whose inbox this daemon speaks takes it in place.
     if let Some(socket) = live.as_ref().and_then(|l| l.inbox.clone()) {
-        let framed = harness::frames::in_place(&host_name, &from.id, text);
-        let sender = format!("sessionpipe via {host_name}");
+        let framed = framed(from, Frame::InPlace, text);
+        let sender = if from.receiver == LOCAL {
+            "sessionpipe ask".to_string()
+        } else {
+            format!("sessionpipe via {host_name}")
+        };
         let (h, s, f) = (headless_of(harness), socket.clone(), framed.clone());
         let outcome = crate::runtime::blocking(move || {
             h.map(|h| h.inbox(&s, &sender, &f))
@@ -134,7 +138,7 @@ async fn prompt_run(control: &Arc<Control>, from: &From, q: &Queued) -> Option<V
             InboxOutcome::Held | InboxOutcome::Missed(_) => {}
         }
     }
-    let framed = harness::frames::into_session(&host_name, text);
+    let framed = framed(from, Frame::IntoSession, text);
     let (run, mode) = match live {
         None => (Run::Resume { id: &target }, "resume"),
         Some(_) if headless.forks() => (Run::Fork { id: &target }, "fork"),
@@ -146,10 +150,19 @@ async fn prompt_run(control: &Arc<Control>, from: &From, q: &Queued) -> Option<V
         }
     };
     let config = Config::load(&control.paths).unwrap_or_default();
+    // A level the message names (a local ask's `safe`) never rises above
+    // the machine's.
+    let level = match (
+        q.level.as_deref().and_then(Level::parse),
+        default_level(&config, headless),
+    ) {
+        (Some(asked), Some(machine)) => Some(asked.min(machine)),
+        (asked, machine) => asked.or(machine),
+    };
     let options = Options {
-        level: default_level(&config, headless),
+        level,
         model: None,
-        allowed_tools: Vec::new(),
+        allowed_tools: control.session_tools(&from.receiver),
     };
     let out = run_one(
         control, from, harness, headless, &host, &run, &cwd, &framed, options, mode, None,
@@ -204,11 +217,11 @@ async fn start_run(control: &Arc<Control>, from: &From, q: &Queued) -> Value {
             Err(ack) => return ack,
         }
     }
-    let framed = harness::frames::new_session(&from_host(&from.receiver), &text);
+    let framed = framed(from, Frame::NewSession, &text);
     let options = Options {
         level,
         model: q.model.clone(),
-        allowed_tools: Vec::new(),
+        allowed_tools: control.session_tools(&from.receiver),
     };
     let run = Run::Start { id };
     let out = run_one(

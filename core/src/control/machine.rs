@@ -43,6 +43,10 @@ pub struct Queued {
     pub model: Option<String>,
 }
 
+/// The `receiver` of a message asked on this machine (`sessionpipe ask`):
+/// its acks go to the one who asked, never to a receiver.
+pub const LOCAL: &str = "local:";
+
 /// Everything control's parts share, for the daemon's life.
 pub struct Control {
     pub(super) paths: StatePaths,
@@ -53,6 +57,10 @@ pub struct Control {
     /// Every call to every receiver: one client for the daemon's life.
     pub(super) http: reqwest::Client,
     pub(super) runs: Runs,
+    /// Each receiver's `control.session_tools`, read when its loop starts.
+    session_tools: Mutex<HashMap<String, Vec<String>>>,
+    /// Local asks waiting for their final ack, by message id.
+    local: Mutex<HashMap<String, tokio::sync::oneshot::Sender<Value>>>,
 }
 
 impl Control {
@@ -64,7 +72,36 @@ impl Control {
             ack_bells: Mutex::default(),
             http: wire::client(),
             runs,
+            session_tools: Mutex::default(),
+            local: Mutex::default(),
         }
+    }
+
+    /// The final ack of the local message `id`, when it comes.
+    pub(super) fn wait_local(&self, id: &str) -> tokio::sync::oneshot::Receiver<Value> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.local
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.to_string(), tx);
+        rx
+    }
+
+    /// The MCP servers a run for `receiver` may use without asking.
+    pub(super) fn session_tools(&self, receiver: &str) -> Vec<String> {
+        self.session_tools
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(receiver)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    pub(super) fn set_session_tools(&self, receiver: &str, tools: Vec<String>) {
+        self.session_tools
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(receiver.to_string(), tools);
     }
 
     pub(super) fn bell(&self, receiver: &str) -> Arc<tokio::sync::Notify> {
@@ -130,6 +167,17 @@ pub(super) async fn say_progress(
 
 /// Keeps a final ack on disk, then rings its receiver's ack loop.
 pub(super) async fn keep_final(control: &Arc<Control>, f: Final) {
+    if f.receiver == LOCAL {
+        let waiting = control
+            .local
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&f.id);
+        if let Some(tx) = waiting {
+            let _ = tx.send(f.ack);
+        }
+        return;
+    }
     let c = control.clone();
     let (receiver, id, ack) = (f.receiver.clone(), f.id.clone(), f.ack.to_string());
     let kept = crate::runtime::blocking(move || c.store().finish(&receiver, &id, &ack)).await;
@@ -177,6 +225,31 @@ pub fn ack_failed(id: &str, code: Option<&str>, detail: &str) -> Value {
         ack["code"] = json!(c);
     }
     ack
+}
+
+/// How a message is framed where it is delivered (`harness::frames`).
+#[derive(Clone, Copy)]
+pub enum Frame {
+    /// Handed to a live session (a Stop, a waiter, an inbox).
+    InPlace,
+    /// Into a session that exists, headless.
+    IntoSession,
+    /// A new session's first words.
+    NewSession,
+}
+
+/// `text` framed for where it goes; a local ask carries its own paragraph
+/// (`frames::asked`) and no receiver's frame.
+pub fn framed(from: &super::hub::From, how: Frame, text: &str) -> String {
+    if from.receiver == LOCAL {
+        return text.to_string();
+    }
+    let host = from_host(&from.receiver);
+    match how {
+        Frame::InPlace => harness::frames::in_place(&host, &from.id, text),
+        Frame::IntoSession => harness::frames::into_session(&host, text),
+        Frame::NewSession => harness::frames::new_session(&host, text),
+    }
 }
 
 /// The receiver's host, the `<host>` of the frame ("Message via <host> …").

@@ -21,6 +21,7 @@
 //! a prompt it received no verified answer for.
 
 mod admit;
+pub mod ask;
 pub mod channel;
 pub mod files;
 pub mod hub;

@@ -14,7 +14,7 @@ use super::admit::{self, Admission};
 use super::hub::{self, AnswerOffer, Decision, Final, From, Hub, PromptOffer};
 use super::ladder;
 use super::machine::{
-    Control, Queued, ack_failed, ack_unsupported, from_host, keep_final, say_taken,
+    Control, Frame, Queued, ack_failed, ack_unsupported, framed, keep_final, say_taken,
 };
 use super::runs::Runs;
 use super::store::{Receiver, Store};
@@ -200,6 +200,10 @@ async fn receiver_loop(control: Arc<Control>, receiver: Receiver) {
         .await;
         return;
     };
+    // What its runs may use without asking, as it says now.
+    if let Ok(side) = wire::discover(&receiver.origin).await {
+        control.set_session_tools(&receiver.origin, side.session_tools);
+    }
     let acks = tokio::spawn(ack_loop(control.clone(), receiver.clone(), token.clone()));
     let (refused_tx, mut refused) = tokio::sync::watch::channel(false);
     let hellos = tokio::spawn(hello_loop(
@@ -410,7 +414,12 @@ async fn handle(control: &Arc<Control>, receiver: &Receiver, envelope: Value) {
 
 /// Hands a verified message to the hub, or to the ladder past it; `Some(ack)`
 /// when that decided it at once. `readmitted`: kept before a restart.
-async fn offer(control: &Arc<Control>, from: &From, q: &Queued, readmitted: bool) -> Option<Value> {
+pub(super) async fn offer(
+    control: &Arc<Control>,
+    from: &From,
+    q: &Queued,
+    readmitted: bool,
+) -> Option<Value> {
     if q.kind == "start" {
         // A start runs however late it comes: its caps were checked when it
         // was admitted, and the device asked for a session, not a moment.
@@ -441,8 +450,7 @@ async fn offer(control: &Arc<Control>, from: &From, q: &Queued, readmitted: bool
             let takes_turns = adapters::lookup(harness)
                 .and_then(|a| a.control())
                 .is_some_and(|c| c.turn_answer("").is_some());
-            let host = from_host(&from.receiver);
-            let framed = harness::frames::in_place(&host, &from.id, q.text.as_deref()?);
+            let framed = framed(from, Frame::InPlace, q.text.as_deref()?);
             match control
                 .hub
                 .offer_prompt(from.clone(), &q.session, framed, running, takes_turns)

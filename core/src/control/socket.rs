@@ -9,11 +9,14 @@
 //! Requests are bounded (one line of 4 KiB, read within 2 s, 256 connections).
 
 use super::hub::{Ask, HookAnswer, Hub};
+use super::machine::Control;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-const MAX_LINE: usize = 4096;
+/// A request line: a hook's is small, an ask carries a task of up to 20 000
+/// characters.
+const MAX_LINE: usize = 128 * 1024;
 const READ_REQUEST: Duration = Duration::from_secs(2);
 const MAX_CONNECTIONS: usize = 256;
 
@@ -29,6 +32,10 @@ pub enum Request {
     },
     /// `sessionpipe wait --session <harness>:<id>`.
     Wait { session: String },
+    /// `sessionpipe ask`: answered with one line, `{"reply"}` or `{"error"}`.
+    Ask(super::ask::Ask),
+    /// `sessionpipe handoff`: answered at once, `{"ok"}` or `{"error"}`.
+    Handoff(super::ask::Ask),
 }
 
 #[derive(Clone, Copy, Debug, serde::Deserialize)]
@@ -47,7 +54,11 @@ pub struct Server {
 #[cfg(unix)]
 impl Server {
     /// Binds the socket (a dead daemon's file is replaced: we hold the lock).
-    pub fn bind(path: &std::path::Path, hub: Arc<Hub>) -> std::io::Result<Server> {
+    pub fn bind(
+        path: &std::path::Path,
+        hub: Arc<Hub>,
+        control: Option<Arc<Control>>,
+    ) -> std::io::Result<Server> {
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::remove_file(path);
         let listener = tokio::net::UnixListener::bind(path)?;
@@ -62,9 +73,9 @@ impl Server {
                 let Ok(permit) = slots.clone().try_acquire_owned() else {
                     continue; // over the cap: closed at once
                 };
-                let hub = hub.clone();
+                let (hub, control) = (hub.clone(), control.clone());
                 tokio::spawn(async move {
-                    serve(stream, &hub).await;
+                    serve(stream, &hub, control.as_ref()).await;
                     drop(permit);
                 });
             }
@@ -85,7 +96,7 @@ impl Drop for Server {
 }
 
 #[cfg(unix)]
-async fn serve(stream: tokio::net::UnixStream, hub: &Hub) {
+async fn serve(stream: tokio::net::UnixStream, hub: &Hub, control: Option<&Arc<Control>>) {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read).take(MAX_LINE as u64);
     let mut line = String::new();
@@ -129,6 +140,32 @@ async fn serve(stream: tokio::net::UnixStream, hub: &Hub) {
                 Some((framed, from)) => (framed, Some((from, "waiter"))),
                 None => (String::new(), None),
             }
+        }
+        Request::Ask(ask) => {
+            let answer = match control {
+                Some(c) => super::ask::ask(c, &ask).await,
+                None => Err(super::ask::AskError::Outcome(
+                    "control is off on this machine".into(),
+                )),
+            };
+            let line = match answer {
+                Ok(reply) => serde_json::json!({ "reply": reply }),
+                Err(e) => serde_json::json!({ "error": e.to_string() }),
+            };
+            (format!("{line}\n"), None)
+        }
+        Request::Handoff(ask) => {
+            let done = match control {
+                Some(c) => super::ask::handoff(c, ask),
+                None => Err(super::ask::AskError::Outcome(
+                    "control is off on this machine".into(),
+                )),
+            };
+            let line = match done {
+                Ok(()) => serde_json::json!({ "ok": true }),
+                Err(e) => serde_json::json!({ "error": e.to_string() }),
+            };
+            (format!("{line}\n"), None)
         }
     };
     let written = async {

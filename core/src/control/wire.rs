@@ -54,6 +54,32 @@ pub struct ControlSide {
     pub wait_max_s: u64,
     pub rp_id: String,
     pub open_pairing: bool,
+    /// `control.session_tools`: MCP servers a run for this receiver may use
+    /// without asking, only `mcp__<server>` names, at most 8 (anything else
+    /// is ignored: a receiver never allows a built-in tool).
+    pub session_tools: Vec<String>,
+}
+
+/// The entries of a well-known `control.session_tools` that are MCP server
+/// names, at most 8.
+pub fn session_tools(doc: &Value) -> Vec<String> {
+    let is_server = |t: &str| {
+        t.strip_prefix("mcp__").is_some_and(|name| {
+            (1..=64).contains(&name.len())
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        })
+    };
+    doc.pointer("/control/session_tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|t| is_server(t))
+        .take(8)
+        .map(str::to_string)
+        .collect()
 }
 
 pub async fn discover(url: &str) -> Result<ControlSide, WireError> {
@@ -90,6 +116,7 @@ pub async fn discover(url: &str) -> Result<ControlSide, WireError> {
             .pointer("/control/open_pairing")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        session_tools: session_tools(&doc),
     })
 }
 
@@ -325,4 +352,21 @@ async fn refusal(status: u16, resp: reqwest::Response) -> WireError {
         })
         .unwrap_or_default();
     WireError::Status { status, detail }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_tools_are_mcp_server_names_only_and_at_most_eight() {
+        let doc = serde_json::json!({"control": {"session_tools": [
+            "mcp__receiver", "Bash", "mcp__", "mcp__a b", "Write", 7, "mcp__pages-2",
+            "mcp__1", "mcp__2", "mcp__3", "mcp__4", "mcp__5", "mcp__6", "mcp__7"
+        ]}});
+        let t = session_tools(&doc);
+        assert_eq!(t.len(), 8);
+        assert_eq!(&t[..3], ["mcp__receiver", "mcp__pages-2", "mcp__1"]);
+        assert!(session_tools(&serde_json::json!({"control": {"session_tools": "*"}})).is_empty());
+    }
 }

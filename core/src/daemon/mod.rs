@@ -209,7 +209,7 @@ async fn serve(
         // What was verified before a restart is queued again before a hook
         // can ask the socket for it.
         let opened = crate::control::run::open(paths, hub.clone()).await;
-        let socket = bind_control_socket(paths, hub.clone());
+        let socket = bind_control_socket(paths, hub.clone(), opened.clone());
         let task =
             opened.map(|c| tokio::spawn(crate::control::run::run(c, finals, stopping.clone())));
         Some((socket, task))
@@ -313,8 +313,9 @@ async fn serve(
 fn bind_control_socket(
     paths: &StatePaths,
     hub: Arc<crate::control::hub::Hub>,
+    control: Option<Arc<crate::control::machine::Control>>,
 ) -> Option<crate::control::socket::Server> {
-    match crate::control::socket::Server::bind(&paths.control_socket(), hub) {
+    match crate::control::socket::Server::bind(&paths.control_socket(), hub, control) {
         Ok(s) => Some(s),
         Err(e) => {
             tracing::warn!("the control socket did not start: {e}");
@@ -324,7 +325,11 @@ fn bind_control_socket(
 }
 
 #[cfg(not(unix))]
-fn bind_control_socket(_: &StatePaths, _: Arc<crate::control::hub::Hub>) -> Option<()> {
+fn bind_control_socket(
+    _: &StatePaths,
+    _: Arc<crate::control::hub::Hub>,
+    _: Option<Arc<crate::control::machine::Control>>,
+) -> Option<()> {
     None
 }
 

@@ -200,3 +200,66 @@ fn antigravity_starts_through_its_cli_and_a_prompt_to_the_starts_name_continues_
         "{resumed:?}"
     );
 }
+
+#[test]
+fn one_session_asks_another_harness_and_prints_its_whole_answer() {
+    let sb = Sandbox::new();
+    let project = sb.home.join("work/project");
+    std::fs::create_dir_all(&project).unwrap();
+    let bin = sb.root().join("agy-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    sessionpipe_testkit::agy::stand_in(&bin, "The folder is tidy now.");
+    let control::PairedMachine {
+        rx: _rx,
+        device: _device,
+    } = control::paired_machine(&sb, &project);
+    let path = Sandbox::path_with(&bin);
+    let _daemon = sb.start_daemon_with(&[("PATH", path.as_ref())]);
+    let asker = "claude-code:55555555-5555-4555-8555-555555555555";
+    let out = sb
+        .command(sessionpipe_testkit::sandbox::bin("sessionpipe"))
+        .current_dir(&project)
+        .args([
+            "ask",
+            "antigravity",
+            "--from",
+            asker,
+            "Tidy",
+            "the",
+            "folder.",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "The folder is tidy now."
+    );
+    // The asked session's words say whose task it is.
+    let asked = (1..=4)
+        .map(|n| std::fs::read_to_string(bin.join(format!("agy-argv-{n}.txt"))).unwrap_or_default())
+        .find(|a| a.contains("Tidy the folder."))
+        .expect("agy ran the task");
+    assert!(
+        asked.contains(&format!(
+            "(Asked by {asker} on this machine with sessionpipe ask. Answer here in full:"
+        )),
+        "{asked}"
+    );
+    assert!(!asked.contains("--mode"), "never above safe: {asked}");
+
+    // A folder off the control folders is refused, and says so.
+    let elsewhere = sb.home.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let out = sb
+        .command(sessionpipe_testkit::sandbox::bin("sessionpipe"))
+        .current_dir(&elsewhere)
+        .args(["ask", "antigravity", "Tidy."])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("control folders"),
+        "{out:?}"
+    );
+}

@@ -1,0 +1,91 @@
+//! `sessionpipe ask` and `sessionpipe handoff`: one session asks another on
+//! this machine, over the daemon's control socket (README, "Ask and
+//! handoff"). `ask` waits and prints the asked session's whole answer;
+//! `handoff` returns at once and the answer comes back into the asking
+//! session as a message of its own.
+//!
+//! Only the request and its answer pass here: the daemon picks the rung,
+//! runs what it runs and holds the rules (control folders, never above
+//! `safe`). Nothing is printed but the answer, or the reason there is none.
+
+use crate::cli::out::outln;
+use anyhow::{Context, bail};
+use spool::StatePaths;
+use std::process::ExitCode;
+
+/// The asking session: `--from`, else the Claude Code session this runs in
+/// (its tools see `CLAUDE_CODE_SESSION_ID`).
+fn asker(from: Option<String>) -> Option<String> {
+    from.or_else(|| {
+        std::env::var("CLAUDE_CODE_SESSION_ID")
+            .ok()
+            .filter(|id| !id.is_empty())
+            .map(|id| format!("claude-code:{id}"))
+    })
+}
+
+fn request(
+    op: &str,
+    to: &str,
+    task: &str,
+    from: Option<String>,
+    cwd: Option<String>,
+) -> anyhow::Result<serde_json::Value> {
+    if task.trim().is_empty() {
+        bail!("the task is empty");
+    }
+    let cwd = match cwd {
+        Some(c) => c,
+        None => std::env::current_dir()
+            .context("the current folder")?
+            .to_string_lossy()
+            .into_owned(),
+    };
+    Ok(serde_json::json!({"op": op, "to": to, "task": task, "from": asker(from), "cwd": cwd}))
+}
+
+#[cfg(unix)]
+fn call(paths: &StatePaths, body: &serde_json::Value) -> anyhow::Result<serde_json::Value> {
+    use std::io::{Read, Write};
+    let mut stream = std::os::unix::net::UnixStream::connect(paths.control_socket())
+        .context("the daemon's control socket (is sessionpipe running?)")?;
+    stream.write_all(format!("{body}\n").as_bytes())?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text)?;
+    serde_json::from_str(text.trim()).context("the daemon's answer")
+}
+
+#[cfg(not(unix))]
+fn call(_: &StatePaths, _: &serde_json::Value) -> anyhow::Result<serde_json::Value> {
+    bail!("sessionpipe ask needs a Unix socket on this version")
+}
+
+pub fn ask(
+    paths: &StatePaths,
+    to: &str,
+    task: &str,
+    from: Option<String>,
+    cwd: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    let answer = call(paths, &request("ask", to, task, from, cwd)?)?;
+    if let Some(e) = answer["error"].as_str() {
+        bail!("{e}");
+    }
+    outln!("{}", answer["reply"].as_str().unwrap_or_default());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn handoff(
+    paths: &StatePaths,
+    to: &str,
+    task: &str,
+    from: Option<String>,
+    cwd: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    let answer = call(paths, &request("handoff", to, task, from, cwd)?)?;
+    if let Some(e) = answer["error"].as_str() {
+        bail!("{e}");
+    }
+    outln!("Handed to {to}: its answer comes back to this session as a message.");
+    Ok(ExitCode::SUCCESS)
+}
