@@ -68,5 +68,12 @@ echo
 # Control's round trip on loopback (this build only: earlier builds have no control).
 echo
 "$rel"/examples/bench_control "$rel/sessionpipe-hook" "$rel/sessionpipe" 200
+# A signed start through control against the same `claude -p` by hand, when
+# Claude Code is installed under e2e/ (`npm ci --prefix e2e`).
+claude=e2e/node_modules/@anthropic-ai/claude-code-linux-x64/claude
+if [ -x "$claude" ]; then
+  echo
+  "$rel"/examples/bench_start "$rel/sessionpipe-hook" "$rel/sessionpipe" "$claude" 20
+fi
 echo
 echo "\`sessionpipe daemon\` resident memory after 30 s idle: $(idle_rss "$rel")${base:+ (baseline: $(idle_rss "$base"))}"

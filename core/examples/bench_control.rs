@@ -13,87 +13,42 @@
 //!
 //! Usage: bench_control HOOK SESSIONPIPE [SAMPLES]. Run by `bench/run.sh`.
 
+mod common;
+
+use common::{Env, post, report};
 use serde_json::{Value, json};
-use sessionpipe_receiver::{ControlOptions, Options, Receiver};
-use sessionpipe_verifier::softkey::{self, DayKey, SoftPasskey};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-const TOKEN: &str = "bench-token";
 const SESSION: &str = "0b0b0b0b-0000-4000-8000-00000000c0de";
 
-struct Env {
-    hook: PathBuf,
-    sessionpipe: PathBuf,
-    home: PathBuf,
-    state: PathBuf,
-    project: PathBuf,
-}
-
-impl Env {
-    fn command(&self, program: &Path) -> Command {
-        let mut c = Command::new(program);
-        c.env_clear()
-            .env("HOME", &self.home)
-            .env("SESSIONPIPE_STATE_DIR", &self.state)
-            .env("SESSIONPIPE_SECRETS", "file")
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default());
-        c
+/// One Claude Code hook call of the bench's session, started.
+fn call_hook(env: &Env, event: &str, extra: Value) -> std::process::Child {
+    let mut p = json!({"session_id": SESSION, "transcript_path": "/nowhere.jsonl",
+        "cwd": env.project, "hook_event_name": event, "prompt_id": "p-bench"});
+    for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+        p[k] = v;
     }
-
-    fn hook(&self, event: &str, extra: Value) -> std::process::Child {
-        let mut p = json!({"session_id": SESSION, "transcript_path": "/nowhere.jsonl",
-            "cwd": self.project, "hook_event_name": event, "prompt_id": "p-bench"});
-        for (k, v) in extra.as_object().cloned().unwrap_or_default() {
-            p[k] = v;
-        }
-        let mut child = self
-            .command(&self.hook)
-            .args(["claude-code", event])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the hook runs");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(p.to_string().as_bytes())
-            .unwrap();
-        child
-    }
-
-    fn hook_done(&self, event: &str, extra: Value) -> Vec<u8> {
-        self.hook(event, extra).wait_with_output().unwrap().stdout
-    }
-}
-
-fn client() -> reqwest::blocking::Client {
-    reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
+    let mut child = env
+        .command(&env.hook)
+        .args(["claude-code", event])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the hook runs");
+    child
+        .stdin
+        .take()
         .unwrap()
+        .write_all(p.to_string().as_bytes())
+        .unwrap();
+    child
 }
 
-fn post(url: &str, body: &Value) -> Value {
-    let r = client()
-        .post(url)
-        .bearer_auth(TOKEN)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .expect("the receiver answers");
-    assert!(r.status().is_success(), "{url}: {}", r.status());
-    serde_json::from_str(&r.text().unwrap()).unwrap_or(Value::Null)
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
+fn hook_done(env: &Env, event: &str, extra: Value) -> Vec<u8> {
+    call_hook(env, event, extra).wait_with_output().unwrap().stdout
 }
 
 fn main() {
@@ -103,89 +58,10 @@ fn main() {
     let sessionpipe = PathBuf::from(args.get(2).expect(usage));
     let samples: usize = args.get(3).and_then(|n| n.parse().ok()).unwrap_or(200);
     let dir = tempfile::tempdir().unwrap();
-    let env = Env {
-        hook,
-        sessionpipe,
-        home: dir.path().join("home"),
-        state: dir.path().join("state"),
-        project: dir.path().join("home/project"),
-    };
-    std::fs::create_dir_all(&env.project).unwrap();
-
-    let mut opts = Options::new(TOKEN);
-    let mut c = ControlOptions::new("localhost");
-    c.max_queue = 10_000;
-    opts.control = Some(c);
-    let rx = Receiver::start(opts).unwrap();
-    let url = rx.url();
-
-    let mut add = env
-        .command(&env.sessionpipe)
-        .args(["sink", "add", &url, "--token-stdin"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    add.stdin
-        .take()
-        .unwrap()
-        .write_all(format!("{TOKEN}\n").as_bytes())
-        .unwrap();
-    assert!(add.wait().unwrap().success());
-
-    // Pairing, as a person does it.
-    let mut pair = env
-        .command(&env.sessionpipe)
-        .args(["control", "pair", &url, "--folder"])
-        .arg(&env.project)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(pair.stdout.take().unwrap()).lines();
-    let mut machine = String::new();
-    let code = loop {
-        let line = lines.next().expect("pairing prints").unwrap();
-        if let Some(m) = line.strip_prefix("Pairing this machine as ") {
-            machine = m.trim_end_matches('.').to_string();
-        }
-        if let Some(rest) = line.strip_prefix("Open ") {
-            let link = rest.split_whitespace().next().unwrap();
-            break link.rsplit('/').next().unwrap().to_string();
-        }
-    };
-    let port = rx.addr().port();
-    let passkey = SoftPasskey::es256("localhost", &format!("http://localhost:{port}"));
-    let proof = softkey::enrollment_proof(&passkey, &machine, &code);
-    post(
-        &format!("{url}/test/pair/approve"),
-        &json!({"code": code, "key": passkey.trusted(), "proof": proof}),
-    );
-    // The rest of what pairing says, so it never blocks on a full pipe.
-    for _ in lines.by_ref() {}
-    assert!(pair.wait().unwrap().success(), "pairing failed");
-    let day = DayKey::generate();
-    let grant = softkey::grant(
-        &passkey,
-        &day,
-        now_ms() - 1000,
-        now_ms() + 12 * 3600 * 1000,
-        "localhost",
-    );
-    let sign = |kind: &str, fields: Value| {
-        let mut cmd = json!({"v": 1, "t": "sessionpipe.control", "machine": machine,
-            "kind": kind, "session": format!("claude-code:{SESSION}")});
-        for (k, v) in fields.as_object().cloned().unwrap_or_default() {
-            cmd[k] = v;
-        }
-        cmd["nonce"] = json!(softkey::random_nonce());
-        cmd["iat"] = json!(now_ms());
-        let signed = softkey::sign_with_grant(&softkey::compact(&cmd), &day, &grant);
-        let mut body = serde_json::to_value(signed).unwrap();
-        body["machine"] = json!(machine);
-        body["expires_in_s"] = json!(600);
-        body
-    };
-
+    let env = Env::new(dir.path(), hook, sessionpipe);
+    let paired = common::pair(&env);
+    let session = format!("claude-code:{SESSION}");
+    let sign = |kind: &str, fields: Value| paired.sign(kind, &session, fields);
     let mut daemon = env
         .command(&env.sessionpipe)
         .args(["daemon", "--no-api"])
@@ -196,17 +72,18 @@ fn main() {
     while !control_sock.exists() {
         std::thread::sleep(Duration::from_millis(5));
     }
-    env.hook_done("SessionStart", json!({"source": "startup"}));
-    env.hook_done("UserPromptSubmit", json!({"prompt": "bench"}));
+    hook_done(&env, "SessionStart", json!({"source": "startup"}));
+    hook_done(&env, "UserPromptSubmit", json!({"prompt": "bench"}));
     // The daemon said hello: it polls.
     std::thread::sleep(Duration::from_millis(500));
-    let enqueue = format!("{url}/test/control/enqueue");
+    let enqueue = paired.enqueue_url();
 
     let warm = 10;
     let mut answer_ms = Vec::new();
     for i in 0..samples + warm {
         let input = json!({"command": format!("touch f{i}")});
-        let child = env.hook(
+        let child = call_hook(
+            &env,
             "PermissionRequest",
             json!({"tool_name": "Bash", "tool_input": input}),
         );
@@ -231,7 +108,7 @@ fn main() {
             answer_ms.push(took.as_secs_f64() * 1000.0);
         }
         // The tool runs: the attention closes.
-        env.hook_done(
+        hook_done(&env, 
             "PreToolUse",
             json!({"tool_name": "Bash", "tool_input": input, "tool_use_id": format!("t{i}")}),
         );
@@ -261,7 +138,7 @@ fn main() {
     // A paired daemon at rest: its CPU over 10 s with the receiver up (one
     // long-poll held), then with the receiver gone (polls failing, backing off).
     let idle_up = cpu_ms_over(daemon.id(), Duration::from_secs(10));
-    rx.stop();
+    paired.rx.stop();
     let idle_down = cpu_ms_over(daemon.id(), Duration::from_secs(10));
     let _ = daemon.kill();
     let _ = daemon.wait();
@@ -317,16 +194,4 @@ fn cpu_ms_over(pid: u32, span: Duration) -> f64 {
     std::thread::sleep(span);
     // Clock ticks are 1/100 s on Linux.
     (ticks() - before) * 10.0
-}
-
-fn report(what: &str, ms: &mut [f64]) {
-    ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let at = |q: f64| ms[((ms.len() as f64 - 1.0) * q).round() as usize];
-    println!(
-        "{what}: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms over {} samples",
-        at(0.5),
-        at(0.99),
-        ms[ms.len() - 1],
-        ms.len()
-    );
 }

@@ -59,6 +59,9 @@ pub struct Control {
     pub(super) runs: Runs,
     /// Each receiver's `control.session_tools`, read when its loop starts.
     session_tools: Mutex<HashMap<String, Vec<String>>>,
+    /// Each polled receiver and its machine token, as its loop read them (a
+    /// `progress` ack must not wait on the keychain).
+    polled: Mutex<HashMap<String, (Receiver, String)>>,
     /// Local asks waiting for their final ack, by message id.
     local: Mutex<HashMap<String, tokio::sync::oneshot::Sender<Value>>>,
 }
@@ -74,7 +77,16 @@ impl Control {
             runs,
             session_tools: Mutex::default(),
             local: Mutex::default(),
+            polled: Mutex::default(),
         }
+    }
+
+    /// A receiver's loop started with this token.
+    pub(super) fn polling(&self, receiver: &Receiver, token: &str) {
+        self.polled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(receiver.origin.clone(), (receiver.clone(), token.to_string()));
     }
 
     /// The final ack of the local message `id`, when it comes.
@@ -123,6 +135,15 @@ pub(super) async fn receiver_and_token(
     control: &Arc<Control>,
     origin: &str,
 ) -> Option<(Receiver, String)> {
+    let polled = control
+        .polled
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(origin)
+        .cloned();
+    if polled.is_some() {
+        return polled;
+    }
     let c = control.clone();
     let o = origin.to_string();
     let receiver = crate::runtime::blocking(move || c.store().receiver(&o).ok().flatten()).await?;

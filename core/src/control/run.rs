@@ -200,6 +200,7 @@ async fn receiver_loop(control: Arc<Control>, receiver: Receiver) {
         .await;
         return;
     };
+    control.polling(&receiver, &token);
     // What its runs may use without asking, as it says now.
     if let Ok(side) = wire::discover(&receiver.origin).await {
         control.set_session_tools(&receiver.origin, side.session_tools);
