@@ -48,7 +48,10 @@ fn call_hook(env: &Env, event: &str, extra: Value) -> std::process::Child {
 }
 
 fn hook_done(env: &Env, event: &str, extra: Value) -> Vec<u8> {
-    call_hook(env, event, extra).wait_with_output().unwrap().stdout
+    call_hook(env, event, extra)
+        .wait_with_output()
+        .unwrap()
+        .stdout
 }
 
 fn main() {
@@ -108,7 +111,8 @@ fn main() {
             answer_ms.push(took.as_secs_f64() * 1000.0);
         }
         // The tool runs: the attention closes.
-        hook_done(&env, 
+        hook_done(
+            &env,
             "PreToolUse",
             json!({"tool_name": "Bash", "tool_input": input, "tool_use_id": format!("t{i}")}),
         );

@@ -91,7 +91,8 @@ fn main() {
     let log = dir.path().join("ran.log");
     let wrapped = wrapper(&bin, &claude, &log);
     let words = "Working on it: the first words of a longer answer, then the rest of it.";
-    let api = MockAnthropic::start(Script::new([Turn::text(words)]).paced(Duration::from_millis(20)));
+    let api =
+        MockAnthropic::start(Script::new([Turn::text(words)]).paced(Duration::from_millis(20)));
     let paired = common::pair(&env);
     // Enough starts for the bench (the default is 10 an hour).
     std::fs::write(
@@ -99,7 +100,11 @@ fn main() {
         json!({"control_folders": [env.project], "control_starts_hourly": 100_000}).to_string(),
     )
     .unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let model_env = [
         ("ANTHROPIC_BASE_URL", api.base_url()),
         ("ANTHROPIC_API_KEY", "sk-test-not-a-key".to_string()),
@@ -124,7 +129,10 @@ fn main() {
     let warm = 2;
     let (mut ctl_run, mut ctl_progress) = (Vec::new(), Vec::new());
     // The daemon read `claude --help` for the hello: that run is noted too.
-    let mut ran = std::fs::read_to_string(&log).unwrap_or_default().lines().count();
+    let mut ran = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .count();
     for i in 0..samples + warm {
         let session = format!("claude-code:{}", uuid(i));
         let body = paired.sign(
@@ -134,7 +142,10 @@ fn main() {
         );
         let t0 = epoch_ns();
         let t = Instant::now();
-        let id = post(&paired.enqueue_url(), &body)["id"].as_str().unwrap().to_string();
+        let id = post(&paired.enqueue_url(), &body)["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
         let started = ran_after(&log, ran);
         ran += 1;
         let first = loop {
@@ -144,7 +155,10 @@ fn main() {
                 .and_then(|ms| ms.iter().find(|m| m["id"] == id).cloned())
                 .unwrap_or_default();
             if m["acks"]["progress"].is_object() || !m["acks"]["final"].is_null() {
-                assert!(m["acks"]["progress"].is_object(), "a final ack before any progress: {m}");
+                assert!(
+                    m["acks"]["progress"].is_object(),
+                    "a final ack before any progress: {m}"
+                );
                 break t.elapsed();
             }
             std::thread::sleep(Duration::from_millis(2));
@@ -209,10 +223,19 @@ fn main() {
     }
     drop(daemon);
 
-    report("signed start posted → claude running (through control)", &mut ctl_run);
+    report(
+        "signed start posted → claude running (through control)",
+        &mut ctl_run,
+    );
     report("claude -p spawned by hand → claude running", &mut hand_run);
-    report("signed start posted → first progress ack at the receiver", &mut ctl_progress);
-    report("claude -p spawned by hand → first text delta on its stdout", &mut hand_progress);
+    report(
+        "signed start posted → first progress ack at the receiver",
+        &mut ctl_progress,
+    );
+    report(
+        "claude -p spawned by hand → first text delta on its stdout",
+        &mut hand_progress,
+    );
     println!(
         "control's overhead at p50: {:.1} ms to the process running, {:.1} ms to the first words back",
         p50(&ctl_run) - p50(&hand_run),

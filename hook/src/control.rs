@@ -42,7 +42,7 @@ impl Ask {
 /// The hook calls that ask, per harness (the adapters' Control rows).
 pub fn asks(harness: &str, event: &str) -> Option<Ask> {
     match (harness, event) {
-        ("claude-code", "Stop") => Some(Ask::Turn),
+        ("claude-code" | "codex", "Stop") => Some(Ask::Turn),
         ("claude-code" | "codex", "PermissionRequest") => Some(Ask::Permission),
         _ => None,
     }
@@ -91,9 +91,9 @@ mod tests {
             Some(Ask::Permission)
         );
         assert_eq!(asks("codex", "PermissionRequest"), Some(Ask::Permission));
+        assert_eq!(asks("codex", "Stop"), Some(Ask::Turn));
         for (h, e) in [
             ("claude-code", "PreToolUse"),
-            ("codex", "Stop"),
             ("gemini-cli", "Notification"),
             ("devin", "PermissionRequest"),
         ] {

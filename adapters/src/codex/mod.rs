@@ -168,9 +168,14 @@ static HOOKS: LazyLock<ClaudeHooks> = LazyLock::new(|| ClaudeHooks {
     accepted_events: None,
 });
 
-/// Codex's `PermissionRequest` takes a decision in Claude Code's shape; its
-/// Stop's `turn` rung is not offered yet (control, part 2).
+/// Codex's hooks take Claude Code's shapes: a Stop's block (`decision:
+/// block` with the message as `reason`, which Codex feeds the model as the
+/// next turn's input) and a `PermissionRequest`'s decision.
 impl harness::control::ControlHooks for Codex {
+    fn turn_answer(&self, framed: &str) -> Option<String> {
+        Some(harness::control::stop_block(framed))
+    }
+
     fn permission_answer(&self, allow: bool, note: Option<&str>) -> Option<String> {
         Some(harness::control::permission_decision(allow, note))
     }

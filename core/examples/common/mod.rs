@@ -107,7 +107,10 @@ impl Paired {
     /// The receiver's view of this machine's messages.
     pub fn view(&self) -> Value {
         client()
-            .get(format!("{}/test/control/messages?machine={}", self.url, self.machine))
+            .get(format!(
+                "{}/test/control/messages?machine={}",
+                self.url, self.machine
+            ))
             .bearer_auth(TOKEN)
             .send()
             .unwrap()

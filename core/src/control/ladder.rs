@@ -29,6 +29,9 @@ use std::time::Duration;
 
 /// The least time between two `progress` acks of one message.
 const PROGRESS_EVERY: Duration = Duration::from_millis(300);
+/// The least time between two `turn.progress` events of one run (they are
+/// kept, acks are not).
+const EVENT_EVERY: Duration = Duration::from_secs(1);
 
 /// What became of one run, as its final ack says.
 struct Outcome {
@@ -353,7 +356,16 @@ async fn run_one(
         tracing::warn!("control: cannot mark a run begun: {e}");
     }
     let (tx, rx) = tokio::sync::watch::channel(Progress::default());
-    let progress = tokio::spawn(send_progress(control.clone(), from.clone(), rx));
+    let run_id = match run {
+        Run::Start { id } | Run::Resume { id } | Run::Fork { id } => id.to_string(),
+    };
+    let asked = harness::frames::unframe(text).0;
+    let events = Events {
+        harness: harness.to_string(),
+        session: run_id,
+        user: asked,
+    };
+    let progress = tokio::spawn(send_progress(control.clone(), from.clone(), rx, events));
     let bound = Duration::from_secs(
         Config::load(&control.paths)
             .unwrap_or_default()
@@ -388,22 +400,54 @@ async fn run_one(
     }
 }
 
+/// Which session a run's `turn.progress` events are of, and its ask.
+struct Events {
+    harness: String,
+    /// The id the run was started with; the harness's own, once it names it.
+    session: String,
+    user: String,
+}
+
 /// Sends the growing reply as `progress` acks, the newest at most every
-/// `PROGRESS_EVERY`; ends when the run's sender is dropped.
+/// `PROGRESS_EVERY`, and as `turn.progress` events for tier-2 destinations
+/// at most every `EVENT_EVERY`; ends when the run's sender is dropped.
 async fn send_progress(
     control: Arc<Control>,
     from: From,
     mut rx: tokio::sync::watch::Receiver<Progress>,
+    events: Events,
 ) {
     let mut seq = 0u64;
     let mut last = String::new();
+    let mut evented = tokio::time::Instant::now() - EVENT_EVERY;
     while rx.changed().await.is_ok() {
-        let reply = rx.borrow_and_update().reply.clone();
+        let (reply, named) = {
+            let p = rx.borrow_and_update();
+            (p.reply.clone(), p.session.clone())
+        };
         if reply.trim().is_empty() || reply == last {
             continue;
         }
         seq += 1;
         say_progress(&control, &from.receiver, &from.id, seq, &reply).await;
+        if let Some(local) = control.progress_events.clone()
+            && evented.elapsed() >= EVENT_EVERY
+        {
+            evented = tokio::time::Instant::now();
+            let harness = events.harness.clone();
+            let session = named.unwrap_or_else(|| events.session.clone());
+            let event = protocol::EventData::TurnProgress(protocol::TurnProgress {
+                turn_id: None,
+                user: Some(events.user.clone()).filter(|u| !u.trim().is_empty()),
+                assistant: reply.clone(),
+            });
+            let wrote =
+                crate::runtime::blocking(move || local.append(&harness, &session, vec![event]))
+                    .await;
+            if let Err(e) = wrote {
+                tracing::info!("control: a turn.progress event: {e}");
+            }
+        }
         last = reply;
         tokio::time::sleep(PROGRESS_EVERY).await;
     }

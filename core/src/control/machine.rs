@@ -57,6 +57,9 @@ pub struct Control {
     /// Every call to every receiver: one client for the daemon's life.
     pub(super) http: reqwest::Client,
     pub(super) runs: Runs,
+    /// Where a run's growing reply becomes `turn.progress` events (only
+    /// where a destination takes tier 2).
+    pub(super) progress_events: Option<Arc<crate::pipeline::local::LocalEvents>>,
     /// Each receiver's `control.session_tools`, read when its loop starts.
     session_tools: Mutex<HashMap<String, Vec<String>>>,
     /// Each polled receiver and its machine token, as its loop read them (a
@@ -67,8 +70,15 @@ pub struct Control {
 }
 
 impl Control {
-    pub(super) fn new(paths: &StatePaths, hub: Arc<Hub>, store: Store, runs: Runs) -> Control {
+    pub(super) fn new(
+        paths: &StatePaths,
+        hub: Arc<Hub>,
+        store: Store,
+        runs: Runs,
+        progress_events: Option<Arc<crate::pipeline::local::LocalEvents>>,
+    ) -> Control {
         Control {
+            progress_events,
             paths: paths.clone(),
             hub,
             store: Mutex::new(store),
@@ -86,7 +96,10 @@ impl Control {
         self.polled
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(receiver.origin.clone(), (receiver.clone(), token.to_string()));
+            .insert(
+                receiver.origin.clone(),
+                (receiver.clone(), token.to_string()),
+            );
     }
 
     /// The final ack of the local message `id`, when it comes.

@@ -40,8 +40,8 @@ async fn follow(control: Arc<Control>, mut f: Follow) {
         .unwrap_or_default();
     let mut transcript = place_of(&harness, &id);
     let before = match &transcript {
-        Some(p) => turns(&harness, p).await.len(),
-        None => 0,
+        Some(p) => Before::of(&turns(&harness, p).await),
+        None => Before::default(),
     };
     let deadline = tokio::time::Instant::now() + REPLY_WAIT;
     let mut reply: Option<String> = None;
@@ -85,23 +85,53 @@ async fn follow(control: Arc<Control>, mut f: Follow) {
     .await;
 }
 
-/// The last turn's words once a turn after the first `before` has them,
-/// read again a moment later so a tail still being flushed is in.
-async fn settled_reply(harness: &str, path: &Path, before: usize) -> Option<String> {
+/// What the transcript held at the hand-over.
+#[derive(Default)]
+struct Before {
+    turns: usize,
+    /// The last turn's words then.
+    last: String,
+}
+
+impl Before {
+    fn of(turns: &[harness::transcript::Turn]) -> Before {
+        Before {
+            turns: turns.len(),
+            last: turns
+                .last()
+                .map(|t| t.assistant.clone())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The words said since: a new turn's, or, where the harness keeps a
+    /// hook's message inside the turn it continued (Codex), what that turn
+    /// said after the words it had.
+    fn since(&self, now: &[harness::transcript::Turn]) -> Option<String> {
+        let last = now.last()?.assistant.trim();
+        if last.is_empty() {
+            return None;
+        }
+        if now.len() > self.turns {
+            return Some(last.to_string());
+        }
+        let had = self.last.trim();
+        if last == had {
+            return None;
+        }
+        Some(last.strip_prefix(had).unwrap_or(last).trim().to_string())
+    }
+}
+
+/// The words said since the hand-over once there are some, read again a
+/// moment later so a tail still being flushed is in.
+async fn settled_reply(harness: &str, path: &Path, before: Before) -> Option<String> {
     let step = Duration::from_millis(150);
     let mut waited = Duration::ZERO;
     while waited <= FLUSH_WAIT {
-        let now = turns(harness, path).await;
-        if now.len() > before
-            && let Some(last) = now.last().filter(|t| !t.assistant.trim().is_empty())
-        {
+        if let Some(first) = before.since(&turns(harness, path).await) {
             tokio::time::sleep(Duration::from_millis(300)).await;
-            let again = turns(harness, path).await;
-            let last = again
-                .last()
-                .filter(|t| !t.assistant.trim().is_empty())
-                .unwrap_or(last);
-            return Some(last.assistant.clone());
+            return Some(before.since(&turns(harness, path).await).unwrap_or(first));
         }
         tokio::time::sleep(step).await;
         waited += step;
@@ -134,4 +164,42 @@ fn place_of(harness: &str, id: &str) -> Option<PathBuf> {
         .headless()?
         .place(&host, id)
         .transcript
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(n: u64, assistant: &str) -> harness::transcript::Turn {
+        harness::transcript::Turn {
+            n,
+            prompt_id: None,
+            user: "ask".into(),
+            assistant: assistant.into(),
+            at_ms: None,
+            interrupted: false,
+            injected: false,
+        }
+    }
+
+    #[test]
+    fn the_reply_is_what_was_said_since_the_hand_over() {
+        let before = Before::of(&[turn(1, "First answer.")]);
+        assert_eq!(
+            before.since(&[turn(1, "First answer.")]),
+            None,
+            "nothing new yet"
+        );
+        assert_eq!(
+            before.since(&[turn(1, "First answer."), turn(2, "The tests pass.")]),
+            Some("The tests pass.".into()),
+            "a turn of its own"
+        );
+        assert_eq!(
+            before.since(&[turn(1, "First answer.\n\nThe tests pass.")]),
+            Some("The tests pass.".into()),
+            "the turn it continued"
+        );
+        assert_eq!(Before::default().since(&[turn(1, "  ")]), None);
+    }
 }

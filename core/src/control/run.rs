@@ -36,7 +36,11 @@ const RETRY: &[u64] = &[2, 10, 60];
 /// Opens control's store and offers again what was verified before a restart,
 /// before the daemon's control socket takes a hook: a Stop that comes right
 /// after a start finds its message queued.
-pub async fn open(paths: &StatePaths, hub: Arc<Hub>) -> Option<Arc<Control>> {
+pub async fn open(
+    paths: &StatePaths,
+    hub: Arc<Hub>,
+    progress_events: Option<Arc<crate::pipeline::local::LocalEvents>>,
+) -> Option<Arc<Control>> {
     let store = match crate::runtime::blocking({
         let outbox = paths.outbox();
         move || Store::open(&outbox)
@@ -55,6 +59,7 @@ pub async fn open(paths: &StatePaths, hub: Arc<Hub>) -> Option<Arc<Control>> {
         hub,
         store,
         Runs::new(caps.runs_at_once),
+        progress_events,
     ));
     requeue(&control).await;
     Some(control)

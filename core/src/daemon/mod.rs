@@ -208,7 +208,8 @@ async fn serve(
         ingest.tell_seen(move |seen| told.seen(seen));
         // What was verified before a restart is queued again before a hook
         // can ask the socket for it.
-        let opened = crate::control::run::open(paths, hub.clone()).await;
+        let progress_events = ingest.local_events(paths.outbox()).map(Arc::new);
+        let opened = crate::control::run::open(paths, hub.clone(), progress_events).await;
         let socket = bind_control_socket(paths, hub.clone(), opened.clone());
         let task =
             opened.map(|c| tokio::spawn(crate::control::run::run(c, finals, stopping.clone())));

@@ -167,6 +167,21 @@ impl Ingest {
         ));
     }
 
+    /// Where the daemon adds its own events to sessions (`turn.progress`),
+    /// in step with this ingest; `None` unless turns are sent (tier 2).
+    pub fn local_events(
+        &self,
+        outbox_path: std::path::PathBuf,
+    ) -> Option<crate::pipeline::local::LocalEvents> {
+        matches!(self.turns, Turns::Send).then(|| {
+            crate::pipeline::local::LocalEvents::new(
+                self.busy.clone(),
+                outbox_path,
+                self.machine.clone(),
+            )
+        })
+    }
+
     /// True when no session is taken and no held turn waits.
     pub fn idle(&self) -> bool {
         self.busy.is_idle() && self.holds.as_ref().is_none_or(HoldWorker::idle)

@@ -22,7 +22,9 @@ fn a_real_claude_session_asks_a_real_codex_and_reads_its_whole_answer() {
     let project = sb.home.join("work/project");
     std::fs::create_dir_all(&project).unwrap();
     let codex = Codex::install(&sb, codex_bin);
-    let openai = MockOpenAI::start(vec![Step::text("Codex here: the answer is 42, checked twice.")]);
+    let openai = MockOpenAI::start(vec![Step::text(
+        "Codex here: the answer is 42, checked twice.",
+    )]);
     let config = codex.home.join("config.toml");
     let text = std::fs::read_to_string(&config).unwrap().replacen(
         "name = \"mock\"\n",
@@ -30,7 +32,10 @@ fn a_real_claude_session_asks_a_real_codex_and_reads_its_whole_answer() {
         1,
     );
     std::fs::write(&config, text).unwrap();
-    let control::PairedMachine { rx: _rx, device: _device } = control::paired_machine(&sb, &project);
+    let control::PairedMachine {
+        rx: _rx,
+        device: _device,
+    } = control::paired_machine(&sb, &project);
     let tmp = sb.root().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     let _daemon = sb.start_daemon_with(&[
@@ -58,24 +63,41 @@ fn a_real_claude_session_asks_a_real_codex_and_reads_its_whole_answer() {
         .env("ANTHROPIC_API_KEY", "sk-test-not-a-key")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("SHELL", "/bin/bash")
-        .args(["-p", "Ask Codex.", "--allowedTools", "Bash", "--output-format", "json"])
+        .args([
+            "-p",
+            "Ask Codex.",
+            "--allowedTools",
+            "Bash",
+            "--output-format",
+            "json",
+        ])
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let session = result["session_id"].as_str().unwrap().to_string();
     // Claude Code's model read Codex's whole answer as the command's output.
-    let read = anthropic
-        .requests()
-        .iter()
-        .any(|r| String::from_utf8_lossy(&r.body).contains("Codex here: the answer is 42, checked twice."));
+    let read = anthropic.requests().iter().any(|r| {
+        String::from_utf8_lossy(&r.body).contains("Codex here: the answer is 42, checked twice.")
+    });
     assert!(read, "the tool result carries Codex's answer");
     // Codex was asked the task, with the paragraph that says who asked.
-    let asked = openai.requests().iter().map(|r| String::from_utf8_lossy(&r.body).into_owned()).collect::<Vec<_>>().join("\n");
+    let asked = openai
+        .requests()
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .collect::<Vec<_>>()
+        .join("\n");
     assert!(asked.contains("What is the answer?"), "codex got the task");
     assert!(
-        asked.contains(&format!("(Asked by claude-code:{session} on this machine with sessionpipe ask.")),
+        asked.contains(&format!(
+            "(Asked by claude-code:{session} on this machine with sessionpipe ask."
+        )),
         "the asker is the Claude Code session: {}",
         asked.chars().take(2000).collect::<String>()
     );

@@ -39,6 +39,12 @@ fn setup(claude: &Path, api: &MockAnthropic) -> Setup {
         .unwrap();
     assert!(install.status.success());
     let control::PairedMachine { rx, device } = control::paired_machine(&sb, &project);
+    // A destination at tier 2: transcripts are read, and a run's growing
+    // reply is a `turn.progress` event too.
+    let config = sb.state.join("config.json");
+    let mut c: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    c["transcripts"] = json!(true);
+    std::fs::write(&config, c.to_string()).unwrap();
     let base = api.base_url();
     let daemon = sb.start_daemon_with(&[
         ("PATH", path.as_ref()),
@@ -193,6 +199,22 @@ fn a_signed_start_runs_a_session_whose_reply_comes_back_then_resume_and_fork_rea
         "the session has the command's id"
     );
     eprintln!("start → delivered in {:?}", started.elapsed());
+    let events = s.sb.events();
+    let progress: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "turn.progress" && e["session"]["id"] == id.as_str())
+        .collect();
+    assert!(!progress.is_empty(), "no turn.progress for the run");
+    for p in &progress {
+        assert_eq!(
+            p["data"]["user"], "Plan the release.",
+            "the ask, frames off: {p}"
+        );
+        assert!(
+            long.starts_with(p["data"]["assistant"].as_str().unwrap()),
+            "{p}"
+        );
+    }
 
     // No process holds it now: a prompt resumes it.
     let msg = s.device.enqueue(

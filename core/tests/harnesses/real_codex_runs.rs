@@ -40,12 +40,15 @@ fn final_and_processes(
     device: &control::Device,
     binary: &std::path::Path,
     id: &str,
+    cwd: &std::path::Path,
 ) -> (Value, Vec<Vec<String>>) {
     let until = Instant::now() + Duration::from_secs(120);
     let mut seen = Vec::new();
+    let cwd = cwd.to_string_lossy().into_owned();
     loop {
+        // This test's runs only (another test's Codex may run beside it).
         for p in codex_processes(binary) {
-            if !seen.contains(&p) {
+            if !seen.contains(&p) && (p.contains(&cwd) || p.iter().any(|a| a == "resume")) {
                 seen.push(p);
             }
         }
@@ -107,7 +110,7 @@ fn a_signed_start_and_a_resume_run_real_codex_exec_with_the_levels_flags() {
     let session = format!("codex:{name}");
     let start = json!({"text": "Look around.", "cwd": project.to_string_lossy(), "level": "read"});
     let id = device.enqueue(&device.sign("start", &session, start), 600);
-    let (ack, processes) = final_and_processes(&device, &binary, &id);
+    let (ack, processes) = final_and_processes(&device, &binary, &id, &project);
     assert_eq!(
         (
             ack["outcome"].as_str(),
@@ -141,7 +144,7 @@ fn a_signed_start_and_a_resume_run_real_codex_exec_with_the_levels_flags() {
         &device.sign("prompt", &session, json!({"text": "And now?"})),
         600,
     );
-    let (ack, processes) = final_and_processes(&device, &binary, &id);
+    let (ack, processes) = final_and_processes(&device, &binary, &id, &project);
     assert_eq!(
         (
             ack["outcome"].as_str(),
@@ -176,5 +179,68 @@ fn a_signed_start_and_a_resume_run_real_codex_exec_with_the_levels_flags() {
         last.contains("Look around.") && last.contains("And now?"),
         "resumed with its history"
     );
+    drop(rx);
+}
+
+#[test]
+fn a_signed_prompt_reaches_a_running_codex_turn_at_its_stop_and_the_reply_comes_back() {
+    let Some(binary) = sessionpipe_testkit::codex::binary() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let project = sb.home.join("work/project");
+    std::fs::create_dir_all(&project).unwrap();
+    let codex = Codex::install(&sb, binary);
+    let control::PairedMachine { rx, device } = control::paired_machine(&sb, &project);
+    let _daemon = sb.start_daemon();
+    device.wait_hello(Duration::from_secs(15), |h| h.is_object());
+    let api = MockOpenAI::start(vec![
+        Step::command("sleep 4"),
+        Step::text("First answer."),
+        Step::text("The tests pass."),
+    ]);
+    let child = codex
+        .exec(
+            &sb,
+            &api,
+            &project,
+            &["--dangerously-bypass-hook-trust"],
+            "Do the thing.",
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let evs = sb.wait_until(Duration::from_secs(60), |evs| {
+        evs.iter().any(|e| e["type"] == "tool.started")
+    });
+    let started = evs.iter().find(|e| e["type"] == "tool.started").unwrap();
+    let session = format!("codex:{}", started["session"]["id"].as_str().unwrap());
+    let words = "Also run the tests, please.";
+    let id = device.enqueue(
+        &device.sign("prompt", &session, json!({"text": words})),
+        120,
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ack = device.final_ack(&id, Duration::from_secs(30));
+    assert_eq!(
+        (
+            ack["outcome"].as_str(),
+            ack["mode"].as_str(),
+            ack["reply"].as_str()
+        ),
+        (Some("delivered"), Some("turn"), Some("The tests pass.")),
+        "{ack}"
+    );
+    let asked = api
+        .requests()
+        .iter()
+        .any(|r| String::from_utf8_lossy(&r.body).contains(words));
+    assert!(asked, "Codex's next request carries the message");
     drop(rx);
 }
