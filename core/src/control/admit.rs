@@ -309,6 +309,10 @@ fn machine_checks(
     let cwd = match (&record, &counts.named) {
         (Some(r), _) => r.block.cwd.clone(),
         (None, Some(n)) => n.cwd.clone(),
+        // A start of ours holds it: the prompt waits for it.
+        (None, None) if control.runs.starting_in(&session).is_some() => {
+            control.runs.starting_in(&session)
+        }
         (None, None) => {
             return fin(ack_refused(
                 id,

@@ -61,21 +61,27 @@ pub enum AskError {
 
 /// Runs `ask` and waits for the asked session's whole answer.
 pub async fn ask(control: &Arc<Control>, ask: &Ask) -> Result<String, AskError> {
+    answer(control, ask).await.map(|(_, reply)| reply)
+}
+
+/// The asked session (`<harness>:<id>`, a new one's too) and its answer.
+async fn answer(control: &Arc<Control>, ask: &Ask) -> Result<(String, String), AskError> {
     let (from, queued, start) = {
         let (c, a) = (control.clone(), ask.clone());
         crate::runtime::blocking(move || prepare(&c, &a, true)).await?
     };
     let rx = control.wait_local(&from.id);
+    let session = queued.session.clone();
     if start {
         ladder::start(control.clone(), from.clone(), queued, false);
     } else if let Some(ack) = offer(control, &from, &queued, false).await {
-        return outcome(&ack);
+        return outcome(&ack).map(|r| (session, r));
     }
     let ack = tokio::time::timeout(ASK_WAIT, rx)
         .await
         .map_err(|_| AskError::TooLong)?
         .map_err(|_| AskError::TooLong)?;
-    outcome(&ack)
+    outcome(&ack).map(|r| (session, r))
 }
 
 /// Starts `ask` and returns at once; the answer comes back into the asking
@@ -86,11 +92,11 @@ pub fn handoff(control: &Arc<Control>, ask: Ask) -> Result<(), AskError> {
     prepare(control, &ask, false)?;
     let control = control.clone();
     tokio::spawn(async move {
-        let answer = match self::ask(&control, &ask).await {
-            Ok(words) => words,
-            Err(e) => format!("The task could not be done: {e}"),
+        let (asked, answer) = match answer(&control, &ask).await {
+            Ok(done) => done,
+            Err(e) => (ask.to.clone(), format!("The task could not be done: {e}")),
         };
-        let (harness, id) = ask.to.split_once(':').unwrap_or((ask.to.as_str(), ""));
+        let (harness, id) = asked.split_once(':').unwrap_or((asked.as_str(), ""));
         let back = Ask {
             to: asker,
             from: Some(ask.to.clone()),

@@ -59,9 +59,21 @@ pub(super) fn prompt(control: Arc<Control>, from: From, q: Queued) {
 /// A verified `start`: runs on its own task and keeps its final ack.
 /// `readmitted`: admitted before a restart (its start slot is taken here).
 pub(super) fn start(control: Arc<Control>, from: From, q: Queued, readmitted: bool) {
+    // Held before the task runs: a prompt admitted right after this start
+    // finds its session held and waits for it.
+    let hold = control
+        .runs
+        .hold_start(&q.session, q.cwd.as_deref().unwrap_or_default());
     tokio::spawn(async move {
         let _slot = control.runs.started(readmitted);
-        let ack = start_run(&control, &from, &q).await;
+        let ack = match hold {
+            Some(hold) => {
+                let ack = start_run(&control, &from, &q).await;
+                control.runs.start_ended(hold);
+                ack
+            }
+            None => ack_failed(&from.id, None, "a run of this session is under way already"),
+        };
         finish(&control, &from, ack).await;
     });
 }
@@ -199,8 +211,6 @@ async fn start_run(control: &Arc<Control>, from: &From, q: &Queued) -> Value {
             "this machine cannot start a session of this harness",
         );
     };
-    let lock = control.runs.hold(&q.session);
-    let _held = lock.lock().await;
     let Some(host) = harness::install::Host::from_env() else {
         return ack_failed(&from.id, None, "this machine has no home folder");
     };

@@ -55,11 +55,21 @@ pub struct Ran {
     pub reply: String,
 }
 
+/// A start's hold on its session (given back with `Runs::start_ended`, or
+/// dropped).
+pub struct StartHold {
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+    session: String,
+}
+
 /// The headless runs of one daemon.
 pub struct Runs {
     slots: tokio::sync::Semaphore,
     starts: Arc<AtomicUsize>,
     held: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// The folder of each start held now (a prompt to its session may come
+    /// before the harness named it anywhere).
+    starting: Mutex<HashMap<String, String>>,
     helps: Mutex<HashMap<PathBuf, String>>,
 }
 
@@ -81,6 +91,7 @@ impl Runs {
             slots: tokio::sync::Semaphore::new(at_once.max(1)),
             starts: Arc::default(),
             held: Mutex::default(),
+            starting: Mutex::default(),
             helps: Mutex::default(),
         }
     }
@@ -118,6 +129,38 @@ impl Runs {
         // Forget the locks nobody holds or waits on, so the map stays small.
         held.retain(|_, l| Arc::strong_count(l) > 1);
         held.entry(session.to_string()).or_default().clone()
+    }
+
+    /// Holds `session` for a start at once (before its task runs), so a
+    /// message admitted right after it waits for it; `None` when something
+    /// holds it already.
+    pub fn hold_start(&self, session: &str, cwd: &str) -> Option<StartHold> {
+        let guard = self.hold(session).try_lock_owned().ok()?;
+        self.starting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(session.to_string(), cwd.to_string());
+        Some(StartHold {
+            _guard: guard,
+            session: session.to_string(),
+        })
+    }
+
+    /// The folder of a start that holds `session` now.
+    pub fn starting_in(&self, session: &str) -> Option<String> {
+        self.starting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(session)
+            .cloned()
+    }
+
+    /// A start's hold ended.
+    pub fn start_ended(&self, hold: StartHold) {
+        self.starting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&hold.session);
     }
 
     /// True while a run of `session` runs (or waits its turn).

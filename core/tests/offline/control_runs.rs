@@ -129,6 +129,12 @@ fn antigravity_starts_through_its_cli_and_a_prompt_to_the_starts_name_continues_
         &device.sign_start(&session, "Tidy the folder.", &project, &[]),
         60,
     );
+    // A prompt right behind the start, to the start's name: it waits for the
+    // start's run, then continues the conversation agy named.
+    let behind = device.enqueue(
+        &device.sign("prompt", &session, json!({"text": "Then the docs."})),
+        60,
+    );
     let ack = device.final_ack(&id, Duration::from_secs(30));
     assert_eq!(
         (
@@ -174,6 +180,22 @@ fn antigravity_starts_through_its_cli_and_a_prompt_to_the_starts_name_continues_
     );
     assert!(!start.iter().any(|a| a == "--conversation"));
 
+    let ack = device.final_ack(&behind, Duration::from_secs(30));
+    assert_eq!(
+        (ack["outcome"].as_str(), ack["mode"].as_str()),
+        (Some("delivered"), Some("resume")),
+        "{ack}"
+    );
+    let calls: Vec<Vec<String>> = (1..=6)
+        .map(argv)
+        .filter(|a| !a.is_empty() && a[0] != "--help")
+        .collect();
+    assert!(
+        calls[1].iter().any(|a| a == "--conversation")
+            && calls[1].iter().any(|a| a.contains("Then the docs.")),
+        "after the start, in its conversation: {calls:?}"
+    );
+
     // A prompt to the start's name continues the conversation agy picked.
     let id = device.enqueue(
         &device.sign("prompt", &session, json!({"text": "And the tests?"})),
@@ -185,7 +207,7 @@ fn antigravity_starts_through_its_cli_and_a_prompt_to_the_starts_name_continues_
         (Some("delivered"), Some("resume")),
         "{ack}"
     );
-    let calls: Vec<Vec<String>> = (1..=6)
+    let calls: Vec<Vec<String>> = (1..=9)
         .map(argv)
         .filter(|a| !a.is_empty() && a[0] != "--help")
         .collect();
@@ -261,5 +283,69 @@ fn one_session_asks_another_harness_and_prints_its_whole_answer() {
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("control folders"),
         "{out:?}"
+    );
+}
+
+#[test]
+fn a_handoff_returns_at_once_and_its_answer_reaches_the_asking_session() {
+    let sb = Sandbox::new();
+    let project = sb.home.join("work/project");
+    std::fs::create_dir_all(&project).unwrap();
+    let bin = sb.root().join("agy-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    sessionpipe_testkit::agy::stand_in(&bin, "Docs written.");
+    let control::PairedMachine {
+        rx: _rx,
+        device: _device,
+    } = control::paired_machine(&sb, &project);
+    let path = Sandbox::path_with(&bin);
+    let _daemon = sb.start_daemon_with(&[("PATH", path.as_ref())]);
+    // The asking session: known here, with its waiter listening.
+    let asker = "66666666-6666-4666-8666-666666666666";
+    assert!(
+        sb.hook(
+            "claude-code",
+            "SessionStart",
+            &payload(asker, &project, "SessionStart")
+        )
+        .status
+        .success()
+    );
+    sb.wait_until(Duration::from_secs(10), |evs| {
+        evs.iter().any(|e| e["type"] == "session.started")
+    });
+    let waiter = sb
+        .command(sessionpipe_testkit::sandbox::bin("sessionpipe"))
+        .args(["wait", "--session", &format!("claude-code:{asker}")])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let t = std::time::Instant::now();
+    let out = sb
+        .command(sessionpipe_testkit::sandbox::bin("sessionpipe"))
+        .current_dir(&project)
+        .args([
+            "handoff",
+            "antigravity",
+            "--from",
+            &format!("claude-code:{asker}"),
+            "Write the docs.",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(t.elapsed() < Duration::from_secs(5), "returned at once");
+    let got = waiter.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&got.stdout);
+    // Named by the session the task started (its short id).
+    assert!(
+        text.starts_with("Answer from antigravity:")
+            && !text.starts_with("Answer from antigravity: "),
+        "{text}"
+    );
+    assert!(
+        text.contains("(sessionpipe handoff, the task this session handed over):\nDocs written."),
+        "{text}"
     );
 }
