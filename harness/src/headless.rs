@@ -191,8 +191,15 @@ pub trait Headless: Sync {
         None
     }
     /// Hands `framed` (the in-place frame) to a live session's inbox at
-    /// `socket`, as `from` (who sent it, in words).
-    fn inbox(&self, _socket: &Path, _from: &str, _framed: &str) -> InboxOutcome {
+    /// `socket`, as `from` (who sent it, in words); `memo` is what the
+    /// adapter remembered of the session (its permission mode).
+    fn inbox(
+        &self,
+        _socket: &Path,
+        _from: &str,
+        _framed: &str,
+        _memo: &crate::adapter::Memo,
+    ) -> InboxOutcome {
         InboxOutcome::Missed("this harness has no inbox".into())
     }
     /// Whether a run of this harness may fork a live session (Claude Code's

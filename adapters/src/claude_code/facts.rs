@@ -174,6 +174,21 @@ fn parent_of(_pid: u32) -> Option<u32> {
     None
 }
 
+/// Where the session's last known permission mode is remembered (its memo).
+pub(super) const MEMO_PERMISSION_MODE: &str = "permission_mode";
+
+/// The payload's top-level `permission_mode`, found without parsing it (the
+/// payload was parsed once for its events; a prompt can be megabytes).
+pub(super) fn permission_mode(payload: &[u8]) -> Option<String> {
+    const KEY: &[u8] = b"\"permission_mode\":\"";
+    let at = payload.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    let rest = &payload[at..];
+    let end = rest.iter().position(|b| *b == b'"')?;
+    let mode = std::str::from_utf8(&rest[..end]).ok()?;
+    (!mode.is_empty() && mode.len() <= 40 && mode.chars().all(|c| c.is_ascii_alphanumeric()))
+        .then(|| mode.to_string())
+}
+
 /// A JSON file, when it exists and parses. `.claude.json` holds the person's
 /// project history and can run to megabytes; it is read on turn boundaries only.
 pub(super) fn read_json(path: &Path) -> Option<Value> {
@@ -211,6 +226,20 @@ pub(super) fn config_dirs(host: &harness::install::Host) -> Vec<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_permission_mode_is_read_off_the_payload() {
+        let p = br#"{"session_id":"x","permission_mode":"bypassPermissions","prompt":"hi"}"#;
+        assert_eq!(
+            super::permission_mode(p).as_deref(),
+            Some("bypassPermissions")
+        );
+        assert_eq!(super::permission_mode(br#"{"session_id":"x"}"#), None);
+        assert_eq!(
+            super::permission_mode(br#"{"permission_mode":"a\"b"}"#),
+            None
+        );
+    }
+
     #[test]
     fn control_names_each_config_dirs_account_with_its_email_or_its_api_host() {
         let dir = tempfile::tempdir().unwrap();

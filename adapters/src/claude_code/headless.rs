@@ -146,7 +146,14 @@ impl Headless for ClaudeCode {
     /// One line to the session's inbox, no class declared (so only a
     /// session that bypasses permissions holds it), answered as the socket
     /// answers.
-    fn inbox(&self, socket: &Path, from: &str, framed: &str) -> InboxOutcome {
+    fn inbox(&self, socket: &Path, from: &str, framed: &str, memo: &harness::Memo) -> InboxOutcome {
+        // A session that would hold the line (and drop it) never gets it.
+        let mode = memo
+            .get(super::facts::MEMO_PERMISSION_MODE)
+            .and_then(Value::as_str);
+        if mode.and_then(|m| super::inbox::holds("", m)) == Some(true) {
+            return InboxOutcome::Held;
+        }
         let line = super::inbox::line(from, "", framed);
         match super::inbox::deliver(socket, &line, std::time::Duration::from_secs(5)) {
             Ok(super::inbox::InboxAnswer::Taken) => InboxOutcome::Taken,

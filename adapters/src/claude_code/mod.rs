@@ -188,6 +188,11 @@ impl Adapter for ClaudeCode {
     /// with source `compact`), measured on 2.1.332.
     fn remember(&self, job: &Job, events: &mut Vec<EventData>, memo: &mut Memo) {
         claude_shaped::one_compaction(&job.event, events, memo);
+        // The session's permission mode, for control's inbox rung (a session
+        // that bypasses permissions holds an inbox line and drops it).
+        if let Some(mode) = facts::permission_mode(&job.payload) {
+            memo.insert(facts::MEMO_PERMISSION_MODE.into(), Value::String(mode));
+        }
     }
 
     fn hooks(&self) -> Option<&dyn HookInstall> {

@@ -131,8 +131,15 @@ async fn prompt_run(control: &Arc<Control>, from: &From, q: &Queued) -> Option<V
             format!("sessionpipe via {host_name}")
         };
         let (h, s, f) = (headless_of(harness), socket.clone(), framed.clone());
+        let (c, hn, id) = (control.clone(), harness.to_string(), target.clone());
         let outcome = crate::runtime::blocking(move || {
-            h.map(|h| h.inbox(&s, &sender, &f))
+            let memo = crate::pipeline::outbox::Outbox::open_readonly(&c.paths.outbox())
+                .ok()
+                .flatten()
+                .and_then(|o| o.session(&hn, &id).ok().flatten())
+                .map(|r| r.memo)
+                .unwrap_or_default();
+            h.map(|h| h.inbox(&s, &sender, &f, &memo))
                 .unwrap_or(InboxOutcome::Missed(String::new()))
         })
         .await;

@@ -349,3 +349,59 @@ fn a_handoff_returns_at_once_and_its_answer_reaches_the_asking_session() {
         "{text}"
     );
 }
+
+#[test]
+fn a_session_that_bypasses_permissions_is_never_handed_a_line_its_inbox_would_drop() {
+    let sb = Sandbox::new();
+    let project = sb.home.join("work/project");
+    std::fs::create_dir_all(&project).unwrap();
+    let control::PairedMachine { rx: _rx, device } = control::paired_machine(&sb, &project);
+    let _daemon = sb.start_daemon();
+    let s = "77777777-7777-4777-8777-777777777770";
+    let mut start: Value = serde_json::from_slice(&payload(s, &project, "SessionStart")).unwrap();
+    start["permission_mode"] = json!("bypassPermissions");
+    assert!(
+        sb.hook("claude-code", "SessionStart", start.to_string().as_bytes())
+            .status
+            .success()
+    );
+    sb.wait_until(Duration::from_secs(10), |evs| {
+        evs.iter().any(|e| e["type"] == "session.started")
+    });
+    let mut holder = std::process::Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .unwrap();
+    let socket_path = sb.root().join("inbox.sock");
+    let inbox = sessionpipe_testkit::inbox::InboxSocket::bind(&socket_path).unwrap();
+    sessionpipe_testkit::inbox::registry_record(
+        &sb.home.join(".claude"),
+        holder.id(),
+        s,
+        &socket_path,
+        Some(1),
+    )
+    .unwrap();
+    let id = device.enqueue(
+        &device.sign(
+            "prompt",
+            &format!("claude-code:{s}"),
+            json!({"text": "look"}),
+        ),
+        60,
+    );
+    // The next rung is a fork, which needs `claude` (not on this PATH).
+    let ack = device.final_ack(&id, Duration::from_secs(15));
+    assert_eq!(
+        (ack["outcome"].as_str(), ack["detail"].as_str()),
+        (Some("failed"), Some("claude is not on this machine's PATH")),
+        "{ack}"
+    );
+    assert!(
+        inbox.lines().is_empty(),
+        "no line written: {:?}",
+        inbox.lines()
+    );
+    let _ = holder.kill();
+    let _ = holder.wait();
+}
