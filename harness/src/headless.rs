@@ -198,7 +198,7 @@ pub trait Headless: Sync {
         _socket: &Path,
         _from: &str,
         _framed: &str,
-        _memo: &crate::adapter::Memo,
+        _memo: &serde_json::Map<String, serde_json::Value>,
     ) -> InboxOutcome {
         InboxOutcome::Missed("this harness has no inbox".into())
     }
