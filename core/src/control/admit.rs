@@ -310,16 +310,16 @@ fn machine_checks(
         (Some(r), _) => r.block.cwd.clone(),
         (None, Some(n)) => n.cwd.clone(),
         // A start of ours holds it: the prompt waits for it.
-        (None, None) if control.runs.starting_in(&session).is_some() => {
-            control.runs.starting_in(&session)
-        }
-        (None, None) => {
-            return fin(ack_refused(
-                id,
-                "no_session",
-                "this machine has no such session",
-            ));
-        }
+        (None, None) => match control.runs.starting_in(&session) {
+            Some(cwd) => Some(cwd),
+            None => {
+                return fin(ack_refused(
+                    id,
+                    "no_session",
+                    "this machine has no such session",
+                ));
+            }
+        },
     };
     if !folder_allowed(cwd.as_deref(), &config.control_folders) {
         return fin(ack_refused(
