@@ -19,7 +19,8 @@ APT_PACKAGES=(build-essential pkg-config file libwebkit2gtk-4.1-dev
   libayatana-appindicator3-dev librsvg2-dev libssl-dev libxdo-dev libsoup-3.0-dev
   libgtk-3-dev
   curl xvfb xauth x11-utils xdotool imagemagick fonts-dejavu-core dbus dbus-bin
-  dbus-x11 dunst libnotify-bin gnome-keyring python3 python3-gi chromium)
+  dbus-x11 dunst libnotify-bin gnome-keyring python3 python3-gi chromium
+  postgresql)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -7,11 +7,12 @@
 //! read the body, fault door, bearer, `sessionpipe-protocol`, size in bytes,
 //! signature, JSON shape, event count, protocol above 1, tier above `max_tier`, then
 //! each event on its own (rejected, duplicate or stored). Batch-level refusals store
-//! nothing. It must not touch files itself (`store` does, on a blocking thread) and
-//! never logs a token, a secret or an `authorization` header.
+//! nothing. It must not write to the database itself (`store` does) and never
+//! logs a body, a token, a secret or an `authorization` header.
 
-use crate::check::{self, Key, SUPPORTED};
-use crate::store::Store;
+use crate::check::{self, SUPPORTED};
+use crate::db::Db;
+use crate::store;
 use crate::{Fault, Stats};
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -20,19 +21,19 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
-use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The events endpoint, as the well-known document names it.
 pub const EVENTS_PATH: &str = "/v1/events";
 
-/// The most body bytes read before answering; past it the connection is closed.
-/// Far above any `max_bytes` (262 144 at most), so that a sender's oversize batch
-/// is read and answered 413 rather than cut off.
-const READ_CAP: usize = 16 * 1024 * 1024;
+/// The most body bytes read before answering; past it (or a `content-length`
+/// naming more) the answer is 413 and the connection is closed, unread. Four
+/// times the largest `max_bytes` (262 144), so that a sender's batch a little
+/// over is still read and answered rather than cut off.
+const READ_CAP: usize = 1024 * 1024;
 
 /// Settings fixed at start.
 pub struct Settings {
@@ -49,7 +50,7 @@ pub struct Shared {
     pub settings: Settings,
     /// The control side, when it is on.
     pub control: Option<crate::control::Control>,
-    pub store: Mutex<Store>,
+    pub db: Arc<Db>,
     pub fault: Mutex<Option<Fault>>,
     pub posts: AtomicU64,
     pub accepted: AtomicU64,
@@ -58,22 +59,16 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// The store; a panic elsewhere while it was held leaves it usable (every
-    /// change to it is one append or one delete, so there is no half state).
-    pub fn store(&self) -> MutexGuard<'_, Store> {
-        self.store.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub fn stats(&self) -> Stats {
-        let (sessions, events) = self.store().counts();
-        Stats {
+    pub async fn stats(&self) -> Result<Stats, crate::db::DbError> {
+        let (sessions, events) = store::counts(&self.db).await?;
+        Ok(Stats {
             posts: self.posts.load(Ordering::Relaxed),
             accepted: self.accepted.load(Ordering::Relaxed),
             duplicates: self.duplicates.load(Ordering::Relaxed),
             rejected: self.rejected.load(Ordering::Relaxed),
             sessions,
             events,
-        }
+        })
     }
 
     /// Takes one answer off the armed fault, if any.
@@ -191,7 +186,12 @@ async fn post_events(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Bo
     // the sender is still writing leaves unread bytes that make the kernel reset the
     // connection, and the sender would see a network error instead of our 401 or
     // 413 (and a pooled connection would die under its next request).
-    let Ok(bytes) = axum::body::to_bytes(body, READ_CAP).await else {
+    let declared = header_str(&headers, "content-length").and_then(|v| v.parse::<u64>().ok());
+    let read = match declared {
+        Some(n) if n > READ_CAP as u64 => None,
+        _ => axum::body::to_bytes(body, READ_CAP).await.ok(),
+    };
+    let Some(bytes) = read else {
         sh.log(|| format!("413 body over {READ_CAP} bytes, connection closed"));
         let mut resp = refuse(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -298,10 +298,8 @@ struct Outcome {
 }
 
 async fn store_batch(sh: Arc<Shared>, events: Vec<Value>) -> Response {
-    let worker = Arc::clone(&sh);
-    let done = tokio::task::spawn_blocking(move || ingest(&worker, &events)).await;
-    match done {
-        Ok(Ok(o)) => {
+    match ingest(&sh, &events).await {
+        Ok(o) => {
             sh.accepted.fetch_add(o.accepted, Ordering::Relaxed);
             sh.duplicates.fetch_add(o.duplicates, Ordering::Relaxed);
             sh.rejected
@@ -322,7 +320,7 @@ async fn store_batch(sh: Arc<Shared>, events: Vec<Value>) -> Response {
             });
             answer(StatusCode::ACCEPTED, body)
         }
-        Ok(Err(e)) => {
+        Err(e) => {
             sh.log(|| format!("500 storing the batch: {e}"));
             refuse(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -330,63 +328,27 @@ async fn store_batch(sh: Arc<Shared>, events: Vec<Value>) -> Response {
                 "could not store the batch",
             )
         }
-        Err(_) => refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "storage",
-            "the store panicked",
-        ),
     }
 }
 
-/// Judges, dedups and stores the events in order, under the store's lock: the
-/// dedup check and the append must be one step, or two senders racing the same
-/// key would both store it.
-fn ingest(sh: &Shared, events: &[Value]) -> std::io::Result<Outcome> {
-    let mut store = sh.store();
-    let mut out = Outcome {
-        accepted: 0,
-        duplicates: 0,
-        rejected: Vec::new(),
-    };
-    let mut order: Vec<(String, String)> = Vec::new();
-    let mut pending: HashMap<(String, String), Vec<(u64, String)>> = HashMap::new();
-    let mut seen: HashSet<Key> = HashSet::new();
+/// Judges each event, then stores the ones that pass in one transaction
+/// (`store::ingest` dedups them there, so two senders racing one key store it
+/// once).
+async fn ingest(sh: &Shared, events: &[Value]) -> Result<Outcome, crate::db::DbError> {
+    let mut rejected = Vec::new();
+    let mut checked = Vec::with_capacity(events.len());
     for e in events {
-        let key = match check::check_event(e) {
-            Ok(k) => k,
-            Err(reason) => {
-                out.rejected
-                    .push(json!({"id": e["id"], "reason": reason.0}));
-                continue;
-            }
-        };
-        if seen.contains(&key) || store.is_known(&key) {
-            out.duplicates += 1;
-            continue;
-        }
-        let (harness, session, seq) = key.clone();
-        let sk = (harness, session);
-        out.accepted += 1;
-        if e["type"] == "session.forgotten" {
-            // Everything for the session goes, this batch's earlier events too.
-            pending.remove(&sk);
-            seen.retain(|(h, s, _)| (h, s) != (&sk.0, &sk.1));
-            store.forget(&sk.0, &sk.1, seq)?;
-            continue;
-        }
-        seen.insert(key);
-        if !pending.contains_key(&sk) {
-            order.push(sk.clone());
-        }
-        let line = serde_json::to_string(e).expect("a JSON value serialises");
-        pending.entry(sk).or_default().push((seq, line));
-    }
-    for sk in order {
-        if let Some(lines) = pending.get(&sk) {
-            store.append(&sk.0, &sk.1, lines)?;
+        match check::check_event(e) {
+            Ok(key) => checked.push(store::Checked { key, event: e }),
+            Err(reason) => rejected.push(json!({"id": e["id"], "reason": reason.0})),
         }
     }
-    Ok(out)
+    let done = store::ingest(&sh.db, store::OPERATOR, &checked, protocol::time::now_ms()).await?;
+    Ok(Outcome {
+        accepted: done.accepted,
+        duplicates: done.duplicates,
+        rejected,
+    })
 }
 
 /// `GET /v1/sessions/<harness>:<id>`: the stored events in seq order, or 404.
@@ -408,13 +370,10 @@ async fn read_session(
     if !protocol::valid_harness_name(harness) || !protocol::valid_session_id(session) {
         return answer(StatusCode::NOT_FOUND, json!({"reason": "not_found"}));
     }
-    let (h, s) = (harness.to_string(), session.to_string());
-    let worker = Arc::clone(&sh);
-    let read = tokio::task::spawn_blocking(move || worker.store().read(&h, &s)).await;
-    match read {
-        Ok(Ok(Some(events))) => answer(StatusCode::OK, Value::Array(events)),
-        Ok(Ok(None)) => answer(StatusCode::NOT_FOUND, json!({"reason": "not_found"})),
-        _ => refuse(
+    match store::read(&sh.db, store::OPERATOR, harness, session).await {
+        Ok(Some(events)) => answer(StatusCode::OK, Value::Array(events)),
+        Ok(None) => answer(StatusCode::NOT_FOUND, json!({"reason": "not_found"})),
+        Err(_) => refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
             "storage",
             "could not read the session",

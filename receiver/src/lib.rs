@@ -1,24 +1,30 @@
-//! `sessionpipe-receiver`: a conformance receiver for the sessionpipe HTTP
-//! binding (PROTOCOL-NOTES §5), and for its control side (§6) when
-//! `Options::control` is set.
+//! `sessionpipe-receiver`: the receiving side of the sessionpipe HTTP binding
+//! (PROTOCOL-NOTES §5), and its control side (§6) when `Options::control` is
+//! set: what a person self-hosts, and what the project's tests deliver to.
 //!
-//! It is what the project's tests deliver to and a reference for anyone checking a
-//! receiver: the well-known document, `POST /v1/events` with every answer of the
-//! binding's error table, dedup on (harness.name, session.id, seq) that survives a
-//! restart, unknown types stored, `session.forgotten` honoured, Standard Webhooks
-//! signatures checked when a `whsec_` secret is given, and two doors for tests: a
-//! read door (`GET /v1/sessions/<harness>:<id>`) and a fault door
-//! (`POST /test/faults`, loopback only). With control on: pairing (open pairing
-//! too), the machine calls under `/v1/control` (hello, the per-machine long-poll,
-//! acks, off, a `start`'s files) with a queue that survives a restart, and test
-//! doors to approve a pairing, queue a signed message, put a file and read a
-//! machine's queue back (`control`).
+//! The events side: the well-known document, `POST /v1/events` with every
+//! answer of the binding's error table, dedup on (harness.name, session.id,
+//! seq), unknown types stored, `session.forgotten` honoured before the answer
+//! (nothing of the session is left, in the file's bytes either), each session's
+//! block merged, the arrival time kept beside `time`, a retention setting, and
+//! Standard Webhooks signatures checked when a `whsec_` secret is given. With
+//! control on: pairing (open pairing too), the machine calls under
+//! `/v1/control` (hello, the per-machine long-poll, acks, off, a `start`'s
+//! files). Everything is kept in one database (`db`): a SQLite file by
+//! default, or PostgreSQL, where several receiver processes behind one load
+//! balancer share the queue (a message goes to one long-poll at a time, and a
+//! machine's poll may land on any process). Test doors, loopback only and
+//! with the sink token: a read door (`GET /v1/sessions/<harness>:<id>`), a
+//! fault door (`POST /test/faults`), and control's (approve a pairing, queue a
+//! signed message, put a file, read a machine's queue back). `push` sends Web
+//! Push.
 //!
 //! This crate owns the receiving side only. It must not depend on the sender's code
 //! (`sessionpipe-core`): it reads the rules from the spec on its own, so that a
 //! sender and this receiver agreeing means something. It carries control messages
-//! and never signs or verifies one (the machine does), listens on loopback unless
-//! told otherwise, and never logs a token, a secret or an `authorization` header.
+//! and never signs one (the machine verifies them), listens on loopback unless
+//! told otherwise, and never logs a body, a token, a secret or an
+//! `authorization` header.
 //!
 //! ```no_run
 //! use sessionpipe_receiver::{Options, Receiver};
@@ -31,7 +37,9 @@
 
 pub mod check;
 mod control;
+mod db;
 mod http;
+pub mod push;
 pub mod signature;
 mod store;
 
@@ -62,8 +70,15 @@ pub struct Options {
     pub max_events: usize,
     /// 1 024–262 144 bytes per batch body (the schema's bounds).
     pub max_bytes: usize,
-    /// Where the JSONL files live; `None` is a temporary folder removed on stop.
+    /// The folder of the SQLite database (`receiver.db`); `None` is a temporary
+    /// folder removed on stop.
     pub data: Option<PathBuf>,
+    /// A `postgres://` URL: the database is there instead (`data` is then
+    /// unused), and several receivers may share it.
+    pub database: Option<String>,
+    /// Events that arrived longer ago than this are deleted (checked hourly,
+    /// in small batches); `None` keeps them.
+    pub retention: Option<Duration>,
     /// A `whsec_…` secret: every batch must then carry a valid signature.
     pub webhook_secret: Option<String>,
     /// Allows a `listen` address other than loopback.
@@ -86,6 +101,8 @@ impl std::fmt::Debug for Options {
             .field("max_events", &self.max_events)
             .field("max_bytes", &self.max_bytes)
             .field("data", &self.data)
+            .field("database", &self.database.as_ref().map(|_| "[set]"))
+            .field("retention", &self.retention)
             .field(
                 "webhook_secret",
                 &self.webhook_secret.as_ref().map(|_| "[redacted]"),
@@ -106,6 +123,8 @@ impl Options {
             max_events: 50,
             max_bytes: 262_144,
             data: None,
+            database: None,
+            retention: None,
             webhook_secret: None,
             allow_remote: false,
             log: false,
@@ -288,8 +307,28 @@ impl Receiver {
         let settings = opts
             .settings()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let store = store::Store::open(opts.data.as_deref())?;
-        let data_dir = store.dir().to_path_buf();
+        let (data_dir, temp) = match &opts.data {
+            Some(d) => {
+                std::fs::create_dir_all(d)?;
+                (d.clone(), None)
+            }
+            None => {
+                let t = tempfile::Builder::new()
+                    .prefix("sessionpipe-receiver-")
+                    .tempdir()?;
+                (t.path().to_path_buf(), Some(t))
+            }
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("sessionpipe-receiver")
+            .enable_all()
+            .build()?;
+        let at = match &opts.database {
+            Some(url) => db::Location::Url(url),
+            None => db::Location::Folder(&data_dir),
+        };
+        let db = Arc::new(rt.block_on(db::Db::open(at)).map_err(io::Error::other)?);
         let listener = TcpListener::bind(opts.listen)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
@@ -302,7 +341,7 @@ impl Receiver {
                 let held = Duration::from_secs(c.wait_max_s + 10);
                 limits.request_timeout = limits.request_timeout.max(held);
                 Some(
-                    control::Control::open(c, &data_dir, stop_rx.clone())
+                    rt.block_on(control::Control::open(c, Arc::clone(&db), stop_rx.clone()))
                         .map_err(io::Error::other)?,
                 )
             }
@@ -311,33 +350,54 @@ impl Receiver {
         let shared = Arc::new(http::Shared {
             settings,
             control,
-            store: Mutex::new(store),
+            db,
             fault: Mutex::new(None),
             posts: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
             duplicates: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
         });
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("sessionpipe-receiver")
-            .enable_all()
-            .build()?;
         let listener = {
             let _in_rt = rt.enter();
             tokio::net::TcpListener::from_std(listener)?
         };
         let app = http::router(Arc::clone(&shared));
+        let runtime = rt.handle().clone();
+        if let Some(keep) = opts.retention {
+            runtime.spawn(retain(Arc::clone(&shared), keep, stop_rx.clone()));
+        }
         let thread = std::thread::Builder::new()
             .name("sessionpipe-receiver".into())
             .spawn(move || serve(rt, listener, app, limits, stop_rx))?;
         Ok(Handle {
             addr,
             data_dir,
+            _temp: temp,
+            runtime,
             shared,
             stop_tx,
             thread: Some(thread),
         })
+    }
+}
+
+/// Deletes what is older than `keep`, now and then every hour, until `stop`.
+async fn retain(
+    shared: Arc<http::Shared>,
+    keep: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        let before = protocol::time::now_ms() - keep.as_millis() as i64;
+        match store::prune(&shared.db, before).await {
+            Ok(n) if n > 0 => shared.log(|| format!("retention: {n} event(s) deleted")),
+            Ok(_) => {}
+            Err(e) => shared.log(|| format!("retention: {e}")),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(3600)) => {}
+            _ = stop.changed() => return,
+        }
     }
 }
 
@@ -366,6 +426,10 @@ fn serve(
 pub struct Handle {
     addr: SocketAddr,
     data_dir: PathBuf,
+    /// Held so that a receiver started without `data` cleans up after itself.
+    _temp: Option<tempfile::TempDir>,
+    /// The server's runtime, for the calls below (made from outside it).
+    runtime: tokio::runtime::Handle,
     shared: Arc<http::Shared>,
     stop_tx: tokio::sync::watch::Sender<bool>,
     thread: Option<JoinHandle<()>>,
@@ -381,23 +445,60 @@ impl Handle {
         self.addr
     }
 
-    /// Where the JSONL files are (a temporary folder without `Options::data`).
+    /// The SQLite database's folder (a temporary one without `Options::data`).
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
     }
 
     /// Every stored (harness, session, seq), sorted: for asserting exactly-once.
+    ///
+    /// # Panics
+    ///
+    /// When the database fails, or when called from inside an async runtime
+    /// (these calls are a test's, made from a plain thread).
     pub fn stored_keys(&self) -> Vec<Key> {
-        self.shared.store().keys()
+        self.runtime
+            .block_on(store::keys(&self.shared.db, store::OPERATOR))
+            .unwrap_or_else(|e| panic!("stored_keys: {e}"))
     }
 
     /// A session's stored events in seq order (what the read door answers).
     pub fn events(&self, harness: &str, session: &str) -> io::Result<Option<Vec<Value>>> {
-        self.shared.store().read(harness, session)
+        self.runtime
+            .block_on(store::read(
+                &self.shared.db,
+                store::OPERATOR,
+                harness,
+                session,
+            ))
+            .map_err(io::Error::other)
     }
 
+    /// A session's block as merged over its events (a member from a later seq
+    /// wins), with when it was first and last heard of (ms since the epoch);
+    /// `None` when nothing of it is stored.
+    ///
+    /// # Panics
+    ///
+    /// As `stored_keys`.
+    pub fn session(&self, harness: &str, session: &str) -> Option<(Value, i64, i64)> {
+        self.runtime
+            .block_on(store::session_block(
+                &self.shared.db,
+                store::OPERATOR,
+                harness,
+                session,
+            ))
+            .unwrap_or_else(|e| panic!("session: {e}"))
+    }
+
+    /// # Panics
+    ///
+    /// As `stored_keys`.
     pub fn stats(&self) -> Stats {
-        self.shared.stats()
+        self.runtime
+            .block_on(self.shared.stats())
+            .unwrap_or_else(|e| panic!("stats: {e}"))
     }
 
     /// Arms the fault door (`None` disarms), as `POST /test/faults` does.
@@ -426,11 +527,13 @@ impl Handle {
     ///
     /// As `put_file`, and when `sha256` is not 43 base64url characters.
     pub fn put_file_as(&self, sha256: &str, bytes: &[u8]) {
-        self.shared
+        let control = self
+            .shared
             .control
             .as_ref()
-            .expect("put_file needs the control side on (Options::control)")
-            .put_file(sha256, bytes, "application/octet-stream")
+            .expect("put_file needs the control side on (Options::control)");
+        self.runtime
+            .block_on(control.put_file(sha256, bytes, "application/octet-stream"))
             .unwrap_or_else(|e| panic!("put_file: {e}"));
     }
 

@@ -22,8 +22,9 @@ struct Cli {
     /// Address to listen on; port 0 picks a free one.
     #[arg(long, default_value = "127.0.0.1:0")]
     listen: SocketAddr,
-    /// The bearer token senders must present.
-    #[arg(long)]
+    /// The bearer token senders must present (or SESSIONPIPE_RECEIVER_TOKEN, which
+    /// keeps it out of the process list).
+    #[arg(long, env = "SESSIONPIPE_RECEIVER_TOKEN", hide_env_values = true)]
     token: String,
     /// Highest tier accepted (0-3).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
@@ -34,9 +35,22 @@ struct Cli {
     /// Most bytes per batch body (1024-262144).
     #[arg(long, default_value_t = 262_144)]
     max_bytes: usize,
-    /// Folder of the JSONL files, kept across restarts (default: a temporary one).
+    /// Folder of the SQLite database, kept across restarts (default: a temporary one).
     #[arg(long, value_name = "DIR")]
     data: Option<PathBuf>,
+    /// A PostgreSQL database instead of the SQLite file (postgres://user@host/db);
+    /// several receivers may share one. Read from the environment too, to keep a
+    /// password out of the process list.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "SESSIONPIPE_RECEIVER_DATABASE",
+        hide_env_values = true
+    )]
+    database: Option<String>,
+    /// Delete events that arrived more than this many days ago (0: keep them all).
+    #[arg(long, value_name = "DAYS", default_value_t = 0)]
+    retention_days: u32,
     /// A whsec_ secret: batches must then carry a valid Standard Webhooks signature.
     #[arg(long, value_name = "SECRET")]
     webhook_secret: Option<String>,
@@ -80,6 +94,9 @@ fn main() -> ExitCode {
         max_events: cli.max_events,
         max_bytes: cli.max_bytes,
         data: cli.data,
+        database: cli.database,
+        retention: (cli.retention_days > 0)
+            .then(|| std::time::Duration::from_secs(u64::from(cli.retention_days) * 86_400)),
         webhook_secret: cli.webhook_secret,
         allow_remote: cli.allow_remote,
         log: !cli.quiet,

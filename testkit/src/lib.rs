@@ -7,12 +7,16 @@
 //! binaries in a temporary home, and [`codex`], the real Codex set up in one;
 //! [`terminal`], which runs an interactive program in a real terminal and reads
 //! its screen; [`layers`], which reads a crate's module structure for the
-//! tests that keep it layered; and [`inbox`], a stand-in for Claude Code's
-//! cross-session inbox and the registry record that names it.
+//! tests that keep it layered; [`inbox`], a stand-in for Claude Code's
+//! cross-session inbox and the registry record that names it; [`postgres`], a
+//! throwaway PostgreSQL server; [`balancer`], a round-robin load balancer in
+//! front of several receivers; and [`push`], a loopback Web Push service that
+//! decrypts what it is sent.
 //! It is a dev-dependency only; nothing here ships.
 
 pub mod agy;
 pub mod anthropic;
+pub mod balancer;
 pub mod codex;
 #[cfg(feature = "control")]
 pub mod control;
@@ -23,6 +27,9 @@ pub mod http;
 pub mod inbox;
 pub mod layers;
 pub mod openai;
+pub mod postgres;
+#[cfg(feature = "push")]
+pub mod push;
 pub mod sandbox;
 pub mod terminal;
 

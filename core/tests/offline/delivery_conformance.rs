@@ -1,12 +1,17 @@
 //! `sessionpipe conformance --receiver URL` over the shared delivery scenarios
 //! (`../shared/conformance/delivery/`, skipped with one line when that folder is not
-//! beside the repository), against our own receiver started in-process: the events
-//! side and, with its control side on, 09-18 (the runner pairs as a machine).
+//! beside the repository), against our own receiver: started in-process on its
+//! SQLite file, on a real PostgreSQL, and as two `sessionpipe-receiver` processes
+//! sharing one PostgreSQL behind a round-robin balancer (every request to the
+//! other process than the last); the events side and, with its control side on,
+//! 09-18 (the runner pairs as a machine).
 
 use serde_json::{Value, json};
 use sessionpipe_receiver::{ControlOptions, Fault, Options, Receiver};
 use sessionpipe_testkit::Sandbox;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 
 const TOKEN: &str = "delivery-conformance-token";
 
@@ -111,6 +116,114 @@ fn every_scenario_passes_against_our_receiver() {
     let mut sorted = per_session.clone();
     sorted.sort();
     assert_eq!(sorted, [1, 1, 1, 1, 3, 3], "{per_session:?}");
+}
+
+/// Runs every scenario against `url`, twice, and says each passed.
+fn all_pass(url: &str, dir: &Path) {
+    let files = scenarios(dir);
+    for _ in 0..2 {
+        let (ok, text) = conformance(Some(url), &[dir]);
+        assert!(ok, "{text}");
+        for (file, _) in &files {
+            let line = line_for(&text, file);
+            assert!(line.starts_with("pass "), "{line}");
+        }
+        let last = text.lines().last().unwrap();
+        assert_eq!(last, format!("{} passed, 0 failed, 0 skipped", files.len()));
+        println!("{last}");
+    }
+}
+
+fn on_postgres(url: String) -> Options {
+    Options {
+        max_tier: 1,
+        database: Some(url),
+        control: Some(ControlOptions {
+            open_pairing: true,
+            session_tools: vec!["mcp__sessionpipe".into()],
+            ..ControlOptions::new("localhost")
+        }),
+        ..Options::new(TOKEN)
+    }
+}
+
+#[test]
+fn every_scenario_passes_against_our_receiver_on_postgres() {
+    let Some(dir) = shared_delivery() else {
+        return;
+    };
+    let Some(pg) = sessionpipe_testkit::postgres::start_or_skip("delivery on postgres") else {
+        return;
+    };
+    let url = pg.create_database("delivery").unwrap();
+    let rx = Receiver::start(on_postgres(url.clone())).unwrap();
+    all_pass(&rx.url(), &dir);
+    let stored = rx.stored_keys().len();
+    assert_eq!(
+        stored,
+        2 * 5,
+        "01, 02 and 07 store 5 events a run; 08 forgets its own"
+    );
+    rx.stop();
+    // A second receiver on the same database sees what the first stored.
+    let again = Receiver::start(on_postgres(url)).unwrap();
+    assert_eq!(again.stored_keys().len(), stored);
+}
+
+/// A `sessionpipe-receiver` process and the URL it printed; killed on drop.
+struct Process {
+    child: Child,
+    url: String,
+}
+
+impl Process {
+    fn start(database: &str) -> Process {
+        let mut child = Command::new(sessionpipe_testkit::sandbox::bin("sessionpipe-receiver"))
+            .args(["--max-tier", "1", "--quiet", "--control", "--open-pairing"])
+            .args(["--session-tool", "mcp__sessionpipe"])
+            .env("SESSIONPIPE_RECEIVER_TOKEN", TOKEN)
+            .env("SESSIONPIPE_RECEIVER_DATABASE", database)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.starts_with("http://"), "the receiver printed {line:?}");
+        Process {
+            child,
+            url: line.trim().to_string(),
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn every_scenario_passes_against_two_receiver_processes_on_one_postgres() {
+    let Some(dir) = shared_delivery() else {
+        return;
+    };
+    let Some(pg) = sessionpipe_testkit::postgres::start_or_skip("two receivers on postgres") else {
+        return;
+    };
+    let url = pg.create_database("shared").unwrap();
+    let (a, b) = (Process::start(&url), Process::start(&url));
+    let lb =
+        sessionpipe_testkit::balancer::Balancer::start(&[a.url.clone(), b.url.clone()]).unwrap();
+    all_pass(&lb.url(), &dir);
+    let served = lb.served();
+    // Every request went to the other process than the last one: pairing, the
+    // long-poll, acks and redelivery all crossed between the two.
+    assert!(served[0] > 20 && served[1] > 20, "{served:?}");
+    assert!(served[0].abs_diff(served[1]) <= 1, "{served:?}");
 }
 
 #[test]

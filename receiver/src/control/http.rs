@@ -9,11 +9,12 @@
 //! doors, a poll key for an open pairing's status, a machine's own token for its
 //! calls and nothing else) and each refusal's status. This receiver has one
 //! account (its sink token), so every machine paired here may fetch every file
-//! put here. It must not touch SQLite
-//! itself (the store does, on a blocking thread) and never logs a token, a poll
-//! key or an `authorization` header.
+//! put here. It must not touch the database
+//! itself (the store does) and never logs a token, a poll key or an
+//! `authorization` header.
 
 use super::shapes::{self, Malformed};
+use super::store::Look;
 use super::{CONTROL_PATH, Control, Refused, random_b64, sha256, six_digits};
 use crate::http::{Shared, answer, authorized, bearer};
 use axum::Router;
@@ -26,7 +27,6 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 use subtle::ConstantTimeEq;
 use tokio::time::Instant;
@@ -72,7 +72,7 @@ impl IntoResponse for Refused {
                 return r;
             }
             Refused::Full(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
-            Refused::Store(_) | Refused::Worker => (StatusCode::INTERNAL_SERVER_ERROR, "storage"),
+            Refused::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "storage"),
         };
         answer(
             status,
@@ -106,15 +106,8 @@ fn control(sh: &Shared) -> &Control {
         .expect("control routes are served only with control on")
 }
 
-/// Runs `f` on the store on a blocking thread.
-async fn with_store<T: Send + 'static>(
-    sh: &Arc<Shared>,
-    f: impl FnOnce(&mut super::store::ControlStore) -> Result<T, Refused> + Send + 'static,
-) -> Result<T, Refused> {
-    let sh = Arc::clone(sh);
-    tokio::task::spawn_blocking(move || f(&mut control(&sh).store()))
-        .await
-        .map_err(|_| Refused::Worker)?
+fn store(sh: &Shared) -> &super::store::ControlStore {
+    &control(sh).store
 }
 
 /// The body, whole, before any answer (as on the events side: answering while
@@ -140,8 +133,7 @@ async fn machine_of(sh: &Arc<Shared>, headers: &HeaderMap) -> Result<String, Ref
         .map(|(m, _)| m.to_string())
         .filter(|m| shapes::valid_machine_id(m))
         .ok_or(Refused::Unauthorized)?;
-    let m = machine.clone();
-    let stored = with_store(sh, move |s| Ok(s.token_hash(&m)?)).await?;
+    let stored = store(sh).token_hash(&machine).await?;
     let given = sha256(&token);
     match stored {
         Some(h) if bool::from(h.as_slice().ct_eq(&given)) => Ok(machine),
@@ -205,7 +197,7 @@ async fn pair_start_(
         expires_ms: expires,
     };
     let max = ctl.opts.max_pairings;
-    with_store(sh, move |s| s.start_pairing(&pairing, max)).await?;
+    store(sh).start_pairing(&pairing, max).await?;
     sh.log(|| "201 pairing started".into());
     let url = format!("http://{}/pair/{code}", host(headers));
     Ok((
@@ -249,8 +241,8 @@ async fn pair_status_(
         .get("code")
         .cloned()
         .ok_or_else(|| Malformed::from("code: missing"))?;
-    let c = code.clone();
-    let p = with_store(sh, move |s| Ok(s.pairing(&c, now())?))
+    let p = store(sh)
+        .pairing(&code, now())
         .await?
         .ok_or(Refused::NotFound("no such pairing"))?;
     let by_key = || {
@@ -272,11 +264,9 @@ async fn pair_status_(
     };
     let token = p.first.then(|| format!("{}.{}", p.machine, random_b64(32)));
     let hash = token.as_deref().map(sha256);
-    let c = code.clone();
-    let finished = with_store(sh, move |s| {
-        Ok(s.finish_pairing(&c, hash.as_ref(), now())?)
-    })
-    .await?;
+    let finished = store(sh)
+        .finish_pairing(&code, hash.as_ref(), now())
+        .await?;
     if !finished {
         return Err(Refused::NotFound("no such pairing"));
     }
@@ -300,7 +290,7 @@ async fn pair_status_(
 /// six digits as the terminal. This receiver has no sign-in: approval is the
 /// test door's.
 async fn pair_page(State(sh): State<Arc<Shared>>, Path(code): Path<String>) -> Response {
-    let found = with_store(&sh, move |s| Ok(s.pairing(&code, now())?)).await;
+    let found = store(&sh).pairing(&code, now()).await;
     match found {
         Ok(Some(p)) if p.approved.is_none() && now() < p.expires_ms => (
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
@@ -312,7 +302,7 @@ async fn pair_page(State(sh): State<Arc<Shared>>, Path(code): Path<String>) -> R
         )
             .into_response(),
         Ok(_) => Refused::NotFound("no such pairing").into_response(),
-        Err(e) => e.into_response(),
+        Err(e) => Refused::from(e).into_response(),
     }
 }
 
@@ -323,7 +313,7 @@ async fn hello(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body) ->
         let doc = read_json(body).await?;
         let machine = machine_of(&sh, &headers).await?;
         shapes::hello(&doc)?;
-        with_store(&sh, move |s| Ok(s.set_hello(&machine, &doc, now())?)).await?;
+        store(&sh).set_hello(&machine, &doc, now()).await?;
         Ok(StatusCode::NO_CONTENT)
     };
     done(r.await)
@@ -358,8 +348,13 @@ async fn poll_(sh: &Arc<Shared>, headers: &HeaderMap, q: &Params) -> Result<Resp
     .min(ctl.opts.wait_max_s);
     let deadline = Instant::now() + Duration::from_secs(wait);
     let slot = ctl.slot(&machine);
-    let me = slot.current.fetch_add(1, Ordering::SeqCst) + 1;
-    slot.wake.notify_waiters();
+    let me = ctl
+        .store
+        .begin_poll(&machine)
+        .await?
+        .ok_or(Refused::Unauthorized)?;
+    // An older poll of this machine, here or in another process, ends.
+    ctl.wake(&machine).await;
     let mut stop = ctl.stop.clone();
     loop {
         // Armed before looking, so a message queued between the look and the
@@ -367,13 +362,14 @@ async fn poll_(sh: &Arc<Shared>, headers: &HeaderMap, q: &Params) -> Result<Resp
         let woken = slot.wake.notified();
         tokio::pin!(woken);
         woken.as_mut().enable();
-        if slot.current.load(Ordering::SeqCst) != me || *stop.borrow() {
+        if *stop.borrow() {
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
-        let m = machine.clone();
-        let due = with_store(sh, move |s| Ok(s.due(&m, now(), POLL_MAX)?))
-            .await?
-            .ok_or(Refused::Unauthorized)?;
+        let due = match ctl.store.due(&machine, me, now(), POLL_MAX).await? {
+            Look::Due(d) => d,
+            Look::Superseded => return Ok(StatusCode::NO_CONTENT.into_response()),
+            Look::Gone => return Err(Refused::Unauthorized),
+        };
         if !due.messages.is_empty() {
             sh.log(|| format!("200 poll: {} message(s)", due.messages.len()));
             return Ok(answer(StatusCode::OK, json!({"messages": due.messages})));
@@ -402,7 +398,7 @@ async fn ack(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> R
         let machine = machine_of(&sh, &headers).await?;
         let acks = shapes::acks(&doc)?;
         let pause = control(&sh).opts.taken_pause.as_millis() as i64;
-        let report = with_store(&sh, move |s| Ok(s.ack(&machine, &acks, now(), pause)?)).await?;
+        let report = store(&sh).ack(&machine, &acks, now(), pause).await?;
         sh.log(|| {
             format!(
                 "202 acks: {} recorded, {} duplicate",
@@ -428,9 +424,8 @@ async fn off(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> R
         // Read (and drop) whatever body came, for the connection's sake.
         let _ = axum::body::to_bytes(body, BODY_MAX).await;
         let machine = machine_of(&sh, &headers).await?;
-        let m = machine.clone();
-        with_store(&sh, move |s| Ok(s.remove_machine(&m)?)).await?;
-        control(&sh).forget_slot(&machine);
+        store(&sh).remove_machine(&machine).await?;
+        control(&sh).forget_slot(&machine).await;
         sh.log(|| "204 machine off".into());
         Ok(StatusCode::NO_CONTENT)
     };
@@ -450,10 +445,9 @@ async fn approve(
         let doc = read_json(body).await?;
         loopback_and_sink(&sh, peer, &headers)?;
         let a = shapes::approval(&doc)?;
-        let machine = with_store(&sh, move |s| {
-            s.approve(&a.code, &a.key, &a.proof, a.account.as_deref(), now())
-        })
-        .await?;
+        let machine = store(&sh)
+            .approve(&a.code, &a.key, &a.proof, a.account.as_deref(), now())
+            .await?;
         Ok(answer(StatusCode::OK, json!({"machine": machine})))
     };
     done(r.await)
@@ -472,10 +466,9 @@ async fn enqueue(
         let doc = read_json(body).await?;
         loopback_and_sink(&sh, peer, &headers)?;
         let m = shapes::new_message(&doc, DEFAULT_EXPIRY_S)?;
-        let machine = m.machine.clone();
         let max = control(&sh).opts.max_queue;
-        let id = with_store(&sh, move |s| s.enqueue(&m, now(), max)).await?;
-        control(&sh).wake(&machine);
+        let id = store(&sh).enqueue(&m, now(), max).await?;
+        control(&sh).wake(&m.machine).await;
         Ok(answer(StatusCode::CREATED, json!({"id": id})))
     };
     done(r.await)
@@ -496,7 +489,8 @@ async fn messages(
             .get("machine")
             .cloned()
             .ok_or_else(|| Malformed::from("machine: missing"))?;
-        let view = with_store(&sh, move |s| Ok(s.view(&machine, now())?))
+        let view = store(&sh)
+            .view(&machine, now())
             .await?
             .ok_or(Refused::NotFound("no such machine"))?;
         Ok(answer(StatusCode::OK, view))
@@ -513,7 +507,7 @@ impl Control {
     /// Keeps `bytes` to be served at `{control}/files/{sha256}` (the test
     /// doors' and `Handle::put_file`'s way in; how bytes reach a receiver is
     /// its own business, HTTP.md §3).
-    pub(crate) fn put_file(
+    pub(crate) async fn put_file(
         &self,
         sha256: &str,
         bytes: &[u8],
@@ -522,7 +516,10 @@ impl Control {
         if !is_file_hash(sha256) {
             return Err(Malformed::from("sha256: 43 base64url characters").into());
         }
-        Ok(self.store().put_file(sha256, bytes, content_type, now())?)
+        Ok(self
+            .store
+            .put_file(sha256, bytes, content_type, now())
+            .await?)
     }
 }
 
@@ -538,7 +535,8 @@ async fn file(
         if !is_file_hash(&sha256) {
             return Err(Refused::NotFound("no such file"));
         }
-        let (bytes, content_type) = with_store(&sh, move |s| Ok(s.file(&sha256, now())?))
+        let (bytes, content_type) = store(&sh)
+            .file(&sha256, now())
             .await?
             .ok_or(Refused::NotFound("no such file"))?;
         sh.log(|| format!("200 file: {} bytes", bytes.len()));
@@ -580,11 +578,9 @@ async fn put_file(
             .get("sha256")
             .cloned()
             .unwrap_or_else(|| crate::file_sha256(&bytes));
-        let name = sha256.clone();
-        let sh2 = Arc::clone(&sh);
-        tokio::task::spawn_blocking(move || control(&sh2).put_file(&name, &bytes, &content_type))
-            .await
-            .map_err(|_| Refused::Worker)??;
+        control(&sh)
+            .put_file(&sha256, &bytes, &content_type)
+            .await?;
         Ok(answer(StatusCode::CREATED, json!({"sha256": sha256})))
     };
     done(r.await)

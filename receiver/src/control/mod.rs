@@ -4,7 +4,9 @@
 //! signed message, read a machine's queue back).
 //!
 //! This module owns the control settings, the refusals and their statuses, and
-//! the state shared by the handlers: the store and one poll slot per machine. It
+//! the state shared by the handlers: the store and one wake-up per machine
+//! (woken here, and from other receiver processes on the same PostgreSQL
+//! through the database's notifications). It
 //! must not sign or verify: the receiver carries keys, proofs and signed commands
 //! byte for byte and the machine judges them. A bearer token never authorises a
 //! command here either; it only says which machine is asking. Machine tokens and
@@ -19,13 +21,12 @@ pub(crate) use http::routes;
 pub use store::StoreError;
 
 use crate::Invalid;
+use crate::db::{Db, Wake};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::path::Path;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use store::ControlStore;
 use tokio::sync::{Notify, watch};
@@ -138,70 +139,90 @@ pub enum Refused {
     Full(&'static str),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("the control store's worker failed")]
-    Worker,
 }
 
-/// One machine's poll slot: the poll holding it, and the wake-up for a message
-/// queued (or a newer poll, or `off`).
+/// One machine's wake-up, for the polls of it this process holds: a message
+/// queued, a newer poll, or `off`, here or in another process.
 #[derive(Default)]
 struct Slot {
-    /// The newest poll's number; an older poll seeing another number ends.
-    current: AtomicU64,
     wake: Notify,
+}
+
+type Slots = Arc<Mutex<HashMap<String, Arc<Slot>>>>;
+
+fn lock(slots: &Slots) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Slot>>> {
+    slots.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The control side's shared state.
 pub struct Control {
     pub(crate) opts: ControlOptions,
-    store: Mutex<ControlStore>,
-    slots: Mutex<HashMap<String, Arc<Slot>>>,
+    store: ControlStore,
+    db: Arc<Db>,
+    slots: Slots,
     stop: watch::Receiver<bool>,
 }
 
 impl Control {
-    /// Opens `dir/control.db`; `stop` turning true ends every poll held.
-    pub(crate) fn open(
+    /// The control side over `db`; `stop` turning true ends every poll held.
+    /// On PostgreSQL a task listens for the other processes' wake-ups (on the
+    /// caller's runtime: call it inside one).
+    pub(crate) async fn open(
         opts: ControlOptions,
-        dir: &Path,
+        db: Arc<Db>,
         stop: watch::Receiver<bool>,
     ) -> Result<Control, StoreError> {
+        let slots: Slots = Arc::default();
+        if let Some(mut wakes) = db.wakes().await.map_err(StoreError::from)? {
+            let (slots, mut stop) = (Arc::clone(&slots), stop.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        w = wakes.next() => match w {
+                            Wake::Topic(machine) => {
+                                if let Some(s) = lock(&slots).get(&machine) {
+                                    s.wake.notify_waiters();
+                                }
+                            }
+                            Wake::All => {
+                                for s in lock(&slots).values() {
+                                    s.wake.notify_waiters();
+                                }
+                            }
+                        },
+                        _ = stop.changed() => break,
+                    }
+                }
+            });
+        }
         Ok(Control {
             opts,
-            store: Mutex::new(ControlStore::open(dir)?),
-            slots: Mutex::new(HashMap::new()),
+            store: ControlStore::new(Arc::clone(&db)),
+            db,
+            slots,
             stop,
         })
     }
 
-    /// The store; a panic elsewhere while it was held leaves it usable (each
-    /// change is one SQLite transaction).
-    fn store(&self) -> MutexGuard<'_, ControlStore> {
-        self.store.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     fn slot(&self, machine: &str) -> Arc<Slot> {
-        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        Arc::clone(slots.entry(machine.to_string()).or_default())
+        Arc::clone(lock(&self.slots).entry(machine.to_string()).or_default())
     }
 
-    /// Wakes the machine's poll, if one is held.
-    fn wake(&self, machine: &str) {
-        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(s) = slots.get(machine) {
+    /// Wakes the machine's polls, in this process and (through the database)
+    /// in every other one.
+    async fn wake(&self, machine: &str) {
+        if let Some(s) = lock(&self.slots).get(machine) {
             s.wake.notify_waiters();
         }
+        // A lost notification costs a poll its early wake-up, never a message:
+        // the message waits in the queue for the machine's next look.
+        let _ = self.db.notify(machine).await;
     }
 
-    fn forget_slot(&self, machine: &str) {
-        let slot = self
-            .slots
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(machine);
-        if let Some(s) = slot {
-            s.wake.notify_waiters();
-        }
+    /// A machine gone (`off`): its polls end, here and elsewhere.
+    async fn forget_slot(&self, machine: &str) {
+        self.wake(machine).await;
+        lock(&self.slots).remove(machine);
     }
 }
 

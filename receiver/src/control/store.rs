@@ -1,5 +1,5 @@
-//! What the control side keeps, in `DIR/control.db` beside the events' files
-//! (SQLite, WAL): the paired machines (a SHA-256 of each one's token, never the
+//! What the control side keeps, in the receiver's database (`db`): the paired
+//! machines (a SHA-256 of each one's token, never the
 //! token; its last hello; when it last polled), the keys handed to them, the
 //! pairings not read yet, every machine's queue with each message's acks, and
 //! the bytes of a `start`'s files, by their base64url SHA-256.
@@ -11,8 +11,13 @@
 //! `progress` keeps its highest `seq`, a file is kept a while after it was put.
 //! It must not speak HTTP, check a body's
 //! shape (`shapes` does) or compare a secret (`http` does, in constant time).
-//! Every call takes the time as an argument, so tests need no clock. Callers
-//! hold it behind one mutex.
+//! Every call takes the time as an argument, so tests need no clock.
+//!
+//! Several receiver processes may share one PostgreSQL: every change that
+//! must happen once is one conditional statement (`UPDATE ... WHERE final_ack
+//! IS NULL`, `DELETE ... RETURNING`), and a poll's hand-out is made under the
+//! machine's row (its `poll_gen` names the one poll that may take messages),
+//! so a message goes to one long-poll at a time whichever process holds it.
 //!
 //! Rows are bounded: pending pairings and live messages per machine by the
 //! caller's limits, finished messages to `HISTORY_MAX` per machine, files to
@@ -21,12 +26,10 @@
 
 use super::Refused;
 use super::shapes::{Ack, NewMessage, Outcome};
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::db::{Db, DbError, Row, args};
 use serde_json::{Value, json};
-use std::path::Path;
-
-/// The schema this build writes; a file with a higher `user_version` is refused.
-const SCHEMA: i64 = 2;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 /// Finished (final or expired) messages kept per machine for the read door.
 const HISTORY_MAX: i64 = 1000;
@@ -47,17 +50,16 @@ const FILE_KEEP_MS: i64 = 48 * 3600 * 1000;
 /// a test's worth is a few commands of ten.
 const FILES_MAX: i64 = 64;
 
+/// The pruning of what has ended runs at most this often per process.
+const PRUNE_EVERY_MS: i64 = 10_000;
+
 /// Why the store failed (not a caller's mistake: those are `Refused`).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("control store: {0}")]
-    Sql(#[from] rusqlite::Error),
-    #[error("control store: schema {found} is newer than this receiver's {SCHEMA}")]
-    Newer { found: i64 },
+    Db(#[from] DbError),
     #[error("control store: a stored {what} is not JSON")]
     Corrupt { what: &'static str },
-    #[error("control store: {0}")]
-    Io(std::io::Error),
 }
 
 /// A pairing to start.
@@ -108,8 +110,18 @@ pub struct Due {
     pub next_ms: Option<i64>,
 }
 
+/// What a poll's look at the queue came to.
+pub enum Look {
+    Due(Due),
+    /// A newer poll of the same machine holds the queue now.
+    Superseded,
+    /// No such machine (any more).
+    Gone,
+}
+
 pub struct ControlStore {
-    conn: Connection,
+    db: Arc<Db>,
+    last_prune_ms: AtomicI64,
 }
 
 fn parse(text: Option<String>, what: &'static str) -> Result<Option<Value>, StoreError> {
@@ -117,289 +129,199 @@ fn parse(text: Option<String>, what: &'static str) -> Result<Option<Value>, Stor
         .transpose()
 }
 
+fn count(row: Option<Row>) -> Result<i64, StoreError> {
+    Ok(row.map(|r| r.int(0)).transpose()?.unwrap_or(0))
+}
+
 impl ControlStore {
-    /// Opens (or creates) `dir/control.db`.
-    pub fn open(dir: &Path) -> Result<ControlStore, StoreError> {
-        let path = dir.join("control.db");
-        let conn = Connection::open(&path)?;
-        // Queued prompts and the hashes of tokens: the owner's to read only
-        // (SQLite gives its -wal and -shm files the same mode).
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-                .map_err(StoreError::Io)?;
+    pub fn new(db: Arc<Db>) -> ControlStore {
+        ControlStore {
+            db,
+            last_prune_ms: AtomicI64::new(i64::MIN),
         }
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        // A commit survives the process being killed; a power cut is not this
-        // receiver's to survive (as for the events' files).
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        if found > SCHEMA {
-            return Err(StoreError::Newer { found });
-        }
-        if found < 1 {
-            conn.execute_batch(
-                "BEGIN;
-                 CREATE TABLE machines (
-                   id TEXT PRIMARY KEY,
-                   token_hash BLOB NOT NULL,
-                   name TEXT NOT NULL,
-                   paired_ms INTEGER NOT NULL,
-                   hello TEXT,
-                   hello_ms INTEGER,
-                   last_poll_ms INTEGER
-                 );
-                 CREATE TABLE keys (
-                   machine TEXT NOT NULL,
-                   id TEXT NOT NULL,
-                   key TEXT NOT NULL,
-                   account TEXT,
-                   added_ms INTEGER NOT NULL,
-                   PRIMARY KEY (machine, id)
-                 );
-                 CREATE TABLE pairings (
-                   code TEXT PRIMARY KEY,
-                   machine TEXT NOT NULL,
-                   first INTEGER NOT NULL,
-                   open INTEGER NOT NULL,
-                   check_digits TEXT NOT NULL,
-                   name TEXT NOT NULL,
-                   request TEXT NOT NULL,
-                   poll_key_hash BLOB,
-                   created_ms INTEGER NOT NULL,
-                   expires_ms INTEGER NOT NULL,
-                   key TEXT,
-                   proof TEXT,
-                   account TEXT,
-                   approved_ms INTEGER
-                 );
-                 CREATE TABLE messages (
-                   id TEXT PRIMARY KEY,
-                   machine TEXT NOT NULL,
-                   cmd TEXT NOT NULL,
-                   csig TEXT,
-                   grant_json TEXT,
-                   confirm_json TEXT,
-                   at_ms INTEGER NOT NULL,
-                   expires_ms INTEGER NOT NULL,
-                   deliveries INTEGER NOT NULL DEFAULT 0,
-                   last_delivered_ms INTEGER,
-                   taken_ms INTEGER,
-                   taken_until_ms INTEGER,
-                   final TEXT,
-                   final_ms INTEGER,
-                   progress_seq INTEGER,
-                   progress_reply TEXT,
-                   acks INTEGER NOT NULL DEFAULT 0,
-                   duplicates INTEGER NOT NULL DEFAULT 0
-                 );
-                 CREATE INDEX messages_by_machine ON messages (machine, id);
-                 PRAGMA user_version = 1;
-                 COMMIT;",
-            )?;
-        }
-        if found < 2 {
-            conn.execute_batch(
-                "BEGIN;
-                 CREATE TABLE files (
-                   sha256 TEXT PRIMARY KEY,
-                   bytes BLOB NOT NULL,
-                   content_type TEXT NOT NULL,
-                   put_ms INTEGER NOT NULL
-                 );
-                 PRAGMA user_version = 2;
-                 COMMIT;",
-            )?;
-        }
-        Ok(ControlStore { conn })
     }
 
-    /// Drops pairings and finished messages past their keeping time.
-    pub fn prune(&mut self, now: i64) -> Result<(), StoreError> {
-        self.conn.execute(
-            "DELETE FROM pairings WHERE expires_ms + ?1 < ?2",
-            params![PAIR_KEEP_MS, now],
-        )?;
-        self.conn.execute(
-            "DELETE FROM messages WHERE (final_ms IS NOT NULL AND final_ms + ?1 < ?2)
-               OR (final_ms IS NULL AND expires_ms + ?1 < ?2)",
-            params![FINISHED_KEEP_MS, now],
-        )?;
-        self.conn.execute(
-            "DELETE FROM files WHERE put_ms + ?1 < ?2",
-            params![FILE_KEEP_MS, now],
-        )?;
+    /// Drops pairings, finished messages and files past their keeping time;
+    /// at most every `PRUNE_EVERY_MS` unless `now` went backwards (a test's
+    /// clock).
+    pub async fn prune(&self, now: i64) -> Result<(), StoreError> {
+        let last = self.last_prune_ms.load(Ordering::Relaxed);
+        if now >= last && now.saturating_sub(last) < PRUNE_EVERY_MS {
+            return Ok(());
+        }
+        self.last_prune_ms.store(now, Ordering::Relaxed);
+        self.db
+            .exec(
+                "DELETE FROM pairings WHERE expires_ms + $1 < $2",
+                args![PAIR_KEEP_MS, now],
+            )
+            .await?;
+        self.db
+            .exec(
+                "DELETE FROM messages WHERE (final_ms IS NOT NULL AND final_ms + $1 < $2)
+                   OR (final_ms IS NULL AND expires_ms + $1 < $2)",
+                args![FINISHED_KEEP_MS, now],
+            )
+            .await?;
+        self.db
+            .exec(
+                "DELETE FROM files WHERE put_ms + $1 < $2",
+                args![FILE_KEEP_MS, now],
+            )
+            .await?;
         Ok(())
     }
 
     /// Keeps `bytes` to be served as `sha256` (the caller names it: the test
     /// door may file bytes under a hash that is not theirs), replacing a file of
     /// that name, and drops the oldest past `FILES_MAX`.
-    pub fn put_file(
-        &mut self,
+    pub async fn put_file(
+        &self,
         sha256: &str,
         bytes: &[u8],
         content_type: &str,
         now: i64,
     ) -> Result<(), StoreError> {
-        self.prune(now)?;
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "INSERT OR REPLACE INTO files (sha256, bytes, content_type, put_ms)
-             VALUES (?1, ?2, ?3, ?4)",
-            params![sha256, bytes, content_type, now],
-        )?;
-        tx.execute(
+        self.prune(now).await?;
+        let mut tx = self.db.begin().await?;
+        tx.exec(
+            "INSERT INTO files (sha256, bytes, content_type, put_ms) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (sha256) DO UPDATE SET bytes = excluded.bytes,
+               content_type = excluded.content_type, put_ms = excluded.put_ms",
+            args![sha256, bytes, content_type, now],
+        )
+        .await?;
+        tx.exec(
             "DELETE FROM files WHERE sha256 NOT IN
-               (SELECT sha256 FROM files ORDER BY put_ms DESC, rowid DESC LIMIT ?1)",
-            [FILES_MAX],
-        )?;
-        tx.commit()?;
+               (SELECT sha256 FROM files ORDER BY put_ms DESC, sha256 DESC LIMIT $1)",
+            args![FILES_MAX],
+        )
+        .await?;
+        tx.commit().await?;
         Ok(())
     }
 
     /// A file's bytes and content type, `None` when it was never put or is gone.
-    pub fn file(
-        &mut self,
+    pub async fn file(
+        &self,
         sha256: &str,
         now: i64,
     ) -> Result<Option<(Vec<u8>, String)>, StoreError> {
-        self.prune(now)?;
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT bytes, content_type FROM files WHERE sha256 = ?1",
-                [sha256],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+        self.prune(now).await?;
+        let Some(r) = self
+            .db
+            .row(
+                "SELECT bytes, content_type FROM files WHERE sha256 = $1 AND put_ms + $2 >= $3",
+                args![sha256, FILE_KEEP_MS, now],
             )
-            .optional()?)
+            .await?
+        else {
+            return Ok(None);
+        };
+        Ok(Some((r.bytes(0)?, r.text(1)?)))
     }
 
-    pub fn machine_exists(&self, machine: &str) -> Result<bool, StoreError> {
+    pub async fn machine_exists(&self, machine: &str) -> Result<bool, StoreError> {
         Ok(self
-            .conn
-            .query_row(
-                "SELECT 1 FROM machines WHERE id = ?1",
-                [machine],
-                |_| Ok(()),
-            )
-            .optional()?
+            .db
+            .row("SELECT 1 FROM machines WHERE id = $1", args![machine])
+            .await?
             .is_some())
     }
 
     /// The SHA-256 of the machine's token, `None` when there is no such machine.
-    pub fn token_hash(&self, machine: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT token_hash FROM machines WHERE id = ?1",
-                [machine],
-                |r| r.get(0),
+    pub async fn token_hash(&self, machine: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.db
+            .row(
+                "SELECT token_hash FROM machines WHERE id = $1",
+                args![machine],
             )
-            .optional()?)
+            .await?
+            .map(|r| r.bytes(0))
+            .transpose()
+            .map_err(StoreError::from)
     }
 
     /// Starts a pairing, unless `max_pending` are pending already or it names a
     /// machine that is not paired.
-    pub fn start_pairing(&mut self, p: &NewPairing, max_pending: usize) -> Result<(), Refused> {
-        self.prune(p.created_ms)?;
-        if !p.first && !self.machine_exists(&p.machine)? {
+    pub async fn start_pairing(&self, p: &NewPairing, max_pending: usize) -> Result<(), Refused> {
+        self.prune(p.created_ms).await?;
+        if !p.first && !self.machine_exists(&p.machine).await? {
             return Err(Refused::NotFound("no such machine"));
         }
-        let pending: i64 = self
-            .conn
-            .query_row(
-                "SELECT COUNT(*) FROM pairings WHERE approved_ms IS NULL AND expires_ms > ?1",
-                [p.created_ms],
-                |r| r.get(0),
-            )
-            .map_err(StoreError::from)?;
+        let pending = count(
+            self.db
+                .row(
+                    "SELECT COUNT(*) FROM pairings WHERE approved_ms IS NULL AND expires_ms > $1",
+                    args![p.created_ms],
+                )
+                .await
+                .map_err(StoreError::from)?,
+        )?;
         if pending as usize >= max_pending {
             return Err(Refused::Full("too many pairings pending"));
         }
-        self.conn
-            .execute(
-                "INSERT INTO pairings (code, machine, first, open, check_digits, name, request,
-                   poll_key_hash, created_ms, expires_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                params![
-                    p.code,
-                    p.machine,
+        self.db
+            .exec(
+                "INSERT INTO pairings (code, machine, first_pairing, open_pairing, check_digits,
+                   name, request, poll_key_hash, created_ms, expires_ms)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                args![
+                    &p.code,
+                    &p.machine,
                     p.first,
                     p.open,
-                    p.check,
-                    p.name,
+                    &p.check,
+                    &p.name,
                     p.request.to_string(),
                     p.poll_key_hash.map(|h| h.to_vec()),
                     p.created_ms,
                     p.expires_ms
                 ],
             )
+            .await
             .map_err(StoreError::from)?;
         Ok(())
     }
 
     /// The pairing of `code`, unless it is gone.
-    pub fn pairing(&mut self, code: &str, now: i64) -> Result<Option<Pairing>, StoreError> {
-        self.prune(now)?;
-        let row = self
-            .conn
-            .query_row(
-                "SELECT machine, first, open, poll_key_hash, expires_ms, key, proof, account,
-                   name, check_digits
-                 FROM pairings WHERE code = ?1",
-                [code],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, bool>(1)?,
-                        r.get::<_, bool>(2)?,
-                        r.get::<_, Option<Vec<u8>>>(3)?,
-                        r.get::<_, i64>(4)?,
-                        r.get::<_, Option<String>>(5)?,
-                        r.get::<_, Option<String>>(6)?,
-                        r.get::<_, Option<String>>(7)?,
-                        (r.get::<_, String>(8)?, r.get::<_, String>(9)?),
-                    ))
-                },
+    pub async fn pairing(&self, code: &str, now: i64) -> Result<Option<Pairing>, StoreError> {
+        self.prune(now).await?;
+        let Some(r) = self
+            .db
+            .row(
+                "SELECT machine, first_pairing, open_pairing, poll_key_hash, expires_ms, key_json,
+                   proof_json, account, name, check_digits
+                 FROM pairings WHERE code = $1 AND expires_ms + $2 >= $3",
+                args![code, PAIR_KEEP_MS, now],
             )
-            .optional()?;
-        let Some((
-            machine,
-            first,
-            open,
-            poll_key_hash,
-            expires_ms,
-            key,
-            proof,
-            account,
-            (name, check),
-        )) = row
+            .await?
         else {
             return Ok(None);
         };
-        let approved = match (parse(key, "key")?, parse(proof, "proof")?) {
-            (Some(k), Some(p)) => Some((k, p, account)),
+        let approved = match (
+            parse(r.opt_text(5)?, "key")?,
+            parse(r.opt_text(6)?, "proof")?,
+        ) {
+            (Some(k), Some(p)) => Some((k, p, r.opt_text(7)?)),
             _ => None,
         };
         Ok(Some(Pairing {
-            machine,
-            name,
-            check,
-            first,
-            open,
-            poll_key_hash,
-            expires_ms,
+            machine: r.text(0)?,
+            first: r.flag(1)?,
+            open: r.flag(2)?,
+            poll_key_hash: r.opt_bytes(3)?,
+            expires_ms: r.int(4)?,
             approved,
+            name: r.text(8)?,
+            check: r.text(9)?,
         }))
     }
 
-    /// The person's approval (through the test door): the key and its proof,
-    /// carried as given. Returns the machine.
-    pub fn approve(
-        &mut self,
+    /// The person's approval: the key and its proof, carried as given. Returns
+    /// the machine. Approved once, whichever process is asked.
+    pub async fn approve(
+        &self,
         code: &str,
         key: &Value,
         proof: &Value,
@@ -407,7 +329,8 @@ impl ControlStore {
         now: i64,
     ) -> Result<String, Refused> {
         let p = self
-            .pairing(code, now)?
+            .pairing(code, now)
+            .await?
             .ok_or(Refused::NotFound("no such pairing"))?;
         if p.approved.is_some() {
             return Err(Refused::AlreadyApproved);
@@ -415,56 +338,53 @@ impl ControlStore {
         if now >= p.expires_ms {
             return Err(Refused::Expired);
         }
-        self.conn
-            .execute(
-                "UPDATE pairings SET key = ?2, proof = ?3, account = ?4, approved_ms = ?5
-                 WHERE code = ?1",
-                params![code, key.to_string(), proof.to_string(), account, now],
+        let n = self
+            .db
+            .exec(
+                "UPDATE pairings SET key_json = $2, proof_json = $3, account = $4,
+                   approved_ms = $5
+                 WHERE code = $1 AND approved_ms IS NULL",
+                args![code, key.to_string(), proof.to_string(), account, now],
             )
+            .await
             .map_err(StoreError::from)?;
+        if n == 0 {
+            return Err(Refused::AlreadyApproved);
+        }
         Ok(p.machine)
     }
 
     /// Ends an approved pairing as it is read: the machine is created with the
     /// hash of its new token on a first pairing, the key is recorded, the pairing
     /// is gone. False when it was gone already (read by a racing request).
-    pub fn finish_pairing(
-        &mut self,
+    pub async fn finish_pairing(
+        &self,
         code: &str,
         token_hash: Option<&[u8; 32]>,
         now: i64,
     ) -> Result<bool, StoreError> {
-        let tx = self.conn.transaction()?;
-        let row = tx
-            .query_row(
-                "SELECT machine, name, key, account FROM pairings
-                 WHERE code = ?1 AND approved_ms IS NOT NULL",
-                [code],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, Option<String>>(3)?,
-                    ))
-                },
+        let mut tx = self.db.begin().await?;
+        let Some(r) = tx
+            .row(
+                "DELETE FROM pairings WHERE code = $1 AND approved_ms IS NOT NULL
+                 RETURNING machine, name, key_json, account",
+                args![code],
             )
-            .optional()?;
-        let Some((machine, name, key, account)) = row else {
+            .await?
+        else {
             return Ok(false);
         };
-        tx.execute("DELETE FROM pairings WHERE code = ?1", [code])?;
+        let (machine, name, key, account) = (r.text(0)?, r.text(1)?, r.text(2)?, r.opt_text(3)?);
         if let Some(hash) = token_hash {
-            tx.execute(
-                "INSERT INTO machines (id, token_hash, name, paired_ms) VALUES (?1, ?2, ?3, ?4)",
-                params![machine, hash.to_vec(), name, now],
-            )?;
+            tx.exec(
+                "INSERT INTO machines (id, token_hash, name, paired_ms) VALUES ($1, $2, $3, $4)",
+                args![&machine, hash.to_vec(), name, now],
+            )
+            .await?;
         }
         let known = tx
-            .query_row("SELECT 1 FROM machines WHERE id = ?1", [&machine], |_| {
-                Ok(())
-            })
-            .optional()?
+            .row("SELECT 1 FROM machines WHERE id = $1", args![&machine])
+            .await?
             .is_some();
         let key_id = serde_json::from_str::<Value>(&key)
             .ok()
@@ -473,310 +393,305 @@ impl ControlStore {
         // A machine removed (`off`) while its new key's pairing was pending gets
         // no key row: there is no machine to hold it.
         if known {
-            tx.execute(
-                "INSERT OR REPLACE INTO keys (machine, id, key, account, added_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![machine, key_id, key, account, now],
-            )?;
+            tx.exec(
+                "INSERT INTO machine_keys (machine, id, key_json, account, added_ms)
+                 VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (machine, id) DO UPDATE SET key_json = excluded.key_json,
+                   account = excluded.account, added_ms = excluded.added_ms",
+                args![&machine, key_id, key, account, now],
+            )
+            .await?;
         }
-        tx.commit()?;
+        tx.commit().await?;
         Ok(true)
     }
 
-    pub fn set_hello(&mut self, machine: &str, hello: &Value, now: i64) -> Result<(), StoreError> {
-        self.conn.execute(
-            "UPDATE machines SET hello = ?2, hello_ms = ?3 WHERE id = ?1",
-            params![machine, hello.to_string(), now],
-        )?;
+    pub async fn set_hello(
+        &self,
+        machine: &str,
+        hello: &Value,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        self.db
+            .exec(
+                "UPDATE machines SET hello = $2, hello_ms = $3 WHERE id = $1",
+                args![machine, hello.to_string(), now],
+            )
+            .await?;
         Ok(())
     }
 
     /// Removes the machine, its token, its keys, its queue and its pairings.
-    pub fn remove_machine(&mut self, machine: &str) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
-        for table in [
-            "machines WHERE id",
-            "keys WHERE machine",
-            "messages WHERE machine",
-            "pairings WHERE machine",
-        ] {
-            tx.execute(&format!("DELETE FROM {table} = ?1"), [machine])?;
-        }
-        tx.commit()?;
+    pub async fn remove_machine(&self, machine: &str) -> Result<(), StoreError> {
+        let mut tx = self.db.begin().await?;
+        tx.exec("DELETE FROM machines WHERE id = $1", args![machine])
+            .await?;
+        tx.exec(
+            "DELETE FROM machine_keys WHERE machine = $1",
+            args![machine],
+        )
+        .await?;
+        tx.exec("DELETE FROM messages WHERE machine = $1", args![machine])
+            .await?;
+        tx.exec("DELETE FROM pairings WHERE machine = $1", args![machine])
+            .await?;
+        tx.commit().await?;
         Ok(())
     }
 
     /// Queues a message, unless the machine is unknown or has `max_live`
     /// messages waiting. Returns its envelope's id.
-    pub fn enqueue(
-        &mut self,
+    pub async fn enqueue(
+        &self,
         m: &NewMessage,
         now: i64,
         max_live: usize,
     ) -> Result<String, Refused> {
-        self.prune(now)?;
-        if !self.machine_exists(&m.machine)? {
+        self.prune(now).await?;
+        if !self.machine_exists(&m.machine).await? {
             return Err(Refused::NotFound("no such machine"));
         }
-        let live: i64 = self
-            .conn
-            .query_row(
-                "SELECT COUNT(*) FROM messages
-                 WHERE machine = ?1 AND final IS NULL AND expires_ms > ?2",
-                params![m.machine, now],
-                |r| r.get(0),
-            )
-            .map_err(StoreError::from)?;
+        let live = count(
+            self.db
+                .row(
+                    "SELECT COUNT(*) FROM messages
+                     WHERE machine = $1 AND final_ack IS NULL AND expires_ms > $2",
+                    args![&m.machine, now],
+                )
+                .await
+                .map_err(StoreError::from)?,
+        )?;
         if live as usize >= max_live {
             return Err(Refused::Full("the machine's queue is full"));
         }
         let id = ulid::Ulid::generate().to_string();
-        let tx = self.conn.transaction().map_err(StoreError::from)?;
-        tx.execute(
-            "INSERT INTO messages (id, machine, cmd, csig, grant_json, confirm_json, at_ms, expires_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                id,
-                m.machine,
-                m.cmd,
-                m.csig,
+        let mut tx = self.db.begin().await.map_err(StoreError::from)?;
+        tx.exec(
+            "INSERT INTO messages (id, machine, cmd, csig, grant_json, confirm_json, at_ms,
+               expires_ms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            args![
+                &id,
+                &m.machine,
+                &m.cmd,
+                m.csig.clone(),
                 m.grant.as_ref().map(Value::to_string),
                 m.confirm.as_ref().map(Value::to_string),
                 now,
                 now + m.expires_in_s as i64 * 1000
             ],
         )
+        .await
         .map_err(StoreError::from)?;
-        tx.execute(
-            "DELETE FROM messages WHERE machine = ?1 AND (final IS NOT NULL OR expires_ms <= ?2)
+        tx.exec(
+            "DELETE FROM messages WHERE machine = $1 AND (final_ack IS NOT NULL OR expires_ms <= $2)
                AND id NOT IN (SELECT id FROM messages
-                 WHERE machine = ?1 AND (final IS NOT NULL OR expires_ms <= ?2)
-                 ORDER BY id DESC LIMIT ?3)",
-            params![m.machine, now, HISTORY_MAX],
+                 WHERE machine = $1 AND (final_ack IS NOT NULL OR expires_ms <= $2)
+                 ORDER BY id DESC LIMIT $3)",
+            args![&m.machine, now, HISTORY_MAX],
         )
+        .await
         .map_err(StoreError::from)?;
-        tx.commit().map_err(StoreError::from)?;
+        tx.commit().await.map_err(StoreError::from)?;
         Ok(id)
     }
 
-    /// What a poll hands out now: every message without a final ack, not
-    /// expired and not paused by `taken`, oldest first, at most `max`; each is
-    /// counted as delivered once more. Also records the poll as the machine's
-    /// heartbeat. `None` when there is no such machine (any more).
-    pub fn due(&mut self, machine: &str, now: i64, max: usize) -> Result<Option<Due>, StoreError> {
-        let tx = self.conn.transaction()?;
-        let known = tx.execute(
-            "UPDATE machines SET last_poll_ms = ?2 WHERE id = ?1",
-            params![machine, now],
-        )?;
-        if known == 0 {
-            return Ok(None);
+    /// A new poll of the machine: its generation, which ends any older poll
+    /// (in any process) at its next look. `None` when there is no such machine.
+    pub async fn begin_poll(&self, machine: &str) -> Result<Option<i64>, StoreError> {
+        self.db
+            .row(
+                "UPDATE machines SET poll_gen = poll_gen + 1 WHERE id = $1 RETURNING poll_gen",
+                args![machine],
+            )
+            .await?
+            .map(|r| r.int(0))
+            .transpose()
+            .map_err(StoreError::from)
+    }
+
+    /// What the poll of generation `gen` hands out now: every message without a
+    /// final ack, not expired and not paused by `taken`, oldest first, at most
+    /// `max`; each is counted as delivered once more. Also records the poll as
+    /// the machine's heartbeat. The machine's row is held while this runs, so
+    /// no other poll takes the same messages meanwhile.
+    pub async fn due(
+        &self,
+        machine: &str,
+        poll_gen: i64,
+        now: i64,
+        max: usize,
+    ) -> Result<Look, StoreError> {
+        let mut tx = self.db.begin().await?;
+        let mine = tx
+            .exec(
+                "UPDATE machines SET last_poll_ms = $2 WHERE id = $1 AND poll_gen = $3",
+                args![machine, now, poll_gen],
+            )
+            .await?;
+        if mine == 0 {
+            let exists = tx
+                .row("SELECT 1 FROM machines WHERE id = $1", args![machine])
+                .await?
+                .is_some();
+            return Ok(if exists { Look::Superseded } else { Look::Gone });
         }
-        let mut messages = Vec::new();
-        {
-            let mut q = tx.prepare(
+        let rows = tx
+            .rows(
                 "SELECT id, cmd, csig, grant_json, confirm_json, at_ms, expires_ms FROM messages
-                 WHERE machine = ?1 AND final IS NULL AND expires_ms > ?2
-                   AND (taken_until_ms IS NULL OR taken_until_ms <= ?2)
-                 ORDER BY id LIMIT ?3",
-            )?;
-            let rows = q.query_map(params![machine, now, max as i64], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, Option<String>>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                    r.get::<_, i64>(5)?,
-                    r.get::<_, i64>(6)?,
-                ))
-            })?;
-            for row in rows {
-                let (id, cmd, csig, grant, confirm, at, expires) = row?;
-                let mut env = json!({"id": id, "cmd": cmd});
-                if let Some(c) = csig {
-                    env["csig"] = Value::String(c);
-                }
-                if let Some(g) = parse(grant, "grant")? {
-                    env["grant"] = g;
-                }
-                if let Some(c) = parse(confirm, "confirm")? {
-                    env["confirm"] = c;
-                }
-                env["at"] = Value::String(protocol::time::rfc3339_ms(at));
-                env["expires_at"] = Value::String(protocol::time::rfc3339_ms(expires));
-                messages.push(env);
+                 WHERE machine = $1 AND final_ack IS NULL AND expires_ms > $2
+                   AND (taken_until_ms IS NULL OR taken_until_ms <= $2)
+                 ORDER BY id LIMIT $3",
+                args![machine, now, max],
+            )
+            .await?;
+        let mut messages = Vec::with_capacity(rows.len());
+        for r in rows {
+            let id = r.text(0)?;
+            let mut env = json!({"id": id, "cmd": r.text(1)?});
+            if let Some(c) = r.opt_text(2)? {
+                env["csig"] = Value::String(c);
             }
+            if let Some(g) = parse(r.opt_text(3)?, "grant")? {
+                env["grant"] = g;
+            }
+            if let Some(c) = parse(r.opt_text(4)?, "confirm")? {
+                env["confirm"] = c;
+            }
+            env["at"] = Value::String(protocol::time::rfc3339_ms(r.int(5)?));
+            env["expires_at"] = Value::String(protocol::time::rfc3339_ms(r.int(6)?));
+            tx.exec(
+                "UPDATE messages SET deliveries = deliveries + 1, last_delivered_ms = $2
+                 WHERE id = $1",
+                args![id, now],
+            )
+            .await?;
+            messages.push(env);
         }
-        for m in &messages {
-            tx.execute(
-                "UPDATE messages SET deliveries = deliveries + 1, last_delivered_ms = ?2
-                 WHERE id = ?1",
-                params![m["id"].as_str(), now],
-            )?;
-        }
-        let next_ms: Option<i64> = tx.query_row(
-            "SELECT MIN(taken_until_ms) FROM messages
-             WHERE machine = ?1 AND final IS NULL AND expires_ms > ?2 AND taken_until_ms > ?2",
-            params![machine, now],
-            |r| r.get(0),
-        )?;
-        tx.commit()?;
-        Ok(Some(Due { messages, next_ms }))
+        let next_ms = tx
+            .row(
+                "SELECT MIN(taken_until_ms) FROM messages
+                 WHERE machine = $1 AND final_ack IS NULL AND expires_ms > $2
+                   AND taken_until_ms > $2",
+                args![machine, now],
+            )
+            .await?
+            .map(|r| r.opt_int(0))
+            .transpose()?
+            .flatten();
+        tx.commit().await?;
+        Ok(Look::Due(Due { messages, next_ms }))
     }
 
     /// Records a machine's acks: the first final one wins and ends delivery;
     /// `taken` pauses it for `pause_ms` (once); `progress` keeps the highest
-    /// `seq` and its reply. Anything else changes nothing and is counted.
-    pub fn ack(
-        &mut self,
+    /// `seq` and its reply. Anything else changes nothing and is counted. Each
+    /// change is one conditional statement, so racing acks change it once.
+    pub async fn ack(
+        &self,
         machine: &str,
         acks: &[Ack],
         now: i64,
         pause_ms: i64,
     ) -> Result<AckReport, StoreError> {
-        let tx = self.conn.transaction()?;
+        let mut tx = self.db.begin().await?;
         let mut report = AckReport::default();
         for a in acks {
-            let row = tx
-                .query_row(
-                    "SELECT final IS NOT NULL, taken_ms IS NOT NULL, progress_seq FROM messages
-                     WHERE id = ?1 AND machine = ?2",
-                    params![a.id, machine],
-                    |r| {
-                        Ok((
-                            r.get::<_, bool>(0)?,
-                            r.get::<_, bool>(1)?,
-                            r.get::<_, Option<i64>>(2)?,
-                        ))
-                    },
+            let known = tx
+                .row(
+                    "SELECT 1 FROM messages WHERE id = $1 AND machine = $2",
+                    args![&a.id, machine],
                 )
-                .optional()?;
-            let Some((finished, taken, kept_seq)) = row else {
+                .await?
+                .is_some();
+            if !known {
                 report.unknown.push(a.id.clone());
                 continue;
-            };
+            }
             let changed = match a.outcome {
-                _ if finished => false,
                 o if o.is_final() => {
-                    tx.execute(
-                        "UPDATE messages SET final = ?2, final_ms = ?3 WHERE id = ?1",
-                        params![a.id, a.raw.to_string(), now],
-                    )?;
-                    true
+                    tx.exec(
+                        "UPDATE messages SET final_ack = $2, final_ms = $3
+                         WHERE id = $1 AND final_ack IS NULL",
+                        args![&a.id, a.raw.to_string(), now],
+                    )
+                    .await?
                 }
-                Outcome::Taken if !taken => {
-                    tx.execute(
-                        "UPDATE messages SET taken_ms = ?2, taken_until_ms = ?3 WHERE id = ?1",
-                        params![a.id, now, now.saturating_add(pause_ms)],
-                    )?;
-                    true
+                Outcome::Taken => {
+                    tx.exec(
+                        "UPDATE messages SET taken_ms = $2, taken_until_ms = $3
+                         WHERE id = $1 AND final_ack IS NULL AND taken_ms IS NULL",
+                        args![&a.id, now, now.saturating_add(pause_ms)],
+                    )
+                    .await?
                 }
                 Outcome::Progress => {
                     let seq = a.seq.unwrap_or(0) as i64;
-                    let higher = kept_seq.is_none_or(|k| seq > k);
-                    if higher {
-                        tx.execute(
-                            "UPDATE messages SET progress_seq = ?2, progress_reply = ?3 WHERE id = ?1",
-                            params![a.id, seq, a.reply],
-                        )?;
-                    }
-                    higher
+                    tx.exec(
+                        "UPDATE messages SET progress_seq = $2, progress_reply = $3
+                         WHERE id = $1 AND final_ack IS NULL
+                           AND (progress_seq IS NULL OR progress_seq < $2)",
+                        args![&a.id, seq, a.reply.clone()],
+                    )
+                    .await?
                 }
-                _ => false,
-            };
+                _ => 0,
+            } > 0;
             if changed {
                 report.recorded += 1;
             } else {
                 report.duplicates += 1;
             }
-            tx.execute(
-                "UPDATE messages SET acks = acks + 1, duplicates = duplicates + ?2 WHERE id = ?1",
-                params![a.id, i64::from(!changed)],
-            )?;
+            tx.exec(
+                "UPDATE messages SET acks = acks + 1, duplicates = duplicates + $2 WHERE id = $1",
+                args![&a.id, i64::from(!changed)],
+            )
+            .await?;
         }
-        tx.commit()?;
+        tx.commit().await?;
         Ok(report)
     }
 
     /// The read door: the machine, its last hello, its keys, and every message
     /// kept with its state and acks. `None` when there is no such machine.
-    pub fn view(&self, machine: &str, now: i64) -> Result<Option<Value>, StoreError> {
-        let row = self
-            .conn
-            .query_row(
-                "SELECT name, paired_ms, hello, hello_ms, last_poll_ms FROM machines WHERE id = ?1",
-                [machine],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, Option<String>>(2)?,
-                        r.get::<_, Option<i64>>(3)?,
-                        r.get::<_, Option<i64>>(4)?,
-                    ))
-                },
+    pub async fn view(&self, machine: &str, now: i64) -> Result<Option<Value>, StoreError> {
+        let Some(m) = self
+            .db
+            .row(
+                "SELECT name, paired_ms, hello, hello_ms, last_poll_ms FROM machines WHERE id = $1",
+                args![machine],
             )
-            .optional()?;
-        let Some((name, paired, hello, hello_ms, last_poll)) = row else {
+            .await?
+        else {
             return Ok(None);
         };
         let time = |ms: Option<i64>| ms.map(protocol::time::rfc3339_ms);
         let mut keys = Vec::new();
+        for r in self
+            .db
+            .rows(
+                "SELECT key_json, account FROM machine_keys WHERE machine = $1 ORDER BY added_ms",
+                args![machine],
+            )
+            .await?
         {
-            let mut q = self
-                .conn
-                .prepare("SELECT key, account FROM keys WHERE machine = ?1 ORDER BY added_ms")?;
-            let rows = q.query_map([machine], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
-            })?;
-            for row in rows {
-                let (key, account) = row?;
-                let mut k = parse(Some(key), "key")?.unwrap_or_default();
-                k["account"] = json!(account);
-                keys.push(k);
-            }
+            let mut k = parse(Some(r.text(0)?), "key")?.unwrap_or_default();
+            k["account"] = json!(r.opt_text(1)?);
+            keys.push(k);
         }
         let mut messages = Vec::new();
-        let mut q = self.conn.prepare(
-            "SELECT id, cmd, at_ms, expires_ms, deliveries, taken_ms, taken_until_ms, final,
-                    final_ms, progress_seq, progress_reply, acks, duplicates
-             FROM messages WHERE machine = ?1 ORDER BY id",
-        )?;
-        let rows = q.query_map([machine], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, i64>(3)?,
-                r.get::<_, i64>(4)?,
-                r.get::<_, Option<i64>>(5)?,
-                r.get::<_, Option<i64>>(6)?,
-                r.get::<_, Option<String>>(7)?,
-                r.get::<_, Option<i64>>(8)?,
-                r.get::<_, Option<i64>>(9)?,
-                r.get::<_, Option<String>>(10)?,
-                r.get::<_, i64>(11)?,
-                r.get::<_, i64>(12)?,
-            ))
-        })?;
-        for row in rows {
-            let (
-                id,
-                cmd,
-                at,
-                expires,
-                deliveries,
-                taken,
-                taken_until,
-                fin,
-                fin_ms,
-                seq,
-                reply,
-                acks,
-                dups,
-            ) = row?;
-            let fin = parse(fin, "final ack")?;
+        for r in self
+            .db
+            .rows(
+                "SELECT id, cmd, at_ms, expires_ms, deliveries, taken_ms, taken_until_ms,
+                   final_ack, final_ms, progress_seq, progress_reply, acks, duplicates
+                 FROM messages WHERE machine = $1 ORDER BY id",
+                args![machine],
+            )
+            .await?
+        {
+            let (expires, deliveries, taken_until) = (r.int(3)?, r.int(4)?, r.opt_int(6)?);
+            let fin = parse(r.opt_text(7)?, "final ack")?;
             let state = if fin.is_some() {
                 "final"
             } else if expires <= now {
@@ -788,22 +703,26 @@ impl ControlStore {
             } else {
                 "queued"
             };
+            let seq = r.opt_int(9)?;
+            let reply = r.opt_text(10)?;
             messages.push(json!({
-                "id": id, "cmd": cmd, "state": state,
-                "at": protocol::time::rfc3339_ms(at), "expires_at": protocol::time::rfc3339_ms(expires),
+                "id": r.text(0)?, "cmd": r.text(1)?, "state": state,
+                "at": protocol::time::rfc3339_ms(r.int(2)?),
+                "expires_at": protocol::time::rfc3339_ms(expires),
                 "deliveries": deliveries,
                 "acks": {
-                    "count": acks, "duplicates": dups,
-                    "final": fin, "final_received_at": time(fin_ms),
-                    "taken_at": time(taken), "taken_until": time(taken_until),
+                    "count": r.int(11)?, "duplicates": r.int(12)?,
+                    "final": fin, "final_received_at": time(r.opt_int(8)?),
+                    "taken_at": time(r.opt_int(5)?), "taken_until": time(taken_until),
                     "progress": seq.map(|s| json!({"seq": s, "reply": reply})),
                 },
             }));
         }
         Ok(Some(json!({
-            "machine": machine, "name": name, "paired_at": protocol::time::rfc3339_ms(paired),
-            "hello": parse(hello, "hello")?, "hello_at": time(hello_ms),
-            "last_poll_at": time(last_poll),
+            "machine": machine, "name": m.text(0)?,
+            "paired_at": protocol::time::rfc3339_ms(m.int(1)?),
+            "hello": parse(m.opt_text(2)?, "hello")?, "hello_at": time(m.opt_int(3)?),
+            "last_poll_at": time(m.opt_int(4)?),
             "keys": keys, "messages": messages,
         })))
     }
@@ -812,34 +731,32 @@ impl ControlStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::Location;
 
-    #[test]
-    fn a_schema_1_file_gains_the_files_table_and_files_go_in_time() {
+    #[tokio::test]
+    async fn files_go_in_time_and_past_the_cap() {
         let dir = tempfile::tempdir().unwrap();
-        {
-            let s = ControlStore::open(dir.path()).unwrap();
-            // As a receiver before files left it.
-            s.conn
-                .execute_batch("DROP TABLE files; PRAGMA user_version = 1;")
-                .unwrap();
-        }
-        let mut s = ControlStore::open(dir.path()).unwrap();
-        let v: i64 = s
-            .conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
+        let db = Arc::new(Db::open(Location::Folder(dir.path())).await.unwrap());
+        let s = ControlStore::new(db);
+        s.put_file("h", b"bytes", "text/plain", 1_000)
+            .await
             .unwrap();
-        assert_eq!(v, SCHEMA);
-        s.put_file("h", b"bytes", "text/plain", 1_000).unwrap();
         assert_eq!(
-            s.file("h", 2_000).unwrap(),
+            s.file("h", 2_000).await.unwrap(),
             Some((b"bytes".to_vec(), "text/plain".to_string()))
         );
-        assert_eq!(s.file("h", 1_000 + FILE_KEEP_MS + 1).unwrap(), None);
+        assert_eq!(s.file("h", 1_000 + FILE_KEEP_MS + 1).await.unwrap(), None);
         for i in 0..=FILES_MAX {
             s.put_file(&format!("f{i}"), b"x", "a/b", 10_000 + i)
+                .await
                 .unwrap();
         }
-        assert_eq!(s.file("f0", 20_000).unwrap(), None);
-        assert!(s.file(&format!("f{FILES_MAX}"), 20_000).unwrap().is_some());
+        assert_eq!(s.file("f0", 20_000).await.unwrap(), None);
+        assert!(
+            s.file(&format!("f{FILES_MAX}"), 20_000)
+                .await
+                .unwrap()
+                .is_some()
+        );
     }
 }

@@ -8,3 +8,4 @@ mod common;
 mod control_pairing;
 mod control_queue;
 mod persistence;
+mod push;

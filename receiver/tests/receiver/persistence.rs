@@ -50,8 +50,17 @@ fn duplicates_within_a_batch_across_batches_and_across_a_restart() {
         .map(|i| ("test-harness".to_string(), "s".to_string(), i))
         .collect();
     assert_eq!(keys, want);
-    let lines = std::fs::read_to_string(dir.path().join("test-harness/s.jsonl")).unwrap();
-    assert_eq!(lines.lines().count(), 6, "one line per stored event");
+    let stored = rx.h.events("test-harness", "s").unwrap().unwrap();
+    assert_eq!(stored.len(), 6, "one row per stored event");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join("receiver.db"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "the database is the owner's to read");
+    }
 }
 
 #[test]
@@ -88,7 +97,16 @@ fn forgetting_deletes_the_session_for_good() {
     let r = rx.send(&[started("gone", 3), forget.clone()]);
     assert_eq!(counts(&r), (2, 0, 0), "the forget and the event before it");
     assert_eq!(rx.seqs("gone"), Err(404));
-    assert!(!dir.path().join("test-harness/gone.jsonl").exists());
+    assert!(rx.h.session("test-harness", "gone").is_none());
+    // Nothing of it is left in the file's bytes either (deleted pages are
+    // zeroed, the log is folded in and cut).
+    for f in ["receiver.db", "receiver.db-wal"] {
+        let bytes = std::fs::read(dir.path().join(f)).unwrap_or_default();
+        assert!(
+            !bytes.windows(4).any(|w| w == b"gone"),
+            "{f} still holds the forgotten session"
+        );
+    }
     assert_eq!(rx.seqs("kept"), Ok(vec![0]), "other sessions stay");
 
     // A retry of anything at or below the forget is not stored again.
@@ -117,7 +135,7 @@ fn without_a_data_folder_the_files_go_with_the_receiver() {
     let rx = start_default();
     rx.send(&[started("s", 0)]);
     let dir = rx.h.data_dir().to_path_buf();
-    assert!(dir.join("test-harness/s.jsonl").is_file());
+    assert!(dir.join("receiver.db").is_file());
     rx.h.stop();
     assert!(!dir.exists());
 }
