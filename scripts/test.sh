@@ -32,9 +32,11 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-say "npm ci: the real harnesses (e2e/) and the UI toolchain (ui/)"
+say "npm ci: the real harnesses (e2e/), the UI toolchain (ui/) and the receiver's page (receiver/page/)"
 (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
 (cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
+# The receiver's page is built into the receiver binary: before cargo builds it.
+(cd receiver/page && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
 
 say "cargo fmt --check"
 cargo fmt --all -- --check
@@ -50,6 +52,9 @@ SESSIONPIPE_REQUIRE_HARNESSES=1 cargo test --workspace --quiet
 
 say "the UI in Debian's Chromium (Playwright) against a real daemon"
 (cd ui && node --test --test-reporter=spec tests/e2e.mjs)
+
+say "the receiver's page in Debian's Chromium (Playwright) with a virtual passkey"
+(cd receiver/page && node --test --test-reporter=spec tests/e2e.mjs)
 
 say "the tray app under Xvfb, D-Bus and dunst (debug build)"
 src-tauri/tests/xvfb.sh

@@ -10,7 +10,9 @@
 //! stop that lets requests in flight finish within a grace period and then
 //! cuts them. It knows nothing of routes, tokens or hosts: callers bring an
 //! axum `Router` with their own checks. HTTP/1.1 only: every listener of
-//! sessionpipe is a loopback API or a receiver behind a proxy.
+//! sessionpipe is a loopback API or a receiver, behind a proxy or, with the
+//! `tls` feature, serving HTTPS itself (the TLS handshake is held to the head's
+//! deadline, so a client that never finishes it is cut off like any other).
 
 use axum::Router;
 use axum::body::Body;
@@ -53,10 +55,11 @@ impl Limits {
         stop_grace: Duration::from_millis(200),
     };
 
-    /// A receiver: many senders, batches of up to 256 KiB; a stop lets a batch
-    /// in flight be stored and answered.
+    /// A receiver: many senders, batches of up to 256 KiB, and a long-poll
+    /// held open per paired machine (a thousand machines is a thousand
+    /// connections); a stop lets a batch in flight be stored and answered.
     pub const RECEIVER: Limits = Limits {
-        max_connections: 256,
+        max_connections: 4096,
         header_timeout: Duration::from_secs(10),
         request_timeout: Duration::from_secs(30),
         stop_grace: Duration::from_secs(2),
@@ -70,6 +73,23 @@ pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: Limits,
+    stop: impl Future<Output = ()> + Send,
+) {
+    serve_with(listener, app, limits, None, stop).await;
+}
+
+/// How connections are spoken: plain HTTP, or HTTPS with this acceptor.
+#[cfg(feature = "tls")]
+pub type Tls = Option<tokio_rustls::TlsAcceptor>;
+#[cfg(not(feature = "tls"))]
+pub type Tls = Option<std::convert::Infallible>;
+
+/// As `serve`, over TLS when `tls` is given.
+pub async fn serve_with(
+    listener: TcpListener,
+    app: Router,
+    limits: Limits,
+    tls: Tls,
     stop: impl Future<Output = ()> + Send,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
@@ -95,9 +115,23 @@ pub async fn serve(
                     drop(stream);
                     continue;
                 };
-                let (app, closing) = (app.clone(), closing.clone());
+                                let (app, closing, tls) = (app.clone(), closing.clone(), tls.clone());
                 connections.spawn(async move {
-                    connection(stream, peer, app, limits, closing).await;
+                    let _ = stream.set_nodelay(true);
+                    match tls {
+                        None => connection(stream, peer, app, limits, closing).await,
+                        #[cfg(feature = "tls")]
+                        Some(acceptor) => {
+                            let shake = tokio::time::timeout(limits.header_timeout, acceptor.accept(stream));
+                            match shake.await {
+                                Ok(Ok(s)) => connection(s, peer, app, limits, closing).await,
+                                Ok(Err(e)) => tracing::debug!("{peer}: TLS: {e}"),
+                                Err(_) => tracing::debug!("{peer}: TLS handshake too slow"),
+                            }
+                        }
+                        #[cfg(not(feature = "tls"))]
+                        Some(never) => match never {},
+                    }
                     drop(slot);
                 });
             }
@@ -115,14 +149,15 @@ pub async fn serve(
 }
 
 /// One connection, until the client or a deadline closes it, or the stop.
-async fn connection(
-    stream: tokio::net::TcpStream,
+async fn connection<S>(
+    stream: S,
     peer: SocketAddr,
     app: Router,
     limits: Limits,
     mut closing: watch::Receiver<bool>,
-) {
-    let _ = stream.set_nodelay(true);
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
         req.extensions_mut().insert(ConnectInfo(peer));
         let app = app.clone();

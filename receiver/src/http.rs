@@ -51,6 +51,9 @@ pub struct Shared {
     /// The control side, when it is on.
     pub control: Option<crate::control::Control>,
     pub db: Arc<Db>,
+    pub owners: crate::owners::Owners,
+    /// The page, when it is on.
+    pub app: Option<crate::app::App>,
     pub fault: Mutex<Option<Fault>>,
     pub posts: AtomicU64,
     pub accepted: AtomicU64,
@@ -97,7 +100,10 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/sessions/{key}", get(read_session))
         .route("/test/faults", post(set_faults));
     if shared.control.is_some() {
-        app = app.merge(crate::control::routes());
+        app = app.merge(crate::control::routes(shared.app.is_none()));
+    }
+    if shared.app.is_some() {
+        app = app.merge(crate::app::routes());
     }
     app.fallback(|| async { answer(StatusCode::NOT_FOUND, json!({"reason": "not_found"})) })
         .with_state(shared)
@@ -149,6 +155,27 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// The sink token as the bearer, compared in constant time so that the answer's
 /// timing says nothing about the token. A machine's token is not it: it opens
 /// the machine's own calls only.
+/// Whose events the request's bearer sends (`owners`), `None` when it is no
+/// sink token here.
+pub(crate) async fn owner_of(
+    sh: &Shared,
+    headers: &HeaderMap,
+) -> Result<Option<String>, crate::db::DbError> {
+    Ok(sender_of(sh, headers).await?.map(|s| s.owner))
+}
+
+/// Who the request's bearer speaks for, with the machine its token was
+/// minted for (`owners`).
+pub(crate) async fn sender_of(
+    sh: &Shared,
+    headers: &HeaderMap,
+) -> Result<Option<crate::owners::Sender>, crate::db::DbError> {
+    let Some(given) = bearer(headers) else {
+        return Ok(None);
+    };
+    sh.owners.sender_of(&sh.db, &sh.settings.token, given).await
+}
+
 pub(crate) fn authorized(sh: &Shared, headers: &HeaderMap) -> bool {
     use subtle::ConstantTimeEq;
     bearer(headers).is_some_and(|t| bool::from(t.as_bytes().ct_eq(sh.settings.token.as_bytes())))
@@ -206,10 +233,21 @@ async fn post_events(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Bo
         sh.log(|| format!("{} (fault door)", f.status));
         return serve_fault(&sh, f).await;
     }
-    if !authorized(&sh, &headers) {
-        sh.log(|| "401 (wrong or missing bearer token)".into());
-        return unauthorized();
-    }
+    let sender = match sender_of(&sh, &headers).await {
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            sh.log(|| "401 (wrong or missing bearer token)".into());
+            return unauthorized();
+        }
+        Err(e) => {
+            sh.log(|| format!("500 reading sink tokens: {e}"));
+            return refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "storage",
+                "could not check the token",
+            );
+        }
+    };
     if let Some(v) = headers.get("sessionpipe-protocol") {
         match v.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok()) {
             Some(p) if SUPPORTED.contains(&p) => {}
@@ -239,7 +277,7 @@ async fn post_events(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Bo
         }
     }
     match batch(&sh, bytes) {
-        Ok(events) => store_batch(sh, events).await,
+        Ok(events) => store_batch(sh, &sender, events).await,
         Err(refusal) => refusal,
     }
 }
@@ -295,11 +333,27 @@ struct Outcome {
     accepted: u64,
     duplicates: u64,
     rejected: Vec<Value>,
+    attentions: Vec<Value>,
 }
 
-async fn store_batch(sh: Arc<Shared>, events: Vec<Value>) -> Response {
-    match ingest(&sh, &events).await {
+async fn store_batch(
+    sh: Arc<Shared>,
+    sender: &crate::owners::Sender,
+    events: Vec<Value>,
+) -> Response {
+    let owner = sender.owner.as_str();
+    match ingest(&sh, sender, &events).await {
         Ok(o) => {
+            if !o.attentions.is_empty() && sh.app.is_some() {
+                // Told after the answer, never holding it up.
+                let (sh, owner, attentions) =
+                    (Arc::clone(&sh), owner.to_string(), o.attentions.clone());
+                tokio::spawn(async move {
+                    let app = sh.app.as_ref().expect("checked above");
+                    crate::notify::attentions(&sh.db, app, &owner, attentions, sh.settings.log)
+                        .await;
+                });
+            }
             sh.accepted.fetch_add(o.accepted, Ordering::Relaxed);
             sh.duplicates.fetch_add(o.duplicates, Ordering::Relaxed);
             sh.rejected
@@ -334,7 +388,11 @@ async fn store_batch(sh: Arc<Shared>, events: Vec<Value>) -> Response {
 /// Judges each event, then stores the ones that pass in one transaction
 /// (`store::ingest` dedups them there, so two senders racing one key store it
 /// once).
-async fn ingest(sh: &Shared, events: &[Value]) -> Result<Outcome, crate::db::DbError> {
+async fn ingest(
+    sh: &Shared,
+    sender: &crate::owners::Sender,
+    events: &[Value],
+) -> Result<Outcome, crate::db::DbError> {
     let mut rejected = Vec::new();
     let mut checked = Vec::with_capacity(events.len());
     for e in events {
@@ -343,11 +401,19 @@ async fn ingest(sh: &Shared, events: &[Value]) -> Result<Outcome, crate::db::DbE
             Err(reason) => rejected.push(json!({"id": e["id"], "reason": reason.0})),
         }
     }
-    let done = store::ingest(&sh.db, store::OPERATOR, &checked, protocol::time::now_ms()).await?;
+    let done = store::ingest(
+        &sh.db,
+        &sender.owner,
+        sender.machine.as_deref(),
+        &checked,
+        protocol::time::now_ms(),
+    )
+    .await?;
     Ok(Outcome {
         accepted: done.accepted,
         duplicates: done.duplicates,
         rejected,
+        attentions: done.attentions,
     })
 }
 
@@ -357,9 +423,17 @@ async fn read_session(
     headers: HeaderMap,
     Path(key): Path<String>,
 ) -> Response {
-    if !authorized(&sh, &headers) {
-        return unauthorized();
-    }
+    let owner = match owner_of(&sh, &headers).await {
+        Ok(Some(o)) => o,
+        Ok(None) => return unauthorized(),
+        Err(_) => {
+            return refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "storage",
+                "could not check the token",
+            );
+        }
+    };
     let Some((harness, session)) = key.split_once(':') else {
         return refuse(
             StatusCode::BAD_REQUEST,
@@ -370,7 +444,7 @@ async fn read_session(
     if !protocol::valid_harness_name(harness) || !protocol::valid_session_id(session) {
         return answer(StatusCode::NOT_FOUND, json!({"reason": "not_found"}));
     }
-    match store::read(&sh.db, store::OPERATOR, harness, session).await {
+    match store::read(&sh.db, &owner, harness, session).await {
         Ok(Some(events)) => answer(StatusCode::OK, Value::Array(events)),
         Ok(None) => answer(StatusCode::NOT_FOUND, json!({"reason": "not_found"})),
         Err(_) => refuse(

@@ -35,14 +35,20 @@
 //! rx.stop();
 //! ```
 
+mod accounts;
+mod app;
+mod board;
 pub mod check;
 mod control;
 mod db;
 mod http;
+mod notify;
+mod owners;
 pub mod push;
 pub mod signature;
 mod store;
 
+pub use app::PageOptions;
 pub use check::Key;
 pub use control::{CONTROL_PATH, ControlOptions};
 pub use http::EVENTS_PATH;
@@ -88,6 +94,48 @@ pub struct Options {
     /// The control side (`capabilities` then lists `control`); `None` serves the
     /// events side only.
     pub control: Option<ControlOptions>,
+    /// The page (passkey sign-in, the board, commands signed on the device,
+    /// push); it needs `control` (its rp id is control's).
+    pub page: Option<PageOptions>,
+    /// Serve HTTPS with this certificate chain and private key (PEM files);
+    /// `None` is plain HTTP (on loopback, or behind an HTTPS proxy).
+    pub tls: Option<TlsFiles>,
+}
+
+/// A certificate chain and its private key, PEM.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl TlsFiles {
+    /// The acceptor these files make: TLS 1.2 and 1.3, HTTP/1.1 only.
+    fn acceptor(&self) -> Result<tokio_rustls::TlsAcceptor, Invalid> {
+        use tokio_rustls::rustls;
+        use tokio_rustls::rustls::pki_types::pem::PemObject;
+        use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&self.cert)
+            .and_then(|i| i.collect())
+            .map_err(|e| Invalid(format!("tls cert {}: {e}", self.cert.display())))?;
+        if certs.is_empty() {
+            return Err(Invalid(format!(
+                "tls cert {}: no certificate in it",
+                self.cert.display()
+            )));
+        }
+        let key = PrivateKeyDer::from_pem_file(&self.key)
+            .map_err(|e| Invalid(format!("tls key {}: {e}", self.key.display())))?;
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| Invalid(format!("tls: {e}")))?
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .map_err(|e| Invalid(format!("tls: the key does not fit the certificate: {e}")))?;
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+    }
 }
 
 /// Written out by hand so that a token or a secret never reaches a log or a panic
@@ -110,6 +158,8 @@ impl std::fmt::Debug for Options {
             .field("allow_remote", &self.allow_remote)
             .field("log", &self.log)
             .field("control", &self.control)
+            .field("page", &self.page)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -129,6 +179,8 @@ impl Options {
             allow_remote: false,
             log: false,
             control: None,
+            page: None,
+            tls: None,
         }
     }
 
@@ -156,6 +208,13 @@ impl Options {
         }
         if let Some(c) = &self.control {
             c.check()?;
+        }
+        match (&self.page, &self.control) {
+            (Some(_), None) => return Err("the page needs the control side (control)".into()),
+            (Some(p), Some(c)) if !p.origin.is_empty() => {
+                p.check(&c.rp_id)?;
+            }
+            _ => {}
         }
         let webhook_key = match &self.webhook_secret {
             Some(s) => Some(signature::decode_secret(s)?),
@@ -329,6 +388,13 @@ impl Receiver {
             None => db::Location::Folder(&data_dir),
         };
         let db = Arc::new(rt.block_on(db::Db::open(at)).map_err(io::Error::other)?);
+        let acceptor = opts
+            .tls
+            .as_ref()
+            .map(TlsFiles::acceptor)
+            .transpose()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let https = acceptor.is_some();
         let listener = TcpListener::bind(opts.listen)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
@@ -347,10 +413,25 @@ impl Receiver {
             }
             None => None,
         };
+        let page = match (opts.page, &control) {
+            (Some(mut p), Some(c)) => {
+                if p.origin.is_empty() {
+                    let scheme = if https { "https" } else { "http" };
+                    p.origin = format!("{scheme}://localhost:{}", addr.port());
+                }
+                Some(
+                    rt.block_on(app::open(p, &c.opts.rp_id, Arc::clone(&db)))
+                        .map_err(io::Error::other)?,
+                )
+            }
+            _ => None,
+        };
         let shared = Arc::new(http::Shared {
             settings,
             control,
             db,
+            owners: owners::Owners::default(),
+            app: page,
             fault: Mutex::new(None),
             posts: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
@@ -368,9 +449,10 @@ impl Receiver {
         }
         let thread = std::thread::Builder::new()
             .name("sessionpipe-receiver".into())
-            .spawn(move || serve(rt, listener, app, limits, stop_rx))?;
+            .spawn(move || serve(rt, listener, app, limits, acceptor, stop_rx))?;
         Ok(Handle {
             addr,
+            https,
             data_dir,
             _temp: temp,
             runtime,
@@ -406,14 +488,16 @@ fn serve(
     listener: tokio::net::TcpListener,
     app: axum::Router,
     limits: sessionpipe_listener::Limits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     stop: tokio::sync::watch::Receiver<bool>,
 ) {
     // Slow senders are cut off, and a crowd of them cannot hold it
     // (`sessionpipe-listener`); `stop` lets requests in flight finish briefly.
-    rt.block_on(sessionpipe_listener::serve(
+    rt.block_on(sessionpipe_listener::serve_with(
         listener,
         app,
         limits,
+        tls,
         async move {
             let mut stop = stop;
             let _ = stop.wait_for(|s| *s).await;
@@ -425,6 +509,7 @@ fn serve(
 /// A running receiver. Dropping it stops it, as `stop` does.
 pub struct Handle {
     addr: SocketAddr,
+    https: bool,
     data_dir: PathBuf,
     /// Held so that a receiver started without `data` cleans up after itself.
     _temp: Option<tempfile::TempDir>,
@@ -436,9 +521,16 @@ pub struct Handle {
 }
 
 impl Handle {
-    /// The base URL, `http://127.0.0.1:PORT` (no trailing slash).
+    /// The base URL, `http://127.0.0.1:PORT` (`https://` with `tls`; no
+    /// trailing slash).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// Where people open the page, when it is on.
+    pub fn page_origin(&self) -> Option<String> {
+        self.shared.app.as_ref().map(|a| a.opts.origin.clone())
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -458,38 +550,45 @@ impl Handle {
     /// (these calls are a test's, made from a plain thread).
     pub fn stored_keys(&self) -> Vec<Key> {
         self.runtime
-            .block_on(store::keys(&self.shared.db, store::OPERATOR))
+            .block_on(async {
+                let owner = self.shared.owners.operator(&self.shared.db).await?;
+                store::keys(&self.shared.db, &owner).await
+            })
             .unwrap_or_else(|e| panic!("stored_keys: {e}"))
     }
 
     /// A session's stored events in seq order (what the read door answers).
     pub fn events(&self, harness: &str, session: &str) -> io::Result<Option<Vec<Value>>> {
         self.runtime
-            .block_on(store::read(
-                &self.shared.db,
-                store::OPERATOR,
-                harness,
-                session,
-            ))
+            .block_on(async {
+                let owner = self.shared.owners.operator(&self.shared.db).await?;
+                store::read(&self.shared.db, &owner, harness, session).await
+            })
             .map_err(io::Error::other)
     }
 
-    /// A session's block as merged over its events (a member from a later seq
-    /// wins), with when it was first and last heard of (ms since the epoch);
-    /// `None` when nothing of it is stored.
+    /// A session's block as merged over its events (PROTOCOL-NOTES §2), its
+    /// board state (`needs_you`, `working`, `done`) and when it was first and
+    /// last heard of (ms since the epoch); `None` when nothing of it is kept.
     ///
     /// # Panics
     ///
     /// As `stored_keys`.
-    pub fn session(&self, harness: &str, session: &str) -> Option<(Value, i64, i64)> {
+    pub fn session(&self, harness: &str, session: &str) -> Option<(Value, &'static str, i64, i64)> {
         self.runtime
-            .block_on(store::session_block(
-                &self.shared.db,
-                store::OPERATOR,
-                harness,
-                session,
-            ))
+            .block_on(async {
+                let owner = self.shared.owners.operator(&self.shared.db).await?;
+                store::session(&self.shared.db, &owner, harness, session).await
+            })
             .unwrap_or_else(|e| panic!("session: {e}"))
+            .map(|r| {
+                (
+                    Value::Object(r.folded.block),
+                    r.folded.state.as_str(),
+                    r.first_ms,
+                    r.last_ms,
+                )
+            })
     }
 
     /// # Panics
@@ -533,7 +632,7 @@ impl Handle {
             .as_ref()
             .expect("put_file needs the control side on (Options::control)");
         self.runtime
-            .block_on(control.put_file(sha256, bytes, "application/octet-stream"))
+            .block_on(control.put_file(sha256, bytes, "application/octet-stream", None))
             .unwrap_or_else(|e| panic!("put_file: {e}"));
     }
 

@@ -6,7 +6,7 @@
 //! 2 for usage (clap's, and a non-loopback `--listen` without `--allow-remote`).
 
 use clap::Parser;
-use sessionpipe_receiver::{ControlOptions, Options, Receiver};
+use sessionpipe_receiver::{ControlOptions, Options, PageOptions, Receiver, TlsFiles};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -63,17 +63,39 @@ struct Cli {
     /// Serve the control side too (pairing, the machine calls, the test doors).
     #[arg(long)]
     control: bool,
-    /// The WebAuthn rp id control keys are enrolled for.
-    #[arg(long, default_value = "localhost", requires = "control")]
-    rp_id: String,
-    /// The longest control long-poll held, in seconds (1-60).
-    #[arg(long, default_value_t = 25, requires = "control")]
-    wait_max_s: u64,
+    /// Serve the page (passkey sign-in, the board, commands signed on your
+    /// device, push); implies --control.
+    #[arg(long)]
+    page: bool,
+    /// Where people open the page (https://NAME, or http://localhost:PORT);
+    /// implies --page. Default: http://localhost:<the port listened on>.
+    #[arg(long, value_name = "URL")]
+    origin: Option<String>,
+    /// Anyone who reaches the page may make an account (by default only the
+    /// first one; later ones need an invite from a signed-in account).
+    #[arg(long)]
+    open_registration: bool,
+    /// Serve HTTPS with this certificate chain (PEM); with --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM); with --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Serve the page's files from this folder instead of the built-in copy.
+    #[arg(long, value_name = "DIR")]
+    page_dir: Option<PathBuf>,
+    /// The WebAuthn rp id passkeys are made for: the page's host name, or a
+    /// domain it is under (default: localhost).
+    #[arg(long)]
+    rp_id: Option<String>,
+    /// The longest control long-poll held, in seconds (1-60; default 25).
+    #[arg(long)]
+    wait_max_s: Option<u64>,
     /// Let a machine start pairing without the sink token (with a poll_key).
-    #[arg(long, requires = "control")]
+    #[arg(long)]
     open_pairing: bool,
     /// An MCP server (mcp__<name>) to declare in control.session_tools; repeatable.
-    #[arg(long = "session-tool", value_name = "MCP_SERVER", requires = "control")]
+    #[arg(long = "session-tool", value_name = "MCP_SERVER")]
     session_tools: Vec<String>,
 }
 
@@ -85,6 +107,23 @@ fn main() -> ExitCode {
              (add --allow-remote to listen there)",
             cli.listen
         );
+        return ExitCode::from(2);
+    }
+    let page = cli.page || cli.origin.is_some();
+    let control_only = cli.open_pairing
+        || !cli.session_tools.is_empty()
+        || cli.rp_id.is_some()
+        || cli.wait_max_s.is_some();
+    if control_only && !(cli.control || page) {
+        eprintln!(
+            "sessionpipe-receiver: --open-pairing, --session-tool, --rp-id and --wait-max-s \
+             need --control (or --page)"
+        );
+        return ExitCode::from(2);
+    }
+    let page_only = cli.open_registration || cli.page_dir.is_some();
+    if page_only && !page {
+        eprintln!("sessionpipe-receiver: --open-registration and --page-dir need --page");
         return ExitCode::from(2);
     }
     let opts = Options {
@@ -100,11 +139,21 @@ fn main() -> ExitCode {
         webhook_secret: cli.webhook_secret,
         allow_remote: cli.allow_remote,
         log: !cli.quiet,
-        control: cli.control.then(|| ControlOptions {
-            wait_max_s: cli.wait_max_s,
+        control: (cli.control || page).then(|| ControlOptions {
+            wait_max_s: cli.wait_max_s.unwrap_or(25),
             open_pairing: cli.open_pairing,
             session_tools: cli.session_tools,
-            ..ControlOptions::new(cli.rp_id)
+            ..ControlOptions::new(cli.rp_id.unwrap_or_else(|| "localhost".into()))
+        }),
+        tls: cli
+            .tls_cert
+            .zip(cli.tls_key)
+            .map(|(cert, key)| TlsFiles { cert, key }),
+        page: page.then(|| PageOptions {
+            open_registration: cli.open_registration,
+            page_dir: cli.page_dir,
+            // Empty: http://localhost:<the port bound>.
+            ..PageOptions::new(cli.origin.unwrap_or_default())
         }),
     };
     let handle = match Receiver::start(opts) {
@@ -123,6 +172,9 @@ fn main() -> ExitCode {
         handle.url(),
         handle.data_dir().display()
     );
+    if let Some(origin) = handle.page_origin() {
+        eprintln!("sessionpipe-receiver: the page is at {origin}");
+    }
     if let Err(e) = wait_for_signal() {
         eprintln!("sessionpipe-receiver: cannot wait for signals: {e}");
     }

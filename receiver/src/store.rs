@@ -6,9 +6,8 @@
 //! This module owns the rules that are about state: dedup on (harness,
 //! session, seq) per owner, a `session.forgotten` deleting everything of its
 //! session before the batch is answered (this batch's earlier events too) and
-//! keeping anything at or below its seq from coming back, the session block
-//! merge (a member from a later seq wins; an earlier seq only fills a gap),
-//! and retention. It must not judge an event's shape (`check` does) nor speak
+//! keeping anything at or below its seq from coming back, each session's
+//! board state kept beside its events (folded by `board`), and retention. It must not judge an event's shape (`check` does) nor speak
 //! HTTP. One batch is one transaction; on PostgreSQL a session's events are
 //! taken under a lock on that session, so two receiver processes given the
 //! same event store it once, and a forget cannot race an append.
@@ -16,14 +15,12 @@
 //! A forgotten session leaves no readable trace: the tombstone is a SHA-256
 //! of (owner, harness, session id), enough to refuse a retry and nothing more.
 
+use crate::board::{self, Folded, State};
 use crate::check::Key;
-use crate::db::{Db, DbError, Dialect, Tx, args};
+use crate::db::{Db, DbError, Dialect, Row, Tx, args};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-
-/// The owner of events sent with the receiver's own sink token.
-pub const OPERATOR: &str = "";
 
 /// Rows deleted per statement by a retention pass: small enough that ingest
 /// never waits long behind one.
@@ -38,6 +35,9 @@ const TOMBSTONE_MIN_MS: i64 = 7 * 24 * 3600 * 1000;
 pub struct Ingested {
     pub accepted: u64,
     pub duplicates: u64,
+    /// The `attention.needed` events stored by this batch (not duplicates),
+    /// for `notify`.
+    pub attentions: Vec<Value>,
 }
 
 /// One event that passed `check`, with its key.
@@ -55,28 +55,36 @@ fn digest(owner: &str, harness: &str, session: &str) -> Vec<u8> {
     h.finalize().to_vec()
 }
 
-/// `into`'s members overlaid with `from`'s (`seq` left out: it is the
-/// event's, not the session's); with `later` false only missing ones are added.
-fn merge(into: &mut Map<String, Value>, from: &Value, later: bool) {
-    let Some(from) = from.as_object() else {
-        return;
-    };
-    for (k, v) in from {
-        if k == "seq" || v.is_null() {
-            continue;
-        }
-        if later || !into.contains_key(k) {
-            into.insert(k.clone(), v.clone());
-        }
-    }
-}
-
 /// The session's state as one batch changes it.
 #[derive(Default)]
 struct Open {
     forgotten_at: Option<i64>,
-    block: Option<(Map<String, Value>, i64, i64)>,
+    /// What is folded so far and the session's first time, once it exists.
+    folded: Option<(Folded, i64)>,
     touched: bool,
+}
+
+/// A `sessions` row's board columns, read from column `at` on: block,
+/// block_seq, state, in_turn, attention, last_words, first_ms, last_ms.
+fn folded_of(r: &Row, at: usize) -> Result<(Folded, i64, i64), DbError> {
+    let corrupt = |_| DbError::Corrupt { what: "session" };
+    let block = serde_json::from_str::<Map<String, Value>>(&r.text(at)?).map_err(corrupt)?;
+    let attention = r
+        .opt_text(at + 4)?
+        .map(|a| serde_json::from_str(&a).map_err(corrupt))
+        .transpose()?;
+    Ok((
+        Folded {
+            block,
+            seq: r.int(at + 1)?,
+            state: State::parse(&r.text(at + 2)?),
+            in_turn: r.flag(at + 3)?,
+            attention,
+            last_words: r.opt_text(at + 5)?,
+        },
+        r.int(at + 6)?,
+        r.int(at + 7)?,
+    ))
 }
 
 async fn open_session(
@@ -100,36 +108,36 @@ async fn open_session(
         .await?
         .map(|r| r.int(0))
         .transpose()?;
-    let block = match tx
+    let folded = match tx
         .row(
-            "SELECT block, block_seq, first_ms FROM sessions
-             WHERE owner = $1 AND harness = $2 AND id = $3",
+            "SELECT block, block_seq, state, in_turn, attention, last_words, first_ms, last_ms
+             FROM sessions WHERE owner = $1 AND harness = $2 AND id = $3",
             args![owner, harness, session],
         )
         .await?
     {
         Some(r) => {
-            let block = serde_json::from_str::<Map<String, Value>>(&r.text(0)?).map_err(|_| {
-                DbError::Corrupt {
-                    what: "session block",
-                }
-            })?;
-            Some((block, r.int(1)?, r.int(2)?))
+            let (f, first, _) = folded_of(&r, 0)?;
+            Some((f, first))
         }
         None => None,
     };
     Ok(Open {
         forgotten_at,
-        block,
+        folded,
         touched: false,
     })
 }
 
 /// Stores one batch's checked events: each is accepted or a duplicate, in
 /// one transaction.
+/// `machine`: the paired machine the batch's sink token was minted for,
+/// kept on each session it names (the board's link from a session to its
+/// machine; a name could be changed or shared).
 pub async fn ingest(
     db: &Db,
     owner: &str,
+    machine: Option<&str>,
     events: &[Checked<'_>],
     now_ms: i64,
 ) -> Result<Ingested, DbError> {
@@ -141,8 +149,9 @@ pub async fn ingest(
     // sessions take their locks in the same order and never deadlock.
     let mut sessions: BTreeMap<(String, String), Open> = BTreeMap::new();
     for c in events {
-        let sk = (c.key.0.clone(), c.key.1.clone());
-        sessions.entry(sk).or_default();
+        sessions
+            .entry((c.key.0.clone(), c.key.1.clone()))
+            .or_default();
     }
     for ((h, s), slot) in sessions.iter_mut() {
         *slot = open_session(&mut tx, dialect, owner, h, s).await?;
@@ -159,7 +168,7 @@ pub async fn ingest(
         if c.event["type"] == "session.forgotten" {
             forget(&mut tx, owner, harness, session, seq, now_ms).await?;
             open.forgotten_at = Some(seq);
-            open.block = None;
+            open.folded = None;
             open.touched = false;
             out.accepted += 1;
             forgot = true;
@@ -183,37 +192,51 @@ pub async fn ingest(
                     body
                 ],
             )
-            .await?;
-        if stored == 0 {
+            .await?
+            > 0;
+        if stored {
+            out.accepted += 1;
+            if c.event["type"] == "attention.needed" {
+                out.attentions.push(c.event.clone());
+            }
+        } else {
             out.duplicates += 1;
-            continue;
         }
-        out.accepted += 1;
-        let (block, block_seq, _) = open
-            .block
-            .get_or_insert_with(|| (Map::new(), i64::MIN, now_ms));
-        merge(block, &c.event["session"], seq >= *block_seq);
-        *block_seq = (*block_seq).max(seq);
+        // A duplicate still folds its block in: a re-sent seq 0 may bring a
+        // better title (see `board`).
+        let (folded, _) = open
+            .folded
+            .get_or_insert_with(|| (Folded::default(), now_ms));
+        board::fold(folded, c.event, seq, stored);
         open.touched = true;
     }
     for ((harness, session), open) in &sessions {
-        let (true, Some((block, block_seq, first_ms))) = (open.touched, &open.block) else {
+        let (true, Some((f, first_ms))) = (open.touched, &open.folded) else {
             continue;
         };
         tx.exec(
-            "INSERT INTO sessions (owner, harness, id, block, block_seq, first_ms, last_ms)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)
+            "INSERT INTO sessions (owner, harness, id, block, block_seq, state, in_turn,
+               attention, last_words, first_ms, last_ms, machine_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
              ON CONFLICT (owner, harness, id) DO UPDATE SET
                block = excluded.block, block_seq = excluded.block_seq,
-               last_ms = excluded.last_ms",
+               state = excluded.state, in_turn = excluded.in_turn,
+               attention = excluded.attention, last_words = excluded.last_words,
+               last_ms = excluded.last_ms,
+               machine_id = COALESCE(excluded.machine_id, sessions.machine_id)",
             args![
                 owner,
                 harness,
                 session,
-                Value::Object(block.clone()).to_string(),
-                *block_seq,
+                Value::Object(f.block.clone()).to_string(),
+                f.seq,
+                f.state.as_str(),
+                f.in_turn,
+                f.attention.as_ref().map(Value::to_string),
+                f.last_words.clone(),
                 *first_ms,
-                now_ms
+                now_ms,
+                machine
             ],
         )
         .await?;
@@ -283,27 +306,86 @@ pub async fn read(
     Ok(Some(out))
 }
 
-/// The session's merged block and when it was first and last heard of.
-pub async fn session_block(
+/// One session as the board keeps it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionRow {
+    pub harness: String,
+    pub id: String,
+    pub folded: Folded,
+    pub first_ms: i64,
+    pub last_ms: i64,
+    /// The paired machine whose sink token sent it, when one did.
+    pub machine_id: Option<String>,
+}
+
+fn session_of(r: &Row) -> Result<SessionRow, DbError> {
+    let (folded, first_ms, last_ms) = folded_of(r, 2)?;
+    Ok(SessionRow {
+        harness: r.text(0)?,
+        id: r.text(1)?,
+        folded,
+        first_ms,
+        last_ms,
+        machine_id: r.opt_text(10)?,
+    })
+}
+
+/// The session's board row, `None` when nothing of it is kept.
+pub async fn session(
     db: &Db,
     owner: &str,
     harness: &str,
     session: &str,
-) -> Result<Option<(Value, i64, i64)>, DbError> {
-    let Some(r) = db
-        .row(
-            "SELECT block, first_ms, last_ms FROM sessions
-             WHERE owner = $1 AND harness = $2 AND id = $3",
-            args![owner, harness, session],
+) -> Result<Option<SessionRow>, DbError> {
+    db.row(
+        "SELECT harness, id, block, block_seq, state, in_turn, attention, last_words,
+           first_ms, last_ms, machine_id
+         FROM sessions WHERE owner = $1 AND harness = $2 AND id = $3",
+        args![owner, harness, session],
+    )
+    .await?
+    .as_ref()
+    .map(session_of)
+    .transpose()
+}
+
+/// The owner's sessions, last heard of first, at most `limit`.
+pub async fn sessions(db: &Db, owner: &str, limit: usize) -> Result<Vec<SessionRow>, DbError> {
+    db.rows(
+        "SELECT harness, id, block, block_seq, state, in_turn, attention, last_words,
+           first_ms, last_ms, machine_id
+         FROM sessions WHERE owner = $1 ORDER BY last_ms DESC LIMIT $2",
+        args![owner, limit],
+    )
+    .await?
+    .iter()
+    .map(session_of)
+    .collect()
+}
+
+/// A session's last `limit` events in seq order, each with when it arrived.
+pub async fn timeline(
+    db: &Db,
+    owner: &str,
+    harness: &str,
+    session: &str,
+    limit: usize,
+) -> Result<Vec<(Value, i64)>, DbError> {
+    let rows = db
+        .rows(
+            "SELECT body, arrived_ms FROM events
+             WHERE owner = $1 AND harness = $2 AND session = $3
+             ORDER BY seq DESC LIMIT $4",
+            args![owner, harness, session, limit],
         )
-        .await?
-    else {
-        return Ok(None);
-    };
-    let block = serde_json::from_str(&r.text(0)?).map_err(|_| DbError::Corrupt {
-        what: "session block",
-    })?;
-    Ok(Some((block, r.int(1)?, r.int(2)?)))
+        .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows.iter().rev() {
+        let body =
+            serde_json::from_str(&r.text(0)?).map_err(|_| DbError::Corrupt { what: "event" })?;
+        out.push((body, r.int(1)?));
+    }
+    Ok(out)
 }
 
 /// Every stored (harness, session, seq) of `owner`, sorted.
@@ -376,7 +458,7 @@ mod tests {
         s["id"] = json!("s");
         s["seq"] = json!(seq);
         json!({"id": format!("e{seq}"), "type": ty, "time": "2026-01-01T00:00:00Z",
-               "harness": {"name": "h"}, "session": s})
+               "harness": {"name": "h"}, "session": s, "data": {}})
     }
 
     async fn put(db: &Db, evs: &[Value], now: i64) -> Ingested {
@@ -391,11 +473,13 @@ mod tests {
                 event: e,
             })
             .collect();
-        ingest(db, OPERATOR, &checked, now).await.unwrap()
+        ingest(db, crate::owners::NO_ACCOUNT, None, &checked, now)
+            .await
+            .unwrap()
     }
 
     #[tokio::test]
-    async fn dedup_merge_forget_and_retention() {
+    async fn dedup_fold_forget_and_retention() {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(Location::Folder(dir.path())).await.unwrap();
         let a = event(1, "turn.started", json!({"title": "new", "cwd": "/w"}));
@@ -404,20 +488,22 @@ mod tests {
             put(&db, &[a.clone(), b.clone(), a.clone()], 1_000).await,
             Ingested {
                 accepted: 2,
-                duplicates: 1
+                duplicates: 1,
+                attentions: vec![]
             }
         );
-        let (block, first, last) = session_block(&db, OPERATOR, "h", "s")
+        let row = session(&db, crate::owners::NO_ACCOUNT, "h", "s")
             .await
             .unwrap()
             .unwrap();
         // seq 1 is later: its title wins; seq 0 only fills the model in.
         assert_eq!(
-            block,
+            Value::Object(row.folded.block.clone()),
             json!({"title": "new", "cwd": "/w", "id": "s", "model": "m"})
         );
-        assert_eq!((first, last), (1_000, 1_000));
-        let seqs: Vec<u64> = read(&db, OPERATOR, "h", "s")
+        assert_eq!(row.folded.state, State::Working);
+        assert_eq!((row.first_ms, row.last_ms), (1_000, 1_000));
+        let seqs: Vec<u64> = read(&db, crate::owners::NO_ACCOUNT, "h", "s")
             .await
             .unwrap()
             .unwrap()
@@ -430,7 +516,11 @@ mod tests {
         let c = event(3, "turn.ended", json!({}));
         assert_eq!(put(&db, &[f.clone(), c.clone()], 2_000).await.accepted, 2);
         assert_eq!(
-            read(&db, OPERATOR, "h", "s").await.unwrap().unwrap().len(),
+            read(&db, crate::owners::NO_ACCOUNT, "h", "s")
+                .await
+                .unwrap()
+                .unwrap()
+                .len(),
             1
         );
         // A retry of anything up to the forget stays gone.
@@ -438,25 +528,25 @@ mod tests {
             put(&db, &[a, b, f], 3_000).await,
             Ingested {
                 accepted: 0,
-                duplicates: 3
+                duplicates: 3,
+                attentions: vec![]
             }
         );
-        let none: i64 = db
-            .row(
-                "SELECT COUNT(*) FROM forgotten WHERE digest = $1",
-                args![b"h".to_vec()],
-            )
+        let tombstones = db
+            .rows("SELECT digest FROM forgotten", vec![])
             .await
-            .unwrap()
-            .unwrap()
-            .int(0)
             .unwrap();
-        assert_eq!(none, 0, "the tombstone holds a digest, not the id");
+        assert_eq!(tombstones.len(), 1);
+        assert_eq!(
+            tombstones[0].bytes(0).unwrap().len(),
+            32,
+            "a digest, not the id"
+        );
 
         assert_eq!(prune(&db, 2_500).await.unwrap(), 1);
         assert_eq!(counts(&db).await.unwrap(), (0, 0));
         assert!(
-            session_block(&db, OPERATOR, "h", "s")
+            session(&db, crate::owners::NO_ACCOUNT, "h", "s")
                 .await
                 .unwrap()
                 .is_none()

@@ -23,7 +23,14 @@ tray client, a reader of notification calls, a window manager's close (python3-g
                            running COMMAND, every later one the text "Done."; a
                            side request (titles, quota) gets a short text. SSE
                            when asked to stream. Each tool_result it is sent is
-                           printed to stderr ("tool_result: <text>")
+                           printed to stderr ("tool_result: <text>"), and each
+                           distinct text a user message carries too ("user:
+                           <text>", its newlines as \\n). An empty COMMAND: no
+                           tool call, every main turn is "Done.". With
+                           MESSAGES_API_REPLY_TO_MESSAGE set, a later turn
+                           whose newest user message is no tool result (a
+                           message put into the turn, e.g. by a Stop hook)
+                           says that text instead of "Done."
 
 Only what libayatana-appindicator needs of a watcher is here: it registers, a
 host is said to be present, and the item list is kept.
@@ -35,7 +42,10 @@ import signal
 import sys
 import time
 
-from gi.repository import Gio, GLib
+try:
+    from gi.repository import Gio, GLib
+except ImportError:  # messages-api needs no D-Bus; the rest say so in main()
+    Gio = GLib = None
 
 WATCHER_XML = """
 <node>
@@ -212,18 +222,40 @@ def messages_api(portfile, command):
     def ident(prefix):
         return prefix + "".join(random.choices(string.ascii_letters + string.digits, k=24))
 
+    to_message = os.environ.get("MESSAGES_API_REPLY_TO_MESSAGE") or ""
+
     def blocks_of(body):
         # The main conversation offers tools and is not a subagent's.
         messages = body.get("messages") or []
         turn = sum(1 for m in messages if m.get("role") == "assistant")
-        if body.get("tools") and turn == 0:
+        if body.get("tools") and turn == 0 and command:
             return [{"type": "tool_use", "id": ident("toolu_"), "name": "Bash",
                      "input": {"command": command, "description": f"Run {command}"}}]
         if body.get("tools"):
+            newest = messages[-1].get("content") if messages else None
+            answered_tool = isinstance(newest, list) and any(
+                isinstance(b, dict) and b.get("type") == "tool_result" for b in newest)
+            if to_message and not answered_tool:
+                return [{"type": "text", "text": to_message}]
             return [{"type": "text", "text": "Done."}]
         system = json.dumps(body.get("system", ""))
         return [{"type": "text",
                  "text": json.dumps({"title": "Mock session"}) if "json" in system.lower() else "OK"}]
+
+    users_seen = set()
+
+    def print_users(messages):
+        for m in messages:
+            if m.get("role") != "user":
+                continue
+            content = m.get("content")
+            texts = [content] if isinstance(content, str) else [
+                b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+            ] if isinstance(content, list) else []
+            for text in texts:
+                if text and text not in users_seen:
+                    users_seen.add(text)
+                    print("user: " + text.replace("\n", "\\n"), file=sys.stderr, flush=True)
 
     def usage(out):
         return {"input_tokens": 10, "cache_creation_input_tokens": 0,
@@ -289,6 +321,8 @@ def messages_api(portfile, command):
                         if isinstance(text, list):
                             text = " ".join(str(x.get("text", "")) for x in text if isinstance(x, dict))
                         print(f"tool_result: {text}", file=sys.stderr, flush=True)
+            if body.get("tools") and not self.headers.get("x-claude-code-agent-id"):
+                print_users(body.get("messages") or [])
             if self.headers.get("x-claude-code-agent-id"):
                 body = dict(body, tools=None)
             blocks = blocks_of(body)
@@ -312,6 +346,9 @@ def messages_api(portfile, command):
 
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else ""
+    if cmd not in ("messages-api", "notices") and Gio is None:
+        print("desktop.py: python3-gi is missing (apt: python3-gi)", file=sys.stderr)
+        return 1
     if cmd == "watch":
         watch()
     elif cmd == "icon" and len(argv) == 4:

@@ -82,8 +82,10 @@ impl IntoResponse for Refused {
 }
 
 /// The control routes, added to the receiver's when control is on.
-pub fn routes() -> Router<Arc<Shared>> {
-    Router::new()
+/// With `pair_page`, `/pair/<code>` is this module's plain page; without,
+/// the receiver's own page serves it.
+pub fn routes(with_pair_page: bool) -> Router<Arc<Shared>> {
+    let r = Router::new()
         .route(CONTROL_PATH, get(poll))
         .route(
             &format!("{CONTROL_PATH}/pair"),
@@ -93,11 +95,15 @@ pub fn routes() -> Router<Arc<Shared>> {
         .route(&format!("{CONTROL_PATH}/ack"), post(ack))
         .route(&format!("{CONTROL_PATH}/off"), post(off))
         .route(&format!("{CONTROL_PATH}/files/{{sha256}}"), get(file))
-        .route("/pair/{code}", get(pair_page))
         .route("/test/pair/approve", post(approve))
         .route("/test/control/enqueue", post(enqueue))
         .route("/test/control/messages", get(messages))
-        .route("/test/control/files", post(put_file))
+        .route("/test/control/files", post(put_file));
+    if with_pair_page {
+        r.route("/pair/{code}", get(pair_page))
+    } else {
+        r
+    }
 }
 
 fn control(sh: &Shared) -> &Control {
@@ -127,6 +133,15 @@ fn now() -> i64 {
 /// the id finds the row, and the SHA-256 of the whole token is compared with the
 /// stored one in constant time.
 async fn machine_of(sh: &Arc<Shared>, headers: &HeaderMap) -> Result<String, Refused> {
+    Ok(machine_and_account(sh, headers).await?.0)
+}
+
+/// As `machine_of`, with the account the machine belongs to (`None` for one
+/// paired through the test door).
+async fn machine_and_account(
+    sh: &Arc<Shared>,
+    headers: &HeaderMap,
+) -> Result<(String, Option<String>), Refused> {
     let token = bearer(headers).ok_or(Refused::Unauthorized)?.to_string();
     let machine = token
         .split_once('.')
@@ -136,7 +151,7 @@ async fn machine_of(sh: &Arc<Shared>, headers: &HeaderMap) -> Result<String, Ref
     let stored = store(sh).token_hash(&machine).await?;
     let given = sha256(&token);
     match stored {
-        Some(h) if bool::from(h.as_slice().ct_eq(&given)) => Ok(machine),
+        Some((h, account)) if bool::from(h.as_slice().ct_eq(&given)) => Ok((machine, account)),
         _ => Err(Refused::Unauthorized),
     }
 }
@@ -199,7 +214,13 @@ async fn pair_start_(
     let max = ctl.opts.max_pairings;
     store(sh).start_pairing(&pairing, max).await?;
     sh.log(|| "201 pairing started".into());
-    let url = format!("http://{}/pair/{code}", host(headers));
+    // With the page on, the link is the page's own origin: passkeys work
+    // only there (a machine reaching the receiver as 127.0.0.1 would hand
+    // the person a link no passkey can sign on).
+    let url = match &sh.app {
+        Some(app) => format!("{}/pair/{code}", app.opts.origin.trim_end_matches('/')),
+        None => format!("http://{}/pair/{code}", host(headers)),
+    };
     Ok((
         StatusCode::CREATED,
         axum::Json(json!({
@@ -274,10 +295,29 @@ async fn pair_status_(
     if let Some(t) = token {
         body["token"] = Value::String(t);
     }
-    if p.open {
-        // An open pairing had no sink token: this one lets the machine send its
-        // events here too (CONTROL §2).
-        body["sink_token"] = Value::String(sh.settings.token.clone());
+    // A machine approved from an account's page sends its events to that
+    // account, with a token of its own; an open pairing had no sink token, so
+    // it is handed the receiver's (CONTROL §2).
+    let own_account = match &account {
+        Some(a) => sh
+            .owners
+            .is_account(&sh.db, a)
+            .await
+            .map_err(|e| Refused::Store(e.into()))?,
+        None => false,
+    };
+    let sink = match (&account, p.open) {
+        (Some(a), _) if own_account => Some(
+            sh.owners
+                .mint(&sh.db, a, &p.machine, now())
+                .await
+                .map_err(|e| Refused::Store(e.into()))?,
+        ),
+        (_, true) => Some(sh.settings.token.clone()),
+        (_, false) => None,
+    };
+    if let Some(t) = sink {
+        body["sink_token"] = Value::String(t);
     }
     if let Some(a) = account {
         body["account"] = Value::String(a);
@@ -467,7 +507,7 @@ async fn enqueue(
         loopback_and_sink(&sh, peer, &headers)?;
         let m = shapes::new_message(&doc, DEFAULT_EXPIRY_S)?;
         let max = control(&sh).opts.max_queue;
-        let id = store(&sh).enqueue(&m, now(), max).await?;
+        let id = store(&sh).enqueue(&m, None, now(), max).await?;
         control(&sh).wake(&m.machine).await;
         Ok(answer(StatusCode::CREATED, json!({"id": id})))
     };
@@ -512,13 +552,14 @@ impl Control {
         sha256: &str,
         bytes: &[u8],
         content_type: &str,
+        account: Option<&str>,
     ) -> Result<(), Refused> {
         if !is_file_hash(sha256) {
             return Err(Malformed::from("sha256: 43 base64url characters").into());
         }
         Ok(self
             .store
-            .put_file(sha256, bytes, content_type, now())
+            .put_file(sha256, bytes, content_type, account, now())
             .await?)
     }
 }
@@ -531,12 +572,12 @@ async fn file(
     Path(sha256): Path<String>,
 ) -> Response {
     let r = async {
-        machine_of(&sh, &headers).await?;
+        let (_, account) = machine_and_account(&sh, &headers).await?;
         if !is_file_hash(&sha256) {
             return Err(Refused::NotFound("no such file"));
         }
         let (bytes, content_type) = store(&sh)
-            .file(&sha256, now())
+            .file(&sha256, account.as_deref(), now())
             .await?
             .ok_or(Refused::NotFound("no such file"))?;
         sh.log(|| format!("200 file: {} bytes", bytes.len()));
@@ -579,7 +620,7 @@ async fn put_file(
             .cloned()
             .unwrap_or_else(|| crate::file_sha256(&bytes));
         control(&sh)
-            .put_file(&sha256, &bytes, &content_type)
+            .put_file(&sha256, &bytes, &content_type, None)
             .await?;
         Ok(answer(StatusCode::CREATED, json!({"sha256": sha256})))
     };

@@ -14,7 +14,8 @@
 //! logged.
 
 mod http;
-mod shapes;
+mod owned;
+pub(crate) mod shapes;
 mod store;
 
 pub(crate) use http::routes;
@@ -157,7 +158,7 @@ fn lock(slots: &Slots) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Slot>>> 
 /// The control side's shared state.
 pub struct Control {
     pub(crate) opts: ControlOptions,
-    store: ControlStore,
+    pub(crate) store: ControlStore,
     db: Arc<Db>,
     slots: Slots,
     stop: watch::Receiver<bool>,
@@ -210,7 +211,7 @@ impl Control {
 
     /// Wakes the machine's polls, in this process and (through the database)
     /// in every other one.
-    async fn wake(&self, machine: &str) {
+    pub(crate) async fn wake(&self, machine: &str) {
         if let Some(s) = lock(&self.slots).get(machine) {
             s.wake.notify_waiters();
         }

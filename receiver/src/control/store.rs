@@ -25,6 +25,7 @@
 //! after they end.
 
 use super::Refused;
+use super::owned::message_json;
 use super::shapes::{Ack, NewMessage, Outcome};
 use crate::db::{Db, DbError, Row, args};
 use serde_json::{Value, json};
@@ -120,11 +121,11 @@ pub enum Look {
 }
 
 pub struct ControlStore {
-    db: Arc<Db>,
+    pub(super) db: Arc<Db>,
     last_prune_ms: AtomicI64,
 }
 
-fn parse(text: Option<String>, what: &'static str) -> Result<Option<Value>, StoreError> {
+pub(super) fn parse(text: Option<String>, what: &'static str) -> Result<Option<Value>, StoreError> {
     text.map(|t| serde_json::from_str(&t).map_err(|_| StoreError::Corrupt { what }))
         .transpose()
 }
@@ -180,15 +181,18 @@ impl ControlStore {
         sha256: &str,
         bytes: &[u8],
         content_type: &str,
+        account: Option<&str>,
         now: i64,
     ) -> Result<(), StoreError> {
         self.prune(now).await?;
         let mut tx = self.db.begin().await?;
         tx.exec(
-            "INSERT INTO files (sha256, bytes, content_type, put_ms) VALUES ($1, $2, $3, $4)
+            "INSERT INTO files (sha256, bytes, content_type, put_ms, account)
+             VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (sha256) DO UPDATE SET bytes = excluded.bytes,
-               content_type = excluded.content_type, put_ms = excluded.put_ms",
-            args![sha256, bytes, content_type, now],
+               content_type = excluded.content_type, put_ms = excluded.put_ms,
+               account = excluded.account",
+            args![sha256, bytes, content_type, now, account],
         )
         .await?;
         tx.exec(
@@ -201,18 +205,22 @@ impl ControlStore {
         Ok(())
     }
 
-    /// A file's bytes and content type, `None` when it was never put or is gone.
+    /// A file's bytes and content type for a machine of `account` (files put
+    /// by an account are that account's machines' only), `None` when it was
+    /// never put, is gone, or is another account's.
     pub async fn file(
         &self,
         sha256: &str,
+        account: Option<&str>,
         now: i64,
     ) -> Result<Option<(Vec<u8>, String)>, StoreError> {
         self.prune(now).await?;
         let Some(r) = self
             .db
             .row(
-                "SELECT bytes, content_type FROM files WHERE sha256 = $1 AND put_ms + $2 >= $3",
-                args![sha256, FILE_KEEP_MS, now],
+                "SELECT bytes, content_type FROM files
+                 WHERE sha256 = $1 AND put_ms + $2 >= $3 AND COALESCE(account, '') = $4",
+                args![sha256, FILE_KEEP_MS, now, account.unwrap_or("")],
             )
             .await?
         else {
@@ -229,17 +237,38 @@ impl ControlStore {
             .is_some())
     }
 
-    /// The SHA-256 of the machine's token, `None` when there is no such machine.
-    pub async fn token_hash(&self, machine: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.db
+    /// The SHA-256 of the machine's token and the account it belongs to
+    /// (`None` for one paired through the test door), `None` when there is
+    /// no such machine.
+    pub async fn token_hash(
+        &self,
+        machine: &str,
+    ) -> Result<Option<(Vec<u8>, Option<String>)>, StoreError> {
+        let Some(r) = self
+            .db
             .row(
-                "SELECT token_hash FROM machines WHERE id = $1",
+                "SELECT token_hash, account FROM machines WHERE id = $1",
                 args![machine],
             )
             .await?
-            .map(|r| r.bytes(0))
-            .transpose()
-            .map_err(StoreError::from)
+        else {
+            return Ok(None);
+        };
+        Ok(Some((r.bytes(0)?, r.opt_text(1)?)))
+    }
+
+    /// The account a machine belongs to: `Some(None)` for one paired through
+    /// the test door, `None` when there is no such machine.
+    pub async fn machine_account(
+        &self,
+        machine: &str,
+    ) -> Result<Option<Option<String>>, StoreError> {
+        Ok(self
+            .db
+            .row("SELECT account FROM machines WHERE id = $1", args![machine])
+            .await?
+            .map(|r| r.opt_text(0))
+            .transpose()?)
     }
 
     /// Starts a pairing, unless `max_pending` are pending already or it names a
@@ -338,6 +367,13 @@ impl ControlStore {
         if now >= p.expires_ms {
             return Err(Refused::Expired);
         }
+        if !p.first {
+            // A key for a known machine is its own account's to approve.
+            let owner = self.machine_account(&p.machine).await?.flatten();
+            if owner.is_some() && owner.as_deref() != account {
+                return Err(Refused::NotFound("no such pairing"));
+            }
+        }
         let n = self
             .db
             .exec(
@@ -377,8 +413,9 @@ impl ControlStore {
         let (machine, name, key, account) = (r.text(0)?, r.text(1)?, r.text(2)?, r.opt_text(3)?);
         if let Some(hash) = token_hash {
             tx.exec(
-                "INSERT INTO machines (id, token_hash, name, paired_ms) VALUES ($1, $2, $3, $4)",
-                args![&machine, hash.to_vec(), name, now],
+                "INSERT INTO machines (id, token_hash, name, paired_ms, account)
+                 VALUES ($1, $2, $3, $4, $5)",
+                args![&machine, hash.to_vec(), name, now, account.clone()],
             )
             .await?;
         }
@@ -444,6 +481,7 @@ impl ControlStore {
     pub async fn enqueue(
         &self,
         m: &NewMessage,
+        account: Option<&str>,
         now: i64,
         max_live: usize,
     ) -> Result<String, Refused> {
@@ -468,8 +506,8 @@ impl ControlStore {
         let mut tx = self.db.begin().await.map_err(StoreError::from)?;
         tx.exec(
             "INSERT INTO messages (id, machine, cmd, csig, grant_json, confirm_json, at_ms,
-               expires_ms)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+               expires_ms, account)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             args![
                 &id,
                 &m.machine,
@@ -478,7 +516,8 @@ impl ControlStore {
                 m.grant.as_ref().map(Value::to_string),
                 m.confirm.as_ref().map(Value::to_string),
                 now,
-                now + m.expires_in_s as i64 * 1000
+                now + m.expires_in_s as i64 * 1000,
+                account
             ],
         )
         .await
@@ -690,33 +729,7 @@ impl ControlStore {
             )
             .await?
         {
-            let (expires, deliveries, taken_until) = (r.int(3)?, r.int(4)?, r.opt_int(6)?);
-            let fin = parse(r.opt_text(7)?, "final ack")?;
-            let state = if fin.is_some() {
-                "final"
-            } else if expires <= now {
-                "expired"
-            } else if taken_until.is_some_and(|t| t > now) {
-                "taken"
-            } else if deliveries > 0 {
-                "polled"
-            } else {
-                "queued"
-            };
-            let seq = r.opt_int(9)?;
-            let reply = r.opt_text(10)?;
-            messages.push(json!({
-                "id": r.text(0)?, "cmd": r.text(1)?, "state": state,
-                "at": protocol::time::rfc3339_ms(r.int(2)?),
-                "expires_at": protocol::time::rfc3339_ms(expires),
-                "deliveries": deliveries,
-                "acks": {
-                    "count": r.int(11)?, "duplicates": r.int(12)?,
-                    "final": fin, "final_received_at": time(r.opt_int(8)?),
-                    "taken_at": time(r.opt_int(5)?), "taken_until": time(taken_until),
-                    "progress": seq.map(|s| json!({"seq": s, "reply": reply})),
-                },
-            }));
+            messages.push(message_json(&r, now)?);
         }
         Ok(Some(json!({
             "machine": machine, "name": m.text(0)?,
@@ -738,22 +751,35 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(Db::open(Location::Folder(dir.path())).await.unwrap());
         let s = ControlStore::new(db);
-        s.put_file("h", b"bytes", "text/plain", 1_000)
+        s.put_file("h", b"bytes", "text/plain", None, 1_000)
+            .await
+            .unwrap();
+        s.put_file("a", b"mine", "text/plain", Some("a_1"), 1_000)
             .await
             .unwrap();
         assert_eq!(
-            s.file("h", 2_000).await.unwrap(),
+            s.file("a", None, 2_000).await.unwrap(),
+            None,
+            "another account's"
+        );
+        assert!(s.file("a", Some("a_1"), 2_000).await.unwrap().is_some());
+        assert_eq!(s.file("h", Some("a_1"), 2_000).await.unwrap(), None);
+        assert_eq!(
+            s.file("h", None, 2_000).await.unwrap(),
             Some((b"bytes".to_vec(), "text/plain".to_string()))
         );
-        assert_eq!(s.file("h", 1_000 + FILE_KEEP_MS + 1).await.unwrap(), None);
+        assert_eq!(
+            s.file("h", None, 1_000 + FILE_KEEP_MS + 1).await.unwrap(),
+            None
+        );
         for i in 0..=FILES_MAX {
-            s.put_file(&format!("f{i}"), b"x", "a/b", 10_000 + i)
+            s.put_file(&format!("f{i}"), b"x", "a/b", None, 10_000 + i)
                 .await
                 .unwrap();
         }
-        assert_eq!(s.file("f0", 20_000).await.unwrap(), None);
+        assert_eq!(s.file("f0", None, 20_000).await.unwrap(), None);
         assert!(
-            s.file(&format!("f{FILES_MAX}"), 20_000)
+            s.file(&format!("f{FILES_MAX}"), None, 20_000)
                 .await
                 .unwrap()
                 .is_some()

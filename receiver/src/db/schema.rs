@@ -14,13 +14,19 @@ use super::{Db, DbError, Dialect, Tx, args};
 
 /// Every step, in order; the database records the last one it took.
 const STEPS: &[&str] = &[
-    // 1: events, sessions, the forgotten, and the control side.
+    // 1: events, sessions, the forgotten, the control side, and the page's
+    // accounts (passkeys, sign-ins, invites, sink tokens, push).
     "CREATE TABLE sessions (
        owner TEXT NOT NULL,
        harness TEXT NOT NULL,
        id TEXT NOT NULL,
        block TEXT NOT NULL,
        block_seq INTEGER NOT NULL,
+       state TEXT NOT NULL,
+       in_turn INTEGER NOT NULL,
+       attention TEXT,
+              last_words TEXT,
+       machine_id TEXT,
        first_ms INTEGER NOT NULL,
        last_ms INTEGER NOT NULL,
        PRIMARY KEY (owner, harness, id)
@@ -102,7 +108,76 @@ const STEPS: &[&str] = &[
        sha256 TEXT PRIMARY KEY,
        bytes BLOB NOT NULL,
        content_type TEXT NOT NULL,
-       put_ms INTEGER NOT NULL
+       put_ms INTEGER NOT NULL,
+       account TEXT
+     );
+     ALTER TABLE machines ADD COLUMN account TEXT;
+     ALTER TABLE messages ADD COLUMN account TEXT;
+     CREATE TABLE accounts (
+       id TEXT PRIMARY KEY,
+       name TEXT NOT NULL,
+       user_handle BLOB NOT NULL UNIQUE,
+       created_ms INTEGER NOT NULL
+     );
+     CREATE TABLE credentials (
+       id TEXT PRIMARY KEY,
+       account TEXT NOT NULL,
+       passkey TEXT NOT NULL,
+       spki TEXT NOT NULL,
+       alg INTEGER NOT NULL,
+       name TEXT NOT NULL,
+       added_ms INTEGER NOT NULL,
+       used_ms INTEGER
+     );
+     CREATE INDEX credentials_by_account ON credentials (account);
+     CREATE TABLE ceremonies (
+       id TEXT PRIMARY KEY,
+       kind TEXT NOT NULL,
+       account TEXT,
+       name TEXT,
+       state TEXT NOT NULL,
+       expires_ms INTEGER NOT NULL
+     );
+     CREATE TABLE web_sessions (
+       token_hash BLOB PRIMARY KEY,
+       account TEXT NOT NULL,
+       credential TEXT NOT NULL,
+       created_ms INTEGER NOT NULL,
+       expires_ms INTEGER NOT NULL
+     );
+     CREATE TABLE invites (
+       code_hash BLOB PRIMARY KEY,
+       account TEXT,
+       created_by TEXT NOT NULL,
+       expires_ms INTEGER NOT NULL
+     );
+     CREATE TABLE sink_tokens (
+       token_hash BLOB PRIMARY KEY,
+       account TEXT NOT NULL,
+       machine TEXT,
+       created_ms INTEGER NOT NULL
+     );
+     CREATE TABLE push_subscriptions (
+       endpoint TEXT PRIMARY KEY,
+       account TEXT NOT NULL,
+       subscription TEXT NOT NULL,
+       tier INTEGER NOT NULL,
+       created_ms INTEGER NOT NULL
+     );
+     CREATE TABLE notify_urls (
+       account TEXT NOT NULL,
+       url TEXT NOT NULL,
+       tier INTEGER NOT NULL,
+       created_ms INTEGER NOT NULL,
+       PRIMARY KEY (account, url)
+     );
+     CREATE TABLE nonces (
+       nonce TEXT PRIMARY KEY,
+       iat_ms INTEGER NOT NULL
+     );
+     CREATE TABLE settings (
+       name TEXT PRIMARY KEY,
+       value BLOB NOT NULL
      );",
 ];
 

@@ -370,3 +370,78 @@ fn options_out_of_bounds_do_not_start() {
         assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
     }
 }
+
+#[test]
+fn a_body_declared_past_the_cap_is_refused_before_it_is_sent() {
+    use std::io::{Read, Write};
+    let rx = start_default();
+    let mut s = std::net::TcpStream::connect(rx.h.addr()).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    // 100 MB announced, none of it sent: the answer comes without waiting for it.
+    write!(
+        s,
+        "POST /v1/events HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {TOKEN}\r\n\
+         content-type: application/json\r\ncontent-length: 100000000\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    assert!(
+        text.to_ascii_lowercase().contains("connection: close"),
+        "{text}"
+    );
+    assert!(rx.h.stored_keys().is_empty());
+}
+
+#[test]
+fn with_a_certificate_it_serves_https_and_the_page_s_origin_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert_file, key_file) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_file, cert.cert.pem()).unwrap();
+    std::fs::write(&key_file, cert.signing_key.serialize_pem()).unwrap();
+    let h = Receiver::start(Options {
+        tls: Some(sessionpipe_receiver::TlsFiles {
+            cert: cert_file.clone(),
+            key: key_file.clone(),
+        }),
+        control: Some(localhost()),
+        page: Some(sessionpipe_receiver::PageOptions::new("")),
+        ..Options::new(TOKEN)
+    })
+    .unwrap();
+    assert!(h.url().starts_with("https://127.0.0.1:"), "{}", h.url());
+    let port = h.addr().port();
+    assert_eq!(h.page_origin(), Some(format!("https://localhost:{port}")));
+    let client = reqwest::blocking::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(cert.cert.pem().as_bytes()).unwrap())
+        .build()
+        .unwrap();
+    let text = client
+        .get(format!("https://localhost:{port}/.well-known/sessionpipe"))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["control"]["signing"]["rp_id"], "localhost");
+    // Plain HTTP to the same port gets no answer a client could take.
+    let plain = reqwest::blocking::get(format!("http://127.0.0.1:{port}/.well-known/sessionpipe"));
+    assert!(plain.is_err() || !plain.unwrap().status().is_success());
+    // A key that is not the certificate's is refused at start, saying which.
+    let other = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(&key_file, other.signing_key.serialize_pem()).unwrap();
+    let err = Receiver::start(Options {
+        tls: Some(sessionpipe_receiver::TlsFiles {
+            cert: cert_file,
+            key: key_file,
+        }),
+        ..Options::new(TOKEN)
+    })
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("does not fit"), "{err}");
+}

@@ -1,7 +1,9 @@
-//! The receiver over real HTTP: every answer of the binding (`binding`), the
-//! binary's store across restarts (`persistence`), and the control side: pairing
-//! and who may call what (`control_pairing`), a machine's queue
-//! (`control_queue`). One test binary.
+//! The receiver over real HTTP: every answer of the binding and HTTPS
+//! (`binding`), the store across restarts on SQLite and PostgreSQL
+//! (`persistence`), the control side: pairing and who may call what
+//! (`control_pairing`), a machine's queue (`control_queue`); Web Push against
+//! a loopback push service (`push`); the systemd unit (`service_unit`). One
+//! test binary.
 
 mod binding;
 mod common;
@@ -9,3 +11,4 @@ mod control_pairing;
 mod control_queue;
 mod persistence;
 mod push;
+mod service_unit;

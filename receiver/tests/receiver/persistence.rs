@@ -230,3 +230,54 @@ impl JsonValue for reqwest::blocking::Response {
         serde_json::from_str(&self.text().unwrap()).unwrap()
     }
 }
+
+#[test]
+fn on_postgres_events_survive_a_database_restart_and_a_forget_leaves_nothing() {
+    let Some(mut pg) = sessionpipe_testkit::postgres::start_or_skip("receiver on postgres") else {
+        return;
+    };
+    let url = pg.create_database("persist").unwrap();
+    let on_pg = || Options {
+        database: Some(url.clone()),
+        ..Options::new(TOKEN)
+    };
+    let rx = start(on_pg());
+    assert_eq!(
+        counts(&rx.send(&[started("kept", 0), started("doomed-session", 0)])),
+        (2, 0, 0)
+    );
+    rx.h.stop();
+    pg.restart().unwrap();
+
+    let rx = start(on_pg());
+    assert_eq!(rx.seqs("kept"), Ok(vec![0]), "stored across both restarts");
+    assert_eq!(
+        counts(&rx.send(&[started("kept", 0)])),
+        (0, 1, 0),
+        "dedup too"
+    );
+    let forget = event("doomed-session", 1, "session.forgotten", 0);
+    assert_eq!(counts(&rx.send(&[forget])), (1, 0, 0));
+    assert_eq!(rx.seqs("doomed-session"), Err(404));
+    // No row of any table names it: every table's rows as text, searched.
+    let tables = pg
+        .psql(
+            "persist",
+            "SELECT string_agg(tablename, ' ') FROM pg_tables WHERE schemaname = 'public'",
+        )
+        .unwrap();
+    assert!(
+        tables.contains("events") && tables.contains("sessions"),
+        "{tables}"
+    );
+    for table in tables.split_whitespace() {
+        let hits = pg
+            .psql(
+                "persist",
+                &format!("SELECT count(*) FROM {table} t WHERE t::text LIKE '%doomed-session%'"),
+            )
+            .unwrap();
+        assert_eq!(hits, "0", "{table} still names the forgotten session");
+    }
+    assert_eq!(rx.seqs("kept"), Ok(vec![0]));
+}

@@ -1,0 +1,352 @@
+//! The receiver's numbers in BENCHMARKS.md, against the `sessionpipe-receiver`
+//! binary over real HTTP on loopback:
+//!
+//! - events ingested per second with batches of 50, on SQLite and (when
+//!   PostgreSQL is installed) on a throwaway PostgreSQL, against the same
+//!   receiver answering every batch 202 before looking at it (its fault door):
+//!   the baseline is HTTP alone, the ratio what storing costs;
+//! - MACHINES paired machines long-polling at once: the receiver's resident
+//!   memory with them all held, and the time from a command queued to its
+//!   machine's poll answering (p50/p99), against the same with one machine.
+//!
+//! Usage: bench_receiver RECEIVER_BIN [BATCHES] [MACHINES]
+
+use serde_json::{Value, json};
+use sessionpipe_verifier::softkey::{self, SoftPasskey};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "bench-receiver-token";
+const SENDERS: usize = 4;
+const SAMPLES: usize = 200;
+
+struct Rx {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Rx {
+    fn start(bin: &str, extra: &[&str]) -> Rx {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(bin)
+            .args(["--token", TOKEN, "--quiet", "--data"])
+            .arg(dir.path())
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the receiver binary starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        Rx {
+            child,
+            url: line.trim().to_string(),
+            _dir: dir,
+        }
+    }
+
+    fn rss_kb(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Rx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn event(session: &str, seq: u64) -> Value {
+    json!({
+        "protocol": 1,
+        "id": ulid::Ulid::generate().to_string(),
+        "type": "tool.started",
+        "time": protocol::time::rfc3339_ms(protocol::time::now_ms()),
+        "tier": 1,
+        "harness": {"name": "claude-code", "version": "2.1.0", "event": "PreToolUse"},
+        "session": {"id": session, "seq": seq, "machine": "bench", "cwd": "~/work/project",
+                    "model": "claude-sonnet-4"},
+        "privacy": {"rulesets": ["secrets@1"], "pii": false},
+        "data": {"tool": "Bash", "call_id": format!("toolu_{seq:020}")},
+    })
+}
+
+/// Events per second over `batches` batches of 50, from `SENDERS` senders.
+async fn ingest(client: &reqwest::Client, url: &str, batches: usize, run: &str) -> f64 {
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for s in 0..SENDERS {
+        let (client, url, run) = (client.clone(), url.to_string(), run.to_string());
+        tasks.push(tokio::spawn(async move {
+            for b in (s..batches).step_by(SENDERS) {
+                let session = format!("{run}-{}", b % 200);
+                let events: Vec<Value> = (0..50)
+                    .map(|i| event(&session, (b / 200 * 50 + i) as u64))
+                    .collect();
+                let body = serde_json::to_vec(&json!({"events": events})).unwrap();
+                let r = client
+                    .post(format!("{url}/v1/events"))
+                    .bearer_auth(TOKEN)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 202, "{}", r.text().await.unwrap_or_default());
+                let _ = r.bytes().await;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    (batches * 50) as f64 / started.elapsed().as_secs_f64()
+}
+
+async fn post(client: &reqwest::Client, url: &str, bearer: &str, body: Value) -> Value {
+    let r = client
+        .post(url)
+        .bearer_auth(bearer)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let text = r.text().await.unwrap();
+    assert!(status.is_success(), "{url}: {status} {text}");
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+async fn ingest_pair(
+    client: &reqwest::Client,
+    bin: &str,
+    batches: usize,
+    extra: &[&str],
+    what: &str,
+) {
+    let rx = Rx::start(bin, extra);
+    // Warm up the connections and the database's first pages.
+    ingest(client, &rx.url, 40, "warm").await;
+    post(
+        client,
+        &format!("{}/test/faults", rx.url),
+        TOKEN,
+        json!({"status": 202, "count": batches, "body": {"accepted": 50, "duplicates": 0, "rejected": []}}),
+    )
+    .await;
+    let http_only = ingest(client, &rx.url, batches, "base").await;
+    let stored = ingest(client, &rx.url, batches, "run").await;
+    println!(
+        "ingest, {what}: {stored:.0} events/s stored; {http_only:.0} events/s answered 202 unread \
+         (baseline); ratio {:.2} ({batches} batches of 50, {SENDERS} senders)",
+        stored / http_only
+    );
+}
+
+/// Pairs `n` machines through the test door; their (id, token).
+async fn pair(client: &reqwest::Client, url: &str, n: usize) -> Vec<(String, String)> {
+    let passkey = SoftPasskey::es256("localhost", "http://localhost");
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let started = post(
+            client,
+            &format!("{url}/v1/control/pair"),
+            TOKEN,
+            json!({"name": format!("bench-{i}"), "harnesses": ["claude-code"], "modes": ["turn"],
+                   "version": "0.1.0"}),
+        )
+        .await;
+        let (machine, code) = (
+            started["machine"].as_str().unwrap(),
+            started["code"].as_str().unwrap(),
+        );
+        let proof = softkey::enrollment_proof(&passkey, machine, code);
+        post(
+            client,
+            &format!("{url}/test/pair/approve"),
+            TOKEN,
+            json!({"code": code, "key": passkey.trusted(), "proof": proof}),
+        )
+        .await;
+        let text = client
+            .get(format!("{url}/v1/control/pair?code={code}"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let paired: Value = serde_json::from_str(&text).unwrap();
+        out.push((
+            machine.to_string(),
+            paired["token"].as_str().unwrap().to_string(),
+        ));
+    }
+    out
+}
+
+type Arrivals = Arc<std::sync::Mutex<std::collections::HashMap<String, Instant>>>;
+
+/// Each machine long-polls until `stop`; every message's arrival is noted
+/// and acked.
+fn poll_all(
+    client: &reqwest::Client,
+    url: &str,
+    machines: &[(String, String)],
+    arrivals: &Arrivals,
+) {
+    for (machine, token) in machines {
+        let (client, url, machine, token, arrivals) = (
+            client.clone(),
+            url.to_string(),
+            machine.clone(),
+            token.clone(),
+            Arc::clone(arrivals),
+        );
+        tokio::spawn(async move {
+            loop {
+                let Ok(r) = client
+                    .get(format!("{url}/v1/control?machine={machine}&wait=25"))
+                    .bearer_auth(&token)
+                    .send()
+                    .await
+                else {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                };
+                if r.status() != 200 {
+                    let _ = r.bytes().await;
+                    continue;
+                }
+                let doc: Value = r
+                    .text()
+                    .await
+                    .ok()
+                    .and_then(|t| serde_json::from_str(&t).ok())
+                    .unwrap_or(Value::Null);
+                let now = Instant::now();
+                let mut acks = Vec::new();
+                for m in doc["messages"].as_array().into_iter().flatten() {
+                    let id = m["id"].as_str().unwrap_or("").to_string();
+                    arrivals.lock().unwrap().insert(id.clone(), now);
+                    acks.push(json!({"id": id, "outcome": "delivered",
+                        "at": protocol::time::rfc3339_ms(protocol::time::now_ms()), "mode": "turn"}));
+                }
+                let _ = client
+                    .post(format!("{url}/v1/control/ack"))
+                    .bearer_auth(&token)
+                    .header("content-type", "application/json")
+                    .body(json!({"acks": acks}).to_string())
+                    .send()
+                    .await;
+            }
+        });
+    }
+}
+
+/// Queues `SAMPLES` commands one at a time to machines in turn; the
+/// milliseconds from each queueing to its poll's answer.
+async fn wakeups(
+    client: &reqwest::Client,
+    url: &str,
+    machines: &[(String, String)],
+    arrivals: &Arrivals,
+) -> Vec<f64> {
+    let mut out = Vec::with_capacity(SAMPLES);
+    for i in 0..SAMPLES {
+        let (machine, _) = &machines[(i * 7919) % machines.len()];
+        let sent = Instant::now();
+        let queued = post(
+            client,
+            &format!("{url}/test/control/enqueue"),
+            TOKEN,
+            json!({"machine": machine, "cmd": format!("{{\"bench\":{i}}}")}),
+        )
+        .await;
+        let id = queued["id"].as_str().unwrap().to_string();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(at) = arrivals.lock().unwrap().get(&id) {
+                out.push(at.duration_since(sent).as_secs_f64() * 1000.0);
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "message {id} never reached its poll"
+            );
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+    }
+    out.sort_by(f64::total_cmp);
+    out
+}
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+async fn long_polls(client: &reqwest::Client, bin: &str, n: usize) {
+    for count in [1, n] {
+        let rx = Rx::start(bin, &["--control", "--wait-max-s", "25"]);
+        let before = rx.rss_kb();
+        let machines = pair(client, &rx.url, count).await;
+        let arrivals: Arrivals = Arc::default();
+        poll_all(client, &rx.url, &machines, &arrivals);
+        // Every poll held (they are answered only by a message or the wait).
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let held = rx.rss_kb();
+        let ms = wakeups(client, &rx.url, &machines, &arrivals).await;
+        println!(
+            "long-polls, {count} machine(s) held: RSS {} MB with them held ({} MB before pairing); \
+             queued command to its poll's answer p50 {:.2} ms, p99 {:.2} ms ({SAMPLES} commands)",
+            held / 1024,
+            before / 1024,
+            pct(&ms, 0.5),
+            pct(&ms, 0.99)
+        );
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let bin = args
+        .get(1)
+        .expect("usage: bench_receiver RECEIVER_BIN [BATCHES] [MACHINES]");
+    let batches: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(2000);
+    let machines: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1000);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(machines + SENDERS)
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap();
+        ingest_pair(&client, bin, batches, &[], "SQLite").await;
+        match sessionpipe_testkit::postgres::Postgres::start() {
+            Ok(pg) => {
+                let url = pg.create_database("bench").unwrap();
+                ingest_pair(&client, bin, batches, &["--database", &url], "PostgreSQL").await;
+            }
+            Err(e) => println!("ingest, PostgreSQL: skipped ({e})"),
+        }
+        long_polls(&client, bin, machines).await;
+    });
+}

@@ -1,0 +1,818 @@
+// The receiver's phone page in Debian's Chromium, with a real passkey, against
+// real parts: the real `sessionpipe-receiver --page`, the real daemon
+// (`sessionpipe daemon`) paired with it, its real hook, and the real Claude Code
+// CLI driven offline by a scripted Messages API (src-tauri/tests/desktop.py
+// messages-api). The person's phone is a Chromium tab at 390×844 with the
+// DevTools protocol's virtual authenticator (ctap2, internal, resident keys,
+// user verification): every passkey ceremony and every signature the page makes
+// is the real WebAuthn one.
+//
+// The tests are one story, in order: an account with a passkey; the daemon
+// paired from the page; a real permission prompt answered from the phone, with a
+// message queued into the running turn; a session started from the page with a
+// file; then what a stranger, a second account and the machine's own tokens
+// cannot do. Screenshots go to test-artifacts/receiver-page/.
+//
+// Needs: `cargo build --workspace --bins` (after `npm run build` here, so the
+// receiver carries this page), `npm ci` in e2e/ (the real Claude Code), and
+// `apt-get install chromium`. Run: `cd receiver/page && npm run test:e2e`.
+
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const PAGE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const ROOT = path.resolve(PAGE_DIR, "..", "..");
+const BIN_DIR = path.resolve(ROOT, process.env.CARGO_TARGET_DIR ?? "target", "debug");
+const DAEMON = path.join(BIN_DIR, "sessionpipe");
+const HOOK = path.join(BIN_DIR, "sessionpipe-hook");
+const RECEIVER = path.join(BIN_DIR, "sessionpipe-receiver");
+const CLAUDE = path.join(ROOT, "e2e", "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude");
+const DESKTOP_PY = path.join(ROOT, "src-tauri", "tests", "desktop.py");
+const PYTHON = process.env.PYTHON ?? "/usr/bin/python3";
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const SHOTS = path.join(ROOT, "test-artifacts", "receiver-page");
+const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+/** A phone. */
+const PHONE = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true };
+/** The board and a session refresh every 3 s; a command's acks every 1 s. */
+const WAIT_MS = 20_000;
+/** A real Claude Code run, a pairing, a machine coming online: slower. */
+const SLOW_MS = 60_000;
+const MACHINE_NAME = "ann-laptop";
+/** What the scripted model says to the message the phone put into the turn. */
+const REPLY = "The folder is ~/work/phone.";
+
+function newestIn(dir) {
+  let newest = { file: null, mtime: 0 };
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    const found = entry.isDirectory() ? newestIn(p) : { file: p, mtime: fs.statSync(p).mtimeMs };
+    if (found.mtime > newest.mtime) newest = found;
+  }
+  return newest;
+}
+
+function preflight() {
+  const missing = [];
+  const build = "cargo build --workspace --bins (at the repo root)";
+  for (const [file, fix] of [
+    [RECEIVER, build],
+    [DAEMON, build],
+    [HOOK, build],
+    [CLAUDE, "npm ci (in e2e/)"],
+    [DESKTOP_PY, "git checkout src-tauri/tests/desktop.py"],
+    [PYTHON, "apt-get install -y python3"],
+    [CHROMIUM, "apt-get install -y --no-install-recommends chromium"],
+  ]) {
+    if (!fs.existsSync(file)) missing.push(`  ${file} is missing: run ${fix}`);
+  }
+  if (missing.length === 0) {
+    // The receiver carries the page it was built with: older than its sources
+    // or the page's build, it would test something else.
+    const built = fs.statSync(RECEIVER).mtimeMs;
+    for (const dir of [path.join(ROOT, "receiver", "src"), path.join(PAGE_DIR, "dist")]) {
+      if (!fs.existsSync(dir)) continue;
+      const newest = newestIn(dir);
+      if (newest.mtime > built) missing.push(`  ${RECEIVER} is older than ${newest.file}: run ${build}`);
+    }
+  }
+  if (missing.length > 0) {
+    console.error(`The receiver page's tests cannot start:\n${missing.join("\n")}`);
+    process.exit(1);
+  }
+}
+preflight();
+fs.mkdirSync(SHOTS, { recursive: true });
+
+async function waitFor(what, check, timeout = WAIT_MS) {
+  const deadline = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeout} ms waiting for ${what}${last ? `: ${last.message}` : ""}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// What every test shares: one temporary folder, the processes started, the
+// browser, and what the earlier steps learnt.
+
+const DIR = fs.mkdtempSync(path.join(os.tmpdir(), "sessionpipe-page-"));
+const HOME = path.join(DIR, "home");
+const STATE = path.join(DIR, "state");
+fs.mkdirSync(HOME, { recursive: true });
+/** The folder the daemon allows for control (resolved, as its allowlist keeps it). */
+const WORK = path.join(HOME, "work");
+fs.mkdirSync(WORK, { recursive: true });
+const WORK_REAL = fs.realpathSync(WORK);
+const TOKEN = `rx-${randomBytes(18).toString("base64url")}`;
+
+/** Every child process started, stopped after the last test. */
+const children = [];
+const world = {
+  /** http://127.0.0.1:PORT, as the receiver prints it. */
+  receiver: null,
+  /** http://localhost:PORT: where the page is opened (the rp id is localhost). */
+  origin: null,
+  browser: null,
+  ann: null,
+  bob: null,
+  daemon: null,
+  account: null,
+  credential: null,
+  machine: null,
+  /** The Claude Code session the phone answered. */
+  session: null,
+  started: null,
+  /** Ids of commands Ann's page sent (POST /app/api/commands' answers). */
+  commands: [],
+  pageErrors: [],
+  done: new Set(),
+};
+
+after(async () => {
+  for (const who of [world.ann, world.bob]) await who?.context.close().catch(() => {});
+  await world.browser?.close().catch(() => {});
+  for (const child of children.reverse()) await stop(child);
+  if (process.env.KEEP_SANDBOX === "1") console.error(`kept ${DIR}`);
+  else fs.rmSync(DIR, { recursive: true, force: true });
+});
+
+/** SIGTERM, then SIGKILL after 5 s; resolves once it is gone. */
+async function stop(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const gone = new Promise((r) => child.once("exit", r));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+  await gone;
+  clearTimeout(timer);
+}
+
+/** Starts a program; its stdout/stderr go to files under DIR (or stdout piped). */
+function start(name, program, args, opts = {}) {
+  const out = path.join(DIR, `${name}.out`);
+  const err = path.join(DIR, `${name}.err`);
+  const outFd = opts.pipeStdout ? "pipe" : fs.openSync(out, "w");
+  const errFd = fs.openSync(err, "w");
+  const child = spawn(program, args, { ...opts, stdio: ["ignore", outFd, errFd] });
+  if (typeof outFd === "number") fs.closeSync(outFd);
+  fs.closeSync(errFd);
+  child.exited = null;
+  child.on("exit", (code, signal) => (child.exited = { code, signal }));
+  child.outFile = out;
+  child.errFile = err;
+  child.stderr_ = () => fs.readFileSync(err, "utf8");
+  children.push(child);
+  return child;
+}
+
+/** Fails this test at once when an earlier step it builds on did not pass. */
+function needs(...steps) {
+  for (const s of steps) {
+    if (!world.done.has(s)) throw new Error(`the earlier step "${s}" did not pass, so this one cannot run`);
+  }
+}
+
+/** The scripted Messages API (desktop.py): its URL and what it was sent. */
+async function messagesApi(name, command, { toMessage = "" } = {}) {
+  const portFile = path.join(DIR, `${name}.port`);
+  const env = { ...process.env, MESSAGES_API_REPLY_TO_MESSAGE: toMessage };
+  const child = start(name, PYTHON, [DESKTOP_PY, "messages-api", portFile, command], { env });
+  const port = await waitFor(`the scripted Messages API ${name}`, () => {
+    if (child.exited !== null) throw new Error(`it exited: ${child.stderr_()}`);
+    return fs.existsSync(portFile) && fs.readFileSync(portFile, "utf8").trim();
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    /** Lines it printed: `user: <text>`, `tool_result: <text>`. */
+    lines: () => child.stderr_().split("\n").filter((l) => l !== ""),
+  };
+}
+
+/** The environment of the person's programs in the sandbox HOME. */
+function personEnv(extra = {}) {
+  return {
+    HOME,
+    SESSIONPIPE_STATE_DIR: STATE,
+    SESSIONPIPE_SECRETS: "file",
+    LANG: "C.UTF-8",
+    NO_COLOR: "1",
+    SHELL: "/bin/bash",
+    PATH: `${path.dirname(CLAUDE)}:/usr/bin:/bin`,
+    ANTHROPIC_API_KEY: "sk-test-not-a-key",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    ...(process.env.SESSIONPIPE_LOG ? { SESSIONPIPE_LOG: process.env.SESSIONPIPE_LOG } : {}),
+    ...extra,
+  };
+}
+
+/** The daemon's local API (the token from ui.json). */
+async function daemonApi(method, where, body) {
+  const r = await fetch(`${world.daemon.url}${where}`, {
+    method,
+    headers: { authorization: `Bearer ${world.daemon.token}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  return { status: r.status, body: text === "" ? null : JSON.parse(text) };
+}
+
+/** The daemon's secrets file (SESSIONPIPE_SECRETS=file): the tokens pairing handed it. */
+function secrets() {
+  return JSON.parse(fs.readFileSync(path.join(STATE, "secrets.json"), "utf8"));
+}
+
+/**
+ * A phone: a browser context at 390×844 whose tab has its own virtual
+ * authenticator (so each person has their own passkeys), page errors recorded.
+ */
+async function phone(name) {
+  const context = await world.browser.newContext(PHONE);
+  const page = await context.newPage();
+  page.on("pageerror", (e) => world.pageErrors.push(`${name}: ${e}`));
+  // A refused API call logs its status (expected here); a refused script,
+  // style or connection (the page's Content-Security-Policy) never is.
+  page.on("console", (m) => {
+    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) world.pageErrors.push(`${name}: ${m.text()}`);
+  });
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("WebAuthn.enable", { enableUI: false });
+  const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
+    options: {
+      protocol: "ctap2",
+      transport: "internal",
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  const credentials = async () => (await cdp.send("WebAuthn.getCredentials", { authenticatorId })).credentials;
+  return {
+    name,
+    context,
+    page,
+    credentials,
+    /** A fetch made by the page itself (its cookie, its origin). */
+    fetch: (where, init = {}) =>
+      page.evaluate(
+        async ([where, init]) => {
+          const r = await fetch(where, init);
+          const text = await r.text();
+          let body = null;
+          try {
+            body = JSON.parse(text);
+          } catch {
+            body = text;
+          }
+          return { status: r.status, body, text };
+        },
+        [where, init],
+      ),
+    /** A screenshot at the phone's width: the viewport, or the whole page. */
+    async shot(file, { fullPage = false } = {}) {
+      if (fullPage) await page.evaluate(() => window.scrollTo(0, 0));
+      await page.screenshot({ path: path.join(SHOTS, file), fullPage });
+    },
+  };
+}
+
+/** A plain HTTP call from Node, with no cookie. */
+async function bare(method, where, { headers = {}, body } = {}) {
+  const r = await fetch(`${world.receiver}${where}`, {
+    method,
+    headers: { ...headers, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  return { status: r.status, text };
+}
+
+/**
+ * A step of the story: on a failure, what each phone showed (its text and a
+ * screenshot, failed-<step>-<who>.png) is added to the error.
+ */
+function step(name, slug, timeout, fn) {
+  test(name, { timeout }, async (t) => {
+    try {
+      await fn(t);
+    } catch (e) {
+      const seen = [];
+      for (const who of [world.ann, world.bob]) {
+        if (who === null) continue;
+        try {
+          await who.page.screenshot({ path: path.join(SHOTS, `failed-${slug}-${who.name}.png`), fullPage: true });
+          seen.push(`${who.name}'s page (${who.page.url()}):\n${(await who.page.locator("body").innerText({ timeout: 2000 })).slice(0, 3000)}`);
+        } catch {
+          // the page is gone
+        }
+      }
+      if (seen.length > 0 && e instanceof Error) {
+        const extra = `\n--- what the phones showed ---\n${seen.join("\n---\n")}`;
+        e.message += extra;
+        e.stack = `${e.stack}${extra}`;
+      }
+      throw e;
+    }
+  });
+}
+
+function regex(text) {
+  return new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+}
+
+// ---------------------------------------------------------------------------
+
+step("an account made with a passkey on the phone: the empty board; signed out, and in again with the same passkey", "account", 120_000, async () => {
+  const data = path.join(DIR, "receiver");
+  fs.mkdirSync(data);
+  const rx = start("receiver", RECEIVER, ["--page", "--open-pairing", "--token", TOKEN, "--data", data, "--listen", "127.0.0.1:0"], { pipeStdout: true });
+  world.receiver = await new Promise((resolve, reject) => {
+    let out = "";
+    rx.stdout.on("data", (d) => {
+      out += d;
+      if (out.includes("\n")) resolve(out.slice(0, out.indexOf("\n")).trim());
+    });
+    rx.once("exit", (code) => reject(new Error(`the receiver exited (${code}): ${rx.stderr_()}`)));
+  });
+  assert.match(world.receiver, /^http:\/\/127\.0\.0\.1:\d+$/);
+  world.origin = `http://localhost:${new URL(world.receiver).port}`;
+  const config = await (await fetch(`${world.receiver}/app/api/config`)).json();
+  assert.equal(config.rp_id, "localhost");
+  assert.equal(config.registration, "open", "the first account may be made by anyone who reaches the page");
+  assert.equal(config.accounts, false);
+
+  world.browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, env: { ...process.env, HOME: path.join(DIR, "browser-home") } });
+  const ann = (world.ann = await phone("ann"));
+  const { page } = ann;
+  page.on("response", async (r) => {
+    if (r.request().method() === "POST" && new URL(r.url()).pathname === "/app/api/commands" && r.status() === 201) {
+      world.commands.push((await r.json()).id);
+    }
+  });
+  const opened = await page.goto(`${world.origin}/`);
+  assert.equal(opened?.status(), 200);
+  assert.match(opened.headers()["content-security-policy"] ?? "", /default-src 'self'/);
+
+  await page.getByRole("heading", { name: "New here?" }).waitFor();
+  await page.getByLabel("Your name").fill("Ann");
+  await page.getByLabel("This device").fill("Ann's phone");
+  await page.getByRole("button", { name: "Create an account with a passkey" }).click();
+
+  // The empty board: every group empty, no machines yet, and how to add one.
+  await page.getByText("Nothing needs you right now.").waitFor({ timeout: WAIT_MS });
+  await page.getByText("No agent is working right now.").waitFor();
+  await page.getByText("No finished sessions yet.").waitFor();
+  const machines = page.getByRole("region", { name: "Machines" });
+  await machines.getByText("No machines yet.").waitFor();
+  assert.match(await machines.innerText(), regex(`sessionpipe control pair ${world.origin}`));
+  assert.equal(await page.getByRole("navigation", { name: "Sections" }).isVisible(), true);
+
+  const made = await ann.credentials();
+  assert.equal(made.length, 1, "one passkey in the phone's authenticator");
+  assert.equal(made[0].isResidentCredential, true, "a discoverable passkey");
+  assert.equal(made[0].rpId, "localhost");
+  const me = await ann.fetch("/app/api/me");
+  assert.equal(me.status, 200);
+  assert.equal(me.body.account.name, "Ann");
+  assert.equal(me.body.credentials.length, 1);
+  assert.equal(me.body.credentials[0].name, "Ann's phone");
+  assert.equal(me.body.credentials[0].alg, -7);
+  assert.equal(Buffer.from(me.body.credentials[0].id, "base64url").toString("base64"), made[0].credentialId, "the account's passkey is the phone's");
+  assert.equal(me.body.credential, me.body.credentials[0].id, "signed in with it");
+  world.account = me.body.account;
+  world.credential = me.body.credentials[0];
+  const cookies = await ann.context.cookies(world.origin);
+  const session = cookies.find((c) => c.name === "sp_session");
+  assert.ok(session, `the session cookie is set: ${JSON.stringify(cookies)}`);
+  assert.equal(session.httpOnly, true);
+  assert.equal(session.sameSite, "Strict");
+  assert.equal(await page.evaluate(() => document.cookie), "", "the page's script cannot read it");
+  await ann.shot("board-empty.png");
+
+  // Sign out (Devices), then in again with the same passkey, picked by the authenticator.
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Devices" }).click();
+  await page.getByRole("heading", { name: "Devices", level: 1 }).waitFor();
+  await page.getByRole("button", { name: "Sign out" }).click();
+  const signIn = page.getByRole("button", { name: "Sign in with a passkey" });
+  await signIn.waitFor();
+  assert.equal((await ann.fetch("/app/api/me")).status, 401, "signed out at the receiver too");
+  assert.equal((await ann.context.cookies(world.origin)).some((c) => c.name === "sp_session"), false, "the cookie is gone");
+  assert.equal(await page.getByRole("navigation", { name: "Sections" }).isVisible(), false);
+  const started = page.waitForResponse((r) => new URL(r.url()).pathname === "/app/api/signin/start");
+  await signIn.click();
+  const options = (await (await started).json()).publicKey;
+  assert.equal((options.allowCredentials ?? []).length, 0, "a discoverable sign-in: no credential named");
+  // Back where the person was (Devices), signed in as Ann with the same passkey.
+  await page.getByText("Signed in as Ann, with the passkey “Ann's phone”.").waitFor({ timeout: WAIT_MS });
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Sessions" }).click();
+  await page.getByText("Nothing needs you right now.").waitFor({ timeout: WAIT_MS });
+  const again = await ann.fetch("/app/api/me");
+  assert.equal(again.status, 200);
+  assert.equal(again.body.account.id, world.account.id, "the same account");
+  assert.equal(again.body.credential, world.credential.id, "with the same passkey");
+  assert.equal((await ann.credentials()).length, 1, "no second passkey was made");
+  assert.equal((await ann.credentials())[0].signCount >= 2, true, "the passkey signed the sign-in");
+  world.done.add("account");
+});
+
+step("pairing the real daemon from the phone: the same six digits, Approve with the passkey, the machine online on the board", "pair", 150_000, async () => {
+  needs("account");
+  const { page } = world.ann;
+
+  // The daemon's own runs (a start) go to a scripted Messages API that makes
+  // no tool call: every turn says "Done.".
+  world.startApi = await messagesApi("api-start", "");
+  // The machine's name, set before the daemon starts: the daemon reads it once
+  // for the sessions it records (a rename while it runs reaches its hello, not
+  // its sessions), and the receiver ties a session to a machine by that name.
+  fs.mkdirSync(STATE, { recursive: true, mode: 0o700 });
+  fs.writeFileSync(path.join(STATE, "config.json"), `${JSON.stringify({ machine: MACHINE_NAME }, null, 2)}\n`);
+  const daemon = start("daemon", DAEMON, ["daemon"], { env: personEnv({ ANTHROPIC_BASE_URL: world.startApi.url }), cwd: HOME });
+  const doc = await waitFor("the daemon's ui.json and wake.sock", () => {
+    if (daemon.exited !== null) throw new Error(`the daemon exited (${JSON.stringify(daemon.exited)}): ${daemon.stderr_()}`);
+    if (!fs.existsSync(path.join(STATE, "wake.sock"))) return null;
+    return JSON.parse(fs.readFileSync(path.join(STATE, "ui.json"), "utf8"));
+  });
+  world.daemon = { url: doc.url, token: doc.token, child: daemon };
+  assert.equal((await daemonApi("GET", "/api/settings")).body.machine, MACHINE_NAME);
+
+  // The machine starts the pairing (as its Pairing page does), allowing WORK.
+  const pairing = await daemonApi("POST", "/api/control/pair", { receiver: world.receiver, folders: [WORK], mode: "safe" });
+  assert.equal(pairing.status, 200, JSON.stringify(pairing.body));
+  assert.equal(pairing.body.state, "waiting");
+  assert.match(pairing.body.check, /^\d{6}$/);
+  const link = new URL(pairing.body.url);
+  // The link is on the page's origin (where a passkey can sign), whatever
+  // address the daemon called the receiver on.
+  assert.equal(`${link.protocol}//${link.host}`, world.origin, "the link opens the page on its own origin");
+  const code = /^\/pair\/([A-Za-z0-9_-]+)$/.exec(link.pathname)?.[1];
+  assert.ok(code, `a /pair/<code> link: ${pairing.body.url}`);
+
+  // The person opens the link as the machine showed it: the page, not the receiver's plain text.
+  const opened = await page.goto(pairing.body.url);
+  assert.equal(opened?.status(), 200);
+  await page.getByRole("heading", { name: "Approve a machine", level: 1 }).waitFor();
+  await page.getByText(MACHINE_NAME, { exact: true }).waitFor({ timeout: WAIT_MS });
+  assert.match(await page.locator("main").innerText(), /A machine asks to join your account/);
+  const shown = (await page.locator(".digits [aria-hidden='true']").innerText()).replace(/\s/g, "");
+  assert.equal(shown, pairing.body.check, "the phone shows the daemon's six digits");
+  assert.equal((await page.getByLabel("Its digits:").innerText()).replace(/\D/g, "").slice(-6), pairing.body.check, "and reads them out one by one");
+  await world.ann.shot("pair-approve.png");
+  const before = (await world.ann.credentials())[0].signCount;
+  await page.getByRole("button", { name: "Approve", exact: true }).click();
+  await page.getByText(`${MACHINE_NAME} now trusts this device.`).waitFor({ timeout: WAIT_MS });
+  assert.ok((await world.ann.credentials())[0].signCount > before, "the passkey signed the proof");
+
+  // The daemon verified the proof and is paired, with this phone's key, a sink
+  // for the account, and the folder allowed.
+  const paired = await waitFor("the daemon to say paired", async () => {
+    const c = await daemonApi("GET", "/api/control");
+    if (c.body.pairing?.state === "failed") throw new Error(`the pairing failed: ${c.body.pairing.error}`);
+    return c.body.pairing?.state === "paired" ? c.body : null;
+  }, SLOW_MS);
+  assert.equal(paired.pairing.receiver, world.receiver);
+  assert.equal(paired.pairing.account, world.account.id, "approved by Ann's account");
+  assert.equal(paired.pairing.sink_added, true, "the account's sink token was handed over and a sink added");
+  assert.equal(paired.receivers.length, 1);
+  assert.deepEqual(paired.receivers[0].keys.map((k) => [k.id, k.alg]), [[world.credential.id, "ES256"]], "the machine trusts the phone's passkey");
+  assert.deepEqual(paired.folders, [WORK_REAL]);
+  world.machine = paired.receivers[0].machine;
+  assert.match(world.machine, /^m_[A-Za-z0-9_-]{16,40}$/);
+  const sinks = await daemonApi("GET", "/api/sinks");
+  assert.equal(sinks.body.length, 1, JSON.stringify(sinks.body));
+  assert.equal(new URL(sinks.body[0].url).origin, world.receiver, JSON.stringify(sinks.body[0]));
+  // Open pairing adds the sink at tier 0 (presence): the board shows that a
+  // session needs you and what kind of ask it is, not the tool or command.
+  assert.equal(sinks.body[0].tier, 0);
+  const kept = secrets();
+  assert.ok(kept[`control:${world.receiver}`]?.startsWith(`${world.machine}.`), "the machine's token is kept");
+  const sinkToken = Object.entries(kept).find(([k]) => /^sink:.*:token$/.test(k))?.[1];
+  assert.match(sinkToken ?? "", /^spk_/, "the sink token is one minted for the account");
+  world.tokens = { machine: kept[`control:${world.receiver}`], sink: sinkToken };
+
+  // The board: the machine, online, trusting this phone, able to start sessions.
+  await page.getByRole("link", { name: "Go to your sessions" }).click();
+  const card = page.getByRole("region", { name: "Machines" }).getByRole("listitem").filter({ hasText: MACHINE_NAME });
+  await card.getByText("Online", { exact: true }).waitFor({ timeout: SLOW_MS });
+  await card.getByRole("link", { name: "Start a session" }).waitFor({ timeout: SLOW_MS });
+  assert.doesNotMatch(await card.innerText(), /doesn't trust this device/);
+  const board = await world.ann.fetch("/app/api/board");
+  assert.equal(board.body.machines.length, 1);
+  const m = board.body.machines[0];
+  assert.equal(m.id, world.machine);
+  assert.equal(m.online, true);
+  assert.deepEqual(m.keys, [world.credential.id]);
+  assert.deepEqual(m.hello.folders, [WORK_REAL], "the hello lists the allowed folder");
+  assert.ok(m.hello.starts["claude-code"], `the machine can start Claude Code: ${JSON.stringify(m.hello.starts)}`);
+  await world.ann.shot("board-machine.png");
+  world.done.add("paired");
+});
+
+step("a real Claude Code permission prompt answered from the phone, with a message queued into the running turn", "permission", 180_000, async () => {
+  needs("paired");
+  const { page } = world.ann;
+
+  // Hooks in the sandbox HOME, as `sessionpipe install` writes them.
+  const install = spawnSync(DAEMON, ["install", "--harness", "claude-code"], { env: personEnv(), cwd: HOME, encoding: "utf8", timeout: 60_000 });
+  assert.equal(install.status, 0, `sessionpipe install: ${install.stdout}${install.stderr}`);
+  const settings = fs.readFileSync(path.join(HOME, ".claude", "settings.json"), "utf8");
+  assert.ok(settings.includes(HOOK) && settings.includes("claude-code PermissionRequest") && settings.includes("claude-code Stop"), settings);
+
+  // The model's answer to the phone's message is its own words, as a real
+  // model's would be: the daemon takes a continuation that repeats the turn's
+  // last words ("Done." twice) for a re-read of that turn, and acks it with no
+  // reply (see the report).
+  const api = await messagesApi("api-claude", "touch made-from-the-phone.txt", { toMessage: REPLY });
+  const project = path.join(WORK, "phone");
+  fs.mkdirSync(project, { recursive: true });
+  const made = path.join(project, "made-from-the-phone.txt");
+  const claude = start("claude", CLAUDE, ["-p", "Make the file.", "--permission-mode", "default", "--output-format", "json"], {
+    env: personEnv({ ANTHROPIC_BASE_URL: api.url }),
+    cwd: project,
+  });
+  const claudeDone = new Promise((r) => claude.once("exit", (code) => r(code)));
+
+  // The board: the session under "Needs you", asking for permission.
+  await page.goto(`${world.origin}/`);
+  const needsYou = page.getByRole("region", { name: /^Needs you/ });
+  const card = needsYou.getByRole("link").filter({ hasText: "phone" });
+  await card.waitFor({ timeout: SLOW_MS });
+  assert.match(await card.innerText(), /Wants permission/);
+  assert.match(await card.innerText(), regex(`${MACHINE_NAME} · Claude Code`));
+  assert.match(await card.innerText(), /~\/work\/phone/, "the folder, with the home folder as ~");
+  const key = decodeURIComponent(new URL(await card.getAttribute("href"), world.origin).hash.replace(/^#session=/, ""));
+  assert.match(key, /^claude-code:[0-9a-f-]{36}$/);
+  world.session = key;
+  assert.equal(fs.existsSync(made), false, "nothing ran before anyone answered");
+  assert.equal(claude.exited, null, `Claude Code waits for the answer: ${fs.readFileSync(claude.outFile, "utf8")}`);
+  assert.match(await page.title(), /^\(1\) sessionpipe$/);
+  await world.ann.shot("board-attention.png");
+
+  // The session: its open attention, and the message box.
+  await card.click();
+  const attention = page.getByRole("region", { name: "Wants permission" });
+  const allow = attention.getByRole("button", { name: "Allow", exact: true });
+  await allow.waitFor({ timeout: WAIT_MS });
+  await attention.getByRole("button", { name: "Deny", exact: true }).waitFor();
+  const words = `Also tell me the folder you are in, please (${randomUUID().slice(0, 8)}).`;
+  const box = page.getByRole("textbox", { name: "Send a message" });
+  await box.fill(words);
+  const beforeGrant = (await world.ann.credentials())[0].signCount;
+  await page.getByRole("button", { name: "Send", exact: true }).click();
+  const sent = page.getByRole("region", { name: regex(`“${words}”`) });
+  await sent.waitFor({ timeout: WAIT_MS });
+  assert.ok((await world.ann.credentials())[0].signCount > beforeGrant, "the passkey vouched for the day key (the grant)");
+  // Taken: the daemon verified it and holds it for the turn's Stop.
+  await sent.getByText(regex(`Taken: ${MACHINE_NAME} handed it over and is waiting for the reply.`)).waitFor({ timeout: WAIT_MS });
+  assert.equal(await box.inputValue(), "", "the box is emptied once sent");
+  await waitFor("the message's id", () => world.commands.length === 1);
+  const prompt = world.commands[0];
+  const queued = await world.ann.fetch(`/app/api/commands/${prompt}`);
+  assert.equal(queued.body.state, "taken", JSON.stringify(queued.body));
+  assert.equal(queued.body.acks.final, null);
+  assert.equal(queued.body.cmd, undefined, "the page gets the acks, not the command back");
+
+  // Allow: a signed permission.answer, with the day key (no passkey prompt now).
+  const beforeAllow = (await world.ann.credentials())[0].signCount;
+  await allow.click();
+  await attention.getByRole("button", { name: "Allow: sent" }).waitFor({ timeout: WAIT_MS });
+  assert.equal((await world.ann.credentials())[0].signCount, beforeAllow, "signed with the day key: no second passkey prompt");
+  await waitFor("the allowed tool to run", () => fs.existsSync(made), SLOW_MS);
+  const answered = page.getByRole("region", { name: "Allow" });
+  await answered.getByText("Delivered.", { exact: true }).waitFor({ timeout: WAIT_MS });
+
+  // The turn goes on; at its Stop the queued message goes in (the `turn`
+  // rung), the model answers it, and the page shows the reply.
+  await sent.getByText("Delivered. The reply:").waitFor({ timeout: SLOW_MS });
+  assert.equal(await sent.locator(".reply").innerText(), REPLY);
+  const status = await world.ann.fetch(`/app/api/commands/${prompt}`);
+  assert.equal(status.body.state, "final");
+  assert.equal(status.body.acks.final.outcome, "delivered", JSON.stringify(status.body));
+  assert.equal(status.body.acks.final.reply, REPLY);
+  assert.equal(status.body.acks.final.mode, "turn", "delivered at the turn's Stop");
+  const code = await claudeDone;
+  const result = JSON.parse(fs.readFileSync(claude.outFile, "utf8"));
+  assert.equal(code, 0, `Claude Code exited ${code}: ${fs.readFileSync(claude.errFile, "utf8")}`);
+  assert.equal(result.is_error, false, JSON.stringify(result));
+  assert.deepEqual(result.permission_denials, [], "nothing was denied");
+  const lines = api.lines();
+  assert.ok(lines.some((l) => l.startsWith("tool_result: ")), `the tool ran and its result went to the model: ${lines.join("\n")}`);
+  const told = lines.find((l) => l.startsWith("user: ") && l.includes(words));
+  assert.ok(told, `the model was sent the phone's words: ${lines.join("\n")}`);
+  assert.match(told, /Message via 127\.0\.0\.1 \(sessionpipe control, signed on the sender's device; message [A-Za-z0-9_-]{12}\):\\n/, "framed as the protocol says (in place)");
+  assert.equal(world.commands.length, 2, "the message and the answer");
+
+  // The session after: done, the attention gone.
+  await attention.waitFor({ state: "detached", timeout: WAIT_MS });
+  await page.locator(".session-head").getByText("Done", { exact: true }).waitFor({ timeout: WAIT_MS });
+  await world.ann.shot("session-after-allow.png", { fullPage: true });
+  world.done.add("session");
+});
+
+step("a session started from the phone's form with a file: delivered with a reply, the file on disk, the list in the model's text", "start", 150_000, async () => {
+  needs("paired");
+  const { page } = world.ann;
+  await page.goto(`${world.origin}/`);
+  const card = page.getByRole("region", { name: "Machines" }).getByRole("listitem").filter({ hasText: MACHINE_NAME });
+  await card.getByRole("link", { name: "Start a session" }).click();
+  await page.getByRole("heading", { name: `Start a session on ${MACHINE_NAME}`, level: 1 }).waitFor();
+
+  const hello = (await world.ann.fetch("/app/api/board")).body.machines[0].hello;
+  const offer = hello.starts["claude-code"];
+  assert.ok(offer.levels.length > 0, `the machine offers levels: ${JSON.stringify(offer)}`);
+  const level = offer.levels.includes("safe") ? "safe" : offer.levels[0];
+  assert.deepEqual(await page.getByLabel("Folder").locator("option").allInnerTexts(), [WORK_REAL], "only the folders the machine allows");
+  await page.getByLabel("Folder").selectOption(WORK_REAL);
+  await page.getByLabel("Harness").selectOption("claude-code");
+  await page.getByLabel("Level").selectOption(level);
+  await page.getByLabel("First message").fill("Read the attached file.");
+  const bytes = Buffer.concat([Buffer.from("Notes from the phone.\n"), randomBytes(64)]);
+  await page.getByLabel("Files").setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: bytes });
+  await page.getByText(/^notes\.txt \(\d+ bytes\)$/).waitFor();
+  await world.ann.shot("start-form.png", { fullPage: true });
+
+  const before = world.commands.length;
+  const uploads = [];
+  page.on("response", async (r) => {
+    if (new URL(r.url()).pathname === "/app/api/files") uploads.push({ status: r.status(), body: await r.json().catch(() => null) });
+  });
+  await page.getByRole("button", { name: "Start", exact: true }).click();
+  const acks = page.getByRole("region", { name: `Start Claude Code in ${WORK_REAL}` });
+  await acks.waitFor({ timeout: WAIT_MS });
+  await acks.getByText("Delivered. The reply:").waitFor({ timeout: SLOW_MS });
+  assert.equal(await acks.locator(".reply").innerText(), "Done.");
+  assert.equal(uploads.length, 1);
+  assert.equal(uploads[0].status, 201);
+  assert.equal(uploads[0].body.sha256, createHash("sha256").update(bytes).digest("base64url"), "the receiver's hash is the bytes'");
+  await waitFor("the start's id", () => world.commands.length === before + 1);
+  const status = (await world.ann.fetch(`/app/api/commands/${world.commands.at(-1)}`)).body;
+  assert.equal(status.acks.final.outcome, "delivered", JSON.stringify(status));
+  const opener = acks.getByRole("link", { name: "Open the new session" });
+  await opener.waitFor();
+  const key = decodeURIComponent(new URL(await opener.getAttribute("href"), world.origin).hash.replace(/^#session=/, ""));
+  const [harness, id] = [key.slice(0, key.indexOf(":")), key.slice(key.indexOf(":") + 1)];
+  assert.equal(harness, "claude-code");
+  assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, "the page's own UUID v4 names the session");
+  world.started = key;
+
+  // The file, with the same bytes, where the protocol puts it.
+  const kept = path.join(WORK_REAL, ".sessionpipe", "files", id, "notes.txt");
+  assert.ok(fs.existsSync(kept), `the file is at ${kept}: ${fs.existsSync(path.join(WORK_REAL, ".sessionpipe")) ? JSON.stringify(fs.readdirSync(path.join(WORK_REAL, ".sessionpipe"), { recursive: true })) : "no .sessionpipe"}`);
+  assert.deepEqual(fs.readFileSync(kept), bytes);
+  assert.equal(fs.statSync(kept).mode & 0o777, 0o600);
+
+  // The model was sent the first message and the attached-files list.
+  const lines = world.startApi.lines();
+  const first = lines.find((l) => l.startsWith("user: ") && l.includes("Read the attached file."));
+  assert.ok(first, `the model was sent the start's words: ${lines.join("\n")}`);
+  assert.ok(first.includes("notes.txt") && first.includes(`.sessionpipe/files/${id}`), `with the attached file's place: ${first}`);
+
+  // The new session shows on the board, and opens.
+  await opener.click();
+  await page.getByRole("heading", { level: 1 }).filter({ hasText: /^Read the attached file\./ }).waitFor({ timeout: SLOW_MS });
+  await page.getByRole("region", { name: "Timeline, newest at the bottom" }).getByText("Session ended").waitFor({ timeout: WAIT_MS });
+  // Sent from here, so it can be written to from here.
+  await page.getByRole("textbox", { name: "Send a message" }).waitFor();
+  await world.ann.shot("session-started.png", { fullPage: true });
+  world.done.add("started");
+});
+
+step("abuse: no cookie, no page header, another account, and the machine's own tokens get nothing", "abuse", 120_000, async () => {
+  needs("account", "paired");
+  const ann = world.ann;
+  const key = world.session ?? "claude-code:00000000-0000-4000-8000-000000000000";
+  const command = world.commands[0] ?? "01HZZZZZZZZZZZZZZZZZZZZZZZ";
+  const secretsOf = [world.machine, key.split(":")[1], command, world.account.id, MACHINE_NAME];
+  const leaks = (text) => secretsOf.filter((s) => text.includes(s));
+
+  // No cookie: 401 signed_out and nothing else, from Node and from the browser.
+  for (const where of ["/app/api/board", "/app/api/me", `/app/api/sessions/${key}`, `/app/api/commands/${command}`, `/app/api/pair/nope`]) {
+    const r = await bare("GET", where);
+    assert.equal(r.status, 401, `${where} without the cookie: ${r.text}`);
+    assert.equal(JSON.parse(r.text).reason, "signed_out");
+    assert.deepEqual(leaks(r.text), [], `${where} says nothing of the account`);
+    const b = await ann.fetch(where, { credentials: "omit" });
+    assert.equal(b.status, 401, `${where} from the browser without the cookie`);
+    assert.deepEqual(leaks(b.text), []);
+  }
+  // A cookie that is not a session.
+  const forged = await bare("GET", "/app/api/board", { headers: { cookie: `sp_session=${randomBytes(32).toString("base64url")}` } });
+  assert.equal(forged.status, 401);
+
+  // The page's header is required on every state-changing call, the cookie
+  // notwithstanding; and a foreign Origin is refused too.
+  const noHeader = await ann.fetch("/app/api/invites", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ device: false }) });
+  assert.equal(noHeader.status, 403, noHeader.text);
+  assert.equal(noHeader.body.reason, "not_the_page");
+  const noHeaderCmd = await ann.fetch("/app/api/commands", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ machine: world.machine, cmd: "{}" }) });
+  assert.equal(noHeaderCmd.status, 403, noHeaderCmd.text);
+  const cookie = (await ann.context.cookies(world.origin)).find((c) => c.name === "sp_session").value;
+  const elsewhere = await bare("POST", "/app/api/invites", { headers: { cookie: `sp_session=${cookie}`, "x-sessionpipe-page": "1", origin: "http://evil.example" }, body: { device: false } });
+  assert.equal(elsewhere.status, 403, elsewhere.text);
+  const signOutNoHeader = await bare("POST", "/app/api/signout", { headers: { cookie: `sp_session=${cookie}` } });
+  assert.equal(signOutNoHeader.status, 403, "no sign-out without the page's header");
+  assert.equal((await ann.fetch("/app/api/me")).status, 200, "still signed in");
+
+  // A second account, invited by the first from its Devices screen.
+  const { page } = ann;
+  await page.goto(`${world.origin}/#view=devices`);
+  await page.getByRole("button", { name: "Invite someone else" }).click();
+  const inviteUrl = await page.getByLabel("Send this link to the person you invite:").inputValue();
+  assert.match(inviteUrl, regex(`${world.origin}/#invite=`));
+  const bob = (world.bob = await phone("bob"));
+  await bob.page.goto(inviteUrl);
+  await bob.page.getByRole("heading", { name: "You're invited" }).waitFor();
+  await bob.page.getByLabel("Your name").fill("Bob");
+  await bob.page.getByLabel("This device").fill("Bob's phone");
+  await bob.page.getByRole("button", { name: "Accept with a passkey" }).click();
+  await bob.page.getByText("Nothing needs you right now.").waitFor({ timeout: WAIT_MS });
+  await bob.page.getByRole("region", { name: "Machines" }).getByText("No machines yet.").waitFor();
+  const bobMe = (await bob.fetch("/app/api/me")).body;
+  assert.equal(bobMe.account.name, "Bob");
+  assert.notEqual(bobMe.account.id, world.account.id, "a new account, not Ann's");
+  assert.deepEqual(bobMe.machines, []);
+  const bobBoard = await bob.fetch("/app/api/board");
+  assert.deepEqual(bobBoard.body, { machines: [], sessions: [] }, "none of Ann's machines or sessions");
+  assert.deepEqual(leaks(bobBoard.text), []);
+  await bob.page.waitForTimeout(3500); // a board refresh
+  assert.deepEqual(leaks(await bob.page.locator("main").innerText()), [], "nothing of Ann's on Bob's board");
+  // The invite worked once.
+  const twice = await bare("POST", "/app/api/register/start", { headers: { "x-sessionpipe-page": "1" }, body: { name: "Eve", invite: new URL(inviteUrl).hash.replace("#invite=", "") } });
+  assert.ok(twice.status >= 400 && twice.status < 500, `a used invite is refused: ${twice.status} ${twice.text}`);
+
+  for (const where of [`/app/api/sessions/${key}`, ...(world.started ? [`/app/api/sessions/${world.started}`] : []), ...world.commands.map((c) => `/app/api/commands/${c}`)]) {
+    const r = await bob.fetch(where);
+    assert.equal(r.status, 404, `Bob's ${where}: ${r.text}`);
+    assert.deepEqual(leaks(r.text.replace(where, "")), [], `Bob's ${where} says nothing of Ann's`);
+  }
+  // Bob signs a real command (a passkey confirm) for Ann's machine: refused as no such machine.
+  const bobCommand = await bob.page.evaluate(
+    async ([machine, session, credential]) => {
+      const b64 = (buf) => btoa(String.fromCharCode(...new Uint8Array(buf))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+      const unb64 = (s) => Uint8Array.from(atob(s.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
+      const nonce = b64(crypto.getRandomValues(new Uint8Array(18)));
+      const cmd = JSON.stringify({ v: 1, t: "sessionpipe.control", machine, kind: "prompt", session, text: "rm -rf everything", nonce, iat: Date.now() });
+      const got = await navigator.credentials.get({
+        publicKey: { challenge: await crypto.subtle.digest("SHA-256", new TextEncoder().encode(cmd)), rpId: "localhost", allowCredentials: [{ type: "public-key", id: unb64(credential) }], userVerification: "required" },
+      });
+      const confirm = { cred: b64(got.rawId), ad: b64(got.response.authenticatorData), cd: b64(got.response.clientDataJSON), sig: b64(got.response.signature) };
+      const r = await fetch("/app/api/commands", { method: "POST", headers: { "content-type": "application/json", "x-sessionpipe-page": "1" }, body: JSON.stringify({ machine, cmd, confirm }) });
+      return { status: r.status, text: await r.text() };
+    },
+    [world.machine, key, bobMe.credential],
+  );
+  assert.equal(bobCommand.status, 404, `Bob's command for Ann's machine: ${bobCommand.text}`);
+  assert.equal(JSON.parse(bobCommand.text).reason, "not_found");
+  const none = await bob.fetch("/app/api/commands", { method: "POST", headers: { "content-type": "application/json", "x-sessionpipe-page": "1" }, body: JSON.stringify({ machine: "m_AAAAAAAAAAAAAAAAAAAAAA", cmd: "{}" }) });
+  assert.equal(none.status, 404, "a machine that does not exist: the same answer");
+  assert.equal(none.text, bobCommand.text, "word for word the same: Ann's machine is not told apart from none");
+
+  // The machine's token opens no page call; the sink token and the receiver's
+  // own token cannot poll the machine's commands.
+  const { machine: machineToken, sink: sinkToken } = world.tokens;
+  for (const where of ["/app/api/board", "/app/api/me", `/app/api/sessions/${key}`]) {
+    for (const headers of [{ authorization: `Bearer ${machineToken}` }, { cookie: `sp_session=${machineToken}` }, { authorization: `Bearer ${sinkToken}` }]) {
+      const r = await bare("GET", where, { headers });
+      assert.equal(r.status, 401, `${where} with ${Object.keys(headers)[0]} of a machine/sink token: ${r.text}`);
+      assert.deepEqual(leaks(r.text), []);
+    }
+  }
+  const commandWithToken = await bare("POST", "/app/api/commands", { headers: { authorization: `Bearer ${machineToken}`, "x-sessionpipe-page": "1" }, body: { machine: world.machine, cmd: "{}" } });
+  assert.equal(commandWithToken.status, 401, "the machine's token sends no command");
+  for (const [what, token] of [["the sink token", sinkToken], ["the receiver's own token", TOKEN]]) {
+    const r = await bare("GET", `/v1/control?machine=${encodeURIComponent(world.machine)}&wait=0`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(r.status, 401, `${what} polls the machine's commands: ${r.status} ${r.text}`);
+  }
+  // The control: the machine's own token does poll (so the 401s above are the token's).
+  const own = await bare("GET", `/v1/control?machine=${encodeURIComponent(world.machine)}&wait=0`, { headers: { authorization: `Bearer ${machineToken}` } });
+  assert.ok(own.status === 200 || own.status === 204, `the machine's token polls: ${own.status} ${own.text}`);
+  await bob.shot("second-account-board.png");
+});
+
+test("no uncaught errors or CSP refusals in the pages", () => {
+  assert.deepEqual(world.pageErrors, []);
+});
