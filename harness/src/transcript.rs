@@ -84,6 +84,12 @@ pub struct TurnLog {
     count: u64,
     /// The last turn sent: its prompt id and a digest of its last words.
     last_sent: Option<(Option<String>, String)>,
+    /// A digest of that turn's ask. A message put into a running turn at its
+    /// Stop starts a turn with the same prompt id, and its answer may end in
+    /// the same words: only its ask tells it from the turn read again. (A
+    /// log kept before this was written has none, and compares as before.)
+    #[serde(default)]
+    last_sent_ask: Option<String>,
     /// The session's first ask by the person (for a `first-ask` title).
     #[serde(default)]
     pub first_ask: Option<String>,
@@ -230,12 +236,15 @@ impl TurnLog {
         let mut out = Vec::with_capacity(sent.len());
         for t in sent {
             let digest = digest(&t.last_words);
+            let ask = self::digest(&t.user);
             if self.last_sent.as_ref() == Some(&(t.prompt_id.clone(), digest.clone()))
                 && t.prompt_id.is_some()
+                && self.last_sent_ask.as_ref().is_none_or(|a| *a == ask)
             {
                 continue; // sent already (a file read again from its start)
             }
             self.last_sent = Some((t.prompt_id.clone(), digest));
+            self.last_sent_ask = Some(ask);
             out.push(Turn {
                 n: t.n,
                 prompt_id: t.prompt_id,
@@ -577,6 +586,27 @@ mod tests {
         let t = log.take(&Want::All);
         assert_eq!(t[0].user, "first\n\nalso this");
         assert_eq!(t[0].assistant.chars().count(), MAX_SIDE_CHARS);
+    }
+
+    #[test]
+    fn a_message_put_into_the_turn_at_its_stop_is_sent_even_when_its_answer_repeats() {
+        // Claude Code gives the turn a Stop hook continues the same prompt id;
+        // the model may answer the message in the same words as before.
+        let mut log = TurnLog::default();
+        log.feed([ask("make the file", "p1"), reply("Done.")]);
+        assert_eq!(log.take(&Want::EndedWith("Done.".into())).len(), 1);
+        log.feed([ask("Message via phone: and list it", "p1"), reply("Done.")]);
+        let t = log.take(&Want::EndedWith("Done.".into()));
+        assert_eq!(t.len(), 1, "the continuation is its own turn");
+        assert_eq!(t[0].user, "Message via phone: and list it");
+        // A log kept before the ask was remembered compares as it did.
+        let mut old = TurnLog::default();
+        old.feed([ask("a", "p1"), reply("A")]);
+        assert_eq!(old.take(&Want::All).len(), 1);
+        old.last_sent_ask = None;
+        old.restart();
+        old.feed([ask("a", "p1"), reply("A")]);
+        assert!(old.take(&Want::All).is_empty());
     }
 
     #[test]

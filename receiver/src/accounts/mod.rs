@@ -24,7 +24,7 @@ mod keys;
 mod passkeys;
 mod sessions;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use crate::db::{Db, DbError, Row, args};
 use base64::Engine;

@@ -30,7 +30,7 @@ async fn accounts() -> (tempfile::TempDir, Arc<Db>, Accounts) {
 }
 
 /// A phone: the software passkey, and what its platform would keep.
-struct Phone {
+pub(crate) struct Phone {
     key: WebauthnAuthenticator<SoftPasskey>,
     origin: Url,
     credential: Vec<u8>,
@@ -38,11 +38,11 @@ struct Phone {
 }
 
 impl Phone {
-    fn new() -> Phone {
+    pub(crate) fn new() -> Phone {
         Phone::at(ORIGIN)
     }
 
-    fn at(origin: &str) -> Phone {
+    pub(crate) fn at(origin: &str) -> Phone {
         Phone {
             // `true`: it reports user verification (it has no PIN to ask).
             key: WebauthnAuthenticator::new(SoftPasskey::new(true)),
@@ -54,7 +54,7 @@ impl Phone {
 
     /// `navigator.credentials.create({publicKey: options})`, as the page
     /// sends the answer (RegistrationResponseJSON).
-    fn create(&mut self, options: &Value) -> Value {
+    pub(crate) fn create(&mut self, options: &Value) -> Value {
         let mut ccr: CreationChallengeResponse =
             serde_json::from_value(json!({ "publicKey": options })).unwrap();
         // The soft passkey refuses to keep a resident key; its platform
@@ -73,7 +73,7 @@ impl Phone {
     /// `navigator.credentials.get({publicKey: options})` with no
     /// `allowCredentials`: this phone's one passkey answers, user handle and
     /// all (AuthenticationResponseJSON).
-    fn get(&mut self, options: &Value) -> Value {
+    pub(crate) fn get(&mut self, options: &Value) -> Value {
         let mut options = options.clone();
         assert!(options.get("allowCredentials").is_none());
         options["allowCredentials"] = json!([{"type": "public-key", "id": b64(&self.credential)}]);

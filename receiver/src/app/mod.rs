@@ -15,6 +15,8 @@ mod assets;
 mod board_routes;
 mod control_routes;
 mod push_routes;
+#[cfg(test)]
+mod push_tests;
 mod sign_in;
 
 use crate::accounts::{Account, AccountError, Accounts};

@@ -1,0 +1,157 @@
+//! The page's API over real HTTP with a software passkey (the phone of
+//! `accounts::tests`): an account made and signed in, a device subscribed to
+//! Web Push at the test kit's loopback push service, and an `attention.needed`
+//! sent with the operator's sink token reaching that device, encrypted, with
+//! words that say what the attention is.
+
+use crate::accounts::tests::Phone;
+use crate::{ControlOptions, Options, PageOptions, Receiver};
+use reqwest::blocking::Client;
+use serde_json::{Value, json};
+use sessionpipe_testkit::push::PushService;
+use std::time::Duration;
+
+const TOKEN: &str = "page-tests-sink-token";
+
+struct Page {
+    client: Client,
+    base: String,
+    cookie: Option<String>,
+}
+
+impl Page {
+    fn call(&mut self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = self
+            .client
+            .request(method.parse().unwrap(), format!("{}{path}", self.base))
+            .header("x-sessionpipe-page", "1")
+            .header("content-type", "application/json");
+        if let Some(c) = &self.cookie {
+            req = req.header("cookie", c.clone());
+        }
+        if let Some(b) = body {
+            req = req.body(b.to_string());
+        }
+        let r = req.send().unwrap();
+        if let Some(set) = r.headers().get("set-cookie") {
+            let v = set.to_str().unwrap();
+            self.cookie = Some(v.split(';').next().unwrap().to_string());
+        }
+        let status = r.status().as_u16();
+        let text = r.text().unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+}
+
+fn attention(session: &str, seq: u64, tool: &str) -> Value {
+    json!({
+        "protocol": 1, "id": ulid::Ulid::generate().to_string(), "type": "attention.needed",
+        "time": protocol::time::rfc3339_ms(protocol::time::now_ms()), "tier": 1,
+        "harness": {"name": "claude-code"},
+        "session": {"id": session, "seq": seq, "cwd": "~/work/alpha", "machine": "laptop"},
+        "privacy": {"rulesets": ["secrets@1"], "pii": false},
+        "data": {"attention_id": "perm-0123456789abcdef", "kind": "permission", "tool": tool,
+                 "message": "Claude wants to run: make release"},
+    })
+}
+
+#[test]
+fn an_attention_reaches_a_subscribed_device_by_web_push_in_words_at_its_tier() {
+    let rx = Receiver::start(Options {
+        control: Some(ControlOptions::new("localhost")),
+        page: Some(PageOptions::new("")),
+        ..Options::new(TOKEN)
+    })
+    .unwrap();
+    let mut page = Page {
+        client: Client::new(),
+        base: rx.url(),
+        cookie: None,
+    };
+    let mut phone = Phone::new();
+    let (s, started) = page.call(
+        "POST",
+        "/app/api/register/start",
+        Some(json!({"name": "Ann"})),
+    );
+    assert_eq!(s, 200, "{started}");
+    let credential = phone.create(&started["publicKey"]);
+    let (s, made) = page.call(
+        "POST",
+        "/app/api/register/finish",
+        Some(json!({"ceremony": started["ceremony"], "device": "Ann's phone", "credential": credential})),
+    );
+    assert_eq!(s, 201, "{made}");
+    assert!(page.cookie.is_some(), "signed in");
+
+    let service = PushService::start().unwrap();
+    let sub = service.subscribe();
+    let (s, said) = page.call(
+        "POST",
+        "/app/api/push",
+        Some(json!({"subscription": sub, "tier": 1})),
+    );
+    assert_eq!(s, 201, "{said}");
+    let (s, _) = page.call(
+        "POST",
+        "/app/api/push",
+        Some(json!({"subscription": sub, "tier": 7})),
+    );
+    assert_eq!(s, 400, "a tier outside 0-2");
+
+    // The operator's token sends for the first account: its attention is Ann's.
+    let r = Client::new()
+        .post(format!("{}/v1/events", rx.url()))
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .body(json!({"events": [attention("s-push", 0, "Bash")]}).to_string())
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let got = service.wait_for(1, Duration::from_secs(10));
+    assert_eq!(got.len(), 1, "one push for one attention");
+    assert!(got[0].vapid_verified(), "{:?}", got[0].vapid);
+    assert_eq!(got[0].urgency.as_deref(), Some("high"));
+    let payload: Value = serde_json::from_slice(got[0].payload.as_ref().unwrap()).unwrap();
+    assert_eq!(payload["title"], "Claude Code wants to run Bash");
+    assert_eq!(
+        payload["body"],
+        "Claude wants to run: make release\n~/work/alpha"
+    );
+    assert_eq!(payload["session"], "claude-code:s-push");
+    assert_eq!(payload["attention"], "perm-0123456789abcdef");
+    assert_eq!(payload["actions"], json!(["allow", "deny"]));
+
+    // The board shows it as needing Ann, with the attention open.
+    let (s, board) = page.call("GET", "/app/api/board", None);
+    assert_eq!(s, 200);
+    assert_eq!(board["sessions"][0]["state"], "needs_you");
+    assert_eq!(board["sessions"][0]["attention"]["tool"], "Bash");
+
+    // A device the push service says is gone is dropped: nothing more is sent to it.
+    service.expire(sub["endpoint"].as_str().unwrap());
+    Client::new()
+        .post(format!("{}/v1/events", rx.url()))
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .body(json!({"events": [attention("s-push", 1, "Edit")]}).to_string())
+        .send()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let rows = rx
+        .runtime
+        .block_on(
+            rx.shared
+                .db
+                .rows("SELECT endpoint FROM push_subscriptions", vec![]),
+        )
+        .unwrap();
+    assert!(rows.is_empty(), "the gone subscription was dropped");
+
+    // Signed out, nothing is read.
+    let (s, _) = page.call("POST", "/app/api/signout", None);
+    assert_eq!(s, 204);
+    page.cookie = None;
+    let (s, body) = page.call("GET", "/app/api/board", None);
+    assert_eq!((s, body["reason"].as_str()), (401, Some("signed_out")));
+}
