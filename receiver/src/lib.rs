@@ -383,6 +383,15 @@ impl Receiver {
             .thread_name("sessionpipe-receiver")
             .enable_all()
             .build()?;
+        if opts.database.is_none() && earlier_files(&data_dir) {
+            // Never deleted, never read: the person decides what becomes of them.
+            eprintln!(
+                "sessionpipe-receiver: {} holds an earlier receiver's files (control.db, \
+                 <harness>/*.jsonl): they are left as they are and not read; this receiver \
+                 keeps everything in receiver.db",
+                data_dir.display()
+            );
+        }
         let at = match &opts.database {
             Some(url) => db::Location::Url(url),
             None => db::Location::Folder(&data_dir),
@@ -461,6 +470,25 @@ impl Receiver {
             thread: Some(thread),
         })
     }
+}
+
+/// Whether `dir` holds what the file-based receiver before this one wrote.
+fn earlier_files(dir: &Path) -> bool {
+    if dir.join("control.db").exists() || dir.join(".forgotten").exists() {
+        return true;
+    }
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            e.path().is_dir()
+                && std::fs::read_dir(e.path())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|f| f.path().extension().is_some_and(|x| x == "jsonl"))
+        })
 }
 
 /// Deletes what is older than `keep`, now and then every hour, until `stop`.

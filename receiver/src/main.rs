@@ -110,6 +110,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let page = cli.page || cli.origin.is_some();
+    let on_postgres = cli.database.is_some();
     let control_only = cli.open_pairing
         || !cli.session_tools.is_empty()
         || cli.rp_id.is_some()
@@ -167,10 +168,14 @@ fn main() -> ExitCode {
     let _ = writeln!(out, "{}", handle.url());
     let _ = out.flush();
     drop(out);
+    let data = if on_postgres {
+        "PostgreSQL".to_string()
+    } else {
+        handle.data_dir().join("receiver.db").display().to_string()
+    };
     eprintln!(
-        "sessionpipe-receiver: listening on {}, data in {}",
-        handle.url(),
-        handle.data_dir().display()
+        "sessionpipe-receiver: listening on {}, data in {data}",
+        handle.url()
     );
     if let Some(origin) = handle.page_origin() {
         eprintln!("sessionpipe-receiver: the page is at {origin}");

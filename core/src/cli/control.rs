@@ -85,6 +85,7 @@ pub fn run(paths: &StatePaths, action: ControlAction) -> anyhow::Result<ExitCode
                 mode,
                 name,
                 folder_here: true,
+                sink_tier: 0,
             };
             pair_and_say(paths, &request)
         }

@@ -333,6 +333,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 receiver,
                 folders,
                 folder_here: true,
+                // The sink an open pairing hands over gets the tier asked for.
+                sink_tier: tier,
                 ..Default::default()
             };
             control::pair_and_say(&paths, &request)?;

@@ -66,6 +66,10 @@ pub struct PairRequest {
     /// process runs in (the CLI's: where the person typed the command). The
     /// app's daemon runs nowhere in particular, so the API never does.
     pub folder_here: bool,
+    /// The tier of the sink a pairing hands over (an open pairing's, or the
+    /// account's on a receiver's page): 0 unless the person chose
+    /// (`connect --tier`).
+    pub sink_tier: u8,
 }
 
 /// What a finished pairing says.
@@ -180,6 +184,7 @@ pub async fn pair(
         &token,
         &config,
         paired.sink_token.as_deref(),
+        request.sink_tier,
     )
     .await?;
     super::run::set_marker(paths, true);
@@ -199,6 +204,7 @@ async fn keep(
     token: &str,
     config: &Config,
     sink_token: Option<&str>,
+    sink_tier: u8,
 ) -> Result<bool, PairError> {
     let (p, r, k, t, c) = (
         paths.clone(),
@@ -226,7 +232,7 @@ async fn keep(
         paths,
         crate::sinks::NewSink {
             target: receiver.origin.clone(),
-            tier: 0,
+            tier: sink_tier,
             pii: false,
             token: Some(sink_token.to_string()),
             webhook_secret: None,

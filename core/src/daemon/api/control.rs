@@ -108,6 +108,7 @@ pub async fn pair(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejecti
         mode: b["mode"].as_str().map(str::to_string),
         name: b["name"].as_str().map(str::to_string),
         folder_here: false,
+        sink_tier: 0,
     };
     let (tx, rx) = tokio::sync::oneshot::channel::<Value>();
     let tx = std::sync::Mutex::new(Some(tx));

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The receiver's benchmarks in BENCHMARKS.md: events ingested per second on
+# SQLite and PostgreSQL (batches of 50) against the same receiver answering 202
+# unread, a thousand machines long-polling (memory, and a queued command's
+# wake-up against one machine's), and the page's first load, compressed.
+# Needs the page built (cd receiver/page && npm ci && npm run build) and, for
+# the PostgreSQL line, Debian's postgresql package.
+# Usage: bench/receiver.sh [BATCHES] [MACHINES]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+batches="${1:-2000}"
+machines="${2:-1000}"
+cargo build --release -q -p sessionpipe-receiver --bins --examples
+rel=${CARGO_TARGET_DIR:-target}/release
+echo "## $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -srm), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+"$rel"/examples/bench_receiver "$rel/sessionpipe-receiver" "$batches" "$machines"
+# The first load: index.html and what it links (the script and the style).
+dist=receiver/page/dist
+total=0
+for f in "$dist/index.html" $(grep -o 'assets/[^"]*' "$dist/index.html" | sort -u | sed "s#^#$dist/#"); do
+  n=$(gzip -9 -c "$f" | wc -c)
+  total=$((total + n))
+  echo "page: $(basename "$f") $(stat -c %s "$f") bytes, $n gzip"
+done
+echo "page first load: $total bytes gzip (the target is under 100 000)"
