@@ -1,4 +1,4 @@
-// Every call the page makes to the receiver, in one module (page-api.md): a
+// Every call the page makes to the receiver, in one module (API.md): a
 // mismatch with the receiver is fixed here and nowhere else. Same origin, the
 // `sp_session` cookie; every POST/DELETE also sends `x-sessionpipe-page: 1`.
 

@@ -1,4 +1,4 @@
-// Signing on this device, in exactly the protocol's formats (page-api.md):
+// Signing on this device, in exactly the protocol's formats (API.md):
 //
 // - a day key (ECDSA P-256, made non-extractable, kept in IndexedDB with its
 //   grant), vouched for once a day by a passkey assertion over SHA-256 of the

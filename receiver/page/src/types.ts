@@ -1,4 +1,4 @@
-// The shapes of /app/api/ (see page-api.md). Members the page does not read are
+// The shapes of /app/api/ (see API.md). Members the page does not read are
 // left out; optional ones are read defensively.
 
 export interface Config {

@@ -1,7 +1,8 @@
 //! The page: the receiver's own phone-first web app (`page/`, built into the
 //! binary) and the API it speaks under `/app/api/` (sign-in with a passkey,
 //! the board, a session's timeline, pairing approvals, signed commands and
-//! their acks, files for a `start`, Web Push and notification URLs).
+//! their acks, files for a `start`, Web Push and notification URLs). The
+//! contract with the page is `receiver/page/API.md`.
 //!
 //! This module owns the page's settings, who is signed in (the `sp_session`
 //! cookie, checked on every API call), the guard on every state-changing call
