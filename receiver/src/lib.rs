@@ -396,7 +396,7 @@ impl Receiver {
             Some(url) => db::Location::Url(url),
             None => db::Location::Folder(&data_dir),
         };
-        let db = Arc::new(rt.block_on(db::Db::open(at)).map_err(io::Error::other)?);
+        let db = Arc::new(aside(rt.handle(), db::Db::open(at)).map_err(io::Error::other)?);
         let acceptor = opts
             .tls
             .as_ref()
@@ -416,8 +416,11 @@ impl Receiver {
                 let held = Duration::from_secs(c.wait_max_s + 10);
                 limits.request_timeout = limits.request_timeout.max(held);
                 Some(
-                    rt.block_on(control::Control::open(c, Arc::clone(&db), stop_rx.clone()))
-                        .map_err(io::Error::other)?,
+                    aside(
+                        rt.handle(),
+                        control::Control::open(c, Arc::clone(&db), stop_rx.clone()),
+                    )
+                    .map_err(io::Error::other)?,
                 )
             }
             None => None,
@@ -429,7 +432,7 @@ impl Receiver {
                     p.origin = format!("{scheme}://localhost:{}", addr.port());
                 }
                 Some(
-                    rt.block_on(app::open(p, &c.opts.rp_id, Arc::clone(&db)))
+                    aside(rt.handle(), app::open(p, &c.opts.rp_id, Arc::clone(&db)))
                         .map_err(io::Error::other)?,
                 )
             }
@@ -470,6 +473,21 @@ impl Receiver {
             thread: Some(thread),
         })
     }
+}
+
+/// Runs `f` to its end on `rt`, from a thread of its own: the callers of
+/// `Receiver::start` and of `Handle`'s calls may be inside another async
+/// runtime (a `#[tokio::test]`), where blocking on this one would panic.
+fn aside<F>(rt: &tokio::runtime::Handle, f: F) -> F::Output
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
+    std::thread::scope(|s| {
+        s.spawn(|| rt.block_on(f))
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })
 }
 
 /// Whether `dir` holds what the file-based receiver before this one wrote.
@@ -577,22 +595,20 @@ impl Handle {
     /// When the database fails, or when called from inside an async runtime
     /// (these calls are a test's, made from a plain thread).
     pub fn stored_keys(&self) -> Vec<Key> {
-        self.runtime
-            .block_on(async {
-                let owner = self.shared.owners.operator(&self.shared.db).await?;
-                store::keys(&self.shared.db, &owner).await
-            })
-            .unwrap_or_else(|e| panic!("stored_keys: {e}"))
+        aside(&self.runtime, async {
+            let owner = self.shared.owners.operator(&self.shared.db).await?;
+            store::keys(&self.shared.db, &owner).await
+        })
+        .unwrap_or_else(|e| panic!("stored_keys: {e}"))
     }
 
     /// A session's stored events in seq order (what the read door answers).
     pub fn events(&self, harness: &str, session: &str) -> io::Result<Option<Vec<Value>>> {
-        self.runtime
-            .block_on(async {
-                let owner = self.shared.owners.operator(&self.shared.db).await?;
-                store::read(&self.shared.db, &owner, harness, session).await
-            })
-            .map_err(io::Error::other)
+        aside(&self.runtime, async {
+            let owner = self.shared.owners.operator(&self.shared.db).await?;
+            store::read(&self.shared.db, &owner, harness, session).await
+        })
+        .map_err(io::Error::other)
     }
 
     /// A session's block as merged over its events (PROTOCOL-NOTES §2), its
@@ -603,29 +619,26 @@ impl Handle {
     ///
     /// As `stored_keys`.
     pub fn session(&self, harness: &str, session: &str) -> Option<(Value, &'static str, i64, i64)> {
-        self.runtime
-            .block_on(async {
-                let owner = self.shared.owners.operator(&self.shared.db).await?;
-                store::session(&self.shared.db, &owner, harness, session).await
-            })
-            .unwrap_or_else(|e| panic!("session: {e}"))
-            .map(|r| {
-                (
-                    Value::Object(r.folded.block),
-                    r.folded.state.as_str(),
-                    r.first_ms,
-                    r.last_ms,
-                )
-            })
+        aside(&self.runtime, async {
+            let owner = self.shared.owners.operator(&self.shared.db).await?;
+            store::session(&self.shared.db, &owner, harness, session).await
+        })
+        .unwrap_or_else(|e| panic!("session: {e}"))
+        .map(|r| {
+            (
+                Value::Object(r.folded.block),
+                r.folded.state.as_str(),
+                r.first_ms,
+                r.last_ms,
+            )
+        })
     }
 
     /// # Panics
     ///
     /// As `stored_keys`.
     pub fn stats(&self) -> Stats {
-        self.runtime
-            .block_on(self.shared.stats())
-            .unwrap_or_else(|e| panic!("stats: {e}"))
+        aside(&self.runtime, self.shared.stats()).unwrap_or_else(|e| panic!("stats: {e}"))
     }
 
     /// Arms the fault door (`None` disarms), as `POST /test/faults` does.
@@ -659,9 +672,11 @@ impl Handle {
             .control
             .as_ref()
             .expect("put_file needs the control side on (Options::control)");
-        self.runtime
-            .block_on(control.put_file(sha256, bytes, "application/octet-stream", None))
-            .unwrap_or_else(|e| panic!("put_file: {e}"));
+        aside(
+            &self.runtime,
+            control.put_file(sha256, bytes, "application/octet-stream", None),
+        )
+        .unwrap_or_else(|e| panic!("put_file: {e}"));
     }
 
     /// Stops serving: requests in flight get up to two seconds, then the port is
