@@ -205,7 +205,7 @@ impl ControlStore {
         Ok(())
     }
 
-        /// A file's bytes and content type for a machine of `account`: a file an
+    /// A file's bytes and content type for a machine of `account`: a file an
     /// account put from the page is that account's machines' only; one put
     /// through the test door (no account) is any machine's here. `None` when
     /// it was never put, is gone, or is another account's.
@@ -764,7 +764,7 @@ mod tests {
             "another account's"
         );
         assert!(s.file("a", Some("a_1"), 2_000).await.unwrap().is_some());
-                assert!(
+        assert!(
             s.file("h", Some("a_1"), 2_000).await.unwrap().is_some(),
             "the test door's files are any machine's"
         );
