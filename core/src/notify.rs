@@ -103,18 +103,8 @@ pub fn decide(env: &Envelope, config: &Config) -> Option<Notice> {
     })
 }
 
-/// How a harness is named to the person (`claude-code` → `Claude Code`).
-pub fn display_name(harness: &str) -> String {
-    match harness {
-        "claude-code" => "Claude Code".into(),
-        "codex" => "Codex".into(),
-        "gemini-cli" => "Gemini CLI".into(),
-        "antigravity" => "Antigravity".into(),
-        "devin" => "Devin".into(),
-        "grok-build" => "Grok Build".into(),
-        other => other.into(),
-    }
-}
+/// How a harness is named to the person (the protocol crate's one table).
+pub use protocol::harness_display_name as display_name;
 
 fn short(id: &str) -> String {
     id.chars().take(8).collect()

@@ -100,6 +100,26 @@ pub fn valid_tool_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || b"_.:-".contains(&c))
 }
 
+/// How a harness of the registry is named to a person (`claude-code` →
+/// `Claude Code`); a name the registry does not know is shown as it is.
+pub fn harness_display_name(harness: &str) -> String {
+    match harness {
+        "claude-code" => "Claude Code",
+        "codex" => "Codex",
+        "gemini-cli" => "Gemini CLI",
+        "antigravity" => "Antigravity",
+        "devin" => "Devin",
+        "grok-build" => "Grok Build",
+        "cursor" => "Cursor",
+        "copilot-cli" => "Copilot CLI",
+        "droid" => "Droid",
+        "kiro" => "Kiro",
+        "opencode" => "OpenCode",
+        other => other,
+    }
+    .to_string()
+}
+
 /// `^[a-z][a-z0-9-]{0,39}$`.
 pub fn valid_harness_name(name: &str) -> bool {
     let b = name.as_bytes();

@@ -12,9 +12,9 @@
 //! Usage: bench_receiver RECEIVER_BIN [BATCHES] [MACHINES]
 
 use serde_json::{Value, json};
+use sessionpipe_testkit::sandbox::UrlProcess;
 use sessionpipe_verifier::softkey::{self, SoftPasskey};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,7 @@ const SENDERS: usize = 4;
 const SAMPLES: usize = 200;
 
 struct Rx {
-    child: Child,
+    process: UrlProcess,
     url: String,
     _dir: tempfile::TempDir,
 }
@@ -31,40 +31,26 @@ struct Rx {
 impl Rx {
     fn start(bin: &str, extra: &[&str]) -> Rx {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = Command::new(bin)
-            .args(["--token", TOKEN, "--quiet", "--data"])
+        let mut cmd = Command::new(bin);
+        cmd.args(["--token", TOKEN, "--quiet", "--data"])
             .arg(dir.path())
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the receiver binary starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+            .args(extra);
+        let process = UrlProcess::spawn(cmd);
         Rx {
-            child,
-            url: line.trim().to_string(),
+            url: process.url.clone(),
+            process,
             _dir: dir,
         }
     }
 
     fn rss_kb(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.process.child.id()))
             .unwrap_or_default();
         status
             .lines()
             .find_map(|l| l.strip_prefix("VmRSS:"))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .unwrap_or(0)
-    }
-}
-
-impl Drop for Rx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

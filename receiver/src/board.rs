@@ -111,15 +111,17 @@ pub fn merge_block(into: &mut Map<String, Value>, from: &Value, later: bool) {
     }
 }
 
+/// `s` cut to `max` characters, an ellipsis marking a cut.
+pub fn cut(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}
+
 fn text(v: &Value, max: usize) -> Option<String> {
     let s = v.as_str()?.trim();
-    if s.is_empty() {
-        return None;
-    }
-    Some(match s.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &s[..cut]),
-        None => s.to_string(),
-    })
+    (!s.is_empty()).then(|| cut(s, max))
 }
 
 /// Folds one stored event in. `stored`: false for a duplicate, which may only

@@ -17,35 +17,11 @@ use serde_json::{Value, json};
 /// The longest message text put in a notification, in characters.
 const MESSAGE_MAX: usize = 200;
 
-/// A harness's name as people say it.
-fn harness_name(name: &str) -> String {
-    match name {
-        "claude-code" => "Claude Code".into(),
-        "codex" => "Codex".into(),
-        "gemini-cli" => "Gemini CLI".into(),
-        "antigravity" => "Antigravity".into(),
-        "devin" => "Devin".into(),
-        "grok-build" => "Grok Build".into(),
-        "cursor" => "Cursor".into(),
-        "copilot-cli" => "Copilot CLI".into(),
-        "droid" => "Droid".into(),
-        "kiro" => "Kiro".into(),
-        "opencode" => "OpenCode".into(),
-        other => other.to_string(),
-    }
-}
-
-fn cut(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
-}
-
 /// What a device at `tier` is told of `event`: 0 says only that an agent
 /// needs you and where; 1 and up name the tool or the question too.
 pub fn words(event: &Value, tier: i64) -> Value {
-    let who = harness_name(event["harness"]["name"].as_str().unwrap_or("An agent"));
+    let who =
+        protocol::harness_display_name(event["harness"]["name"].as_str().unwrap_or("An agent"));
     let data = &event["data"];
     let kind = data["kind"].as_str().unwrap_or("");
     let folder = event["session"]["cwd"].as_str().unwrap_or("");
@@ -53,7 +29,7 @@ pub fn words(event: &Value, tier: i64) -> Value {
     let message = data["message"]
         .as_str()
         .filter(|m| tier >= 1 && !m.is_empty())
-        .map(|m| cut(m, MESSAGE_MAX));
+        .map(|m| crate::board::cut(m, MESSAGE_MAX));
     let title = match (kind, tool) {
         ("permission", Some(t)) => format!("{who} wants to run {t}"),
         ("permission", None) => format!("{who} asks for a permission"),

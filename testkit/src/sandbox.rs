@@ -23,6 +23,42 @@ pub fn target_dir() -> PathBuf {
     }
 }
 
+/// A `sessionpipe-receiver` process (or any program whose first line on
+/// stdout is its base URL), killed when dropped.
+pub struct UrlProcess {
+    pub child: Child,
+    /// The first line it printed, trimmed.
+    pub url: String,
+}
+
+impl UrlProcess {
+    /// Starts `cmd` with stdout piped (stderr dropped) and reads its first line.
+    pub fn spawn(mut cmd: Command) -> UrlProcess {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{cmd:?} does not start: {e}"));
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().expect("piped")),
+            &mut line,
+        )
+        .expect("its first line");
+        UrlProcess {
+            child,
+            url: line.trim().to_string(),
+        }
+    }
+}
+
+impl Drop for UrlProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A binary of this workspace, which must have been built.
 pub fn bin(name: &str) -> PathBuf {
     let p = target_dir().join(format!("{name}{}", std::env::consts::EXE_SUFFIX));

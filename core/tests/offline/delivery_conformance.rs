@@ -9,9 +9,8 @@
 use serde_json::{Value, json};
 use sessionpipe_receiver::{ControlOptions, Fault, Options, Receiver};
 use sessionpipe_testkit::Sandbox;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 const TOKEN: &str = "delivery-conformance-token";
 
@@ -76,34 +75,13 @@ fn every_scenario_passes_against_our_receiver() {
     let Some(dir) = shared_delivery() else {
         return;
     };
-    // max_tier 1, so that the tier scenario (skipped at 3) runs; control with open
-    // pairing and a session tool, so that 16 and 17 run too.
     let data = tempfile::tempdir().unwrap();
     let rx = Receiver::start(Options {
-        max_tier: 1,
         data: Some(data.path().to_path_buf()),
-        control: Some(ControlOptions {
-            open_pairing: true,
-            session_tools: vec!["mcp__sessionpipe".into()],
-            ..ControlOptions::new("localhost")
-        }),
-        ..Options::new(TOKEN)
+        ..scenario_options()
     })
     .unwrap();
-    let files = scenarios(&dir);
-    // Twice against the same receiver: each run's `{run}` is fresh, so the second
-    // is not answered with the first one's duplicates (and pairs a new machine).
-    for _ in 0..2 {
-        let (ok, text) = conformance(Some(&rx.url()), &[&dir]);
-        assert!(ok, "{text}");
-        for (file, _) in &files {
-            let line = line_for(&text, file);
-            assert!(line.starts_with("pass "), "{line}");
-        }
-        let last = text.lines().last().unwrap();
-        assert_eq!(last, format!("{} passed, 0 failed, 0 skipped", files.len()));
-        println!("{last}");
-    }
+    all_pass(&rx.url(), &dir);
     // What the scenarios stored: 01 (3 events), 02 (1), 04 (none: refused), 07 (1);
     // 08 forgot its session. Per run.
     let per_session: Vec<usize> = {
@@ -118,7 +96,9 @@ fn every_scenario_passes_against_our_receiver() {
     assert_eq!(sorted, [1, 1, 1, 1, 3, 3], "{per_session:?}");
 }
 
-/// Runs every scenario against `url`, twice, and says each passed.
+/// Runs every scenario against `url`, twice, and says each passed: each
+/// run's `{run}` is fresh, so the second is not answered with the first one's
+/// duplicates (and pairs a new machine).
 fn all_pass(url: &str, dir: &Path) {
     let files = scenarios(dir);
     for _ in 0..2 {
@@ -134,16 +114,24 @@ fn all_pass(url: &str, dir: &Path) {
     }
 }
 
-fn on_postgres(url: String) -> Options {
+/// max_tier 1, so that the tier scenario (skipped at 3) runs; control with
+/// open pairing and a session tool, so that 16 and 17 run too.
+fn scenario_options() -> Options {
     Options {
         max_tier: 1,
-        database: Some(url),
         control: Some(ControlOptions {
             open_pairing: true,
             session_tools: vec!["mcp__sessionpipe".into()],
             ..ControlOptions::new("localhost")
         }),
         ..Options::new(TOKEN)
+    }
+}
+
+fn on_postgres(url: String) -> Options {
+    Options {
+        database: Some(url),
+        ..scenario_options()
     }
 }
 
@@ -170,40 +158,20 @@ fn every_scenario_passes_against_our_receiver_on_postgres() {
     assert_eq!(again.stored_keys().len(), stored);
 }
 
-/// A `sessionpipe-receiver` process and the URL it printed; killed on drop.
-struct Process {
-    child: Child,
-    url: String,
-}
-
-impl Process {
-    fn start(database: &str) -> Process {
-        let mut child = Command::new(sessionpipe_testkit::sandbox::bin("sessionpipe-receiver"))
-            .args(["--max-tier", "1", "--quiet", "--control", "--open-pairing"])
-            .args(["--session-tool", "mcp__sessionpipe"])
-            .env("SESSIONPIPE_RECEIVER_TOKEN", TOKEN)
-            .env("SESSIONPIPE_RECEIVER_DATABASE", database)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert!(line.starts_with("http://"), "the receiver printed {line:?}");
-        Process {
-            child,
-            url: line.trim().to_string(),
-        }
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A `sessionpipe-receiver` process on `database`, as the scenarios want it.
+fn process_on(database: &str) -> sessionpipe_testkit::sandbox::UrlProcess {
+    let mut cmd = Command::new(sessionpipe_testkit::sandbox::bin("sessionpipe-receiver"));
+    cmd.args(["--max-tier", "1", "--quiet", "--control", "--open-pairing"])
+        .args(["--session-tool", "mcp__sessionpipe"])
+        .env("SESSIONPIPE_RECEIVER_TOKEN", TOKEN)
+        .env("SESSIONPIPE_RECEIVER_DATABASE", database);
+    let p = sessionpipe_testkit::sandbox::UrlProcess::spawn(cmd);
+    assert!(
+        p.url.starts_with("http://"),
+        "the receiver printed {:?}",
+        p.url
+    );
+    p
 }
 
 #[test]
@@ -215,7 +183,7 @@ fn every_scenario_passes_against_two_receiver_processes_on_one_postgres() {
         return;
     };
     let url = pg.create_database("shared").unwrap();
-    let (a, b) = (Process::start(&url), Process::start(&url));
+    let (a, b) = (process_on(&url), process_on(&url));
     let lb =
         sessionpipe_testkit::balancer::Balancer::start(&[a.url.clone(), b.url.clone()]).unwrap();
     all_pass(&lb.url(), &dir);

@@ -72,13 +72,23 @@ fn tier(doc: &Value) -> Answer<i64> {
         .ok_or_else(|| Refusal::bad("tier: 0, 1 or 2"))
 }
 
-async fn count(db: &Db, sql: &'static str, account: &str) -> Answer<i64> {
-    Ok(db
+/// Refused `full` (saying `what`) when `sql` counts `PER_ACCOUNT_MAX` rows
+/// of the account already.
+async fn room(db: &Db, sql: &'static str, account: &str, what: &str) -> Answer<()> {
+    let n = db
         .row(sql, args![account])
         .await?
         .map(|r| r.int(0))
         .transpose()?
-        .unwrap_or(0))
+        .unwrap_or(0);
+    if n >= PER_ACCOUNT_MAX {
+        return Err(Refusal::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "full",
+            format!("too many {what}"),
+        ));
+    }
+    Ok(())
 }
 
 async fn subscribe(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
@@ -89,19 +99,13 @@ async fn subscribe(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body
         let sub = Subscription::from_json(&doc["subscription"], app(&sh).opts.is_local())
             .map_err(|e| Refusal::bad(format!("subscription: {e}")))?;
         let tier = tier(&doc)?;
-        let n = count(
+        room(
             &sh.db,
             "SELECT COUNT(*) FROM push_subscriptions WHERE account = $1",
             &me.account.id,
+            "devices subscribed",
         )
         .await?;
-        if n >= PER_ACCOUNT_MAX {
-            return Err(Refusal::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "full",
-                "too many devices subscribed",
-            ));
-        }
         sh.db
             .exec(
                 "INSERT INTO push_subscriptions (endpoint, account, subscription, tier, created_ms)
@@ -175,19 +179,13 @@ async fn add_url(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body) 
         let doc = json_body(body, BODY_MAX).await?;
         let url = notify_url(&sh, &doc)?;
         let tier = tier(&doc)?;
-        let n = count(
+        room(
             &sh.db,
             "SELECT COUNT(*) FROM notify_urls WHERE account = $1",
             &me.account.id,
+            "notification URLs",
         )
         .await?;
-        if n >= PER_ACCOUNT_MAX {
-            return Err(Refusal::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "full",
-                "too many notification URLs",
-            ));
-        }
         sh.db
             .exec(
                 "INSERT INTO notify_urls (account, url, tier, created_ms) VALUES ($1, $2, $3, $4)

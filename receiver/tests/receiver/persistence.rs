@@ -3,8 +3,7 @@
 
 use crate::common::*;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 fn with_data(dir: &std::path::Path) -> Options {
     Options {
@@ -140,27 +139,10 @@ fn without_a_data_folder_the_files_go_with_the_receiver() {
     assert!(!dir.exists());
 }
 
-/// A running `sessionpipe-receiver` and the URL it printed.
-struct Bin {
-    child: Child,
-    url: String,
-}
-
-fn spawn_bin(args: &[&str]) -> Bin {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sessionpipe-receiver"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    Bin {
-        child,
-        url: line.trim().to_string(),
-    }
+fn spawn_bin(args: &[&str]) -> sessionpipe_testkit::sandbox::UrlProcess {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sessionpipe-receiver"));
+    cmd.args(args);
+    sessionpipe_testkit::sandbox::UrlProcess::spawn(cmd)
 }
 
 fn post(url: &str, events: &[Value]) -> (u16, Value) {
