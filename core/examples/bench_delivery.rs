@@ -86,7 +86,7 @@ fn main() {
     let mut ingest = Ingest::new(
         Outbox::open(&paths.outbox()).unwrap(),
         Spool::new(paths.spool(), paths.quarantine()),
-        "bench".into(),
+        "bench",
     );
     let stored = ingest.drain().unwrap().events;
     drop(ingest);

@@ -45,7 +45,7 @@ fn main() {
     let mut ingest = Ingest::new(
         outbox,
         Spool::new(paths.spool(), paths.quarantine()),
-        "bench".into(),
+        "bench",
     );
     let t = Instant::now();
     let report = ingest.drain().unwrap();

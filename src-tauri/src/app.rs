@@ -1,5 +1,7 @@
 //! Builds and runs the tray process: one instance per user (`instance`), the
-//! daemon (`backend`), the tray (`tray`), notifications (`notices`) and, unless
+//! daemon (`backend`), the tray (`tray`), notifications (`notices`), the local
+//! receiver when it is turned on (`local_receiver`, kept in step by the
+//! refresher) and, unless
 //! started hidden, the window (`window`), around tao's event loop on the main
 //! thread (where the tray icon and its menu must live).
 //!
@@ -103,6 +105,7 @@ pub fn run(hidden: bool) -> anyhow::Result<()> {
                 let quit = crate::tray::on_menu(&shared, e.id().as_ref());
                 if quit {
                     tray = None;
+                    shared.local_receiver.stop();
                     let at = Instant::now() + QUIT_GRACE;
                     quit_at = Some(at);
                     *control_flow = ControlFlow::WaitUntil(at);
@@ -144,7 +147,9 @@ fn spawn_refresher(
                 shared
                     .window
                     .follow(backend::ui_address(&shared.paths).as_ref());
-                let view = View::read(&shared.paths);
+                let config = crate::prefs::load(&shared.paths);
+                let phone = shared.local_receiver.follow(&shared.paths, &config);
+                let view = View::read(&shared.paths).with_phone(phone);
                 if proxy.send_event(UserEvent::View(Box::new(view))).is_err() {
                     return;
                 }

@@ -20,6 +20,7 @@ mod backend;
 mod board;
 mod daemon_api;
 mod instance;
+mod local_receiver;
 mod notices;
 mod prefs;
 mod shared;

@@ -1,5 +1,5 @@
-//! The two settings the tray menu changes, "Pause notifications" and "Open at
-//! login", kept in the core's `config.json` (the same file the UI's Settings
+//! The settings the tray menu changes, "Pause notifications", "Open at login"
+//! and "Phone page on this computer", kept in the core's `config.json` (the same file the UI's Settings
 //! write), and the OS's login item kept in step with `open_at_login`.
 //!
 //! `config.json` is the truth: a change made in the UI reaches the login item on
@@ -32,6 +32,11 @@ fn update(paths: &StatePaths, change: impl FnOnce(&mut Config)) -> anyhow::Resul
 pub fn toggle_paused(paths: &StatePaths) -> anyhow::Result<bool> {
     update(paths, |c| c.notifications_paused = !c.notifications_paused)
         .map(|c| c.notifications_paused)
+}
+
+/// Flips `local_receiver` (the phone page on this computer).
+pub fn toggle_local_receiver(paths: &StatePaths) -> anyhow::Result<bool> {
+    update(paths, |c| c.local_receiver = !c.local_receiver).map(|c| c.local_receiver)
 }
 
 /// Flips `open_at_login` and the login item with it.

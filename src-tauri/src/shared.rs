@@ -1,8 +1,9 @@
 //! What every part of the shell shares: the state paths, the window's process,
-//! a way to ask the tray for a refresh, and the argument that starts the app in
+//! the local receiver, a way to ask the tray for a refresh, and the argument that starts the app in
 //! the tray only. Below `app` (which makes it) and the parts it wires (`tray`,
 //! `notices`, `prefs`), so none of them imports `app`.
 
+use crate::local_receiver::LocalReceiver;
 use crate::window::Window;
 use sessionpipe_core::spool::StatePaths;
 use std::sync::mpsc::Sender;
@@ -14,6 +15,8 @@ pub struct Shared {
     pub paths: StatePaths,
     /// The window's process.
     pub window: Window,
+    /// The receiver with the phone page, when the person turned it on.
+    pub local_receiver: LocalReceiver,
     /// Asks the tray to refresh now (after a menu change).
     refresh: Sender<()>,
 }
@@ -23,6 +26,7 @@ impl Shared {
         Shared {
             paths,
             window,
+            local_receiver: LocalReceiver::default(),
             refresh,
         }
     }

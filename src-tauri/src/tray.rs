@@ -9,8 +9,10 @@
 //! session), what will run (at the notification tier), Allow and Deny, which post
 //! the person's answer (`notices::answer_clicked`); then the live sessions, those
 //! needing the person first (`board`), each opening the window on it; then
-//! "Pause notifications" and "Open at login" (check items over `config.json`,
-//! through `prefs`), "Open sessionpipe" and "Quit".
+//! "Pause notifications", "Open at login" and "Phone page on this computer"
+//! (check items over `config.json`, through `prefs`), with the local receiver's
+//! line under the last (open its page, or why it cannot listen), "Open
+//! sessionpipe" and "Quit".
 //!
 //! Lives on the main thread (`app`'s event loop), which hands it each new `View`
 //! read by the refresher thread; it changes what changed in place (labels,
@@ -22,6 +24,7 @@ use crate::approvals::{self, Item, Prompt};
 use crate::backend::{self, Link};
 use crate::board::{self, Board};
 use crate::daemon_api::Decision;
+use crate::local_receiver::{self, Status};
 use crate::shared::Shared;
 use crate::{daemon_api, notices, prefs};
 use anyhow::Context;
@@ -111,6 +114,10 @@ pub struct View {
     control_stopped: Option<String>,
     paused: bool,
     open_at_login: bool,
+    /// The "Phone page on this computer" setting, and what its receiver does
+    /// (the refresher's word: `with_phone`).
+    local_receiver: bool,
+    phone: Status,
 }
 
 impl View {
@@ -146,11 +153,20 @@ impl View {
             control_stopped: sessionpipe_core::control::store::Store::stopped_line(&paths.outbox()),
             paused: config.notifications_paused,
             open_at_login: config.open_at_login,
+            local_receiver: config.local_receiver,
+            phone: Status::Off,
         }
     }
+
+    /// This view with the local receiver's status.
+    pub fn with_phone(mut self, phone: Status) -> View {
+        self.phone = phone;
+        self
+    }
+
     /// The menu's shape: which lines exist. Same shape: the items are updated in
     /// place; another shape: the menu is built again.
-    fn shape(&self) -> (Vec<&str>, Vec<&str>, [bool; 5]) {
+    fn shape(&self) -> (Vec<&str>, Vec<&str>, [bool; 7]) {
         (
             self.asking.iter().map(|a| a.key.as_str()).collect(),
             self.board.rows.iter().map(|r| r.key.as_str()).collect(),
@@ -160,6 +176,8 @@ impl View {
                 self.lost.is_some(),
                 self.more_asking > 0,
                 self.control_stopped.is_some(),
+                matches!(self.phone, Status::Serving { .. }),
+                matches!(self.phone, Status::Failed { .. }),
             ],
         )
     }
@@ -206,6 +224,9 @@ struct Items {
     more: Option<MenuItem>,
     pause: CheckMenuItem,
     login: CheckMenuItem,
+    phone: CheckMenuItem,
+    /// "Open the phone page (…)" while it serves; why it cannot, disabled.
+    phone_line: Option<MenuItem>,
 }
 
 impl Items {
@@ -244,6 +265,15 @@ impl Items {
         let pause = CheckMenuItem::with_id("pause", "Pause notifications", true, view.paused, None);
         let login =
             CheckMenuItem::with_id("login", "Open at login", true, view.open_at_login, None);
+        let phone = CheckMenuItem::with_id(
+            "phone",
+            "Phone page on this computer",
+            true,
+            view.local_receiver,
+            None,
+        );
+        let phone_line = phone_line_text(view)
+            .map(|(text, serving)| MenuItem::with_id("phone-open", text, serving, None));
         let open = MenuItem::with_id("open", "Open sessionpipe", true, None);
         let quit = MenuItem::with_id("quit", "Quit", true, None);
         let sep = PredefinedMenuItem::separator;
@@ -274,7 +304,11 @@ impl Items {
         if !sessions.is_empty() {
             all.push(&sep2);
         }
-        all.extend([&pause as &dyn IsMenuItem, &login, &sep3, &open, &quit]);
+        all.extend([&pause as &dyn IsMenuItem, &login, &phone]);
+        if let Some(l) = &phone_line {
+            all.push(l);
+        }
+        all.extend([&sep3 as &dyn IsMenuItem, &open, &quit]);
         let menu = Menu::with_items(&all)?;
         Ok(Items {
             menu,
@@ -289,6 +323,8 @@ impl Items {
             more,
             pause,
             login,
+            phone,
+            phone_line,
         })
     }
 
@@ -322,6 +358,10 @@ impl Items {
         }
         self.pause.set_checked(view.paused);
         self.login.set_checked(view.open_at_login);
+        self.phone.set_checked(view.local_receiver);
+        if let (Some(item), Some((text, _))) = (&self.phone_line, phone_line_text(view)) {
+            item.set_text(text);
+        }
     }
 }
 
@@ -332,6 +372,15 @@ fn capitalised(line: &str) -> String {
         .next()
         .map(|c| c.to_uppercase().chain(chars).collect())
         .unwrap_or_default()
+}
+
+/// The local receiver's menu line and whether it opens the page.
+fn phone_line_text(view: &View) -> Option<(String, bool)> {
+    let line = view.phone.line()?;
+    Some(match &view.phone {
+        Status::Serving { origin } => (format!("Open the phone page ({origin})"), true),
+        _ => (line, false),
+    })
 }
 
 fn more_text(view: &View) -> String {
@@ -438,6 +487,19 @@ pub fn on_menu(shared: &Arc<Shared>, id: &str) -> bool {
                 tracing::warn!("open at login: {e}");
             }
         }
+        "phone" => match prefs::toggle_local_receiver(&shared.paths) {
+            // Turned on: started off the main thread, and its page opened.
+            Ok(true) => follow_and_open(shared.clone()),
+            Ok(false) => {
+                let config = prefs::load(&shared.paths);
+                shared.local_receiver.follow(&shared.paths, &config);
+            }
+            Err(e) => tracing::warn!("phone page: {e}"),
+        },
+        "phone-open" => {
+            let port = prefs::load(&shared.paths).local_receiver_port();
+            open_page(&local_receiver::origin(port));
+        }
         "quit" => {
             tracing::info!("Quit chosen in the menu: the app ends");
             return true;
@@ -448,6 +510,33 @@ pub fn on_menu(shared: &Arc<Shared>, id: &str) -> bool {
     // what config.json says.
     shared.refresh_now();
     false
+}
+
+/// Starts the local receiver now and opens its page once it serves.
+fn follow_and_open(shared: Arc<Shared>) {
+    let spawned = std::thread::Builder::new()
+        .name("phone-page".into())
+        .spawn(move || {
+            let config = prefs::load(&shared.paths);
+            match shared.local_receiver.follow(&shared.paths, &config) {
+                Status::Serving { origin } => open_page(&origin),
+                other => {
+                    if let Some(l) = other.line() {
+                        tracing::warn!("{l}");
+                    }
+                }
+            }
+            shared.refresh_now();
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot start the phone page's thread: {e}");
+    }
+}
+
+fn open_page(origin: &str) {
+    if let Err(e) = open::that_detached(origin) {
+        tracing::warn!("cannot open {origin}: {e}");
+    }
 }
 
 #[cfg(test)]
@@ -478,6 +567,43 @@ mod tests {
             Some((Item::Open, "codex:c1", "p9"))
         );
         assert_eq!(Asking::of(prompt, 0).what, "wants your permission");
+    }
+
+    #[test]
+    fn the_phone_page_gets_a_line_that_opens_it_or_says_why_it_cannot() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(dir.path());
+        paths.ensure().unwrap();
+        let off = View::read(&paths);
+        assert_eq!(phone_line_text(&off), None);
+        let serving = off.clone().with_phone(Status::Serving {
+            origin: "http://localhost:47474".into(),
+        });
+        assert_eq!(
+            phone_line_text(&serving),
+            Some(("Open the phone page (http://localhost:47474)".into(), true))
+        );
+        let failed = off.clone().with_phone(Status::Failed {
+            port: 47474,
+            why: "Address already in use".into(),
+        });
+        assert_eq!(
+            phone_line_text(&failed),
+            Some((
+                "Phone page: cannot listen on port 47474: Address already in use".into(),
+                false
+            ))
+        );
+        assert_ne!(
+            serving.shape(),
+            off.shape(),
+            "the line comes: the menu is rebuilt"
+        );
+        assert_ne!(
+            serving.shape(),
+            failed.shape(),
+            "an opening line is not a disabled one"
+        );
     }
 
     #[test]

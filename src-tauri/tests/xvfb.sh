@@ -92,6 +92,11 @@ unset XDG_STATE_HOME SESSIONPIPE_HOOK_BIN SESSIONPIPE_UI_DIR
 STATE=$SESSIONPIPE_STATE_DIR
 PROJECT=$HOME/work/project
 mkdir -p "$PROJECT" "$HOME/.claude"
+# What the app opens in a browser (the phone page) is written down, not shown.
+mkdir -p "$W/bin"
+printf '#!/bin/sh\necho "$@" >>"%s/opened.log"\n' "$W" >"$W/bin/xdg-open"
+chmod +x "$W/bin/xdg-open"
+export PATH=$W/bin:$PATH
 # dunst's context menu (`dunstctl context`) pipes every action of the
 # notifications on screen to its dmenu, one line each ("#Allow (summary)
 # [id,allow]"); the test's dmenu picks the line named in $W/pick.
@@ -355,7 +360,35 @@ wait_for 10 "the autostart entry to go" test ! -f "$autostart"
 config_says open_at_login false || fail "open_at_login still true"
 ok "turned off: the entry is gone, open_at_login false"
 
-step "8. one instance: a second launch opens the first one's window and exits"
+step "8. Phone page on this computer: the receiver with its page on loopback, open pairing, off again"
+PHONE_PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+/usr/bin/python3 - "$STATE/config.json" "$PHONE_PORT" <<'PY'
+import json, os, sys
+path, port = sys.argv[1], int(sys.argv[2])
+doc = json.load(open(path)) if os.path.exists(path) else {}
+doc["local_receiver_port"] = port
+json.dump(doc, open(path, "w"), indent=2)
+PY
+click "Phone page on this computer"
+wait_for 10 "config.json local_receiver" config_says local_receiver true
+discovery() { curl -sf --max-time 2 "http://127.0.0.1:$PHONE_PORT/.well-known/sessionpipe"; }
+wait_for 15 "the local receiver to answer" discovery
+[[ "$(discovery)" == *'"open_pairing":true'* ]] || fail "no open pairing: $(discovery)"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PHONE_PORT/")" = 200 ] || fail "the page is not served"
+[ "$(stat -c %a "$STATE/receiver")" = 700 ] || fail "the receiver's folder is $(stat -c %a "$STATE/receiver")"
+[ "$(stat -c %a "$STATE/receiver/receiver.db")" = 600 ] || fail "its database is $(stat -c %a "$STATE/receiver/receiver.db")"
+wait_for 10 "the browser to be asked for the page" grep -qx "http://localhost:$PHONE_PORT" "$W/opened.log"
+wait_for 10 "the menu's line" menu_has "Open the phone page (http://localhost:$PHONE_PORT)"
+ok "serving on 127.0.0.1:$PHONE_PORT with the page and open pairing; the page opened; 0700/0600"
+click "Phone page on this computer"
+wait_for 10 "config.json local_receiver off" config_says local_receiver false
+port_closed() { ! discovery >/dev/null; }
+wait_for 10 "the port to close" port_closed
+no_line() { ! menu_has "Open the phone page"; }
+wait_for 10 "the line to go" no_line
+ok "turned off: the port is closed, the line gone; its database stays"
+
+step "9. one instance: a second launch opens the first one's window and exits"
 /usr/bin/python3 "$DESKTOP_PY" close-window "$(window_id)"
 wait_for 10 "the window to close" window_closed
 timeout 30 "$SP_BIN/sessionpipe-app" >"$W/second.log" 2>&1 || fail "the second launch failed ($?)"
@@ -367,7 +400,7 @@ wait_for 5 "exactly one window" one_window
 kill -0 "$APP" || fail "the first app is gone"
 ok "the second launch exited 0; the first app opened its window"
 
-step "9. Quit; then attach to a running sessionpipe daemon and take over when it dies"
+step "10. Quit; then attach to a running sessionpipe daemon and take over when it dies"
 procs=$(window_pids | xargs)
 click "Quit"
 wait_for 15 "the app to quit" bash -c "! kill -0 $APP 2>/dev/null"
@@ -399,7 +432,7 @@ ok "took over $((t_took - t_kill)) ms after the daemon's end; notified: $(notice
 click "Quit"
 wait_for 15 "the app to quit" bash -c "! kill -0 $APP 2>/dev/null"
 
-step "10. local approvals: a real Claude Code prompt's notification carries Allow; Allow through dunst runs the tool"
+step "11. local approvals: a real Claude Code prompt's notification carries Allow; Allow through dunst runs the tool"
 [ -x "$CLAUDE" ] || fail "missing the real Claude Code ($CLAUDE): (cd e2e && npm ci)"
 PATH="$(dirname "$CLAUDE"):$PATH" "$SP_BIN/sessionpipe" install --harness claude-code >"$W/install.log" 2>&1 ||
   fail "sessionpipe install: $(cat "$W/install.log")"
@@ -434,7 +467,7 @@ wait_for 10 "notification $N to be gone" in_dunst_history "$N" ||
 grep -q "the person chose allow for a permission prompt of claude-code:" "$W/app3.log" || fail "the app did not answer: $(tail -n 5 "$W/app3.log")"
 ok "dunst's context menu chose \"$(grep -F "[$N,allow]" "$W/context.log" | head -n 1)\": made-by-allow.txt exists, claude exited 0, notification $N is gone"
 
-step "11. two sessions' prompts at once are listed in the tray menu; its Allow and Deny answer each"
+step "12. two sessions' prompts at once are listed in the tray menu; its Allow and Deny answer each"
 claude_run beta "$HOME/work/beta" "touch made-from-the-menu.txt"
 B_PID=$CLAUDE_PID
 claude_run gamma "$HOME/work/gamma" "touch never-made.txt"
@@ -461,7 +494,7 @@ no_approvals() { ! menu_has "Approvals ("; }
 wait_for 15 "the approvals to leave the menu" no_approvals
 ok "both listed; Allow ran made-from-the-menu.txt, Deny refused never-made.txt (the model read \"Denied at this machine\"); the menu has no approvals left"
 
-step "12. the window shows a waiting prompt's Allow and Deny; the page's Allow runs the tool"
+step "13. the window shows a waiting prompt's Allow and Deny; the page's Allow runs the tool"
 playwright=$root/ui/node_modules/playwright-core
 [ -d "$playwright" ] || fail "missing playwright-core: (cd ui && npm ci)"
 claude_run delta "$HOME/work/delta" "touch made-in-the-window.txt"
@@ -480,7 +513,7 @@ wait_for 30 "the tool allowed in the window to run" test -e "$HOME/work/delta/ma
 finished delta "$D_PID"
 ok "the menu's \"$who\" opened the window (screenshot $A/window-approval.png); the page's Allow ran made-in-the-window.txt"
 
-step "13. a prompt answered in the terminal withdraws its notification and leaves the menu"
+step "14. a prompt answered in the terminal withdraws its notification and leaves the menu"
 S5=5e0c1a52-5555-4c1e-9d7a-000000000005
 # The hook waits on the daemon now (local approvals): in the background.
 permission "$S5" "make in-the-terminal" &

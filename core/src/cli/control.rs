@@ -172,7 +172,11 @@ pub fn pair_and_say(paths: &StatePaths, request: &PairRequest) -> anyhow::Result
         outln!("approved by {a}: this passkey's commands now reach this machine");
     }
     if paired.sink_added {
-        outln!("added a sink for {} (tier 0)", paired.receiver.origin);
+        outln!(
+            "added a sink for {} (tier {})",
+            paired.receiver.origin,
+            request.sink_tier
+        );
     }
     let config = Config::load(paths)?;
     outln!("control folders: {}", config.control_folders.join(", "));

@@ -196,6 +196,9 @@ enum Command {
         /// A folder commands may act in (repeatable; default: this folder).
         #[arg(long = "folder", value_name = "DIR")]
         folders: Vec<String>,
+        /// What the machine says of itself: safe, auto or inherit.
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::state::config::CONTROL_MODES))]
+        mode: Option<String>,
     },
     /// Run conformance fixtures, vectors and delivery scenarios (files or folders).
     Conformance {
@@ -325,6 +328,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             token_stdin,
             tier,
             folders,
+            mode,
         } => {
             if token_stdin {
                 sink::add_with_token_from_stdin(&paths, &receiver, tier)?;
@@ -332,6 +336,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             let request = crate::control::pair::PairRequest {
                 receiver,
                 folders,
+                mode,
                 folder_here: true,
                 // The sink an open pairing hands over gets the tier asked for.
                 sink_tier: tier,

@@ -179,7 +179,7 @@ async fn serve(
         tracing::warn!("{e}; using the defaults");
         Default::default()
     });
-    let machine = config.machine();
+    let machine = crate::state::machine_name::MachineName::follow(paths);
     let mut ingest = Ingest::new(outbox, spool, machine);
     ingest.stop_when(stopping.clone());
     if config.transcripts {

@@ -12,6 +12,7 @@ use crate::pipeline::append::append_events;
 use crate::pipeline::outbox::{Outbox, OutboxError};
 use crate::pipeline::reading::{self, LivePaths};
 use crate::pipeline::session::Hold;
+use crate::state::machine_name::MachineName;
 use harness::Adapter;
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -95,7 +96,7 @@ impl HoldWorker {
         outbox: PathBuf,
         busy: Arc<Busy>,
         live: Arc<LivePaths>,
-        machine: String,
+        machine: MachineName,
     ) -> HoldWorker {
         let (tx, rx) = channel::<HoldTask>();
         let pending = Arc::new(Mutex::new(0usize));
@@ -128,7 +129,7 @@ impl HoldWorker {
 struct Shared {
     busy: Arc<Busy>,
     live: Arc<LivePaths>,
-    machine: String,
+    machine: MachineName,
 }
 
 fn run(rx: Receiver<HoldTask>, path: PathBuf, shared: Shared, pending: Arc<Mutex<usize>>) {
@@ -200,7 +201,7 @@ fn append_held_turn(
     if record.hold.as_ref() != Some(hold) {
         return Ok(true); // a later hook sent it, or a newer turn holds
     }
-    record.block.machine = Some(shared.machine.clone());
+    record.block.machine = Some(shared.machine.get());
     let path = shared.live.get(adapter.name(), session_id);
     let turns = reading::held_turn(adapter, &mut record, protocol::time::now_ms(), path);
     if turns.is_empty() {

@@ -13,6 +13,7 @@ use crate::pipeline::holds::{Busy, HoldTask, HoldWorker, SessionKey};
 use crate::pipeline::outbox::{Outbox, OutboxError, OutboxTx};
 use crate::pipeline::reading::{self, LivePaths, Reads, Turns};
 use crate::pipeline::session::SessionRecord;
+use crate::state::machine_name::MachineName;
 use harness::Mapped;
 use protocol::EventData;
 use spool::Job;
@@ -27,7 +28,7 @@ const BATCH: usize = 1024;
 pub struct Ingest {
     outbox: Outbox,
     spool: Spool,
-    machine: String,
+    machine: MachineName,
     /// Where committed jobs are moved instead of removed (a diagnostic, and how
     /// the project records fixtures from real harnesses).
     archive: Option<std::path::PathBuf>,
@@ -123,11 +124,11 @@ enum Taken {
 }
 
 impl Ingest {
-    pub fn new(outbox: Outbox, spool: Spool, machine: String) -> Ingest {
+    pub fn new(outbox: Outbox, spool: Spool, machine: impl Into<MachineName>) -> Ingest {
         Ingest {
             outbox,
             spool,
-            machine,
+            machine: machine.into(),
             archive: None,
             turns: Turns::FactsOnly,
             busy: Arc::new(Busy::default()),
@@ -268,8 +269,9 @@ impl Ingest {
         names: &[String],
         deferred: &mut HashSet<SessionKey>,
     ) -> Result<(Vec<(String, Outcome)>, usize), OutboxError> {
+        let machine = self.machine.get();
         let ctx = Ctx {
-            machine: &self.machine,
+            machine: &machine,
             reads: Reads {
                 turns: self.turns,
                 live: &self.live,

@@ -12,6 +12,7 @@ use crate::pipeline::append::append_events;
 use crate::pipeline::holds::Busy;
 use crate::pipeline::outbox::{Outbox, OutboxError};
 use protocol::EventData;
+use crate::state::machine_name::MachineName;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -21,12 +22,12 @@ pub const LOCAL_EVENT: &str = "sessionpipe:control";
 pub struct LocalEvents {
     busy: Arc<Busy>,
     path: PathBuf,
-    machine: String,
+    machine: MachineName,
     outbox: Mutex<Option<Outbox>>,
 }
 
 impl LocalEvents {
-    pub(crate) fn new(busy: Arc<Busy>, path: PathBuf, machine: String) -> LocalEvents {
+    pub(crate) fn new(busy: Arc<Busy>, path: PathBuf, machine: MachineName) -> LocalEvents {
         LocalEvents {
             busy,
             path,
@@ -70,7 +71,7 @@ impl LocalEvents {
         if !record.started || record.ended {
             return Ok(false);
         }
-        record.block.machine = Some(self.machine.clone());
+        record.block.machine = Some(self.machine.get());
         let now = protocol::time::now_ms();
         append_events(&tx, adapter, session, &mut record, LOCAL_EVENT, now, events)?;
         tx.save_session(adapter.name(), session, &record)?;

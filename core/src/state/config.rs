@@ -44,7 +44,17 @@ pub struct Config {
     /// Control: the longest a headless run may take, minutes (30); past it
     /// the run is ended and acked `failed`.
     pub control_run_minutes: Option<u32>,
+    /// The app runs a receiver with its phone page on this computer (loopback
+    /// only, `http://localhost:PORT`), which `sessionpipe connect` pairs with.
+    /// Off by default: a listener nobody asked for is not opened.
+    pub local_receiver: bool,
+    /// That receiver's port (`LOCAL_RECEIVER_PORT` when unset): fixed, since
+    /// the page's origin (and the day keys a browser keeps for it) includes it.
+    pub local_receiver_port: Option<u16>,
 }
+
+/// The local receiver's port unless the person chose another.
+pub const LOCAL_RECEIVER_PORT: u16 = 47474;
 
 /// Control's caps as the daemon applies them (the config's, or the defaults).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,6 +137,14 @@ impl Config {
 
     pub fn notify_tier(&self) -> u8 {
         self.notify_tier.unwrap_or(1).min(3)
+    }
+
+    /// The port the app's local receiver listens on (never 0: a page needs a
+    /// stable origin).
+    pub fn local_receiver_port(&self) -> u16 {
+        self.local_receiver_port
+            .filter(|p| *p != 0)
+            .unwrap_or(LOCAL_RECEIVER_PORT)
     }
 }
 

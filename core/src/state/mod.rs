@@ -1,7 +1,8 @@
 //! Layer 1, state: the machine's own files of sessionpipe beside the outbox.
 //! The person's settings (`config`), secrets in the keychain or a 0600 file
 //! (`secrets`), the daemon lock (`lock`), where its UI answers (`ui_file`) and
-//! when hook calls were lost (`losses`); `file` reads and writes them.
+//! when hook calls were lost (`losses`), the machine name as the config changes
+//! (`machine_name`); `file` reads and writes them.
 //!
 //! Uses only the crates below the core (spool, protocol, adapters for the
 //! harness names); never a module of this crate above it.
@@ -10,5 +11,6 @@ pub mod config;
 pub mod file;
 pub mod lock;
 pub mod losses;
+pub mod machine_name;
 pub mod secrets;
 pub mod ui_file;

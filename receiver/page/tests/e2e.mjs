@@ -439,16 +439,15 @@ step("an account made with a passkey on the phone: the empty board; signed out, 
   world.done.add("account");
 });
 
-step("pairing the real daemon from the phone: the same six digits, Approve with the passkey, the machine online on the board", "pair", 150_000, async () => {
+step("`sessionpipe connect` in one step: the same six digits on the phone, Approve with the passkey, the sink and hooks added, the machine online on the board", "pair", 150_000, async () => {
   needs("account");
   const { page } = world.ann;
 
   // The daemon's own runs (a start) go to a scripted Messages API that makes
   // no tool call: every turn says "Done.".
   world.startApi = await messagesApi("api-start", "");
-  // The machine's name, set before the daemon starts: the daemon reads it once
-  // for the sessions it records (a rename while it runs reaches its hello, not
-  // its sessions), and the receiver ties a session to a machine by that name.
+  // The machine's name, set before the daemon starts (the receiver ties a
+  // session to a machine by the name its events carry).
   fs.mkdirSync(STATE, { recursive: true, mode: 0o700 });
   fs.writeFileSync(path.join(STATE, "config.json"), `${JSON.stringify({ machine: MACHINE_NAME }, null, 2)}\n`);
   const daemon = start("daemon", DAEMON, ["daemon"], { env: personEnv({ ANTHROPIC_BASE_URL: world.startApi.url }), cwd: HOME });
@@ -460,11 +459,19 @@ step("pairing the real daemon from the phone: the same six digits, Approve with 
   world.daemon = { url: doc.url, token: doc.token, child: daemon };
   assert.equal((await daemonApi("GET", "/api/settings")).body.machine, MACHINE_NAME);
 
-  // The machine starts the pairing (as its Pairing page does), allowing WORK.
-  const pairing = await daemonApi("POST", "/api/control/pair", { receiver: world.receiver, folders: [WORK], mode: "safe" });
-  assert.equal(pairing.status, 200, JSON.stringify(pairing.body));
-  assert.equal(pairing.body.state, "waiting");
-  assert.match(pairing.body.check, /^\d{6}$/);
+  // The person connects the machine in one step, as the README says:
+  // `sessionpipe connect <receiver>` pairs (open pairing: no token to copy),
+  // adds the sink the receiver hands over and installs the hooks. It prints
+  // the link and six digits and waits for the approval on the phone.
+  const connect = start("connect", DAEMON, ["connect", world.receiver, "--folder", WORK, "--mode", "safe"], { env: personEnv(), cwd: HOME, pipeStdout: true });
+  let said = "";
+  connect.stdout.on("data", (d) => (said += d));
+  const shownByMachine = await waitFor("`sessionpipe connect` to print the link and digits", () => {
+    if (connect.exited !== null) throw new Error(`connect exited (${JSON.stringify(connect.exited)}): ${said}${connect.stderr_()}`);
+    const m = /Open (\S+) and check that it shows (\d{6})/.exec(said);
+    return m ? { url: m[1], check: m[2] } : null;
+  });
+  const pairing = { body: { url: shownByMachine.url, check: shownByMachine.check } };
   const link = new URL(pairing.body.url);
   // The link is on the page's origin (where a passkey can sign), whatever
   // address the daemon called the receiver on.
@@ -487,16 +494,22 @@ step("pairing the real daemon from the phone: the same six digits, Approve with 
   await page.getByText(`${MACHINE_NAME} now trusts this device.`).waitFor({ timeout: WAIT_MS });
   assert.ok((await world.ann.credentials())[0].signCount > before, "the passkey signed the proof");
 
-  // The daemon verified the proof and is paired, with this phone's key, a sink
-  // for the account, and the folder allowed.
-  const paired = await waitFor("the daemon to say paired", async () => {
-    const c = await daemonApi("GET", "/api/control");
-    if (c.body.pairing?.state === "failed") throw new Error(`the pairing failed: ${c.body.pairing.error}`);
-    return c.body.pairing?.state === "paired" ? c.body : null;
+  // connect verified the proof, added the sink and installed the hooks; the
+  // daemon polls the receiver with this phone's key and the folder allowed.
+  await waitFor("`sessionpipe connect` to finish", () => {
+    if (connect.exited === null) return null;
+    assert.equal(connect.exited.code, 0, `connect: ${said}${connect.stderr_()}`);
+    return true;
   }, SLOW_MS);
-  assert.equal(paired.pairing.receiver, world.receiver);
-  assert.equal(paired.pairing.account, world.account.id, "approved by Ann's account");
-  assert.equal(paired.pairing.sink_added, true, "the account's sink token was handed over and a sink added");
+  assert.match(said, /^paired with http:\/\/\S+ as m_/m, said);
+  assert.match(said, /approved by /, said);
+  assert.match(said, /added a sink for .* \(tier 0\)/, said);
+  assert.match(said, /claude-code/, `connect installed the hooks: ${said}`);
+  const paired = await waitFor("the daemon to poll the new receiver", async () => {
+    const c = await daemonApi("GET", "/api/control");
+    return c.body.receivers?.length === 1 ? c.body : null;
+  }, SLOW_MS);
+  assert.equal(paired.receivers[0].account, world.account.id, "approved by Ann's account");
   assert.equal(paired.receivers.length, 1);
   assert.deepEqual(paired.receivers[0].keys.map((k) => [k.id, k.alg]), [[world.credential.id, "ES256"]], "the machine trusts the phone's passkey");
   assert.deepEqual(paired.folders, [WORK_REAL]);
