@@ -34,6 +34,30 @@ self.addEventListener("push", (event) => {
   event.waitUntil(self.registration.showNotification(title, options));
 });
 
+// The browser replaced the push subscription (its keys expired or were
+// rotated): subscribe again with the same server key and tell the receiver,
+// which moves the old one's tier to the new one. Signed-out or offline, the
+// page subscribes again the next time the person opens its settings.
+self.addEventListener("pushsubscriptionchange", (event) => {
+  event.waitUntil(
+    (async () => {
+      const old = event.oldSubscription ?? null;
+      let fresh = event.newSubscription ?? null;
+      const key = old?.options?.applicationServerKey ?? null;
+      if (fresh === null && key !== null) {
+        fresh = await self.registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key });
+      }
+      if (fresh === null) return;
+      await fetch("/app/api/push", {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "content-type": "application/json", "x-sessionpipe-page": "1" },
+        body: JSON.stringify({ subscription: fresh.toJSON(), replaces: old?.endpoint ?? null }),
+      });
+    })().catch(() => {}),
+  );
+});
+
 /** The page's address for a notification (and the action tapped, if any). */
 function target(payload, action) {
   if (!payload || typeof payload.session !== "string" || payload.session === "") return "/";

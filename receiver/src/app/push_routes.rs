@@ -98,7 +98,17 @@ async fn subscribe(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body
         let doc = json_body(body, BODY_MAX).await?;
         let sub = Subscription::from_json(&doc["subscription"], app(&sh).opts.is_local())
             .map_err(|e| Refusal::bad(format!("subscription: {e}")))?;
-        let tier = tier(&doc)?;
+        // The service worker's `pushsubscriptionchange`: the browser replaced
+        // a subscription of this account; the new one keeps its tier (the
+        // worker cannot read the page's choice) and the old row goes.
+        let replaced = match doc.get("replaces").and_then(Value::as_str) {
+            Some(old) if old != sub.endpoint => replace_old(&sh.db, old, &me.account.id).await?,
+            _ => None,
+        };
+        let tier = match (doc.get("tier"), replaced) {
+            (None | Some(Value::Null), Some(kept)) => kept,
+            _ => tier(&doc)?,
+        };
         room(
             &sh.db,
             "SELECT COUNT(*) FROM push_subscriptions WHERE account = $1",
@@ -125,6 +135,27 @@ async fn subscribe(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body
     }
     .await;
     r.into_response()
+}
+
+/// Removes the account's subscription at `endpoint`, giving its tier back
+/// (`None` when the account has none there).
+async fn replace_old(db: &Db, endpoint: &str, account: &str) -> Answer<Option<i64>> {
+    let kept = db
+        .row(
+            "SELECT tier FROM push_subscriptions WHERE endpoint = $1 AND account = $2",
+            args![endpoint, account],
+        )
+        .await?
+        .map(|r| r.int(0))
+        .transpose()?;
+    if kept.is_some() {
+        db.exec(
+            "DELETE FROM push_subscriptions WHERE endpoint = $1 AND account = $2",
+            args![endpoint, account],
+        )
+        .await?;
+    }
+    Ok(kept)
 }
 
 async fn unsubscribe(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {

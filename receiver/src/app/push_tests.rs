@@ -98,6 +98,24 @@ fn an_attention_reaches_a_subscribed_device_by_web_push_in_words_at_its_tier() {
         Some(json!({"subscription": sub, "tier": 7})),
     );
     assert_eq!(s, 400, "a tier outside 0-2");
+    // The browser rotates the subscription (the worker's
+    // pushsubscriptionchange): the new one keeps the old one's tier, the old
+    // one is gone, and a plain subscribe still needs its tier.
+    let rotated = service.subscribe();
+    let (s, said) = page.call(
+        "POST",
+        "/app/api/push",
+        Some(json!({"subscription": rotated, "replaces": sub["endpoint"]})),
+    );
+    assert_eq!(s, 201, "{said}");
+    let (s, _) = page.call("POST", "/app/api/push", Some(json!({"subscription": sub})));
+    assert_eq!(s, 400, "no tier and nothing replaced");
+    let (s, said) = page.call(
+        "POST",
+        "/app/api/push",
+        Some(json!({"subscription": sub, "replaces": rotated["endpoint"]})),
+    );
+    assert_eq!(s, 201, "and back: {said}");
 
     // The operator's token sends for the first account: its attention is Ann's.
     let r = Client::new()
