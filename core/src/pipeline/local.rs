@@ -11,8 +11,8 @@
 use crate::pipeline::append::append_events;
 use crate::pipeline::holds::Busy;
 use crate::pipeline::outbox::{Outbox, OutboxError};
-use protocol::EventData;
 use crate::state::machine_name::MachineName;
+use protocol::EventData;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 

@@ -96,7 +96,11 @@ mod tests {
         let paths = StatePaths::new(dir.path());
         paths.ensure().unwrap();
         let name = MachineName::follow(&paths);
-        assert_eq!(name.get(), super::super::config::hostname(), "no file: the hostname");
+        assert_eq!(
+            name.get(),
+            super::super::config::hostname(),
+            "no file: the hostname"
+        );
         let mut config = Config {
             machine: Some("studio".into()),
             ..Config::default()
