@@ -28,6 +28,14 @@ echo
 # A Stop is one of the two hook calls that ask control; unpaired, a `stat`.
 echo
 "$rel"/examples/bench_hook "$rel/sessionpipe-hook" "$rel/sessionpipe" "$runs" "${base:+$base/sessionpipe-hook}" Stop
+# The same for the shell-hook harnesses of M7, each with a payload of its own
+# shape (bench/payloads/); Cursor's `stop` asks control like Claude Code's Stop.
+for call in copilot-cli:preToolUse droid:PreToolUse cursor:preToolUse cursor:stop kiro:PreToolUse; do
+  h=${call%%:*}
+  e=${call#*:}
+  echo
+  "$rel"/examples/bench_hook "$rel/sessionpipe-hook" "$rel/sessionpipe" "$runs" "${base:+$base/sessionpipe-hook}" "$e" "$h" "bench/payloads/$h-$e.json"
+done
 
 # One benchmark for this build, then (with a baseline) for the baseline's.
 both() {

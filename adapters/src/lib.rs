@@ -14,18 +14,28 @@
 mod antigravity;
 pub mod claude_code;
 mod codex;
+mod copilot_cli;
+mod cursor;
 mod devin;
+mod droid;
 mod gemini_cli;
 mod grok_build;
+mod kiro;
+mod opencode;
 
 use harness::Adapter;
 
 pub use antigravity::Antigravity;
 pub use claude_code::ClaudeCode;
 pub use codex::Codex;
+pub use copilot_cli::CopilotCli;
+pub use cursor::Cursor;
 pub use devin::Devin;
+pub use droid::Droid;
 pub use gemini_cli::GeminiCli;
 pub use grok_build::GrokBuild;
+pub use kiro::Kiro;
+pub use opencode::OpenCode;
 
 /// Every harness sessionpipe has an adapter for.
 pub static REGISTRY: &[&dyn Adapter] = &[
@@ -35,6 +45,11 @@ pub static REGISTRY: &[&dyn Adapter] = &[
     &Antigravity,
     &Devin,
     &GrokBuild,
+    &Cursor,
+    &Kiro,
+    &CopilotCli,
+    &Droid,
+    &OpenCode,
 ];
 
 /// The adapter registered under `name`.

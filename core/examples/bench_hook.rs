@@ -5,8 +5,11 @@
 //! person's machine. Given a second hook binary (an earlier build's), it runs
 //! interleaved too, against the same daemon: before and after in one run.
 //! `EVENT` (default `PreToolUse`) names the hook call: `Stop` is one of the two
-//! that ask control, which on a machine without control costs one `stat`. Run
-//! by `bench/run.sh`; prints one markdown table row each.
+//! that ask control, which on a machine without control costs one `stat`.
+//! `HARNESS PAYLOAD_FILE` run the same measurement for another harness, its
+//! payload read from the file (`bench/payloads/<harness>-<event>.json`);
+//! without them the call is Claude Code's, with a 2 KB payload of its shape.
+//! Run by `bench/run.sh`; prints one markdown table row each.
 
 use std::fs::File;
 use std::process::{Command, Stdio};
@@ -39,15 +42,21 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let hook = args
-        .get(1)
-        .expect("usage: bench_hook HOOK SESSIONPIPE [RUNS [BASELINE_HOOK [EVENT]]]");
-    let sessionpipe = args
-        .get(2)
-        .expect("usage: bench_hook HOOK SESSIONPIPE [RUNS [BASELINE_HOOK [EVENT]]]");
+    let hook = args.get(1).expect(
+        "usage: bench_hook HOOK SESSIONPIPE [RUNS [BASELINE_HOOK [EVENT [HARNESS PAYLOAD_FILE]]]]",
+    );
+    let sessionpipe = args.get(2).expect(
+        "usage: bench_hook HOOK SESSIONPIPE [RUNS [BASELINE_HOOK [EVENT [HARNESS PAYLOAD_FILE]]]]",
+    );
     let runs: usize = args.get(3).and_then(|n| n.parse().ok()).unwrap_or(2000);
     let baseline = args.get(4).filter(|b| !b.is_empty());
-    let event = args.get(5).map(String::as_str).unwrap_or("PreToolUse");
+    let event = args
+        .get(5)
+        .map(String::as_str)
+        .filter(|e| !e.is_empty())
+        .unwrap_or("PreToolUse");
+    let harness = args.get(6).map(String::as_str).unwrap_or("claude-code");
+    let payload_file = args.get(7);
 
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
@@ -58,6 +67,10 @@ fn main() {
     let body = format!(
         "{{\"session_id\":\"3bd5639e-04f7-44e6-a4c2-2f9bb68adad6\",\"transcript_path\":\"/home/ann/.claude/projects/-home-ann-src/3bd5639e-04f7-44e6-a4c2-2f9bb68adad6.jsonl\",\"cwd\":\"/home/ann/src\",\"prompt_id\":\"5e6e20e7-82a4-4865-8967-b2c9adae76c4\",\"permission_mode\":\"default\",\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\",\"tool_input\":{{\"command\":\"echo {command}\",\"description\":\"d\"}},\"tool_use_id\":\"toolu_013DRPrVtDMVkX2NHpLV2vSf\"}}\n"
     );
+    let body = match payload_file {
+        Some(f) => std::fs::read_to_string(f).expect("the payload file"),
+        None => body,
+    };
     std::fs::write(&payload, &body).unwrap();
     let env = [
         ("SESSIONPIPE_STATE_DIR", state_s.as_str()),
@@ -74,7 +87,7 @@ fn main() {
         std::thread::sleep(Duration::from_millis(5));
     }
 
-    let hook_args = ["claude-code", event];
+    let hook_args = [harness, event];
     for _ in 0..200 {
         spawn_once(hook, &hook_args, &payload, &env);
         if let Some(b) = baseline {
@@ -101,7 +114,7 @@ fn main() {
     b.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
-        "`claude-code {event}`, payload: {} bytes, runs: {runs} each, interleaved, daemon running",
+        "`{harness} {event}`, payload: {} bytes, runs: {runs} each, interleaved, daemon running",
         body.len()
     );
     println!("| program | median | p90 | p99 |");

@@ -13,6 +13,7 @@
 
 pub mod adapter;
 pub mod backfill;
+pub mod changed;
 pub mod claude_shaped;
 pub mod control;
 pub mod digest;

@@ -43,6 +43,7 @@ impl Ask {
 pub fn asks(harness: &str, event: &str) -> Option<Ask> {
     match (harness, event) {
         ("claude-code" | "codex", "Stop") => Some(Ask::Turn),
+        ("cursor", "stop") => Some(Ask::Turn),
         ("claude-code" | "codex", "PermissionRequest") => Some(Ask::Permission),
         _ => None,
     }
@@ -92,10 +93,12 @@ mod tests {
         );
         assert_eq!(asks("codex", "PermissionRequest"), Some(Ask::Permission));
         assert_eq!(asks("codex", "Stop"), Some(Ask::Turn));
+        assert_eq!(asks("cursor", "stop"), Some(Ask::Turn));
         for (h, e) in [
             ("claude-code", "PreToolUse"),
             ("gemini-cli", "Notification"),
             ("devin", "PermissionRequest"),
+            ("cursor", "preToolUse"),
         ] {
             assert_eq!(asks(h, e), None, "{h} {e}");
         }

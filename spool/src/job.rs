@@ -50,6 +50,8 @@ pub const ENV_KEPT: &[&str] = &[
     "DEVIN_PROJECT_DIR",
     "GROK_HOME",
     "GROK_WORKSPACE_ROOT",
+    "COPILOT_HOME",
+    "COPILOT_CLI_BINARY_VERSION",
 ];
 
 /// One hook call: who called, when, with what payload.

@@ -83,6 +83,11 @@ impl StatePaths {
     pub fn wake_socket(&self) -> PathBuf {
         self.root.join("wake.sock")
     }
+    /// The stream socket a client that cannot send a datagram connects to
+    /// instead (OpenCode's plugin): an accepted connection is a wake.
+    pub fn wake_stream_socket(&self) -> PathBuf {
+        self.root.join("wake-stream.sock")
+    }
     /// Held exclusively by the one daemon (or drain worker) of this user.
     pub fn daemon_lock(&self) -> PathBuf {
         self.root.join("daemon.lock")

@@ -52,3 +52,18 @@ pub fn claude_first_run_done(home: &Path, project: &Path) {
     });
     std::fs::write(home.join(".claude.json"), doc.to_string()).expect("~/.claude.json is written");
 }
+
+/// GitHub Copilot CLI's native binary.
+pub fn copilot() -> Option<PathBuf> {
+    installed("GitHub Copilot CLI", "@github/copilot-linux-x64/copilot")
+}
+
+/// Factory Droid's native binary.
+pub fn droid() -> Option<PathBuf> {
+    installed("Factory Droid", "@factory/cli-linux-x64/bin/droid")
+}
+
+/// OpenCode's native binary.
+pub fn opencode() -> Option<PathBuf> {
+    installed("OpenCode", "opencode-linux-x64/bin/opencode")
+}

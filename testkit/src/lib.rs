@@ -17,6 +17,7 @@
 pub mod agy;
 pub mod anthropic;
 pub mod balancer;
+pub mod chat;
 pub mod codex;
 #[cfg(feature = "control")]
 pub mod control;

@@ -21,6 +21,7 @@
 //! long-polls) runs here on the same runtime; ACP and the pool listener will.
 
 pub mod api;
+mod stream_wake;
 mod wake;
 
 use crate::pipeline::ingest::Ingest;
@@ -255,6 +256,17 @@ async fn serve(
         path: paths.wake_socket(),
         source,
     })?;
+    // The same wake for clients without datagrams (OpenCode's plugin). Without
+    // it they start drain workers, which this daemon's wake answers: slower,
+    // never lost.
+    let stream_wake =
+        match stream_wake::StreamWake::bind(&paths.wake_stream_socket(), paths.wake_socket()) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::warn!("the stream wake socket did not start: {e}");
+                None
+            }
+        };
     if !opts.drain {
         tracing::info!("daemon running, state in {}", paths.root.display());
     }
@@ -273,6 +285,7 @@ async fn serve(
         // Exit: stop answering wakes first, so a hook that writes a job from
         // now on starts a new worker (which waits for this lock); then take
         // what came in (after a signal, the next start takes it).
+        drop(stream_wake);
         drop(wake);
         if !loop_stopping.load(Ordering::Relaxed)
             && let Err(e) = ingest.drain()

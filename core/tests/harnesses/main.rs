@@ -14,5 +14,8 @@ mod real_claude_code_transcripts;
 mod real_codex;
 mod real_codex_control;
 mod real_codex_runs;
+mod real_copilot_cli;
+mod real_droid;
 mod real_gemini_cli;
 mod real_gemini_cli_transcripts;
+mod real_opencode;

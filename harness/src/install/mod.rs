@@ -90,8 +90,12 @@ impl Target {
     }
 }
 
-/// True for a JSON document that holds nothing (`{}`, or `{"hooks": {}}`).
+/// True for a JSON document that holds nothing (`{}`, or `{"hooks": {}}`), or for
+/// no text at all (a whole file of ours, such as OpenCode's plugin, removed).
 fn is_empty_shell(text: &str) -> bool {
+    if text.trim().is_empty() {
+        return true;
+    }
     match serde_json::from_str::<serde_json::Value>(text.trim_start_matches('\u{feff}')) {
         Ok(serde_json::Value::Object(m)) => m
             .values()

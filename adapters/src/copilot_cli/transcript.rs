@@ -1,0 +1,170 @@
+//! Copilot CLI's session log, `<copilot home>/session-state/<sessionId>/events.jsonl`,
+//! for tier 2, facts and backfill: one JSON record a line, `{"type", "data", "id",
+//! "timestamp", "parentId"}`.
+//!
+//! Owns which records are words: `user.message` (`data.content`, the person's ask
+//! as typed; `transformedContent` is Copilot's own wrapping and is not read) and
+//! `assistant.message` (`data.content`, then its `toolRequests`), with
+//! `tool.execution_start` / `tool.execution_complete` as tool records; and what
+//! `session.start` says (the model, the version). Everything else (hooks,
+//! usage, the system prompt, the shutdown summary) is passed over. Must not
+//! write anything, and reads nothing but the file it is given.
+
+use harness::transcript::{MAX_LINE_BYTES, ReadOut, Rec, TranscriptSource, for_each_line};
+use protocol::SessionBlock;
+use serde_json::Value;
+use std::path::Path;
+
+pub struct CopilotTranscript;
+
+/// What one record of the log says.
+#[derive(Debug, Default)]
+pub(super) struct Record {
+    pub recs: Vec<Rec>,
+    pub session_id: Option<String>,
+    pub cwd: Option<String>,
+    pub model: Option<String>,
+    pub version: Option<String>,
+    pub at_ms: Option<i64>,
+}
+
+fn text(v: &Value) -> Option<String> {
+    v.as_str()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// One line of the log, read.
+pub(super) fn record(v: &Value) -> Record {
+    let data = &v["data"];
+    let at_ms = v["timestamp"]
+        .as_str()
+        .and_then(protocol::time::parse_rfc3339_ms);
+    let mut r = Record {
+        at_ms,
+        ..Default::default()
+    };
+    match v["type"].as_str().unwrap_or("") {
+        "session.start" => {
+            r.session_id = text(&data["sessionId"]);
+            r.model = text(&data["selectedModel"]);
+            r.version = text(&data["copilotVersion"]);
+            r.cwd = text(&data["context"]["cwd"]);
+        }
+        "session.model_change" => r.model = text(&data["newModel"]),
+        "user.message" => {
+            if let Some(words) = text(&data["content"]) {
+                r.recs.push(Rec::Ask {
+                    words,
+                    prompt_id: None,
+                    at_ms,
+                    injected: false,
+                });
+            }
+        }
+        "assistant.message" => {
+            if let Some(words) = text(&data["content"]) {
+                r.recs.push(Rec::Reply { words, at_ms });
+            }
+            if data["toolRequests"]
+                .as_array()
+                .is_some_and(|t| !t.is_empty())
+            {
+                r.recs.push(Rec::Tool);
+            }
+        }
+        "tool.execution_start" | "tool.execution_complete" => r.recs.push(Rec::Tool),
+        _ => {}
+    }
+    r
+}
+
+impl TranscriptSource for CopilotTranscript {
+    fn read(&self, path: &Path, cursor: u64) -> std::io::Result<ReadOut> {
+        let mut out = ReadOut::default();
+        out.cursor = for_each_line(path, cursor, MAX_LINE_BYTES, &mut |line| {
+            let Ok(v) = serde_json::from_str::<Value>(line) else {
+                return;
+            };
+            let r = record(&v);
+            out.recs.extend(r.recs);
+            if r.model.is_some() {
+                out.facts.model = r.model;
+            }
+            if r.version.is_some() {
+                out.version = r.version;
+            }
+        })?;
+        Ok(out)
+    }
+}
+
+/// The model the log's `session.start` (or a later model change) names: read
+/// from the first lines only, so it stays cheap on a long log.
+pub(super) fn facts(path: &Path) -> SessionBlock {
+    use std::io::BufRead;
+    let mut block = SessionBlock::default();
+    let Ok(f) = std::fs::File::open(path) else {
+        return block;
+    };
+    for line in std::io::BufReader::new(f).lines().take(4) {
+        let Ok(line) = line else { break };
+        if let Ok(v) = serde_json::from_str::<Value>(&line)
+            && let Some(model) = record(&v).model
+        {
+            block.model = Some(model);
+            break;
+        }
+    }
+    block
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness::transcript::{TurnLog, Want};
+
+    const LOG: &str = concat!(
+        r#"{"type":"session.start","data":{"sessionId":"s-1","copilotVersion":"1.0.102","selectedModel":"mock-model","context":{"cwd":"/w"}},"timestamp":"2026-12-01T15:20:49.437Z"}"#,
+        "\n",
+        r#"{"type":"hook.start","data":{"hookType":"sessionStart"},"timestamp":"2026-12-01T15:20:49.482Z"}"#,
+        "\n",
+        r#"{"type":"user.message","data":{"content":"run echo hello","transformedContent":"<current_datetime>x</current_datetime>\n\nrun echo hello"},"timestamp":"2026-12-01T15:20:49.581Z"}"#,
+        "\n",
+        r#"{"type":"system.message","data":{"role":"system","content":"You are the GitHub Copilot CLI"},"timestamp":"2026-12-01T15:20:49.582Z"}"#,
+        "\n",
+        r#"{"type":"assistant.message","data":{"content":"","toolRequests":[{"toolCallId":"c1","name":"bash"}]},"timestamp":"2026-12-01T15:20:49.600Z"}"#,
+        "\n",
+        r#"{"type":"tool.execution_complete","data":{"toolCallId":"c1","success":true},"timestamp":"2026-12-01T15:20:49.700Z"}"#,
+        "\n",
+        r#"{"type":"assistant.message","data":{"content":"It printed hello.","toolRequests":[]},"timestamp":"2026-12-01T15:20:49.753Z"}"#,
+        "\n",
+    );
+
+    #[test]
+    fn the_person_and_the_agent_in_one_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        std::fs::write(&path, LOG).unwrap();
+        let out = CopilotTranscript.read(&path, 0).unwrap();
+        assert_eq!(out.cursor, LOG.len() as u64);
+        assert_eq!(out.facts.model.as_deref(), Some("mock-model"));
+        assert_eq!(out.version.as_deref(), Some("1.0.102"));
+        let mut log = TurnLog::default();
+        log.feed(out.recs);
+        let turns = log.take(&Want::All);
+        assert_eq!(turns.len(), 1);
+        assert_eq!(turns[0].user, "run echo hello");
+        assert_eq!(turns[0].assistant, "It printed hello.");
+        assert_eq!(facts(&path).model.as_deref(), Some("mock-model"));
+        // Nothing new after the cursor.
+        assert!(
+            CopilotTranscript
+                .read(&path, out.cursor)
+                .unwrap()
+                .recs
+                .is_empty()
+        );
+    }
+}

@@ -1,0 +1,353 @@
+//! The real Factory Droid, offline, end to end: `sessionpipe install` writes our
+//! entries into a temporary HOME's `~/.factory/hooks.json`, the test adds a
+//! bring-your-own model in `~/.factory/settings.json` pointing at a scripted
+//! chat-completions API on loopback, Droid runs whole turns, its real hooks run
+//! the real `sessionpipe-hook`, and the daemon turns them into events. That the
+//! hooks fire at all is the proof the file is in the shape Droid reads: the
+//! event names at the top level (a `{"hooks": ...}` wrapper Droid ignores in
+//! silence).
+//!
+//! Two runs: `droid exec` with one `Execute` call (exec fires no
+//! `UserPromptSubmit`, so the adapter opens the turn), and an ACP session
+//! (`droid exec --output-format acp`) whose high-risk command makes Droid ask:
+//! the `session/request_permission` it sends is answered here, and its
+//! `Notification` hook is exactly one `attention.needed`.
+//!
+//! Droid comes from the npm registry (`e2e/package.json`). Without it the test
+//! says so and passes, unless `SESSIONPIPE_REQUIRE_HARNESSES=1`, where it fails.
+//! With `SESSIONPIPE_RECORD_FIXTURES=DIR` it also writes the payloads it saw as
+//! conformance fixtures into DIR.
+
+use serde_json::{Value, json};
+use sessionpipe_core::conformance::harness::{jobs_in, record_fixtures};
+use sessionpipe_core::spool::Job;
+use sessionpipe_testkit::chat::{MockChat, Step};
+use sessionpipe_testkit::{Sandbox, sandbox::Daemon};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+const VERSION: &str = "0.225.2";
+const MODEL: &str = "custom:Mock-0";
+
+struct Setup {
+    sb: Sandbox,
+    droid: PathBuf,
+    path: String,
+    archive: PathBuf,
+    project: PathBuf,
+    _daemon: Daemon,
+}
+
+fn setup(api: &MockChat) -> Option<Setup> {
+    let droid = sessionpipe_testkit::harnesses::droid()?;
+    let sb = Sandbox::new();
+    let archive = sb.root().join("jobs");
+    let project = sb.home.join("work/project");
+    std::fs::create_dir_all(&project).unwrap();
+    let path = Sandbox::path_with(droid.parent().unwrap());
+    let install = sb
+        .command(sessionpipe_testkit::sandbox::bin("sessionpipe"))
+        .env("PATH", &path)
+        .args(["install", "--harness", "droid"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&install.stdout);
+    assert!(
+        install.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    assert_eq!(said, "droid: installed (~/.factory/hooks.json)\n");
+    let hooks: Value =
+        serde_json::from_slice(&std::fs::read(sb.home.join(".factory/hooks.json")).unwrap())
+            .unwrap();
+    assert!(hooks.get("hooks").is_none(), "no wrapper: {hooks}");
+    assert!(hooks["PreToolUse"].is_array() && hooks["Stop"].is_array());
+
+    // A bring-your-own model on loopback, and the project trusted.
+    let settings = json!({
+        "customModels": [{"model": "mock-model", "displayName": "Mock", "baseUrl": api.base_url(),
+            "apiKey": "not-a-key", "provider": "generic-chat-completion-api", "maxOutputTokens": 4096}],
+        "trustedFolders": [project],
+    });
+    std::fs::write(sb.home.join(".factory/settings.json"), settings.to_string()).unwrap();
+    let daemon = sb.start_daemon_with(&[("SESSIONPIPE_JOB_ARCHIVE", archive.as_os_str())]);
+    let s = Setup {
+        sb,
+        droid,
+        path,
+        archive,
+        project,
+        _daemon: daemon,
+    };
+    s.assert_current();
+    Some(s)
+}
+
+impl Setup {
+    fn assert_current(&self) {
+        let status = self
+            .sb
+            .command(sessionpipe_testkit::sandbox::bin("sessionpipe"))
+            .env("PATH", &self.path)
+            .arg("status")
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&status.stdout);
+        assert!(
+            said.contains("droid: current (~/.factory/hooks.json)"),
+            "{said}"
+        );
+    }
+
+    fn command(&self) -> std::process::Command {
+        let mut c = self.sb.command(&self.droid);
+        c.current_dir(&self.project)
+            .env("PATH", &self.path)
+            .env("SHELL", "/bin/bash")
+            .env("FACTORY_AIRGAP_ENABLED", "true");
+        c
+    }
+
+    fn jobs(&self) -> Vec<Job> {
+        jobs_in(&self.archive).unwrap()
+    }
+
+    /// The events of `session`, once `done` holds for them.
+    fn session_events(&self, session: &str, done: impl Fn(&[&Value]) -> bool) -> Vec<Value> {
+        let events = self.sb.wait_until(Duration::from_secs(30), |evs| {
+            let ours: Vec<&Value> = evs
+                .iter()
+                .filter(|e| e["session"]["id"] == session)
+                .collect();
+            done(&ours)
+        });
+        events
+            .into_iter()
+            .filter(|e| e["session"]["id"] == session)
+            .collect()
+    }
+
+    fn record(&self, jobs: &[Job], how: &str) {
+        if let Ok(dir) = std::env::var("SESSIONPIPE_RECORD_FIXTURES") {
+            let how = format!(
+                "{how}, against a scripted chat-completions API on loopback, hooks written by `sessionpipe install`"
+            );
+            record_fixtures(jobs, Path::new(&dir), VERSION, &how).unwrap();
+        }
+    }
+}
+
+fn kinds(events: &[Value]) -> Vec<&str> {
+    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
+}
+
+fn session_of(jobs: &[Job]) -> String {
+    let start = jobs
+        .iter()
+        .find(|j| j.event == "SessionStart")
+        .expect("SessionStart fired: Droid read our hooks file");
+    let p: Value = serde_json::from_slice(&start.payload).unwrap();
+    p["session_id"].as_str().unwrap().to_string()
+}
+
+fn execute(command: &str, risk: &str) -> Step {
+    Step::tool(
+        "Execute",
+        json!({"command": command, "summary": format!("Run {command}"), "riskLevel": risk,
+            "riskLevelReason": "A test's command."}),
+    )
+}
+
+#[test]
+fn a_real_droid_exec_turn_becomes_protocol_events() {
+    let api = MockChat::start(vec![
+        execute("echo hello", "low"),
+        Step::text("It printed hello."),
+    ]);
+    let Some(s) = setup(&api) else {
+        return;
+    };
+    let out = s
+        .command()
+        .args(["exec", "-m", MODEL, "run echo hello"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("droid runs");
+    assert!(
+        out.status.success(),
+        "droid failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("It printed hello."));
+    let results = api.tool_results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].1.contains("hello"), "{results:?}");
+
+    let jobs = s.jobs();
+    let session = session_of(&jobs);
+    let events = s.session_events(&session, |evs| {
+        evs.iter().any(|e| e["type"] == "session.ended")
+    });
+    assert_eq!(
+        kinds(&events),
+        [
+            "session.started",
+            "turn.started",
+            "tool.started",
+            "tool.ended",
+            "turn.ended",
+            "session.ended"
+        ],
+        "{events:#?}"
+    );
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["session"]["seq"], i as u64 + 1);
+        assert_eq!(e["session"]["cwd"], "~/work/project");
+        assert_eq!(e["harness"]["name"], "droid");
+    }
+    assert_eq!(events[0]["data"], json!({"source": "startup"}));
+    assert_eq!(events[1]["data"], json!({}), "exec names no prompt");
+    assert_eq!(
+        events[2]["data"]["tool"], "Execute",
+        "Droid's name, as given"
+    );
+    assert_eq!(events[2]["data"]["input"]["command"], "echo hello");
+    assert_eq!(events[3]["data"]["ok"], true);
+    assert!(
+        events[3]["data"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("hello")
+    );
+    assert_eq!(events[4]["data"], json!({"reason": "stop"}));
+    let fired: Vec<&str> = jobs.iter().map(|j| j.event.as_str()).collect();
+    assert_eq!(
+        fired,
+        [
+            "SessionStart",
+            "PreToolUse",
+            "PostToolUse",
+            "Stop",
+            "SessionEnd"
+        ]
+    );
+    s.assert_current();
+    s.record(&jobs, "droid exec, one Execute call");
+}
+
+/// One JSON-RPC conversation with `droid exec --output-format acp`.
+struct Acp {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl Acp {
+    fn send(&mut self, v: Value) {
+        writeln!(self.stdin, "{v}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Messages until one `pick` takes; panics after 60 s of silence.
+    fn until(&mut self, mut pick: impl FnMut(&Value) -> bool) -> Value {
+        loop {
+            let m = self
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .expect("droid answers over ACP");
+            if pick(&m) {
+                return m;
+            }
+        }
+    }
+}
+
+#[test]
+fn a_real_permission_ask_becomes_one_attention() {
+    let api = MockChat::start(vec![
+        execute("touch made-by-mock.txt", "high"),
+        Step::text("Created it."),
+    ]);
+    let Some(s) = setup(&api) else {
+        return;
+    };
+    let mut child = s
+        .command()
+        .args(["exec", "--output-format", "acp", "-m", MODEL])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("droid runs");
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<Value>(&line)
+                && tx.send(v).is_err()
+            {
+                break;
+            }
+        }
+    });
+    let mut acp = Acp {
+        child,
+        stdin,
+        lines,
+    };
+    acp.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": 1,
+        "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false},
+        "clientInfo": {"name": "sessionpipe-test", "version": "0"}}}));
+    acp.until(|m| m["id"] == 1);
+    acp.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": s.project, "mcpServers": []}}));
+    let created = acp.until(|m| m["id"] == 2);
+    let session = created["result"]["sessionId"].as_str().unwrap().to_string();
+    acp.send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {
+        "sessionId": session, "prompt": [{"type": "text", "text": "run touch made-by-mock.txt"}]}}),
+    );
+    let ask = acp.until(|m| m["method"] == "session/request_permission");
+    acp.send(json!({"jsonrpc": "2.0", "id": ask["id"],
+        "result": {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}}));
+    let done = acp.until(|m| m["id"] == 3);
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    assert!(
+        s.project.join("made-by-mock.txt").exists(),
+        "allowed, it ran"
+    );
+
+    let events = s.session_events(&session, |evs| {
+        evs.iter().any(|e| e["type"] == "turn.ended")
+    });
+    let asks: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "attention.needed")
+        .collect();
+    assert_eq!(asks.len(), 1, "{events:#?}");
+    assert_eq!(asks[0]["data"]["kind"], "permission");
+    assert_eq!(
+        asks[0]["data"]["message"],
+        "Factory CLI needs permission to execute 1 tool(s)"
+    );
+    let k = kinds(&events);
+    let at = |kind: &str| k.iter().position(|x| *x == kind).unwrap();
+    assert!(at("tool.started") < at("attention.needed"), "{k:?}");
+    assert!(at("attention.needed") < at("tool.ended"), "{k:?}");
+    assert!(at("tool.ended") < at("turn.ended"), "{k:?}");
+    drop(acp.stdin);
+    let _ = acp.child.kill();
+    let _ = acp.child.wait();
+    let jobs = s.jobs();
+    assert!(jobs.iter().any(|j| j.event == "Notification"));
+    s.record(
+        &jobs,
+        "droid exec --output-format acp, a high-risk Execute call allowed over ACP",
+    );
+}
