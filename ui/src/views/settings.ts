@@ -16,7 +16,7 @@ const NOTIFY_TIERS: readonly { name: string; text: string }[] = [
 ];
 
 /** Harnesses listed for muting when the daemon's list cannot be read. */
-const FALLBACK_HARNESSES = ["claude-code", "codex", "gemini-cli", "antigravity", "devin", "grok-build"];
+const FALLBACK_HARNESSES = ["claude-code", "codex", "gemini-cli", "antigravity", "devin", "grok-build", "cursor", "copilot-cli", "droid", "kiro", "opencode"];
 
 export function mountSettings(root: HTMLElement, ctx: ViewContext): Mounted {
   const { api } = ctx;
