@@ -76,13 +76,12 @@ impl StreamWake {
 
 #[cfg(test)]
 mod tests {
-    #![cfg(unix)]
-    use super::*;
-    use std::os::unix::fs::PermissionsExt;
-    use std::time::Duration;
-
+    #[cfg(unix)]
     #[test]
     fn a_connection_is_a_wake_and_the_path_goes_with_it() {
+        use super::*;
+        use std::os::unix::fs::PermissionsExt;
+        use std::time::Duration;
         let dir = tempfile::tempdir().unwrap();
         let wake_path = dir.path().join("wake.sock");
         let stream_path = dir.path().join("wake-stream.sock");
