@@ -42,8 +42,9 @@ impl Ask {
 /// The hook calls that ask, per harness (the adapters' Control rows).
 pub fn asks(harness: &str, event: &str) -> Option<Ask> {
     match (harness, event) {
-        ("claude-code" | "codex", "Stop") => Some(Ask::Turn),
+        ("claude-code" | "codex" | "droid", "Stop") => Some(Ask::Turn),
         ("cursor", "stop") => Some(Ask::Turn),
+        ("copilot-cli", "agentStop") => Some(Ask::Turn),
         ("claude-code" | "codex", "PermissionRequest") => Some(Ask::Permission),
         _ => None,
     }
@@ -94,11 +95,17 @@ mod tests {
         assert_eq!(asks("codex", "PermissionRequest"), Some(Ask::Permission));
         assert_eq!(asks("codex", "Stop"), Some(Ask::Turn));
         assert_eq!(asks("cursor", "stop"), Some(Ask::Turn));
+        assert_eq!(asks("copilot-cli", "agentStop"), Some(Ask::Turn));
+        assert_eq!(asks("droid", "Stop"), Some(Ask::Turn));
         for (h, e) in [
             ("claude-code", "PreToolUse"),
             ("gemini-cli", "Notification"),
             ("devin", "PermissionRequest"),
             ("cursor", "preToolUse"),
+            ("copilot-cli", "permissionRequest"),
+            ("copilot-cli", "subagentStop"),
+            ("droid", "SubagentStop"),
+            ("droid", "PreToolUse"),
         ] {
             assert_eq!(asks(h, e), None, "{h} {e}");
         }

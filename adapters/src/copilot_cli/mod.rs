@@ -25,8 +25,16 @@
 //! - `errorOccurred` (not in the row) ends the turn with an error only when it
 //!   says `recoverable: false`; a recoverable one is a retry Copilot makes.
 //!
+//! An `agentStop` may carry a verified control message back as
+//! `{"decision":"block","reason":…}` (Claude Code's Stop answer): Copilot then
+//! sends the model the reason as the next user message of the same run (its
+//! hooks report it as a prompt, `userPromptSubmitted`, so it is a turn of its
+//! own), and the next `agentStop` says `stop_hook_active: true`. That is
+//! control's `turn` rung, measured on 1.0.102 in `-p`.
+//!
 //! Must not write any file of Copilot's but its own hooks file, and prints
-//! nothing: `agentStop` takes no answer here, so there is no `turn` rung.
+//! nothing on any other hook: `permissionRequest` reads what is printed as a
+//! decision, and sessionpipe never gives one.
 
 mod backfill;
 mod hooks_file;
@@ -127,6 +135,15 @@ static TABLE: Table = Table {
     ],
 };
 
+/// `agentStop` takes Claude Code's Stop answer (`decision: block`, the message
+/// as `reason`). Its `permissionRequest` takes decisions, which sessionpipe
+/// never gives: a permission answer is refused as unsupported.
+impl harness::control::ControlHooks for CopilotCli {
+    fn turn_answer(&self, framed: &str) -> Option<String> {
+        Some(harness::control::stop_block(framed))
+    }
+}
+
 impl Adapter for CopilotCli {
     fn name(&self) -> &'static str {
         NAME
@@ -146,6 +163,10 @@ impl Adapter for CopilotCli {
 
     fn transcript(&self) -> Option<&dyn TranscriptSource> {
         Some(&transcript::CopilotTranscript)
+    }
+
+    fn control(&self) -> Option<&dyn harness::control::ControlHooks> {
+        Some(self)
     }
 
     /// The model and the branch from the `session.start` record of the
@@ -431,5 +452,19 @@ mod tests {
             )))
         );
         assert_eq!(found.folder, Some(PathBuf::from("/home/ann/proj")));
+    }
+
+    #[test]
+    fn the_stop_answer_is_a_block_with_the_message_as_reason() {
+        use harness::control::ControlHooks;
+        let out = CopilotCli.turn_answer("Message via x: \"go\"").unwrap();
+        assert!(out.ends_with('\n'));
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            v,
+            json!({"decision": "block", "reason": "Message via x: \"go\""})
+        );
+        assert_eq!(CopilotCli.permission_answer(true, None), None);
+        assert!(CopilotCli.control().is_some());
     }
 }

@@ -214,7 +214,7 @@ mod tests {
         );
         assert_eq!(
             v["Stop"],
-            json!([{"hooks": [{"type": "command", "command": cmd("Stop"), "timeout": 5}]}])
+            json!([{"hooks": [{"type": "command", "command": cmd("Stop"), "timeout": 10}]}])
         );
         assert_eq!(
             v["hooks"],

@@ -23,8 +23,17 @@
 //! - `SubagentStop` is not registered: no recorded payload says where the
 //!   subagent's id is.
 //!
+//! A `Stop` may carry a verified control message back as
+//! `{"decision":"block","reason":…}` (Claude Code's Stop answer): Droid then
+//! sends the model the reason as the next user message of the same run (no
+//! `UserPromptSubmit` fires for it: its turn is opened at its own `Stop`), and
+//! the next `Stop` says `stop_hook_active: true`. That is control's `turn` rung,
+//! measured on 0.225.2 in `droid exec`. Its `Stop` entry gets a longer timeout
+//! than the rest, so Droid never ends the hook while it waits for control's
+//! answer.
+//!
 //! Must not write any file of Droid's but its entries in `hooks.json`, and prints
-//! nothing: no answer channel is used, so there is no `turn` rung here.
+//! nothing on any other hook.
 
 mod backfill;
 mod hooks_file;
@@ -89,7 +98,7 @@ static TABLE: Table = Table {
             Read::Nothing,
         ),
         Row::new(
-            HookEvent::plain("Stop"),
+            HookEvent::plain("Stop").timeout(10),
             Rule::TurnEnd(TurnEndReason::Stop),
             Read::StopWords {
                 otherwise: StopWithout::All,
@@ -103,6 +112,15 @@ static TABLE: Table = Table {
         Row::new(HookEvent::plain("SessionEnd"), Rule::SessionEnd, Read::All),
     ],
 };
+
+/// `Stop` takes Claude Code's Stop answer (`decision: block`, the message as
+/// `reason`). sessionpipe answers none of Droid's tool hooks: a permission
+/// answer is refused as unsupported.
+impl harness::control::ControlHooks for Droid {
+    fn turn_answer(&self, framed: &str) -> Option<String> {
+        Some(harness::control::stop_block(framed))
+    }
+}
 
 impl Adapter for Droid {
     fn name(&self) -> &'static str {
@@ -129,6 +147,10 @@ impl Adapter for Droid {
 
     fn transcript(&self) -> Option<&dyn TranscriptSource> {
         Some(&transcript::DroidTranscript)
+    }
+
+    fn control(&self) -> Option<&dyn harness::control::ControlHooks> {
+        Some(self)
     }
 
     /// The model from the `<id>.settings.json` beside the transcript, the title
@@ -359,5 +381,19 @@ mod tests {
             Droid.map(&job("PermissionRequest", json!({}))).unwrap(),
             Mapped::Ignored(_)
         ));
+    }
+
+    #[test]
+    fn the_stop_answer_is_a_block_with_the_message_as_reason() {
+        use harness::control::ControlHooks;
+        let out = Droid.turn_answer("Message via x: \"go\"").unwrap();
+        assert!(out.ends_with('\n'));
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            v,
+            json!({"decision": "block", "reason": "Message via x: \"go\""})
+        );
+        assert_eq!(Droid.permission_answer(true, None), None);
+        assert!(Droid.control().is_some());
     }
 }

@@ -142,7 +142,7 @@ pub fn around_call(
     }
     if let Some(plan) = &files.read {
         if plan.interruption
-            && let Some(running) = record.running_turn.clone()
+            && let Some(running) = record.running_turn.clone().filter(|id| !id.is_empty())
             && state.log.interrupted(&running)
         {
             around.before.push(EventData::TurnEnded(TurnEnded::new(
@@ -280,9 +280,10 @@ fn hold_for(plan: &ReadPlan, job: &Job, record: &mut SessionRecord, now: i64) ->
     Some(hold)
 }
 
-/// The turn a call ends: the running one (the hooks' own record of it).
+/// The turn a call ends: the running one (the hooks' own record of it), when
+/// its harness named it.
 fn turn_id_of(_job: &Job, record: &SessionRecord) -> Option<String> {
-    record.running_turn.clone()
+    record.running_turn.clone().filter(|id| !id.is_empty())
 }
 
 fn transcript_event(t: Turn, now_ms: i64) -> EventData {
@@ -294,12 +295,19 @@ fn transcript_event(t: Turn, now_ms: i64) -> EventData {
     })
 }
 
-/// Keeps `record.running_turn` in step with the events appended for a call.
+/// Keeps `record.running_turn` in step with the events appended for a call. A
+/// turn whose harness names no turn id runs all the same (held as `""`).
 pub fn track_running_turn(record: &mut SessionRecord, events: &[EventData]) {
     for ev in events {
         match ev {
-            EventData::TurnStarted(t) => record.running_turn = t.turn_id.clone(),
-            EventData::TurnEnded(t) if t.turn_id.is_none() || t.turn_id == record.running_turn => {
+            EventData::TurnStarted(t) => {
+                record.running_turn = Some(t.turn_id.clone().unwrap_or_default())
+            }
+            EventData::TurnEnded(t)
+                if t.turn_id.is_none()
+                    || t.turn_id == record.running_turn
+                    || record.running_turn.as_deref() == Some("") =>
+            {
                 record.running_turn = None
             }
             EventData::SessionEnded(_) => record.running_turn = None,
@@ -314,6 +322,42 @@ mod tests {
     use crate::pipeline::session::SessionRecord;
     use serde_json::{Value, json};
     use std::path::Path;
+
+    /// A turn runs from its start to its end whether or not its harness names
+    /// it (Copilot CLI and Droid name none), and only a named one is a turn id.
+    #[test]
+    fn a_turn_without_an_id_runs_until_it_ends() {
+        let mut r = SessionRecord::default();
+        let job = Job::default();
+        track_running_turn(&mut r, &[EventData::TurnStarted(TurnStarted::default())]);
+        assert_eq!(r.running_turn.as_deref(), Some(""));
+        assert_eq!(turn_id_of(&job, &r), None);
+        track_running_turn(
+            &mut r,
+            &[EventData::TurnEnded(TurnEnded::new(
+                None,
+                TurnEndReason::Stop,
+            ))],
+        );
+        assert_eq!(r.running_turn, None);
+        let named = TurnStarted {
+            turn_id: Some("p-1".into()),
+            ..Default::default()
+        };
+        track_running_turn(&mut r, &[EventData::TurnStarted(named)]);
+        assert_eq!(turn_id_of(&job, &r).as_deref(), Some("p-1"));
+        // Another turn's end leaves a named one running.
+        let other = TurnEnded::new(Some("p-0".into()), TurnEndReason::Stop);
+        track_running_turn(&mut r, &[EventData::TurnEnded(other)]);
+        assert_eq!(r.running_turn.as_deref(), Some("p-1"));
+        track_running_turn(
+            &mut r,
+            &[EventData::SessionEnded(SessionEnded {
+                reason: EndReason::Exit,
+            })],
+        );
+        assert_eq!(r.running_turn, None);
+    }
 
     /// The daemon's reads around Codex's hooks, on the
     /// recorded rollout cut where Codex had written it at each hook: the version

@@ -29,8 +29,8 @@ pub struct SessionRecord {
     pub open: Vec<OpenAttention>,
     #[serde(default)]
     pub started: bool,
-    /// The turn the hooks hold as running (its turn id), from `turn.started`
-    /// until its `turn.ended`.
+    /// The turn the hooks hold as running (its turn id, `""` when the harness
+    /// names none), from `turn.started` until its `turn.ended`.
     #[serde(default)]
     pub running_turn: Option<String>,
     /// Where the session's transcript is read, and how far.

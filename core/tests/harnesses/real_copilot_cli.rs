@@ -4,11 +4,13 @@
 //! loopback (Copilot's bring-your-own-provider mode, no GitHub sign-in), its real
 //! hooks run the real `sessionpipe-hook`, and the daemon turns them into events.
 //!
-//! Two runs: one `bash` call under `--allow-all-tools` (Copilot still fires
+//! Three runs: one `bash` call under `--allow-all-tools` (Copilot still fires
 //! `permissionRequest` before it, which must notify nobody; a handler of the
-//! person's own beside ours shows it fired), and a run without an allow flag,
+//! person's own beside ours shows it fired), a run without an allow flag,
 //! where Copilot really asks (and, with no one to answer in `-p`, is denied):
-//! exactly one `attention.needed`.
+//! exactly one `attention.needed`, and a run on a machine paired with the
+//! workspace receiver, where a signed control `prompt` queued while the turn
+//! runs reaches its `agentStop` and the model's next request carries it.
 //!
 //! Copilot CLI comes from the npm registry (`e2e/package.json`). Without it the
 //! test says so and passes, unless `SESSIONPIPE_REQUIRE_HARNESSES=1`, where it
@@ -19,6 +21,7 @@ use serde_json::{Value, json};
 use sessionpipe_core::conformance::harness::{jobs_in, record_fixtures};
 use sessionpipe_core::spool::Job;
 use sessionpipe_testkit::chat::{MockChat, Step};
+use sessionpipe_testkit::control::{self, Device};
 use sessionpipe_testkit::{Sandbox, sandbox::Daemon};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -33,10 +36,19 @@ struct Setup {
     project: PathBuf,
     /// A file the person's own `permissionRequest` handler touches.
     marker: PathBuf,
+    /// The paired device and its receiver, on a machine paired for control.
+    paired: Option<(Device, sessionpipe_receiver::Handle)>,
     _daemon: Daemon,
 }
 
 fn setup() -> Option<Setup> {
+    setup_with(false)
+}
+
+/// The sandbox with our hooks installed; with `paired`, the machine paired
+/// with a workspace receiver for control (allowing the project's folder),
+/// its daemon polling before this returns.
+fn setup_with(paired: bool) -> Option<Setup> {
     let copilot = sessionpipe_testkit::harnesses::copilot()?;
     let sb = Sandbox::new();
     let archive = sb.root().join("jobs");
@@ -71,7 +83,15 @@ fn setup() -> Option<Setup> {
     doc["hooks"]["permissionRequest"] = json!([{"type": "command",
         "bash": format!("touch '{}'", marker.display()), "timeoutSec": 10}]);
     std::fs::write(&file, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let paired = paired.then(|| {
+        let control::PairedMachine { rx, device } = control::paired_machine(&sb, &project);
+        (device, rx)
+    });
     let daemon = sb.start_daemon_with(&[("SESSIONPIPE_JOB_ARCHIVE", archive.as_os_str())]);
+    if let Some((device, _)) = &paired {
+        // The daemon polls once it said hello.
+        device.wait_hello(Duration::from_secs(15), |h| h.is_object());
+    }
     let s = Setup {
         sb,
         copilot,
@@ -79,6 +99,7 @@ fn setup() -> Option<Setup> {
         archive,
         project,
         marker,
+        paired,
         _daemon: daemon,
     };
     s.assert_current();
@@ -101,11 +122,17 @@ impl Setup {
         );
     }
 
-    /// `copilot -p PROMPT FLAGS...` in the project, against `api`.
+    /// `copilot -p PROMPT FLAGS...` in the project, against `api`, run to its end.
     fn run(&self, api: &MockChat, prompt: &str, flags: &[&str]) -> std::process::Output {
-        self.sb
-            .command(&self.copilot)
-            .current_dir(&self.project)
+        self.command(api, prompt, flags)
+            .output()
+            .expect("copilot runs")
+    }
+
+    /// `copilot -p PROMPT FLAGS...` in the project, against `api`.
+    fn command(&self, api: &MockChat, prompt: &str, flags: &[&str]) -> std::process::Command {
+        let mut c = self.sb.command(&self.copilot);
+        c.current_dir(&self.project)
             .env("PATH", &self.path)
             .env("SHELL", "/bin/bash")
             .env("COPILOT_OFFLINE", "true")
@@ -113,9 +140,8 @@ impl Setup {
             .env("COPILOT_MODEL", "mock-model")
             .args(["-p", prompt])
             .args(flags)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("copilot runs")
+            .stdin(std::process::Stdio::null());
+        c
     }
 
     fn jobs(&self) -> Vec<Job> {
@@ -267,4 +293,94 @@ fn a_real_permission_ask_becomes_one_attention() {
         &jobs,
         "copilot -p without an allow flag, a bash call denied",
     );
+}
+
+/// True when one of the model's requests carries `words`.
+fn asked_with(api: &MockChat, words: &str) -> bool {
+    api.requests()
+        .iter()
+        .any(|r| String::from_utf8_lossy(&r.body).contains(words))
+}
+
+#[test]
+fn a_signed_prompt_reaches_a_running_copilot_turn_at_its_agent_stop() {
+    let Some(s) = setup_with(true) else {
+        return;
+    };
+    let device = &s.paired.as_ref().unwrap().0;
+    // The turn runs a slow command, so the message comes while it runs.
+    let api = MockChat::start(vec![
+        Step::bash("sleep 4"),
+        Step::text("First answer."),
+        Step::text("The tests pass."),
+    ]);
+    let child = s
+        .command(&api, "Do the thing.", &["--allow-all-tools"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started =
+        s.sb.wait_event_after(0, "tool.started", Duration::from_secs(60));
+    let session = format!("copilot-cli:{}", started["session"]["id"].as_str().unwrap());
+    let words = "Also run the tests, please.";
+    let id = device.enqueue(
+        &device.sign("prompt", &session, json!({"text": words})),
+        120,
+    );
+    let out = child.wait_with_output().expect("copilot ends");
+    assert!(
+        out.status.success(),
+        "copilot failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ack = device.final_ack(&id, Duration::from_secs(30));
+    // Acked with the reply of the turn that answered it, read from the
+    // session's own transcript.
+    assert_eq!(
+        (
+            ack["outcome"].as_str(),
+            ack["mode"].as_str(),
+            ack["reply"].as_str()
+        ),
+        (Some("delivered"), Some("turn"), Some("The tests pass.")),
+        "{ack}"
+    );
+    // The model's next request carries the framed message, and the turn went
+    // on to answer it.
+    assert!(asked_with(&api, words), "no request carried the message");
+    assert!(
+        asked_with(&api, "(sessionpipe control, signed on the sender"),
+        "not framed"
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("The tests pass."), "{said}");
+    let events = s.session_events(started["session"]["id"].as_str().unwrap());
+    // The turn the message continued ends, and its continuation is a turn of
+    // its own.
+    assert_eq!(
+        kinds(&events),
+        [
+            "session.started",
+            "turn.started",
+            "tool.started",
+            "tool.ended",
+            "turn.ended",
+            "turn.started",
+            "turn.ended",
+            "session.ended"
+        ],
+        "{events:#?}"
+    );
+    // Copilot stopped twice: the second `agentStop` is the continued turn's,
+    // and nothing was waiting for it.
+    let stops: Vec<Value> = s
+        .jobs()
+        .iter()
+        .filter(|j| j.event == "agentStop")
+        .map(|j| serde_json::from_slice(&j.payload).unwrap())
+        .collect();
+    let active: Vec<&Value> = stops.iter().map(|p| &p["stop_hook_active"]).collect();
+    assert_eq!(active, [&json!(false), &json!(true)], "{stops:?}");
 }

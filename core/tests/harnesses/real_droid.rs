@@ -11,7 +11,10 @@
 //! `UserPromptSubmit`, so the adapter opens the turn), and an ACP session
 //! (`droid exec --output-format acp`) whose high-risk command makes Droid ask:
 //! the `session/request_permission` it sends is answered here, and its
-//! `Notification` hook is exactly one `attention.needed`.
+//! `Notification` hook is exactly one `attention.needed`. And a third, on a
+//! machine paired with the workspace receiver: a signed control `prompt`
+//! queued while a `droid exec` turn runs reaches its `Stop`, and the model's
+//! next request carries it.
 //!
 //! Droid comes from the npm registry (`e2e/package.json`). Without it the test
 //! says so and passes, unless `SESSIONPIPE_REQUIRE_HARNESSES=1`, where it fails.
@@ -22,6 +25,7 @@ use serde_json::{Value, json};
 use sessionpipe_core::conformance::harness::{jobs_in, record_fixtures};
 use sessionpipe_core::spool::Job;
 use sessionpipe_testkit::chat::{MockChat, Step};
+use sessionpipe_testkit::control::{self, Device};
 use sessionpipe_testkit::{Sandbox, sandbox::Daemon};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -37,10 +41,19 @@ struct Setup {
     path: String,
     archive: PathBuf,
     project: PathBuf,
+    /// The paired device and its receiver, on a machine paired for control.
+    paired: Option<(Device, sessionpipe_receiver::Handle)>,
     _daemon: Daemon,
 }
 
 fn setup(api: &MockChat) -> Option<Setup> {
+    setup_with(api, false)
+}
+
+/// The sandbox with our hooks installed and `api` as Droid's model; with
+/// `paired`, the machine paired with a workspace receiver for control
+/// (allowing the project's folder), its daemon polling before this returns.
+fn setup_with(api: &MockChat, paired: bool) -> Option<Setup> {
     let droid = sessionpipe_testkit::harnesses::droid()?;
     let sb = Sandbox::new();
     let archive = sb.root().join("jobs");
@@ -73,13 +86,22 @@ fn setup(api: &MockChat) -> Option<Setup> {
         "trustedFolders": [project],
     });
     std::fs::write(sb.home.join(".factory/settings.json"), settings.to_string()).unwrap();
+    let paired = paired.then(|| {
+        let control::PairedMachine { rx, device } = control::paired_machine(&sb, &project);
+        (device, rx)
+    });
     let daemon = sb.start_daemon_with(&[("SESSIONPIPE_JOB_ARCHIVE", archive.as_os_str())]);
+    if let Some((device, _)) = &paired {
+        // The daemon polls once it said hello.
+        device.wait_hello(Duration::from_secs(15), |h| h.is_object());
+    }
     let s = Setup {
         sb,
         droid,
         path,
         archive,
         project,
+        paired,
         _daemon: daemon,
     };
     s.assert_current();
@@ -350,4 +372,99 @@ fn a_real_permission_ask_becomes_one_attention() {
         &jobs,
         "droid exec --output-format acp, a high-risk Execute call allowed over ACP",
     );
+}
+
+/// True when one of the model's requests carries `words`.
+fn asked_with(api: &MockChat, words: &str) -> bool {
+    api.requests()
+        .iter()
+        .any(|r| String::from_utf8_lossy(&r.body).contains(words))
+}
+
+#[test]
+fn a_signed_prompt_reaches_a_running_droid_turn_at_its_stop() {
+    // The turn runs a slow command, so the message comes while it runs.
+    let api = MockChat::start(vec![
+        execute("sleep 4", "low"),
+        Step::text("First answer."),
+        Step::text("The tests pass."),
+    ]);
+    let Some(s) = setup_with(&api, true) else {
+        return;
+    };
+    let device = &s.paired.as_ref().unwrap().0;
+    let child = s
+        .command()
+        .args(["exec", "-m", MODEL, "Do the thing."])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started =
+        s.sb.wait_event_after(0, "tool.started", Duration::from_secs(60));
+    let id_of_session = started["session"]["id"].as_str().unwrap().to_string();
+    let session = format!("droid:{id_of_session}");
+    let words = "Also run the tests, please.";
+    let id = device.enqueue(
+        &device.sign("prompt", &session, json!({"text": words})),
+        120,
+    );
+    let out = child.wait_with_output().expect("droid ends");
+    assert!(
+        out.status.success(),
+        "droid failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ack = device.final_ack(&id, Duration::from_secs(30));
+    // Acked with the reply of the turn that answered it, read from the
+    // session's own transcript.
+    assert_eq!(
+        (
+            ack["outcome"].as_str(),
+            ack["mode"].as_str(),
+            ack["reply"].as_str()
+        ),
+        (Some("delivered"), Some("turn"), Some("The tests pass.")),
+        "{ack}"
+    );
+    // The model's next request carries the framed message, and the turn went
+    // on to answer it.
+    assert!(asked_with(&api, words), "no request carried the message");
+    assert!(
+        asked_with(&api, "(sessionpipe control, signed on the sender"),
+        "not framed"
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("The tests pass."), "{said}");
+    let events = s.session_events(&id_of_session, |evs| {
+        evs.iter().any(|e| e["type"] == "session.ended")
+    });
+    // The turn the message continued ends, and its continuation is a turn of
+    // its own.
+    assert_eq!(
+        kinds(&events),
+        [
+            "session.started",
+            "turn.started",
+            "tool.started",
+            "tool.ended",
+            "turn.ended",
+            "turn.started",
+            "turn.ended",
+            "session.ended"
+        ],
+        "{events:#?}"
+    );
+    // Droid stopped twice: the second `Stop` is the continued turn's, and
+    // nothing was waiting for it.
+    let stops: Vec<Value> = s
+        .jobs()
+        .iter()
+        .filter(|j| j.event == "Stop")
+        .map(|j| serde_json::from_slice(&j.payload).unwrap())
+        .collect();
+    let active: Vec<&Value> = stops.iter().map(|p| &p["stop_hook_active"]).collect();
+    assert_eq!(active, [&json!(false), &json!(true)], "{stops:?}");
 }
