@@ -487,13 +487,10 @@ pub fn on_menu(shared: &Arc<Shared>, id: &str) -> bool {
                 tracing::warn!("open at login: {e}");
             }
         }
+        // Started or stopped off the main thread (a stop lets requests in
+        // flight finish); turned on, its page is opened.
         "phone" => match prefs::toggle_local_receiver(&shared.paths) {
-            // Turned on: started off the main thread, and its page opened.
-            Ok(true) => follow_and_open(shared.clone()),
-            Ok(false) => {
-                let config = prefs::load(&shared.paths);
-                shared.local_receiver.follow(&shared.paths, &config);
-            }
+            Ok(on) => follow_local_receiver(shared.clone(), on),
             Err(e) => tracing::warn!("phone page: {e}"),
         },
         "phone-open" => {
@@ -512,19 +509,18 @@ pub fn on_menu(shared: &Arc<Shared>, id: &str) -> bool {
     false
 }
 
-/// Starts the local receiver now and opens its page once it serves.
-fn follow_and_open(shared: Arc<Shared>) {
+/// Brings the local receiver in step with the setting now; `open`: and opens
+/// its page once it serves.
+fn follow_local_receiver(shared: Arc<Shared>, open: bool) {
     let spawned = std::thread::Builder::new()
         .name("phone-page".into())
         .spawn(move || {
             let config = prefs::load(&shared.paths);
-            match shared.local_receiver.follow(&shared.paths, &config) {
-                Status::Serving { origin } => open_page(&origin),
-                other => {
-                    if let Some(l) = other.line() {
-                        tracing::warn!("{l}");
-                    }
-                }
+            // A failure to listen is logged by `follow` and shown in the menu.
+            if let Status::Serving { origin } = shared.local_receiver.follow(&shared.paths, &config)
+                && open
+            {
+                open_page(&origin);
             }
             shared.refresh_now();
         });

@@ -8,14 +8,14 @@
 
 use super::config::Config;
 use spool::StatePaths;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 /// The name, shared by the ingest and the workers that add events beside it.
 #[derive(Clone, Debug)]
 pub struct MachineName {
-    source: Option<PathBuf>,
+    /// Where the name is read again from; `None` for a fixed name.
+    paths: Option<StatePaths>,
     cache: Arc<Mutex<Cached>>,
 }
 
@@ -29,11 +29,10 @@ struct Cached {
 impl MachineName {
     /// The name `config.json` in `paths` gives, followed as the file changes.
     pub fn follow(paths: &StatePaths) -> MachineName {
-        let source = paths.root.join("config.json");
-        let stamp = stamp_of(&source);
+        let stamp = stamp_of(&paths.config());
         let name = read(paths);
         MachineName {
-            source: Some(source),
+            paths: Some(paths.clone()),
             cache: Arc::new(Mutex::new(Cached { stamp, name })),
         }
     }
@@ -41,7 +40,7 @@ impl MachineName {
     /// A name that never changes (tests, and callers without a state dir).
     pub fn fixed(name: impl Into<String>) -> MachineName {
         MachineName {
-            source: None,
+            paths: None,
             cache: Arc::new(Mutex::new(Cached {
                 stamp: None,
                 name: name.into(),
@@ -52,11 +51,10 @@ impl MachineName {
     /// The name now.
     pub fn get(&self) -> String {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(source) = &self.source {
-            let stamp = stamp_of(source);
+        if let Some(paths) = &self.paths {
+            let stamp = stamp_of(&paths.config());
             if stamp != cache.stamp {
-                let paths = StatePaths::new(source.parent().unwrap_or(source));
-                cache.name = read(&paths);
+                cache.name = read(paths);
                 cache.stamp = stamp;
             }
         }
