@@ -46,6 +46,11 @@ pub trait Adapter: Sync {
     fn control(&self) -> Option<&dyn crate::control::ControlHooks> {
         None
     }
+    /// The harness's own local server, for control's `api` rung (a message
+    /// into a live session, a cancel); `None` for a harness that has none.
+    fn api(&self) -> Option<&dyn crate::api::SessionApi> {
+        None
+    }
     /// How control runs this harness without a terminal (a start, a
     /// resume, a fork); `None` for a harness it cannot drive headless.
     fn headless(&self) -> Option<&dyn crate::headless::Headless> {

@@ -4,7 +4,8 @@
 //! `adapter::Adapter` with what this crate gives it: reading a hook payload
 //! (`payload`), the declarative table of the Claude-shaped harnesses
 //! (`claude_shaped`), turning a transcript into turns (`transcript`), the shape of
-//! a past session (`backfill`), the facts every harness shares (`facts`), and the
+//! a past session (`backfill`), a harness's own local server for control
+//! (`api`), the facts every harness shares (`facts`), and the
 //! installer's mechanics that write hook entries into a config file byte for byte
 //! (`install`). The job an adapter maps is `spool::Job`, re-exported here.
 //!
@@ -12,6 +13,7 @@
 //! sessions, sinks): the crate boundary keeps adapters pure mappings.
 
 pub mod adapter;
+pub mod api;
 pub mod backfill;
 pub mod changed;
 pub mod claude_shaped;

@@ -2,7 +2,8 @@
 //!
 //! Owns the mapping of what sessionpipe's OpenCode plugin hands over, where that
 //! plugin is installed (`plugin`), and reading OpenCode's store for tier 2, facts
-//! and backfill (`store`, `transcript`, `backfill`). OpenCode has no shell hook:
+//! and backfill (`store`, `transcript`, `backfill`), and the calls control's
+//! `api` rung makes to OpenCode's own server (`server`). OpenCode has no shell hook:
 //! the plugin (`sessionpipe.js`, running inside OpenCode) writes one job per bus
 //! event or tool hook into the spool, in the hook's own job format, with the
 //! event's type as the job's event. Each payload is `{type, directory, …}`: a bus
@@ -18,10 +19,11 @@
 //! calls `after` only for a tool that returned, so `ok`; a shell's own exit code
 //! is its output, not the tool's failure) · `permission.asked` →
 //! `attention.needed` permission, named by the tool call it asks about ·
-//! `session.idle` → `turn.ended` stop · `session.deleted` → `session.ended`.
-//! `session.idle` names no turn: the session's memo fills in the running one,
-//! and an idle with no turn running (OpenCode goes idle after an error, too)
-//! reports nothing. `session.deleted` does not fire when `opencode run` exits:
+//! `session.idle` → `turn.ended` stop · `session.error` → `turn.ended`
+//! interrupt (an abort, `MessageAbortedError`) or error · `session.deleted` →
+//! `session.ended`. `session.idle` names no turn: the session's memo fills in
+//! the running one (`turns`), and an idle with no turn running (OpenCode goes
+//! idle after an error, too) reports nothing. `session.deleted` does not fire when `opencode run` exits:
 //! OpenCode has no session end otherwise, as the registry says.
 //!
 //! Like every adapter it does no I/O while mapping. Facts and turns come from
@@ -30,8 +32,10 @@
 
 mod backfill;
 mod plugin;
+mod server;
 mod store;
 mod transcript;
+mod turns;
 
 use harness::install::{HookInstall, Host, Target};
 use harness::payload::{MAX_MESSAGE_CHARS, capped, cwd_for, one_line, payload_object, str_of};
@@ -44,11 +48,6 @@ use std::path::PathBuf;
 pub struct OpenCode;
 
 const NAME: &str = "opencode";
-
-/// The memo's running turn (the user message that started it).
-const RUNNING: &str = "turn";
-/// The memo's last turn started, so an update of its message starts none.
-const LAST: &str = "last";
 
 impl Adapter for OpenCode {
     fn name(&self) -> &'static str {
@@ -90,44 +89,21 @@ impl Adapter for OpenCode {
         })))
     }
 
-    /// A turn starts once per user message; a tool call and the idle that ends
-    /// the turn carry the running turn's id; an idle with none running is none.
-    fn remember(&self, _job: &Job, events: &mut Vec<EventData>, memo: &mut Memo) {
-        let running = memo
-            .get(RUNNING)
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let mut keep = Vec::with_capacity(events.len());
-        for mut e in events.drain(..) {
-            match &mut e {
-                EventData::TurnStarted(t) => {
-                    let id = t.turn_id.clone().unwrap_or_default();
-                    if memo.get(LAST).and_then(Value::as_str) == Some(id.as_str()) {
-                        continue;
-                    }
-                    memo.insert(LAST.into(), Value::String(id.clone()));
-                    memo.insert(RUNNING.into(), Value::String(id));
-                }
-                EventData::TurnEnded(t) => {
-                    let Some(id) = memo.remove(RUNNING) else {
-                        continue;
-                    };
-                    t.turn_id = id.as_str().map(str::to_string);
-                }
-                EventData::ToolStarted(t) => t.turn_id = running.clone(),
-                EventData::ToolEnded(t) => t.turn_id = running.clone(),
-                EventData::SessionEnded(_) => {
-                    memo.remove(RUNNING);
-                }
-                _ => {}
-            }
-            keep.push(e);
+    /// The turn bookkeeping (`turns`), and the session's server kept from
+    /// every call (`server`).
+    fn remember(&self, job: &Job, events: &mut Vec<EventData>, memo: &mut Memo) {
+        if let Ok(p) = payload_object(job) {
+            server::remember(&p, folder(&p), memo);
         }
-        *events = keep;
+        turns::remember(events, memo);
     }
 
     fn hooks(&self) -> Option<&dyn HookInstall> {
         Some(self)
+    }
+
+    fn api(&self) -> Option<&dyn harness::api::SessionApi> {
+        Some(&server::Server)
     }
 
     /// The folder, the session's address in the store, and what the call reads:
@@ -330,6 +306,28 @@ fn map_event(event: &str, p: &Map<String, Value>) -> Result<Vec<EventData>, Stri
             None,
             TurnEndReason::Stop,
         ))),
+        // The running turn ends here: cancelled (an abort), or failed.
+        "session.error" => {
+            let error = props
+                .and_then(|o| o.get("error"))
+                .and_then(Value::as_object);
+            let name = error.and_then(|e| str_of(e, "name")).unwrap_or_default();
+            if name == "MessageAbortedError" {
+                return one(EventData::TurnEnded(TurnEnded::new(
+                    None,
+                    TurnEndReason::Interrupt,
+                )));
+            }
+            let message = error
+                .and_then(|e| e.get("data"))
+                .and_then(|d| d.get("message"))
+                .and_then(Value::as_str)
+                .map(|m| one_line(m, MAX_MESSAGE_CHARS))
+                .or_else(|| (!name.is_empty()).then_some(name));
+            let mut ended = TurnEnded::new(None, TurnEndReason::Error);
+            ended.error = message;
+            one(EventData::TurnEnded(ended))
+        }
         "session.deleted" => one(EventData::SessionEnded(SessionEnded {
             reason: EndReason::Other,
         })),
@@ -516,6 +514,30 @@ mod tests {
             OpenCode
                 .map(&job(bus("session.idle", json!({"sessionID": "a b"}))))
                 .is_err()
+        );
+    }
+
+    #[test]
+    fn an_abort_or_an_error_ends_the_running_turn_once() {
+        let aborted = bus(
+            "session.error",
+            json!({"sessionID": S, "error": {"name": "MessageAbortedError", "data": {"message": "Aborted"}}}),
+        );
+        let idle = bus("session.idle", json!({"sessionID": S}));
+        let events = run(&[user("msg_1"), aborted, idle.clone()]);
+        assert_eq!(events.len(), 2, "{events:?}");
+        assert_eq!(
+            events[1],
+            json!({"type": "turn.ended", "data": {"turn_id": "msg_1", "reason": "interrupt"}})
+        );
+        let failed = bus(
+            "session.error",
+            json!({"sessionID": S, "error": {"name": "APIError", "data": {"message": "bad\ngateway"}}}),
+        );
+        let events = run(&[user("msg_1"), failed, idle]);
+        assert_eq!(
+            events[1],
+            json!({"type": "turn.ended", "data": {"turn_id": "msg_1", "reason": "error", "error": "bad gateway"}})
         );
     }
 

@@ -3,7 +3,8 @@
 //
 // What it owns: handing the OpenCode bus events sessionpipe maps (a session
 // created or deleted, a user message, a tool's start and end, a permission asked,
-// a session gone idle) to the local sessionpipe daemon, and nothing else. Every
+// a session gone idle or failed) to the local sessionpipe daemon, each with the folder and
+// the address of OpenCode's own server it was given, and nothing else. Every
 // other event is passed over by a lookup of its type, before anything else runs.
 //
 // How, and why this way. Each event becomes one job file in sessionpipe's spool,
@@ -47,6 +48,7 @@ const BUS = new Set([
   "session.created",
   "session.idle",
   "session.deleted",
+  "session.error",
   "permission.asked",
 ]);
 // A drain worker started this recently is still on its way: no second one.
@@ -71,7 +73,7 @@ function stateDir() {
   return home && path.join(home, ".local", "state", "sessionpipe");
 }
 
-function plugin(directory) {
+function plugin(directory, server) {
   const state = stateDir();
   const spool = state && path.join(state, "spool");
   const wakeSocket = state && path.join(state, "wake-stream.sock");
@@ -210,20 +212,20 @@ function plugin(directory) {
       try {
         const type = event && event.type;
         if (BUS.has(type)) {
-          hand(type, { type, directory, properties: event.properties });
+          hand(type, { type, directory, server, properties: event.properties });
         } else if (type === "message.updated") {
           const info = event.properties && event.properties.info;
           if (!info || info.role !== "user" || seen.has(info.id)) return;
           if (seen.size >= SEEN_MAX) seen.clear();
           seen.add(info.id);
-          hand(type, { type, directory, properties: event.properties });
+          hand(type, { type, directory, server, properties: event.properties });
         }
       } catch {}
     },
     "tool.execute.before": async (input, output) => {
       try {
         const type = "tool.execute.before";
-        hand(type, { type, directory, input, args: output && output.args });
+        hand(type, { type, directory, server, input, args: output && output.args });
       } catch {}
     },
     "tool.execute.after": async (input, output) => {
@@ -234,6 +236,7 @@ function plugin(directory) {
         hand(type, {
           type,
           directory,
+          server,
           input,
           title: o.title,
           exit: meta.exit,
@@ -247,7 +250,10 @@ function plugin(directory) {
 
 export const SessionpipePlugin = async (ctx) => {
   try {
-    return plugin(ctx && ctx.directory);
+    // Where OpenCode's own server is (control's `api` rung): a placeholder
+    // where it listens nowhere, which the adapter knows.
+    const server = ctx && ctx.serverUrl ? String(ctx.serverUrl) : undefined;
+    return plugin(ctx && ctx.directory, server);
   } catch {
     return {};
   }

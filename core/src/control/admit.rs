@@ -218,10 +218,16 @@ fn machine_checks(
                 }),
             };
         }
+        // Only through a harness's own API (never a signal to a process).
         Body::Cancel => {
-            return fin(unsupported(
-                "no cancel API for this session on this machine",
-            ));
+            if adapters::lookup(&cmd.session.harness)
+                .and_then(|a| a.api())
+                .is_none()
+            {
+                return fin(unsupported(
+                    "no cancel API for this session on this machine",
+                ));
+            }
         }
         Body::Start {
             text,
@@ -332,7 +338,7 @@ fn machine_checks(
         Body::Prompt { text } => {
             let in_place = hooks.is_some_and(|h| h.turn_answer("").is_some())
                 || adapter_has_waiter(&cmd.session.harness);
-            if !in_place && adapter.headless().is_none() {
+            if !in_place && adapter.headless().is_none() && adapter.api().is_none() {
                 return fin(unsupported(
                     "this machine has no way into a session of this harness",
                 ));
@@ -372,6 +378,7 @@ fn machine_checks(
             queued.attention = Some(for_attention.clone());
             queued.allow = Some(allow);
         }
+        Body::Cancel => queued.kind = "cancel".into(),
         _ => unreachable!("handled above"),
     }
     Checked::Offer {

@@ -12,6 +12,8 @@
 //! - `hub`: where verified messages meet the hooks and waiters of their
 //!   session; `socket`: the local socket those ask on; `replies`: the reply
 //!   of a prompt handed over in place, from the session's transcript.
+//! - `api`: the rung of a harness's own server (a prompt into a live
+//!   session, a cancel).
 //! - `ladder`: the rungs past the hub (resume, fork, start), `runs` the
 //!   headless processes they run, `files` a start's attachments.
 //! - `machine`: the handle and the acks every part shares.
@@ -21,6 +23,7 @@
 //! a prompt it received no verified answer for.
 
 mod admit;
+mod api;
 pub mod ask;
 pub mod channel;
 pub mod files;

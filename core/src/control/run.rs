@@ -12,13 +12,13 @@
 
 use super::admit::{self, Admission};
 use super::hub::{self, AnswerOffer, Decision, Final, From, Hub, PromptOffer};
-use super::ladder;
 use super::machine::{
     Control, Frame, Queued, ack_failed, ack_unsupported, framed, keep_final, say_taken,
 };
 use super::runs::Runs;
 use super::store::{Receiver, Store};
 use super::wire::{self, WireError};
+use super::{api, ladder};
 use crate::state::config::Config;
 use crate::state::secrets::Secrets;
 use serde_json::{Value, json};
@@ -466,6 +466,10 @@ pub(super) async fn offer(
                     ladder::prompt(control.clone(), from.clone(), q.clone());
                     None
                 }
+                PromptOffer::NoRung if api::reaches(harness) => {
+                    api::prompt(control.clone(), from.clone(), q.clone());
+                    None
+                }
                 PromptOffer::NoRung => Some(ack_unsupported(
                     &from.id,
                     "the session has no running turn and no waiter",
@@ -488,6 +492,10 @@ pub(super) async fn offer(
                     Some(hub::ack_expired(from, "the prompt was answered first"))
                 }
             }
+        }
+        "cancel" => {
+            api::cancel(control.clone(), from.clone(), q.clone());
+            None
         }
         _ => None,
     }

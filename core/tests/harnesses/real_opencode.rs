@@ -327,3 +327,239 @@ fn an_ask_rule_is_an_attention_and_a_stopped_daemon_loses_nothing() {
         |_| true,
     );
 }
+
+/// `opencode serve` in the project on a free loopback port, offline, and its
+/// address once it answers.
+fn serve(s: &Setup) -> (Child, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut c = s.sb.command(&s.bin);
+    c.current_dir(&s.project)
+        .env("SHELL", "/bin/bash")
+        .env("SESSIONPIPE_JOB_ARCHIVE", &s.archive)
+        .env("OPENCODE_DISABLE_MODELS_FETCH", "true")
+        .env("OPENCODE_DISABLE_AUTOUPDATE", "true")
+        .env("OPENCODE_DISABLE_DEFAULT_PLUGINS", "true")
+        .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "true")
+        .env("OPENCODE_DISABLE_SHARE", "true")
+        .args([
+            "serve",
+            "--hostname",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(s.sb.root().join("serve.log")).unwrap())
+        .stderr(std::fs::File::create(s.sb.root().join("serve.err")).unwrap());
+    let mut child = c.spawn().expect("opencode serves");
+    let url = format!("http://127.0.0.1:{port}");
+    // Its first answer waits for its set-up of the fresh config folder (about
+    // 30 s here), so the bound is generous.
+    let until = Instant::now() + Duration::from_secs(180);
+    let client = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(150))
+        .build()
+        .unwrap();
+    while let Err(e) = client.get(format!("{url}/session")).send() {
+        let said = || {
+            let read = |f: &str| std::fs::read_to_string(s.sb.root().join(f)).unwrap_or_default();
+            format!("{}{}", read("serve.log"), read("serve.err"))
+        };
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "opencode serve ended: {}",
+            said()
+        );
+        assert!(
+            Instant::now() < until,
+            "opencode serve never answered ({e}): {}",
+            said()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    (child, url)
+}
+
+/// A client of the server (what `opencode attach` or its web page would do).
+fn post(url: &str, path: &str, project: &Path, body: Value) -> Value {
+    let client = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(120))
+        .build()
+        .unwrap();
+    let resp = client
+        .post(format!(
+            "{url}{path}?directory={}",
+            harness::api::query_component(project.to_str().unwrap())
+        ))
+        .json(&body)
+        .send()
+        .unwrap();
+    assert!(resp.status().is_success(), "{path}: {}", resp.status());
+    resp.json().unwrap_or(Value::Null)
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_signed_prompt_and_a_cancel_reach_a_live_opencode_through_its_server() {
+    let Some(bin) = opencode() else {
+        return;
+    };
+    // Turn 1 answers; the signed prompt's turn answers; the third turn runs a
+    // long command that the signed cancel stops.
+    let api = MockChat::start(vec![
+        Step::text("First answer."),
+        Step::text("The tests pass."),
+        Step::bash("sleep 30"),
+        Step::text("Never said."),
+    ]);
+    let s = setup(bin, &api, "allow");
+    let paired = sessionpipe_testkit::control::paired_machine(&s.sb, &s.project);
+    let device = &paired.device;
+    let _daemon = s.daemon();
+    device.wait_hello(Duration::from_secs(15), |h| h.is_object());
+    let (server, url) = serve(&s);
+    let _server = Killed(server);
+
+    // The person's first turn, through the server as a client sends it.
+    let created = post(&url, "/session", &s.project, json!({}));
+    let id = created["id"].as_str().unwrap().to_string();
+    post(
+        &url,
+        &format!("/session/{id}/message"),
+        &s.project,
+        json!({"parts": [{"type": "text", "text": "Say something."}]}),
+    );
+    let ended = |n: usize| {
+        move |evs: &[Value]| evs.iter().filter(|e| e["type"] == "turn.ended").count() >= n
+    };
+    s.sb.wait_until(Duration::from_secs(60), ended(1));
+    let session = format!("opencode:{id}");
+
+    // A signed prompt: the server takes it as the session's next turn, and
+    // the ack carries that turn's reply, from OpenCode's store.
+    let words = "Also run the tests, please.";
+    let sent = device.enqueue(
+        &device.sign("prompt", &session, json!({"text": words})),
+        120,
+    );
+    let ack = device.final_ack(&sent, Duration::from_secs(90));
+    assert_eq!(
+        (
+            ack["outcome"].as_str(),
+            ack["mode"].as_str(),
+            ack["reply"].as_str()
+        ),
+        (Some("delivered"), Some("api"), Some("The tests pass.")),
+        "{ack}"
+    );
+    let asked = api
+        .requests()
+        .iter()
+        .any(|r| String::from_utf8_lossy(&r.body).contains(words));
+    assert!(asked, "no model request carried the message");
+    let framed = api.requests().iter().any(|r| {
+        String::from_utf8_lossy(&r.body).contains("(sessionpipe control, signed on the sender")
+    });
+    assert!(framed, "the message was not framed");
+
+    // A third turn runs `sleep 30`; a signed cancel stops it through the
+    // server's abort, long before the command would end.
+    let long = device.enqueue(
+        &device.sign("prompt", &session, json!({"text": "Now wait."})),
+        120,
+    );
+    s.sb.wait_until(Duration::from_secs(60), |evs| {
+        evs.iter().filter(|e| e["type"] == "tool.started").count() >= 1
+    });
+    let asked_at = Instant::now();
+    let cancel = device.enqueue(&device.sign("cancel", &session, json!({})), 120);
+    let ack = device.final_ack(&cancel, Duration::from_secs(30));
+    assert_eq!(
+        (ack["outcome"].as_str(), ack["mode"].as_str()),
+        (Some("delivered"), Some("api")),
+        "{ack}"
+    );
+    let events = s.sb.wait_until(Duration::from_secs(30), ended(3));
+    assert!(
+        asked_at.elapsed() < Duration::from_secs(25),
+        "the turn ran to its end"
+    );
+    let long_ack = device.final_ack(&long, Duration::from_secs(30));
+    assert_eq!(long_ack["outcome"], "delivered", "{long_ack}");
+    let lifecycle: Vec<&str> = kinds(&events)
+        .into_iter()
+        .filter(|k| *k != "turn.transcript")
+        .collect();
+    assert_eq!(
+        lifecycle,
+        [
+            "session.started",
+            "turn.started",
+            "turn.ended",
+            "turn.started",
+            "turn.ended",
+            "turn.started",
+            "tool.started",
+            "tool.ended",
+            "turn.ended"
+        ],
+        "{events:#?}"
+    );
+    // The aborted tool ends inside its turn, not ok, and the turn was
+    // interrupted (OpenCode itself went idle before the tool's end).
+    let tool_ended = events.iter().rfind(|e| e["type"] == "tool.ended").unwrap();
+    assert_eq!(tool_ended["data"]["ok"], false, "{tool_ended}");
+    let turn_ended = events.iter().rfind(|e| e["type"] == "turn.ended").unwrap();
+    assert_eq!(turn_ended["data"]["reason"], "interrupt", "{turn_ended}");
+    let how = "opencode serve, a turn aborted through its server's API";
+    s.record("session.error", "session-error-aborted", how, |_| true);
+    assert!(
+        !api.requests()
+            .iter()
+            .any(|r| String::from_utf8_lossy(&r.body).contains("Never said.")),
+        "the model was asked again after the cancel"
+    );
+}
+
+#[test]
+fn a_session_no_server_holds_is_told_so() {
+    let Some(bin) = opencode() else {
+        return;
+    };
+    let api = mock();
+    let s = setup(bin, &api, "allow");
+    let paired = sessionpipe_testkit::control::paired_machine(&s.sb, &s.project);
+    let device = &paired.device;
+    let _daemon = s.daemon();
+    device.wait_hello(Duration::from_secs(15), |h| h.is_object());
+    // `opencode run` listens nowhere (and says `http://localhost:4096/`).
+    s.finish(s.start(false));
+    let events = s.sb.wait_until(Duration::from_secs(30), turn_done);
+    let session = format!("opencode:{}", events[0]["session"]["id"].as_str().unwrap());
+    for kind in ["prompt", "cancel"] {
+        let fields = if kind == "prompt" {
+            json!({"text": "Hello?"})
+        } else {
+            json!({})
+        };
+        let sent = device.enqueue(&device.sign(kind, &session, fields), 120);
+        let ack = device.final_ack(&sent, Duration::from_secs(30));
+        assert_eq!(ack["outcome"], "unsupported", "{kind}: {ack}");
+        assert!(
+            ack["detail"].as_str().unwrap().contains("no server"),
+            "{kind}: {ack}"
+        );
+    }
+}
