@@ -12,15 +12,27 @@
 # and installers/tauri.deb.json (the UI's files) merged over src-tauri/tauri.conf.json.
 # The Tauri CLI is the npm one pinned in installers/package.json.
 #
-# Usage: installers/build-deb.sh [--ui-built]   → prints the .deb's path last
+# Usage: installers/build-deb.sh [--ui-built] [--debug]   → prints the .deb's path last
 #   --ui-built  take ui/dist as it is (scripts/test.sh has just built it)
+#   --debug     package the dev profile's binaries (scripts/test.sh: the package
+#               and its install are under test, not the optimiser, and the dev
+#               build is already there); a deb to ship is built without it
 set -euo pipefail
 ui_built=false
-case "${1:-}" in
-  --ui-built) ui_built=true ;;
-  "") ;;
-  *) echo "usage: installers/build-deb.sh [--ui-built]" >&2; exit 2 ;;
-esac
+profile=release
+for arg in "$@"; do
+  case "$arg" in
+    --ui-built) ui_built=true ;;
+    --debug) profile=debug ;;
+    *) echo "usage: installers/build-deb.sh [--ui-built] [--debug]" >&2; exit 2 ;;
+  esac
+done
+cargo_profile=(--release)
+tauri_profile=()
+if [ "$profile" = debug ]; then
+  cargo_profile=()
+  tauri_profile=(--debug)
+fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 target=${CARGO_TARGET_DIR:-$root/target}
@@ -42,23 +54,23 @@ else
   (cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent) >&2
 fi
 
-say "sessionpipe and sessionpipe-hook (release)"
-cargo build --release --quiet -p sessionpipe-core -p sessionpipe-hook --bins
+say "sessionpipe and sessionpipe-hook ($profile)"
+cargo build "${cargo_profile[@]}" --quiet -p sessionpipe-core -p sessionpipe-hook --bins
 triple=$(rustc -vV | sed -n 's/^host: //p')
 mkdir -p src-tauri/binaries
 for bin in sessionpipe sessionpipe-hook; do
-  install -m 0755 "$target/release/$bin" "src-tauri/binaries/$bin-$triple"
+  install -m 0755 "$target/$profile/$bin" "src-tauri/binaries/$bin-$triple"
 done
 
 say "the Tauri CLI (installers/package.json)"
 (cd installers && npm ci --no-audit --no-fund --loglevel=error) >&2
 
 say "tauri build --bundles deb"
-rm -rf "$target/release/bundle/deb"
-(cd src-tauri && ../installers/node_modules/.bin/tauri build --ci --bundles deb \
+rm -rf "$target/$profile/bundle/deb"
+(cd src-tauri && ../installers/node_modules/.bin/tauri build --ci "${tauri_profile[@]}" --bundles deb \
   --config ../installers/tauri.bundle.json --config ../installers/tauri.deb.json) >&2
 
-deb=$(ls "$target"/release/bundle/deb/*.deb)
+deb=$(ls "$target"/"$profile"/bundle/deb/*.deb)
 say "contents"
 dpkg-deb --info "$deb" | sed -n '/Package:/,$p' >&2
 dpkg-deb --contents "$deb" | awk '{print $6}' | grep -v '/$' | grep -v '^./usr/share/sessionpipe/ui/assets/' >&2

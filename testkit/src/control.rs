@@ -24,6 +24,10 @@ pub struct Device {
     grant: sessionpipe_verifier::Grant,
 }
 
+/// Words of the frame every delivered `prompt` carries (ADAPTERS.md, Claude
+/// Code's Transcript row): a model request holding them was framed.
+pub const FRAMED: &str = "(sessionpipe control, signed on the sender";
+
 /// The bearer token of the receiver `paired_machine` starts (its sink's).
 pub const TOKEN: &str = "receiver-token-for-control";
 
@@ -281,6 +285,22 @@ impl Device {
             .expect("the read door answers")
             .json()
             .expect("the read door says JSON")
+    }
+
+    /// Asserts the final ack of `id` (waited for up to `timeout`) is
+    /// `delivered` in `mode` with `reply`; the ack.
+    pub fn assert_delivered(&self, id: &str, timeout: Duration, mode: &str, reply: &str) -> Value {
+        let ack = self.final_ack(id, timeout);
+        assert_eq!(
+            (
+                ack["outcome"].as_str(),
+                ack["mode"].as_str(),
+                ack["reply"].as_str()
+            ),
+            (Some("delivered"), Some(mode), Some(reply)),
+            "{ack}"
+        );
+        ack
     }
 
     /// The final ack the receiver got for message `id`, waited for.

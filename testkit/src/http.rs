@@ -39,6 +39,14 @@ pub struct Request {
     pub body: Vec<u8>,
 }
 
+/// Whether any of `requests` carried `text` in its body (a model API asked
+/// with a message's words).
+pub fn any_body_has(requests: &[Request], text: &str) -> bool {
+    requests
+        .iter()
+        .any(|r| String::from_utf8_lossy(&r.body).contains(text))
+}
+
 impl Request {
     /// The path part of the target, without the query.
     pub fn path(&self) -> &str {

@@ -59,10 +59,8 @@ impl Server {
         hub: Arc<Hub>,
         control: Option<Arc<Control>>,
     ) -> std::io::Result<Server> {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::remove_file(path);
-        let listener = tokio::net::UnixListener::bind(path)?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        let listener =
+            crate::state::socket_file::bind_private(path, |p| tokio::net::UnixListener::bind(p))?;
         let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         let task = tokio::spawn(async move {
             loop {

@@ -27,11 +27,9 @@ impl StreamWake {
     /// Binds `path` and accepts on it until dropped; every connection pokes
     /// `wake`. Must run inside the daemon's runtime.
     pub fn bind(path: &Path, wake: PathBuf) -> std::io::Result<StreamWake> {
-        use std::os::unix::fs::PermissionsExt;
         // We hold the daemon lock, so a socket file here is a dead daemon's.
-        let _ = std::fs::remove_file(path);
-        let listener = tokio::net::UnixListener::bind(path)?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        let listener =
+            crate::state::socket_file::bind_private(path, |p| tokio::net::UnixListener::bind(p))?;
         let task = tokio::spawn(async move {
             loop {
                 match listener.accept().await {

@@ -13,11 +13,10 @@ pub struct Socket {
 #[cfg(unix)]
 impl Socket {
     pub fn bind(path: &Path) -> std::io::Result<Socket> {
-        use std::os::unix::fs::PermissionsExt;
         // We hold the lock, so a socket file here is a dead daemon's.
-        let _ = std::fs::remove_file(path);
-        let sock = std::os::unix::net::UnixDatagram::bind(path)?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        let sock = crate::state::socket_file::bind_private(path, |p| {
+            std::os::unix::net::UnixDatagram::bind(p)
+        })?;
         Ok(Socket {
             sock,
             path: path.to_path_buf(),

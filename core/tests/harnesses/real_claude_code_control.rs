@@ -88,9 +88,7 @@ pub(crate) fn wait_event(sb: &Sandbox, kind: &str) -> Value {
 
 /// True when one of the model's requests carries `words`.
 fn asked_with(api: &MockAnthropic, words: &str) -> bool {
-    api.requests()
-        .iter()
-        .any(|r| String::from_utf8_lossy(&r.body).contains(words))
+    sessionpipe_testkit::http::any_body_has(&api.requests(), words)
 }
 
 #[test]
@@ -131,10 +129,7 @@ fn a_signed_prompt_reaches_a_running_turn_at_its_stop() {
     // The model's next request carries the framed message, and the turn went
     // on to answer it.
     assert!(asked_with(&api, words), "no request carried the message");
-    assert!(
-        asked_with(&api, "(sessionpipe control, signed on the sender"),
-        "not framed"
-    );
+    assert!(asked_with(&api, control::FRAMED), "not framed");
     assert_eq!(result["result"], "The tests pass.", "{result}");
     // Delivered once: a replay of the same command is refused.
     let again = s.device.enqueue(

@@ -85,9 +85,7 @@ fn rand_bytes() -> [u8; 16] {
 
 /// True when one of the model's requests carries `words`.
 fn asked_with(api: &MockAnthropic, words: &str) -> bool {
-    api.requests()
-        .iter()
-        .any(|r| String::from_utf8_lossy(&r.body).contains(words))
+    sessionpipe_testkit::http::any_body_has(&api.requests(), words)
 }
 
 /// The final ack of `id`, with every `progress` the receiver showed on the

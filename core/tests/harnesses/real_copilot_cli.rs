@@ -297,9 +297,7 @@ fn a_real_permission_ask_becomes_one_attention() {
 
 /// True when one of the model's requests carries `words`.
 fn asked_with(api: &MockChat, words: &str) -> bool {
-    api.requests()
-        .iter()
-        .any(|r| String::from_utf8_lossy(&r.body).contains(words))
+    sessionpipe_testkit::http::any_body_has(&api.requests(), words)
 }
 
 #[test]
@@ -335,25 +333,13 @@ fn a_signed_prompt_reaches_a_running_copilot_turn_at_its_agent_stop() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let ack = device.final_ack(&id, Duration::from_secs(30));
     // Acked with the reply of the turn that answered it, read from the
     // session's own transcript.
-    assert_eq!(
-        (
-            ack["outcome"].as_str(),
-            ack["mode"].as_str(),
-            ack["reply"].as_str()
-        ),
-        (Some("delivered"), Some("turn"), Some("The tests pass.")),
-        "{ack}"
-    );
+    device.assert_delivered(&id, Duration::from_secs(30), "turn", "The tests pass.");
     // The model's next request carries the framed message, and the turn went
     // on to answer it.
     assert!(asked_with(&api, words), "no request carried the message");
-    assert!(
-        asked_with(&api, "(sessionpipe control, signed on the sender"),
-        "not framed"
-    );
+    assert!(asked_with(&api, control::FRAMED), "not framed");
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("The tests pass."), "{said}");
     let events = s.session_events(started["session"]["id"].as_str().unwrap());

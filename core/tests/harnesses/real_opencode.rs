@@ -16,6 +16,8 @@ use serde_json::{Value, json};
 use sessionpipe_core::conformance::harness::{fixture_from_job, jobs_in};
 use sessionpipe_core::spool::Job;
 use sessionpipe_testkit::chat::{MockChat, Step};
+use sessionpipe_testkit::control;
+use sessionpipe_testkit::http::any_body_has;
 use sessionpipe_testkit::{Sandbox, sandbox::Daemon};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -425,7 +427,7 @@ fn a_signed_prompt_and_a_cancel_reach_a_live_opencode_through_its_server() {
         Step::text("Never said."),
     ]);
     let s = setup(bin, &api, "allow");
-    let paired = sessionpipe_testkit::control::paired_machine(&s.sb, &s.project);
+    let paired = control::paired_machine(&s.sb, &s.project);
     let device = &paired.device;
     let _daemon = s.daemon();
     device.wait_hello(Duration::from_secs(15), |h| h.is_object());
@@ -454,25 +456,10 @@ fn a_signed_prompt_and_a_cancel_reach_a_live_opencode_through_its_server() {
         &device.sign("prompt", &session, json!({"text": words})),
         120,
     );
-    let ack = device.final_ack(&sent, Duration::from_secs(90));
-    assert_eq!(
-        (
-            ack["outcome"].as_str(),
-            ack["mode"].as_str(),
-            ack["reply"].as_str()
-        ),
-        (Some("delivered"), Some("api"), Some("The tests pass.")),
-        "{ack}"
-    );
-    let asked = api
-        .requests()
-        .iter()
-        .any(|r| String::from_utf8_lossy(&r.body).contains(words));
-    assert!(asked, "no model request carried the message");
-    let framed = api.requests().iter().any(|r| {
-        String::from_utf8_lossy(&r.body).contains("(sessionpipe control, signed on the sender")
-    });
-    assert!(framed, "the message was not framed");
+    device.assert_delivered(&sent, Duration::from_secs(90), "api", "The tests pass.");
+    let asked = |words| any_body_has(&api.requests(), words);
+    assert!(asked(words), "no model request carried the message");
+    assert!(asked(control::FRAMED), "the message was not framed");
 
     // A third turn runs `sleep 30`; a signed cancel stops it through the
     // server's abort, long before the command would end.
@@ -525,10 +512,10 @@ fn a_signed_prompt_and_a_cancel_reach_a_live_opencode_through_its_server() {
     assert_eq!(turn_ended["data"]["reason"], "interrupt", "{turn_ended}");
     let how = "opencode serve, a turn aborted through its server's API";
     s.record("session.error", "session-error-aborted", how, |_| true);
+    // The loop stopped: the model never got the aborted command's result.
+    let sleep_call = &api.call_ids()[0];
     assert!(
-        !api.requests()
-            .iter()
-            .any(|r| String::from_utf8_lossy(&r.body).contains("Never said.")),
+        api.tool_results().iter().all(|(id, _)| id != sleep_call),
         "the model was asked again after the cancel"
     );
 }
@@ -540,7 +527,7 @@ fn a_session_no_server_holds_is_told_so() {
     };
     let api = mock();
     let s = setup(bin, &api, "allow");
-    let paired = sessionpipe_testkit::control::paired_machine(&s.sb, &s.project);
+    let paired = control::paired_machine(&s.sb, &s.project);
     let device = &paired.device;
     let _daemon = s.daemon();
     device.wait_hello(Duration::from_secs(15), |h| h.is_object());
