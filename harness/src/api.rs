@@ -69,9 +69,15 @@ pub fn loopback_origin(url: &str) -> Option<String> {
 /// `s` as one component of a URL's query: everything but the unreserved
 /// characters (RFC 3986) percent-encoded as UTF-8.
 pub fn query_component(s: &str) -> String {
+    percent_encoded(s, b"-._~")
+}
+
+/// `s` with every byte but ASCII letters, digits and those in `keep`
+/// percent-encoded (for a URL's parts; shared with the core's UI link).
+pub fn percent_encoded(s: &str, keep: &[u8]) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+        if b.is_ascii_alphanumeric() || keep.contains(&b) {
             out.push(b as char);
         } else {
             out.push_str(&format!("%{b:02X}"));

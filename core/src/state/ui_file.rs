@@ -79,15 +79,7 @@ fn modified(path: &Path) -> Option<SystemTime> {
 /// Percent-encodes what could end a fragment parameter (`&`, `#`, `%`, spaces...);
 /// the UI reads the fragment with `URLSearchParams`, which decodes it.
 fn fragment_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b':') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    harness::api::percent_encoded(s, b"-_.~:")
 }
 
 #[cfg(test)]
