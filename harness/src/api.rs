@@ -9,7 +9,9 @@
 //! bounds them and acks. A server is only ever on this machine's loopback; an
 //! adapter never names another host.
 
-use crate::Memo;
+/// What the adapter remembered of the session (its memo; the adapter's own
+/// type, spelt out here so this module imports nothing of the kit's).
+type Memo = serde_json::Map<String, serde_json::Value>;
 
 /// An HTTP method the calls use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
