@@ -89,8 +89,8 @@ impl Setup {
             .start_daemon_with(&[("SESSIONPIPE_JOB_ARCHIVE", self.archive.as_os_str())])
     }
 
-    /// `opencode run` in the project, offline; `auto` approves what a rule asks.
-    fn start(&self, auto: bool) -> Child {
+    /// OpenCode in the project, offline.
+    fn opencode(&self) -> std::process::Command {
         let mut c = self.sb.command(&self.bin);
         c.current_dir(&self.project)
             .env("SHELL", "/bin/bash")
@@ -99,8 +99,14 @@ impl Setup {
             .env("OPENCODE_DISABLE_AUTOUPDATE", "true")
             .env("OPENCODE_DISABLE_DEFAULT_PLUGINS", "true")
             .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "true")
-            .env("OPENCODE_DISABLE_SHARE", "true")
-            .args(["run", "--format", "json", "-m", "mock/mock-model"]);
+            .env("OPENCODE_DISABLE_SHARE", "true");
+        c
+    }
+
+    /// `opencode run` in the project, offline; `auto` approves what a rule asks.
+    fn start(&self, auto: bool) -> Child {
+        let mut c = self.opencode();
+        c.args(["run", "--format", "json", "-m", "mock/mock-model"]);
         if auto {
             c.arg("--auto");
         }
@@ -338,25 +344,17 @@ fn serve(s: &Setup) -> (Child, String) {
         .local_addr()
         .unwrap()
         .port();
-    let mut c = s.sb.command(&s.bin);
-    c.current_dir(&s.project)
-        .env("SHELL", "/bin/bash")
-        .env("SESSIONPIPE_JOB_ARCHIVE", &s.archive)
-        .env("OPENCODE_DISABLE_MODELS_FETCH", "true")
-        .env("OPENCODE_DISABLE_AUTOUPDATE", "true")
-        .env("OPENCODE_DISABLE_DEFAULT_PLUGINS", "true")
-        .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "true")
-        .env("OPENCODE_DISABLE_SHARE", "true")
-        .args([
-            "serve",
-            "--hostname",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-        ])
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(s.sb.root().join("serve.log")).unwrap())
-        .stderr(std::fs::File::create(s.sb.root().join("serve.err")).unwrap());
+    let mut c = s.opencode();
+    c.args([
+        "serve",
+        "--hostname",
+        "127.0.0.1",
+        "--port",
+        &port.to_string(),
+    ])
+    .stdin(Stdio::null())
+    .stdout(std::fs::File::create(s.sb.root().join("serve.log")).unwrap())
+    .stderr(std::fs::File::create(s.sb.root().join("serve.err")).unwrap());
     let mut child = c.spawn().expect("opencode serves");
     let url = format!("http://127.0.0.1:{port}");
     // Its first answer waits for its set-up of the fresh config folder (about
