@@ -3,7 +3,7 @@
 //! calls that ask the process holding a live session whether it holds it, hand
 //! it a message as its next turn, and stop its current turn.
 //!
-//! Owns only the harness's words: the calls' methods, paths, headers and bodies,
+//! Owns only the harness's words: the calls' methods, paths and bodies,
 //! and where the server is, from what the adapter remembered of the session
 //! (its memo). It opens no connection: the daemon's control makes the calls,
 //! bounds them and acks. A server is only ever on this machine's loopback; an
@@ -26,7 +26,6 @@ pub struct Call {
     pub method: Method,
     /// An absolute `http://` URL on loopback.
     pub url: String,
-    pub headers: Vec<(String, String)>,
     /// A JSON body, sent as `application/json`.
     pub body: Option<serde_json::Value>,
 }

@@ -63,8 +63,9 @@ impl Server {
         tail: &str,
         body: Option<Value>,
     ) -> Option<Call> {
+        // Kept only as a loopback origin (`remember`); the daemon checks the
+        // URL again before any call.
         let origin = memo.get(SERVER)?.as_str()?;
-        let origin = loopback_origin(origin)?;
         if !protocol::valid_session_id(id) || !id.starts_with("ses") {
             return None;
         }
@@ -73,12 +74,7 @@ impl Server {
             url.push_str("?directory=");
             url.push_str(&query_component(dir));
         }
-        Some(Call {
-            method,
-            url,
-            headers: Vec::new(),
-            body,
-        })
+        Some(Call { method, url, body })
     }
 }
 

@@ -67,34 +67,29 @@ pub(super) fn remember(events: &mut Vec<EventData>, memo: &mut Memo) {
                 }
                 let skip = closed.len().saturating_sub(CLOSED_MAX);
                 closed.drain(..skip);
-                if !closed.is_empty() {
-                    memo.insert(CLOSED.into(), Value::Array(closed));
-                }
+                put(memo, CLOSED, Value::Array(closed));
             }
             EventData::ToolStarted(t) => {
                 t.turn_id = running.clone();
                 if let Some(call) = &t.call_id {
                     let mut open = take_object(memo, OPEN);
                     open.insert(call.clone(), Value::String(t.tool.clone()));
-                    memo.insert(OPEN.into(), Value::Object(open));
+                    put(memo, OPEN, Value::Object(open));
                 }
             }
             EventData::ToolEnded(t) => {
                 if let Some(call) = &t.call_id {
                     let mut closed = take_list(memo, CLOSED);
-                    let was_closed = closed.iter().any(|c| c.as_str() == Some(call));
+                    let before = closed.len();
                     closed.retain(|c| c.as_str() != Some(call));
-                    if !closed.is_empty() {
-                        memo.insert(CLOSED.into(), Value::Array(closed));
-                    }
-                    if was_closed {
+                    let ended_with_its_turn = closed.len() < before;
+                    put(memo, CLOSED, Value::Array(closed));
+                    if ended_with_its_turn {
                         continue;
                     }
                     let mut open = take_object(memo, OPEN);
                     open.remove(call);
-                    if !open.is_empty() {
-                        memo.insert(OPEN.into(), Value::Object(open));
-                    }
+                    put(memo, OPEN, Value::Object(open));
                 }
                 t.turn_id = running.clone();
             }
@@ -113,6 +108,18 @@ fn take_object(memo: &mut Memo, key: &str) -> Map<String, Value> {
     match memo.remove(key) {
         Some(Value::Object(o)) => o,
         _ => Map::new(),
+    }
+}
+
+/// Keeps `value` under `key` unless it is an empty list or object.
+fn put(memo: &mut Memo, key: &str, value: Value) {
+    let empty = match &value {
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    };
+    if !empty {
+        memo.insert(key.into(), value);
     }
 }
 

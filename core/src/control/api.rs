@@ -173,9 +173,6 @@ async fn call(c: &Call) -> Result<(u16, Vec<u8>), CallError> {
         Method::Get => client.get(&c.url),
         Method::Post => client.post(&c.url),
     };
-    for (k, v) in &c.headers {
-        req = req.header(k, v);
-    }
     if let Some(body) = &c.body {
         req = req
             .header(reqwest::header::CONTENT_TYPE, "application/json")
