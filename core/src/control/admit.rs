@@ -202,6 +202,11 @@ fn machine_checks(
         ..Default::default()
     };
     let config = Config::load(&control.paths).unwrap_or_default();
+    // Held in an ACP agent of ours, started as one, or a start of one still
+    // running (its name is not kept until the agent names the session).
+    let acp_session = counts.named.as_ref().is_some_and(|n| n.how == "acp")
+        || (control.runs.starting_in(&session).is_some()
+            && super::acp::found(&cmd.session.harness).is_some());
     match &cmd.body {
         Body::KeyAdd { key, name } => {
             return Checked::Final {
@@ -223,6 +228,7 @@ fn machine_checks(
             if adapters::lookup(&cmd.session.harness)
                 .and_then(|a| a.api())
                 .is_none()
+                && !acp_session
             {
                 return fin(unsupported(
                     "no cancel API for this session on this machine",
@@ -237,7 +243,7 @@ fn machine_checks(
             model,
         } => {
             let headless = adapters::lookup(&cmd.session.harness).and_then(|a| a.headless());
-            if headless.is_none() {
+            if headless.is_none() && super::acp::found(&cmd.session.harness).is_none() {
                 return fin(unsupported(
                     "this machine cannot start a session of this harness",
                 ));
@@ -297,6 +303,32 @@ fn machine_checks(
             };
         }
         Body::Prompt { .. } | Body::PermissionAnswer { .. } => {}
+    }
+    // A session an ACP agent of ours runs: its folder is where it started.
+    if acp_session && matches!(cmd.body, Body::Prompt { .. } | Body::Cancel) {
+        let cwd = counts
+            .named
+            .as_ref()
+            .and_then(|n| n.cwd.clone())
+            .or_else(|| control.runs.starting_in(&session));
+        if !folder_allowed(cwd.as_deref(), &config.control_folders) {
+            return fin(ack_refused(
+                id,
+                "folder",
+                "the session's folder is not on this machine's control folders",
+            ));
+        }
+        match &cmd.body {
+            Body::Prompt { text } => {
+                queued.kind = "prompt".into();
+                queued.text = Some(text.clone());
+            }
+            _ => queued.kind = "cancel".into(),
+        }
+        return Checked::Offer {
+            queued,
+            nonce: cmd.nonce.clone(),
+        };
     }
     let Some(adapter) = adapters::lookup(&cmd.session.harness) else {
         return fin(unsupported("no such harness on this machine"));

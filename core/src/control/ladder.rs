@@ -17,8 +17,9 @@ use super::files::{self, Attached};
 use super::hub::{Final, From};
 use super::machine::{
     Control, Frame, LOCAL, Queued, ack_failed, ack_unsupported, framed, from_host, keep_final,
-    now_text, receiver_and_token, reply_text, say_progress,
+    name_session, now_text, receiver_and_token, reply_text,
 };
+use super::progress::{Events, send_progress};
 use super::store::NamedSession;
 use crate::state::config::Config;
 use harness::headless::{Headless, InboxOutcome, Level, Options, Progress, Run};
@@ -26,12 +27,6 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The least time between two `progress` acks of one message.
-const PROGRESS_EVERY: Duration = Duration::from_millis(300);
-/// The least time between two `turn.progress` events of one run (they are
-/// kept, acks are not).
-const EVENT_EVERY: Duration = Duration::from_secs(1);
 
 /// What became of one run, as its final ack says.
 struct Outcome {
@@ -212,16 +207,27 @@ async fn start_run(control: &Arc<Control>, from: &From, q: &Queued) -> Value {
     let Some((harness, id)) = q.session.split_once(':') else {
         return ack_unsupported(&from.id, "no such session");
     };
+    let cwd = PathBuf::from(q.cwd.as_deref().unwrap_or(""));
     let Some(headless) = adapters::lookup(harness).and_then(|a| a.headless()) else {
-        return ack_unsupported(
-            &from.id,
-            "this machine cannot start a session of this harness",
-        );
+        if super::acp::found(harness).is_none() {
+            return ack_unsupported(
+                &from.id,
+                "this machine cannot start a session of this harness",
+            );
+        }
+        let mut text = q.text.clone().unwrap_or_default();
+        if !q.files.is_empty() {
+            match fetch_files(control, from, &cwd, id, &q.files).await {
+                Ok(attached) => text.push_str(&attached.list),
+                Err(ack) => return ack,
+            }
+        }
+        let framed = framed(from, Frame::NewSession, &text);
+        return super::acp::start_run(control, from, q, &framed).await;
     };
     let Some(host) = harness::install::Host::from_env() else {
         return ack_failed(&from.id, None, "this machine has no home folder");
     };
-    let cwd = PathBuf::from(q.cwd.as_deref().unwrap_or(""));
     let config = Config::load(&control.paths).unwrap_or_default();
     let level = match q.level.as_deref() {
         Some(l) => Level::parse(l),
@@ -417,59 +423,6 @@ async fn run_one(
     }
 }
 
-/// Which session a run's `turn.progress` events are of, and its ask.
-struct Events {
-    harness: String,
-    /// The id the run was started with; the harness's own, once it names it.
-    session: String,
-    user: String,
-}
-
-/// Sends the growing reply as `progress` acks, the newest at most every
-/// `PROGRESS_EVERY`, and as `turn.progress` events for tier-2 destinations
-/// at most every `EVENT_EVERY`; ends when the run's sender is dropped.
-async fn send_progress(
-    control: Arc<Control>,
-    from: From,
-    mut rx: tokio::sync::watch::Receiver<Progress>,
-    events: Events,
-) {
-    let mut seq = 0u64;
-    let mut last = String::new();
-    let mut evented = tokio::time::Instant::now() - EVENT_EVERY;
-    while rx.changed().await.is_ok() {
-        let (reply, named) = {
-            let p = rx.borrow_and_update();
-            (p.reply.clone(), p.session.clone())
-        };
-        if reply.trim().is_empty() || reply == last {
-            continue;
-        }
-        seq += 1;
-        say_progress(&control, &from.receiver, &from.id, seq, &reply).await;
-        if let Some(local) = control.progress_events.clone()
-            && evented.elapsed() >= EVENT_EVERY
-        {
-            evented = tokio::time::Instant::now();
-            let harness = events.harness.clone();
-            let session = named.unwrap_or_else(|| events.session.clone());
-            let event = protocol::EventData::TurnProgress(protocol::TurnProgress {
-                turn_id: None,
-                user: Some(events.user.clone()).filter(|u| !u.trim().is_empty()),
-                assistant: reply.clone(),
-            });
-            let wrote =
-                crate::runtime::blocking(move || local.append(&harness, &session, vec![event]))
-                    .await;
-            if let Err(e) = wrote {
-                tracing::info!("control: a turn.progress event: {e}");
-            }
-        }
-        last = reply;
-        tokio::time::sleep(PROGRESS_EVERY).await;
-    }
-}
-
 /// The level a run gets when its message names none: the machine's mode
 /// (`safe` → safe; `auto` → the harness's widest default; `inherit` → no
 /// flag, the person's own config decides).
@@ -485,19 +438,6 @@ async fn named(control: &Arc<Control>, harness: &str, name: &str) -> Option<Name
     let c = control.clone();
     let (h, n) = (harness.to_string(), name.to_string());
     crate::runtime::blocking(move || c.store().named_session(&h, &n).ok().flatten()).await
-}
-
-async fn name_session(control: &Arc<Control>, harness: &str, name: &str, session: NamedSession) {
-    let c = control.clone();
-    let (h, n) = (harness.to_string(), name.to_string());
-    let kept = crate::runtime::blocking(move || {
-        c.store()
-            .name_session(&h, &n, &session, protocol::time::now_ms())
-    })
-    .await;
-    if let Err(e) = kept {
-        tracing::warn!("control: cannot keep a session's name: {e}");
-    }
 }
 
 /// The folder a session runs in: its record's (home written `~` there), or

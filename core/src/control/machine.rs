@@ -57,6 +57,8 @@ pub struct Control {
     /// Every call to every receiver: one client for the daemon's life.
     pub(super) http: reqwest::Client,
     pub(super) runs: Runs,
+    /// The sessions held in ACP agents this daemon started.
+    pub(super) acp: super::held::AcpSessions,
     /// Where a run's growing reply becomes `turn.progress` events (only
     /// where a destination takes tier 2).
     pub(super) progress_events: Option<Arc<crate::pipeline::local::LocalEvents>>,
@@ -85,6 +87,7 @@ impl Control {
             ack_bells: Mutex::default(),
             http: wire::client(),
             runs,
+            acp: Default::default(),
             session_tools: Mutex::default(),
             local: Mutex::default(),
             polled: Mutex::default(),
@@ -313,6 +316,25 @@ pub fn folder_allowed(cwd: Option<&str>, folders: &[String]) -> bool {
         let f = std::fs::canonicalize(f).unwrap_or_else(|_| f.to_path_buf());
         cwd.starts_with(&f)
     })
+}
+
+/// Keeps what a session name control gave out stands for.
+pub(super) async fn name_session(
+    control: &Arc<Control>,
+    harness: &str,
+    name: &str,
+    session: super::store::NamedSession,
+) {
+    let c = control.clone();
+    let (h, n) = (harness.to_string(), name.to_string());
+    let kept = crate::runtime::blocking(move || {
+        c.store()
+            .name_session(&h, &n, &session, protocol::time::now_ms())
+    })
+    .await;
+    if let Err(e) = kept {
+        tracing::warn!("control: cannot keep a session's name: {e}");
+    }
 }
 
 #[cfg(test)]

@@ -16,21 +16,29 @@
 //!   session, a cancel).
 //! - `ladder`: the rungs past the hub (resume, fork, start), `runs` the
 //!   headless processes they run, `files` a start's attachments.
+//! - `acp`: the rung of agents driven over the Agent Client Protocol (a
+//!   start, its session's next prompts, a cancel), on the `sessionpipe-acp`
+//!   client; `held` the agents it holds.
+//! - `progress`: a run's growing reply as `progress` acks and
+//!   `turn.progress` events.
 //! - `machine`: the handle and the acks every part shares.
 //!
 //! Uses layers 1 and 2 and `sinks` (discovery, a sink's token); nothing above.
 //! Never runs anything on a bearer token's word, and never answers `allow` for
 //! a prompt it received no verified answer for.
 
+mod acp;
 mod admit;
 mod api;
 pub mod ask;
 pub mod channel;
 pub mod files;
+mod held;
 pub mod hub;
 mod ladder;
 pub mod machine;
 pub mod pair;
+mod progress;
 mod replies;
 pub mod run;
 pub mod runs;

@@ -18,7 +18,7 @@ use super::machine::{
 use super::runs::Runs;
 use super::store::{Receiver, Store};
 use super::wire::{self, WireError};
-use super::{api, ladder};
+use super::{acp, api, ladder};
 use crate::state::config::Config;
 use crate::state::secrets::Secrets;
 use serde_json::{Value, json};
@@ -113,6 +113,7 @@ pub async fn run(
     }
     keeper.abort();
     replies.abort();
+    acp::stop_all(&control).await;
 }
 
 /// `control.on` says the hooks may ask: present while a receiver is paired or
@@ -372,9 +373,35 @@ pub async fn machine_facts(config: &Config, harnesses: Vec<String>, runs: &Runs)
                 .collect()
         })
         .unwrap_or_default();
-    let (headless_modes, starts, models) = ladder::offered(runs, config).await;
+    let (headless_modes, mut starts, models) = ladder::offered(runs, config).await;
     let mut modes = vec!["turn", "waiter"];
     modes.extend(headless_modes);
+    // The agents this machine drives over ACP: a start at the levels its
+    // mode allows (no model: ACP names none), then `api` turns.
+    let acp_found = crate::runtime::blocking(acp::installed).await;
+    let ceiling = super::admit::ceiling(config);
+    for h in &acp_found {
+        let levels: Vec<&str> = [
+            harness::headless::Level::Safe,
+            harness::headless::Level::Auto,
+        ]
+        .into_iter()
+        .filter(|l| *l <= ceiling)
+        .map(harness::headless::Level::as_str)
+        .collect();
+        starts[*h] = json!({"levels": levels, "default": ceiling.as_str(), "any_model": false});
+    }
+    if !acp_found.is_empty() && !modes.contains(&"api") {
+        modes.push("api");
+    }
+    let mut harnesses = harnesses;
+    for h in acp_found {
+        if !harnesses.iter().any(|x| x == h) {
+            harnesses.push(h.to_string());
+        }
+    }
+    // The schema's bound.
+    harnesses.truncate(20);
     let mut body = json!({
         "name": config.machine(),
         "harnesses": harnesses,
@@ -438,6 +465,14 @@ pub(super) async fn offer(
     match q.kind.as_str() {
         "prompt" => {
             let (harness, id) = q.session.split_once(':')?;
+            // A session an ACP agent of ours runs (or a start of one, still
+            // running) takes it as its next turn.
+            if acp::has(control, &q.session).await
+                || (control.runs.is_held(&q.session) && acp::found(harness).is_some())
+            {
+                acp::prompt(control.clone(), from.clone(), q.clone());
+                return None;
+            }
             // A run of ours holds the session: the message waits for it.
             if control.runs.is_held(&q.session) {
                 ladder::prompt(control.clone(), from.clone(), q.clone());
@@ -494,6 +529,9 @@ pub(super) async fn offer(
             }
         }
         "cancel" => {
+            if let Some(ack) = acp::cancel(control, from, &q.session).await {
+                return Some(ack);
+            }
             api::cancel(control.clone(), from.clone(), q.clone());
             None
         }

@@ -205,6 +205,15 @@ impl Runs {
         text
     }
 
+    /// One of the machine's headless slots, held until dropped (an ACP turn
+    /// takes one as a headless run does).
+    pub async fn slot(&self) -> tokio::sync::SemaphorePermit<'_> {
+        self.slots
+            .acquire()
+            .await
+            .expect("the runs' semaphore is never closed")
+    }
+
     /// Runs `program` with `launch` once a slot is free, feeding `progress`
     /// every line that changed the reply; ends it past `bound`.
     pub async fn run(

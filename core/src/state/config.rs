@@ -44,6 +44,13 @@ pub struct Config {
     /// Control: the longest a headless run may take, minutes (30); past it
     /// the run is ended and acked `failed`.
     pub control_run_minutes: Option<u32>,
+    /// Control over ACP: how long an agent process the daemon started is
+    /// kept after its last turn, for a next prompt (10 minutes).
+    pub acp_idle_minutes: Option<u32>,
+    /// Control over ACP: the longest an agent may take to answer its start,
+    /// a new session or a reopened one (120 s; a turn's bound is
+    /// `control_run_minutes`).
+    pub acp_answer_seconds: Option<u32>,
     /// The app runs a receiver with its phone page on this computer (loopback
     /// only, `http://localhost:PORT`), which `sessionpipe connect` pairs with.
     /// Off by default: a listener nobody asked for is not opened.
@@ -133,6 +140,17 @@ impl Config {
             runs_at_once: self.control_runs_at_once.unwrap_or(3).max(1) as usize,
             run_minutes: u64::from(self.control_run_minutes.unwrap_or(30).max(1)),
         }
+    }
+
+    /// How long an idle ACP agent is kept, and how long it may take to
+    /// answer what is not a turn.
+    pub fn acp_bounds(&self) -> (std::time::Duration, std::time::Duration) {
+        let minutes = u64::from(self.acp_idle_minutes.unwrap_or(10).max(1));
+        let seconds = u64::from(self.acp_answer_seconds.unwrap_or(120).max(1));
+        (
+            std::time::Duration::from_secs(minutes * 60),
+            std::time::Duration::from_secs(seconds),
+        )
     }
 
     pub fn notify_tier(&self) -> u8 {

@@ -12,6 +12,7 @@ mod chaos;
 mod cli_output;
 mod conformance;
 mod control;
+mod control_acp;
 mod control_runs;
 mod crash;
 mod daemon_life;

@@ -1,30 +1,59 @@
-//! A scripted ACP agent for the ACP client's tests (never shipped): JSON-RPC
-//! lines on stdin and stdout, a whole turn that echoes the prompt, and the
-//! misbehaviours the client must survive, chosen by `SP_TEST_AGENT` (a comma
-//! list): `auth`, `permission`, `slow`, `crash`, `malformed`, `silent`,
-//! `flood`, `nonstandard`, `child`, `stubborn`. `SP_TEST_AGENT_LOG` names a
-//! file that gets every line the client wrote; `SP_TEST_AGENT_PIDS` one that
-//! gets this process's pid (and its child's).
+//! A scripted ACP agent for the ACP client's tests, never shipped: JSON-RPC
+//! 2.0 lines on stdin and stdout (one object a line, stdout flushed after
+//! each), a whole turn that echoes the prompt, a reopened session's replay,
+//! and the misbehaviours the client must survive.
 //!
-//! It never touches the network or any file but those two, and its own
-//! requests are numbered from 0, as real agents number theirs.
+//! It owns only that script. `SP_TEST_AGENT` chooses the behaviour (a comma
+//! list, modes combine): `auth`, `permission`, `slow`, `crash`, `malformed`,
+//! `silent`, `flood`, `nonstandard`, `child`, `stubborn`, `slowstart` (which
+//! waits `SP_TEST_AGENT_DELAY_MS` before answering `initialize`).
+//! `SP_TEST_AGENT_LOG` names a file that gets every line the client wrote, as
+//! received; `SP_TEST_AGENT_PIDS` one that gets this process's pid (then its
+//! child's). Ids are echoed exactly as received; the agent's own requests are
+//! numbered from 0, as real agents number theirs.
+//!
+//! It must not touch the network, any file but those two, or anything of the
+//! real agents it stands in for; it must not decide what a test checks, nor
+//! be started by anything but a test.
 
 use serde_json::{Value, json};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Write};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+const MODES: &[&str] = &[
+    "auth",
+    "permission",
+    "slow",
+    "crash",
+    "malformed",
+    "silent",
+    "flood",
+    "nonstandard",
+    "child",
+    "stubborn",
+    "slowstart",
+];
+
+/// How long `slow` waits for a cancel before it ends its turn anyway.
+const SLOW_TURN: Duration = Duration::from_secs(120);
 
 struct Agent {
     modes: Vec<String>,
     out: std::io::Stdout,
-    log: Option<std::fs::File>,
     lines: mpsc::Receiver<String>,
+    /// The id of the next request this agent sends.
     next_id: u64,
     sessions: u64,
-    /// Prompts of each session this process ran, for a load's replay.
-    history: HashMap<String, Vec<String>>,
     calls: u64,
+    /// Each session of this process, with its turns (prompt, reply), for a
+    /// load's replay.
+    history: HashMap<String, Vec<(String, String)>>,
+    /// The client's answers to our requests, by id, until they are taken.
+    answers: HashMap<String, Value>,
+    /// Sessions the client cancelled since their turn began.
+    cancelled: HashSet<String>,
 }
 
 fn main() {
@@ -34,6 +63,9 @@ fn main() {
         .map(|m| m.trim().to_string())
         .filter(|m| !m.is_empty())
         .collect();
+    for m in modes.iter().filter(|m| !MODES.contains(&m.as_str())) {
+        eprintln!("acp-test-agent: unknown mode {m:?} (ignored)");
+    }
     let open = |var: &str| {
         std::env::var_os(var).and_then(|p| {
             std::fs::OpenOptions::new()
@@ -44,23 +76,28 @@ fn main() {
         })
     };
     let mut pids = open("SP_TEST_AGENT_PIDS");
+    let mut note_pid = |pid: u32| {
+        if let Some(f) = pids.as_mut() {
+            let _ = writeln!(f, "{pid}");
+        }
+    };
+    note_pid(std::process::id());
     let _child = modes.iter().any(|m| m == "child").then(|| {
         let c = std::process::Command::new("sleep")
             .arg("300")
             .spawn()
             .expect("sleep runs");
-        if let Some(f) = pids.as_mut() {
-            let _ = writeln!(f, "{}", c.id());
-        }
+        note_pid(c.id());
         c
     });
-    if let Some(f) = pids.as_mut() {
-        let _ = writeln!(f, "{}", std::process::id());
-    }
     let (tx, lines) = mpsc::channel();
+    let mut log = open("SP_TEST_AGENT_LOG");
     std::thread::spawn(move || {
         for line in std::io::stdin().lock().lines() {
             let Ok(line) = line else { break };
+            if let Some(f) = log.as_mut() {
+                let _ = writeln!(f, "{line}");
+            }
             if tx.send(line).is_err() {
                 break;
             }
@@ -69,16 +106,15 @@ fn main() {
     let mut agent = Agent {
         modes,
         out: std::io::stdout(),
-        log: open("SP_TEST_AGENT_LOG"),
         lines,
         next_id: 0,
         sessions: 0,
-        history: HashMap::new(),
         calls: 0,
+        history: HashMap::new(),
+        answers: HashMap::new(),
+        cancelled: HashSet::new(),
     };
-    while let Some(msg) = agent.next(None) {
-        agent.handle(msg);
-    }
+    agent.wait_until(None, |_| false);
     if agent.has("stubborn") {
         loop {
             std::thread::sleep(Duration::from_secs(1));
@@ -91,21 +127,23 @@ impl Agent {
         self.modes.iter().any(|m| m == mode)
     }
 
-    /// The next message from the client (logged), or `None` at its end or
-    /// past `wait`.
-    fn next(&mut self, wait: Option<Duration>) -> Option<Value> {
-        loop {
-            let line = match wait {
-                Some(w) => self.lines.recv_timeout(w).ok()?,
-                None => self.lines.recv().ok()?,
+    /// Handles what the client sends until `done` holds (true), or stdin
+    /// ends or `until` passes first (false). Lines that are not JSON are
+    /// skipped.
+    fn wait_until(&mut self, until: Option<Instant>, done: impl Fn(&Self) -> bool) -> bool {
+        while !done(self) {
+            let line = match until {
+                Some(u) => self
+                    .lines
+                    .recv_timeout(u.saturating_duration_since(Instant::now())),
+                None => self.lines.recv().map_err(Into::into),
             };
-            if let Some(f) = self.log.as_mut() {
-                let _ = writeln!(f, "{line}");
-            }
-            if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                return Some(v);
+            let Ok(line) = line else { return false };
+            if let Ok(m) = serde_json::from_str::<Value>(&line) {
+                self.handle(m);
             }
         }
+        true
     }
 
     fn write(&mut self, v: Value) {
@@ -122,6 +160,11 @@ impl Agent {
         self.write(json!({"jsonrpc": "2.0", "id": id, "result": result}));
     }
 
+    fn fail(&mut self, id: &Value, code: i64, message: &str) {
+        self.write(json!({"jsonrpc": "2.0", "id": id,
+                          "error": {"code": code, "message": message}}));
+    }
+
     fn update(&mut self, session: &str, update: Value) {
         self.write(json!({"jsonrpc": "2.0", "method": "session/update",
                           "params": {"sessionId": session, "update": update}}));
@@ -134,136 +177,191 @@ impl Agent {
         );
     }
 
-    /// Asks the client something and waits for its answer, handling what
-    /// else comes meanwhile (a cancel is noted).
-    fn ask(&mut self, method: &str, params: Value) -> (Value, bool) {
+    /// Asks the client something and waits for its answer (the whole
+    /// response; `null` if stdin ends first), handling all else meanwhile.
+    fn ask(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
         self.write(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let mut cancelled = false;
-        while let Some(m) = self.next(None) {
-            if m.get("method").is_none() && m["id"] == id {
-                return (m, cancelled);
-            }
-            cancelled |= m["method"] == "session/cancel";
-        }
-        (Value::Null, cancelled)
+        let key = id.to_string();
+        self.wait_until(None, |a| a.answers.contains_key(&key));
+        self.answers.remove(&key).unwrap_or(Value::Null)
     }
 
     fn handle(&mut self, m: Value) {
-        let Some(method) = m["method"].as_str().map(str::to_string) else {
-            return;
-        };
-        let Some(id) = m.get("id").cloned() else {
-            return;
-        };
-        let params = m["params"].clone();
         if self.has("silent") {
             return;
         }
-        match method.as_str() {
-            "initialize" => {
-                let auth = if self.has("auth") {
-                    json!([{"id": "login", "name": "Log in",
-                            "description": "Run `acp-test-agent login` at a terminal"}])
-                } else {
-                    json!([])
-                };
-                self.answer(&id, json!({"protocolVersion": 1,
-                    "agentCapabilities": {"loadSession": true, "promptCapabilities": {}},
-                    "authMethods": auth,
-                    "agentInfo": {"name": "acp-test-agent", "version": "1"}}));
+        let id = m.get("id").cloned();
+        let Some(method) = m["method"].as_str().map(str::to_string) else {
+            // A response: kept for the request it answers.
+            if let Some(id) = id {
+                self.answers.insert(id.to_string(), m);
             }
-            "session/new" if self.has("auth") => self.write(json!({"jsonrpc": "2.0", "id": id,
-                "error": {"code": -32000,
-                          "message": "Authentication required: run `acp-test-agent login` at a terminal"}})),
+            return;
+        };
+        let params = &m["params"];
+        let session = params["sessionId"].as_str().unwrap_or_default().to_string();
+        let Some(id) = id else {
+            if method == "session/cancel" {
+                self.cancelled.insert(session);
+            }
+            return;
+        };
+        match method.as_str() {
+            "initialize" => self.initialize(&id),
+            "session/new" if self.has("auth") => self.fail(
+                &id,
+                -32000,
+                "Authentication required: run `acp-test-agent login` at a terminal",
+            ),
             "session/new" => {
                 self.sessions += 1;
                 let session = format!("ta-{}-{}", std::process::id(), self.sessions);
                 self.history.insert(session.clone(), Vec::new());
                 self.answer(&id, json!({"sessionId": session}));
             }
-            "session/load" => {
-                let session = params["sessionId"].as_str().unwrap_or_default().to_string();
-                let asked = self.history.get(&session).cloned().unwrap_or_default();
-                if asked.is_empty() {
-                    self.chunk(&session, "agent_message_chunk", "(history)");
-                    self.answer(&id, json!({}));
-                    self.chunk(&session, "agent_message_chunk", "(more history)");
-                }
-                for (i, a) in asked.iter().enumerate() {
-                    self.chunk(&session, "user_message_chunk", a);
-                    if i == 0 {
-                        self.answer(&id, json!({}));
-                    }
-                    self.chunk(&session, "agent_message_chunk", &format!("Echo: {a}"));
-                }
-            }
-            "session/prompt" => self.prompt(&id, &params),
-            _ => self.write(json!({"jsonrpc": "2.0", "id": id,
-                                   "error": {"code": -32601, "message": "Method not found"}})),
+            "session/load" => self.load(&id, &session),
+            "session/prompt" => self.prompt(&id, &session, &params["prompt"]),
+            _ => self.fail(&id, -32601, "Method not found"),
         }
     }
 
-    fn prompt(&mut self, id: &Value, params: &Value) {
-        let session = params["sessionId"].as_str().unwrap_or_default().to_string();
-        let text: String = params["prompt"]
+    fn initialize(&mut self, id: &Value) {
+        if self.has("slowstart") {
+            let ms = std::env::var("SP_TEST_AGENT_DELAY_MS")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            std::thread::sleep(Duration::from_millis(ms));
+        }
+        let auth = if self.has("auth") {
+            json!([{"id": "login", "name": "Log in",
+                    "description": "Run `acp-test-agent login` at a terminal"}])
+        } else {
+            json!([])
+        };
+        self.answer(
+            id,
+            json!({"protocolVersion": 1,
+                   "agentCapabilities": {"loadSession": true, "promptCapabilities": {}},
+                   "authMethods": auth,
+                   "agentInfo": {"name": "acp-test-agent", "version": "1"}}),
+        );
+    }
+
+    /// Replays the session's turns as updates and answers in the middle of
+    /// the replay, after its first update, as Gemini CLI does. A session
+    /// this process never ran gets a stand-in history of two updates, so the
+    /// answer still comes mid-replay.
+    fn load(&mut self, id: &Value, session: &str) {
+        let replay: Vec<(&str, String)> = match self.history.get(session) {
+            Some(turns) => turns
+                .iter()
+                .flat_map(|(asked, said)| {
+                    [
+                        ("user_message_chunk", asked.clone()),
+                        ("agent_message_chunk", said.clone()),
+                    ]
+                })
+                .collect(),
+            None => vec![
+                ("agent_message_chunk", "(history)".to_string()),
+                ("agent_message_chunk", "(more history)".to_string()),
+            ],
+        };
+        if replay.is_empty() {
+            return self.answer(id, json!({}));
+        }
+        for (i, (kind, text)) in replay.iter().enumerate() {
+            self.chunk(session, kind, text);
+            if i == 0 {
+                self.answer(id, json!({}));
+            }
+        }
+    }
+
+    /// Ends the turn: cancelled if the client cancelled it, else `end_turn`.
+    fn end(&mut self, id: &Value, session: &str) {
+        let stop = if self.cancelled.remove(session) {
+            "cancelled"
+        } else {
+            "end_turn"
+        };
+        self.answer(id, json!({"stopReason": stop}));
+    }
+
+    fn prompt(&mut self, id: &Value, session: &str, prompt: &Value) {
+        let text: String = prompt
             .as_array()
             .into_iter()
             .flatten()
             .filter(|b| b["type"] == "text")
             .filter_map(|b| b["text"].as_str())
             .collect();
-        self.history
-            .entry(session.clone())
-            .or_default()
-            .push(text.clone());
+        self.cancelled.remove(session);
         self.calls += 1;
         let call = format!("call-{}", self.calls);
         if self.has("nonstandard") {
+            // Any answer will do, an error included.
             self.ask("craft/drainMidTurnQueue", json!({}));
         }
         if self.has("crash") {
-            self.chunk(&session, "agent_message_chunk", "half a reply");
+            self.chunk(session, "agent_message_chunk", "half a reply");
             eprintln!("fatal: the model went away");
             std::process::exit(3);
         }
         if self.has("malformed") {
             self.raw("this is not json {");
             self.raw(r#"{"jsonrpc":"2.0","id":"#);
-            while self.next(None).is_some() {}
-            std::process::exit(0);
+            return; // and never answers this prompt
         }
         if self.has("slow") {
-            self.chunk(&session, "agent_message_chunk", "working");
-            let until = std::time::Instant::now() + Duration::from_secs(120);
-            while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
-                match self.next(Some(left)) {
-                    Some(m) if m["method"] == "session/cancel" => {
-                        return self.answer(id, json!({"stopReason": "cancelled"}));
-                    }
-                    Some(_) => {}
-                    None => break,
-                }
-            }
-            return self.answer(id, json!({"stopReason": "end_turn"}));
+            self.chunk(session, "agent_message_chunk", "working");
+            let session = session.to_string();
+            self.wait_until(Some(Instant::now() + SLOW_TURN), |a| {
+                a.cancelled.contains(&session)
+            });
+            return self.end(id, &session);
         }
         if self.has("flood") {
             let x = "x".repeat(1000);
             for _ in 0..20_000 {
-                self.chunk(&session, "agent_message_chunk", &x);
+                self.chunk(session, "agent_message_chunk", &x);
             }
-            return self.answer(id, json!({"stopReason": "end_turn"}));
+            return self.end(id, session);
         }
         self.update(
-            &session,
+            session,
             json!({"sessionUpdate": "tool_call", "toolCallId": call,
-            "title": "echo", "kind": "execute", "status": "pending"}),
+                   "title": "echo", "kind": "execute", "status": "pending"}),
         );
         let said = if self.has("permission") {
-            let (answer, _) = self.ask(
-                "session/request_permission",
-                json!({
+            self.permission(session, &call)
+        } else {
+            text.clone()
+        };
+        self.update(
+            session,
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": call,
+                   "status": "completed"}),
+        );
+        self.chunk(session, "agent_message_chunk", "Echo: ");
+        self.chunk(session, "agent_message_chunk", &said);
+        self.history
+            .entry(session.to_string())
+            .or_default()
+            .push((text, format!("Echo: {said}")));
+        self.end(id, session);
+    }
+
+    /// Asks the client's permission for the turn's tool call; the reply's
+    /// text names the option chosen, or `cancelled` (an error answer counts
+    /// as cancelled).
+    fn permission(&mut self, session: &str, call: &str) -> String {
+        let answer = self.ask(
+            "session/request_permission",
+            json!({
                 "sessionId": session,
                 "toolCall": {"toolCallId": call, "title": "touch marker", "kind": "edit",
                              "status": "pending"},
@@ -271,22 +369,11 @@ impl Agent {
                     {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
                     {"optionId": "allow-always", "name": "Always allow", "kind": "allow_always"},
                     {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"}]}),
-            );
-            let outcome = &answer["result"]["outcome"];
-            match outcome["optionId"].as_str() {
-                Some(o) => format!("permission: {o}"),
-                None => "permission: cancelled".to_string(),
-            }
-        } else {
-            text
-        };
-        self.update(
-            &session,
-            json!({"sessionUpdate": "tool_call_update", "toolCallId": call,
-                                     "status": "completed"}),
         );
-        self.chunk(&session, "agent_message_chunk", "Echo: ");
-        self.chunk(&session, "agent_message_chunk", &said);
-        self.answer(id, json!({"stopReason": "end_turn"}));
+        let outcome = &answer["result"]["outcome"];
+        match (outcome["outcome"].as_str(), outcome["optionId"].as_str()) {
+            (Some("selected"), Some(o)) => format!("permission: {o}"),
+            _ => "permission: cancelled".to_string(),
+        }
     }
 }

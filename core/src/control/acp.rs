@@ -1,0 +1,438 @@
+//! The ACP rung (ADAPTERS.md, "Agents driven through ACP"; CONTROL.md §6):
+//! a verified `start` for a harness with no driver of its own runs a new
+//! session in an installed ACP agent (`sessionpipe-acp`), a `prompt` to a
+//! session the daemon started that way is its next turn (mode `api`), and a
+//! `cancel` ends the running turn through `session/cancel`.
+//!
+//! Owns the sessions it holds: one agent process per session, kept for a
+//! next prompt until it has been idle `acp_idle_minutes`, then ended through
+//! the protocol (and its process group after it); one turn at a time per
+//! session, each taking a slot of the machine's headless runs; the agent's
+//! own session id kept under the start's name (`control_sessions`, how
+//! `acp`), so a prompt after the process ended reopens it with
+//! `session/load`. Permission requests are answered by the machine's mode
+//! and never above it (`inherit` is `safe` here: nobody is at a terminal to
+//! ask). Acks: `progress` as the reply grows, then one final: `delivered`
+//! with the reply (and what the mode refused), or `failed` with the agent's
+//! words.
+
+use super::held::{Held, lock};
+use super::hub::{Final, From};
+use super::machine::{
+    Control, Frame, Queued, ack_failed, ack_unsupported, framed, keep_final, now_text, reply_text,
+};
+use super::store::NamedSession;
+use crate::state::config::Config;
+use harness::headless::Progress;
+use serde_json::{Value, json};
+use sessionpipe_acp::{AcpError, Agent, AgentSpec, Bounds, Launch, Mode, TurnEnd};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How a session this rung started is recorded.
+const HOW: &str = "acp";
+/// How long a cancel waits for the turn to say it stopped.
+const CANCEL_WAIT: Duration = Duration::from_secs(30);
+
+/// The ACP agent that drives `harness` here: in the table, installed, and
+/// not a harness with a driver of its own.
+pub(super) fn found(harness: &str) -> Option<(&'static AgentSpec, PathBuf)> {
+    if adapters::lookup(harness).is_some_and(|a| a.headless().is_some()) {
+        return None;
+    }
+    let spec = sessionpipe_acp::registry::lookup(harness)?;
+    let host = harness::install::Host::from_env()?;
+    spec.find(&host).map(|p| (spec, p))
+}
+
+/// Every ACP harness installed here (for the hello, `doctor` and the UI).
+pub fn installed() -> Vec<&'static str> {
+    sessionpipe_acp::AGENTS
+        .iter()
+        .filter(|a| found(a.harness).is_some())
+        .map(|a| a.harness)
+        .collect()
+}
+
+/// Whether this rung has `session` (held now, or started here before).
+pub(super) async fn has(control: &Arc<Control>, session: &str) -> bool {
+    if control.acp.get(session).is_some() {
+        return true;
+    }
+    named(control, session).await.is_some()
+}
+
+async fn named(control: &Arc<Control>, session: &str) -> Option<NamedSession> {
+    let (harness, name) = session.split_once(':')?;
+    let c = control.clone();
+    let (h, n) = (harness.to_string(), name.to_string());
+    crate::runtime::blocking(move || c.store().named_session(&h, &n).ok().flatten())
+        .await
+        .filter(|n| n.how == HOW)
+}
+
+/// The mode a turn runs in: the machine's, lowered by the message's level.
+fn mode_of(config: &Config, level: Option<&str>) -> Mode {
+    let machine_auto = config.control_mode.as_deref() == Some("auto");
+    let asked_less = matches!(level, Some("read" | "safe"));
+    if machine_auto && !asked_less {
+        Mode::Auto
+    } else {
+        Mode::Safe
+    }
+}
+
+fn bounds(config: &Config) -> (Duration, Bounds) {
+    let (idle, answer) = config.acp_bounds();
+    (
+        idle,
+        Bounds {
+            answer,
+            ..Bounds::default()
+        },
+    )
+}
+
+/// A start's run: a new session in `cwd`, its first turn, and the session
+/// kept for what comes next. `text` is framed already.
+pub(super) async fn start_run(
+    control: &Arc<Control>,
+    from: &From,
+    q: &Queued,
+    text: &str,
+) -> Value {
+    let Some((harness, name)) = q.session.split_once(':') else {
+        return ack_unsupported(&from.id, "no such session");
+    };
+    let Some((spec, program)) = found(harness) else {
+        return ack_unsupported(
+            &from.id,
+            "this machine cannot start a session of this harness",
+        );
+    };
+    if q.model.is_some() {
+        return ack_unsupported(&from.id, "this agent takes no model from a start");
+    }
+    let config = Config::load(&control.paths).unwrap_or_default();
+    let cwd = PathBuf::from(q.cwd.as_deref().unwrap_or_default());
+    begun(control, from).await;
+    let agent = match open(spec, &program, &cwd, from, &q.session, &config).await {
+        Ok(a) => a,
+        Err(e) => return ack_failed(&from.id, None, &e.to_string()),
+    };
+    let session = match agent.new_session(&cwd).await {
+        Ok(s) => s,
+        Err(e) => {
+            agent.stop().await;
+            return ack_failed(&from.id, None, &e.to_string());
+        }
+    };
+    let kept = NamedSession {
+        id: session.clone(),
+        how: HOW.into(),
+        cwd: Some(cwd.to_string_lossy().into_owned()),
+    };
+    super::machine::name_session(control, harness, name, kept).await;
+    let held = hold(control, &q.session, agent, session, &config);
+    let mut ack = turn(
+        control,
+        from,
+        &q.session,
+        &held,
+        text,
+        mode_of(&config, q.level.as_deref()),
+    )
+    .await;
+    if ack["outcome"] == "delivered" {
+        ack["session"] = json!(q.session);
+    }
+    ack
+}
+
+/// A prompt to a session this rung has: on its own task, its final ack kept.
+pub(super) fn prompt(control: Arc<Control>, from: From, q: Queued) {
+    tokio::spawn(async move {
+        let ack = prompt_run(&control, &from, &q).await;
+        keep_final(
+            &control,
+            Final {
+                receiver: from.receiver.clone(),
+                id: from.id.clone(),
+                ack,
+            },
+        )
+        .await;
+    });
+}
+
+async fn prompt_run(control: &Arc<Control>, from: &From, q: &Queued) -> Value {
+    let config = Config::load(&control.paths).unwrap_or_default();
+    let text = framed(
+        from,
+        Frame::IntoSession,
+        q.text.as_deref().unwrap_or_default(),
+    );
+    let held = match control.acp.get(&q.session) {
+        Some(h) if !h.agent.ended() => h,
+        _ => match reopen(control, from, q, &config).await {
+            Ok(h) => h,
+            Err(ack) => return ack,
+        },
+    };
+    turn(
+        control,
+        from,
+        &q.session,
+        &held,
+        &text,
+        mode_of(&config, q.level.as_deref()),
+    )
+    .await
+}
+
+/// Starts the agent again and reopens the session it ran.
+async fn reopen(
+    control: &Arc<Control>,
+    from: &From,
+    q: &Queued,
+    config: &Config,
+) -> Result<Arc<Held>, Value> {
+    let Some(named) = named(control, &q.session).await else {
+        return Err(ack_unsupported(&from.id, "no agent holds this session"));
+    };
+    let harness = q.session.split_once(':').map_or("", |(h, _)| h);
+    let Some((spec, program)) = found(harness) else {
+        return Err(ack_failed(
+            &from.id,
+            None,
+            "the session's agent is no longer installed here",
+        ));
+    };
+    let cwd = PathBuf::from(named.cwd.unwrap_or_default());
+    let agent = open(spec, &program, &cwd, from, &q.session, config)
+        .await
+        .map_err(|e| ack_failed(&from.id, None, &e.to_string()))?;
+    if let Err(e) = agent.load_session(&named.id, &cwd).await {
+        agent.stop().await;
+        return Err(match e {
+            AcpError::NoLoad => ack_unsupported(&from.id, &e.to_string()),
+            e => ack_failed(&from.id, None, &e.to_string()),
+        });
+    }
+    Ok(hold(control, &q.session, agent, named.id, config))
+}
+
+/// Starts an agent process for `session` (whose hooks, where it has them,
+/// then name the session by the start's id).
+async fn open(
+    spec: &AgentSpec,
+    program: &Path,
+    cwd: &Path,
+    from: &From,
+    session: &str,
+    config: &Config,
+) -> Result<Agent, AcpError> {
+    let launch = Launch {
+        program: program.to_path_buf(),
+        args: spec.args.iter().map(|a| a.to_string()).collect(),
+        cwd: cwd.to_path_buf(),
+        env: vec![
+            ("SESSIONPIPE_CONTROL_JOB".into(), from.id.clone()),
+            ("SESSIONPIPE_CONTROL_SESSION".into(), session.to_string()),
+        ],
+    };
+    Agent::start(&launch, bounds(config).1).await
+}
+
+/// Keeps `agent` for `session`, and ends it once idle.
+fn hold(
+    control: &Arc<Control>,
+    session: &str,
+    agent: Agent,
+    agent_session: String,
+    config: &Config,
+) -> Arc<Held> {
+    let held = Arc::new(Held {
+        agent,
+        session: agent_session,
+        turn: tokio::sync::Mutex::new(()),
+        used: Mutex::new(tokio::time::Instant::now()),
+    });
+    if let Some(old) = lock(&control.acp.held).insert(session.to_string(), held.clone()) {
+        tokio::spawn(async move { old.agent.stop().await });
+    }
+    let idle = bounds(config).0;
+    let (c, s, h) = (control.clone(), session.to_string(), held.clone());
+    tokio::spawn(async move {
+        loop {
+            let since = *lock(&h.used);
+            tokio::time::sleep_until(since + idle).await;
+            let gone = c.acp.get(&s).is_none_or(|now| !Arc::ptr_eq(&now, &h));
+            if gone {
+                return;
+            }
+            if h.agent.ended() || (*lock(&h.used) == since && !h.agent.running(&h.session)) {
+                if let Some(ended) = c.acp.forget(&s).filter(|x| Arc::ptr_eq(x, &h)) {
+                    ended.agent.stop().await;
+                }
+                return;
+            }
+        }
+    });
+    held
+}
+
+/// One turn in a held session; its final ack.
+async fn turn(
+    control: &Arc<Control>,
+    from: &From,
+    session: &str,
+    held: &Arc<Held>,
+    text: &str,
+    mode: Mode,
+) -> Value {
+    let _one = held.turn.lock().await;
+    let _slot = control.runs.slot().await;
+    let (grew, mut grown) = tokio::sync::watch::channel(0u64);
+    let (tx, rx) = tokio::sync::watch::channel(Progress::default());
+    let bridge = {
+        let held = held.clone();
+        tokio::spawn(async move {
+            while grown.changed().await.is_ok() {
+                if let Some(reply) = held.agent.reply_so_far(&held.session) {
+                    tx.send_replace(Progress {
+                        reply,
+                        ..Default::default()
+                    });
+                }
+            }
+        })
+    };
+    let harness = session.split_once(':').map_or("", |(h, _)| h).to_string();
+    let name = session.split_once(':').map_or("", |(_, n)| n).to_string();
+    let events = super::progress::Events {
+        harness,
+        session: name,
+        user: harness::frames::unframe(text).0,
+    };
+    let progress = tokio::spawn(super::progress::send_progress(
+        control.clone(),
+        from.clone(),
+        rx,
+        events,
+    ));
+    let minutes = Config::load(&control.paths)
+        .unwrap_or_default()
+        .run_caps()
+        .run_minutes;
+    let ran = tokio::time::timeout(
+        Duration::from_secs(minutes * 60),
+        held.agent.prompt(&held.session, text, mode, grew),
+    )
+    .await;
+    bridge.abort();
+    progress.abort();
+    *lock(&held.used) = tokio::time::Instant::now();
+    match ran {
+        Ok(Ok(end)) => delivered(&from.id, &end),
+        Ok(Err(e)) => {
+            if held.agent.ended() {
+                end_held(control, session, held).await;
+            }
+            ack_failed(&from.id, None, &e.to_string())
+        }
+        Err(_) => {
+            end_held(control, session, held).await;
+            ack_failed(
+                &from.id,
+                None,
+                &format!("the agent did not finish within {minutes} minutes and was ended"),
+            )
+        }
+    }
+}
+
+async fn end_held(control: &Arc<Control>, session: &str, held: &Arc<Held>) {
+    if let Some(h) = control.acp.forget(session).filter(|h| Arc::ptr_eq(h, held)) {
+        h.agent.stop().await;
+    } else {
+        held.agent.stop().await;
+    }
+}
+
+/// `delivered`, mode `api`, with the reply and what the mode refused.
+fn delivered(id: &str, end: &TurnEnd) -> Value {
+    let mut reply = end.reply.trim().to_string();
+    if end.stop == "cancelled" {
+        reply.push_str("\n\n(The turn was cancelled.)");
+    }
+    if !end.refused.is_empty() {
+        reply.push_str(&format!(
+            "\n\n(Not allowed by this machine's control mode: {}.)",
+            end.refused.join("; ")
+        ));
+    }
+    json!({"id": id, "outcome": "delivered", "at": now_text(), "mode": "api",
+           "reply": reply_text(&reply)})
+}
+
+/// A verified `cancel` for a session this rung holds: `Some(ack)` when it
+/// was ours to answer.
+pub(super) async fn cancel(control: &Arc<Control>, from: &From, session: &str) -> Option<Value> {
+    let held = control.acp.get(session)?;
+    if !held.agent.running(&held.session) {
+        return Some(
+            json!({"id": from.id, "outcome": "expired", "at": now_text(),
+                           "detail": "no turn of this session is running"}),
+        );
+    }
+    if let Err(e) = held.agent.cancel(&held.session).await {
+        return Some(ack_failed(&from.id, None, &e.to_string()));
+    }
+    // The turn's own ack says what it had done; this one says it stopped.
+    let stopped = async {
+        while held.agent.running(&held.session) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let _ = tokio::time::timeout(CANCEL_WAIT, stopped).await;
+    Some(json!({"id": from.id, "outcome": "delivered", "at": now_text(), "mode": "api"}))
+}
+
+/// Ends every agent this daemon holds (the daemon is stopping).
+pub async fn stop_all(control: &Arc<Control>) {
+    let all: Vec<Arc<Held>> = lock(&control.acp.held).drain().map(|(_, h)| h).collect();
+    for h in all {
+        h.agent.stop().await;
+    }
+}
+
+async fn begun(control: &Arc<Control>, from: &From) {
+    let c = control.clone();
+    let (origin, id) = (from.receiver.clone(), from.id.clone());
+    if let Err(e) = crate::runtime::blocking(move || c.store().set_begun(&origin, &id)).await {
+        tracing::warn!("control: cannot mark a run begun: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mode_never_rises_above_the_machines() {
+        let auto = Config {
+            control_mode: Some("auto".into()),
+            ..Default::default()
+        };
+        let inherit = Config {
+            control_mode: Some("inherit".into()),
+            ..Default::default()
+        };
+        assert_eq!(mode_of(&auto, None), Mode::Auto);
+        assert_eq!(mode_of(&auto, Some("safe")), Mode::Safe);
+        assert_eq!(mode_of(&Config::default(), Some("auto")), Mode::Safe);
+        assert_eq!(mode_of(&inherit, None), Mode::Safe, "nobody to ask");
+    }
+}
