@@ -312,11 +312,7 @@ fn machine_checks(
             .and_then(|n| n.cwd.clone())
             .or_else(|| control.runs.starting_in(&session));
         if !folder_allowed(cwd.as_deref(), &config.control_folders) {
-            return fin(ack_refused(
-                id,
-                "folder",
-                "the session's folder is not on this machine's control folders",
-            ));
+            return fin(outside_folders(id));
         }
         match &cmd.body {
             Body::Prompt { text } => {
@@ -360,11 +356,7 @@ fn machine_checks(
         },
     };
     if !folder_allowed(cwd.as_deref(), &config.control_folders) {
-        return fin(ack_refused(
-            id,
-            "folder",
-            "the session's folder is not on this machine's control folders",
-        ));
+        return fin(outside_folders(id));
     }
     match &cmd.body {
         Body::Prompt { text } => {
@@ -417,6 +409,15 @@ fn machine_checks(
         queued,
         nonce: cmd.nonce.clone(),
     }
+}
+
+/// The refusal of a message for a session outside the control folders.
+fn outside_folders(id: &str) -> Value {
+    ack_refused(
+        id,
+        "folder",
+        "the session's folder is not on this machine's control folders",
+    )
 }
 
 /// The highest level a start may ask for on this machine: its mode's. An

@@ -215,15 +215,10 @@ async fn start_run(control: &Arc<Control>, from: &From, q: &Queued) -> Value {
                 "this machine cannot start a session of this harness",
             );
         }
-        let mut text = q.text.clone().unwrap_or_default();
-        if !q.files.is_empty() {
-            match fetch_files(control, from, &cwd, id, &q.files).await {
-                Ok(attached) => text.push_str(&attached.list),
-                Err(ack) => return ack,
-            }
-        }
-        let framed = framed(from, Frame::NewSession, &text);
-        return super::acp::start_run(control, from, q, &framed).await;
+        return match first_words(control, from, q, &cwd, id).await {
+            Ok(framed) => super::acp::start_run(control, from, q, &framed).await,
+            Err(ack) => ack,
+        };
     };
     let Some(host) = harness::install::Host::from_env() else {
         return ack_failed(&from.id, None, "this machine has no home folder");
@@ -236,14 +231,10 @@ async fn start_run(control: &Arc<Control>, from: &From, q: &Queued) -> Value {
     if q.model.is_some() && !headless.takes_model() {
         return ack_unsupported(&from.id, "this harness takes no model from a start");
     }
-    let mut text = q.text.clone().unwrap_or_default();
-    if !q.files.is_empty() {
-        match fetch_files(control, from, &cwd, id, &q.files).await {
-            Ok(attached) => text.push_str(&attached.list),
-            Err(ack) => return ack,
-        }
-    }
-    let framed = framed(from, Frame::NewSession, &text);
+    let framed = match first_words(control, from, q, &cwd, id).await {
+        Ok(f) => f,
+        Err(ack) => return ack,
+    };
     let options = Options {
         level,
         model: q.model.clone(),
@@ -276,6 +267,26 @@ async fn start_run(control: &Arc<Control>, from: &From, q: &Queued) -> Value {
         name_session(control, harness, id, kept).await;
     }
     out.ack
+}
+
+/// A start's first words, framed: its text and the list of its files,
+/// fetched and written into `cwd` (a failure to is the final ack).
+async fn first_words(
+    control: &Arc<Control>,
+    from: &From,
+    q: &Queued,
+    cwd: &Path,
+    session_id: &str,
+) -> Result<String, Value> {
+    let mut text = q.text.clone().unwrap_or_default();
+    if !q.files.is_empty() {
+        text.push_str(
+            &fetch_files(control, from, cwd, session_id, &q.files)
+                .await?
+                .list,
+        );
+    }
+    Ok(framed(from, Frame::NewSession, &text))
 }
 
 /// Fetches and writes a start's files; a failure is the final ack (`failed`,
