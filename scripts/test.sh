@@ -36,6 +36,8 @@ fi
 
 say "npm ci: the real harnesses (e2e/), the UI toolchain (ui/) and the receiver's page (receiver/page/)"
 (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
+# Qwen Code cannot be locked (e2e/qwen/package.json says why): its exact version alone.
+(cd e2e/qwen && npm install --omit=optional --no-package-lock --no-audit --no-fund --loglevel=error)
 (cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
 # The receiver's page is built into the receiver binary: before cargo builds it.
 (cd receiver/page && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)

@@ -67,3 +67,27 @@ pub fn droid() -> Option<PathBuf> {
 pub fn opencode() -> Option<PathBuf> {
     installed("OpenCode", "opencode-linux-x64/bin/opencode")
 }
+
+/// Gemini CLI's bundle, `node <it>` (npm's `.bin/gemini` links to it).
+pub fn gemini_cli() -> Option<PathBuf> {
+    installed("Gemini CLI", "@google/gemini-cli/bundle/gemini.js")
+}
+
+/// Qwen Code's entry script, `node <it>` (npm's `.bin/qwen` links to it). It
+/// has a folder of its own, `e2e/qwen/` (its `package.json` says why).
+pub fn qwen() -> Option<PathBuf> {
+    installed(
+        "Qwen Code",
+        "../qwen/node_modules/@qwen-code/qwen-code/cli-entry.js",
+    )
+}
+
+/// `node` on `PATH`, which runs the harnesses written in JavaScript.
+pub fn node() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join("node"))
+            .find(|p| p.is_file())
+    });
+    found.or_else(|| missing("node is not on PATH"))
+}

@@ -5,6 +5,8 @@
 //! scripted model APIs built on it: [`anthropic`] ([`MockAnthropic`]), [`openai`]
 //! (Codex's Responses API) and [`gemini`]; and [`sandbox`], which runs the real
 //! binaries in a temporary home, and [`codex`], the real Codex set up in one;
+//! [`acp_agents`], real ACP agents (OpenCode, Gemini CLI, Qwen Code) set up in
+//! one to run offline against a scripted model;
 //! [`terminal`], which runs an interactive program in a real terminal and reads
 //! its screen; [`layers`], which reads a crate's module structure for the
 //! tests that keep it layered; [`inbox`], a stand-in for Claude Code's
@@ -14,6 +16,7 @@
 //! decrypts what it is sent.
 //! It is a dev-dependency only; nothing here ships.
 
+pub mod acp_agents;
 pub mod agy;
 pub mod anthropic;
 pub mod balancer;
