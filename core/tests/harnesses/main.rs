@@ -5,6 +5,7 @@
 //! Without the harnesses installed each test says so in one line and passes,
 //! unless `SESSIONPIPE_REQUIRE_HARNESSES=1` (the test command sets it).
 
+mod real_acp;
 mod real_ask;
 mod real_claude_code;
 mod real_claude_code_control;
