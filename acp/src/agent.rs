@@ -10,12 +10,16 @@
 //! Every call that waits for an answer is bounded, except a prompt, whose
 //! bound is the caller's. A line that is not JSON-RPC ends the agent: its
 //! stdout is the protocol's alone. Ending is through the protocol (a running
-//! turn cancelled), then stdin closed, then the process group signalled, so
-//! neither the agent nor anything it started is left behind; dropping an
-//! `Agent` kills the group at once.
+//! turn cancelled), then stdin closed, then the process group signalled, and
+//! with it every process the agent started that left the group (a shell
+//! tool in a session of its own; on Linux only, found in `/proc` before
+//! anything is signalled: see the `tree` module), so neither the agent nor
+//! anything it started is left behind; dropping an `Agent` kills the group
+//! and those at once.
 //!
 //! Knows nothing of control, acks or sessionpipe's sessions.
 
+use crate::tree::{Root, Tree};
 use crate::turn::{Mode, Turn, TurnEnd};
 use crate::wire::{self, AUTH_REQUIRED, Incoming, METHOD_NOT_FOUND, RpcError};
 use agent_client_protocol_schema::v1 as acp;
@@ -25,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::ChildStdin;
 use tokio::sync::{oneshot, watch};
@@ -37,6 +41,9 @@ const STDERR_TAIL: usize = 4096;
 /// the most that wait may take.
 const REPLAY_QUIET: Duration = Duration::from_millis(300);
 const REPLAY_MAX: Duration = Duration::from_secs(5);
+/// While a stop waits for the agent, how often it looks again for what the
+/// agent started.
+const TREE_POLL: Duration = Duration::from_millis(50);
 
 /// How to run an agent.
 #[derive(Clone, Debug)]
@@ -168,6 +175,9 @@ impl Shared {
 pub struct Agent {
     shared: Arc<Shared>,
     pid: Option<u32>,
+    /// The agent as it was at its start, where its descendants are walked
+    /// from.
+    root: Option<Root>,
     exited: watch::Receiver<Option<String>>,
     can_load: bool,
     next_id: AtomicU64,
@@ -208,6 +218,7 @@ impl Agent {
             bounds,
         });
         let pid = child.id();
+        let root = Root::of(pid);
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut stderr = child.stderr.take().expect("stderr is piped");
         let (exit_tx, exited) = watch::channel(None);
@@ -242,6 +253,7 @@ impl Agent {
         let mut agent = Agent {
             shared,
             pid,
+            root,
             exited,
             can_load: false,
             next_id: AtomicU64::new(1),
@@ -367,26 +379,58 @@ impl Agent {
     }
 
     /// Ends the agent: running turns cancelled, stdin closed, and after the
-    /// grace the process group signalled (politely, then not).
+    /// grace the process group and every process the agent started outside
+    /// it signalled (politely, then not). What the agent started is gathered
+    /// first and again while it is waited for, before anything is
+    /// signalled: once it exits, its orphans belong to init.
     pub async fn stop(&self) {
+        let mut tree = Tree::new(self.root);
+        tree.gather();
         let running: Vec<String> = lock(&self.shared.turns).keys().cloned().collect();
         for session in running {
             let _ = self.cancel(&session).await;
         }
         self.shared.stdin.lock().await.take();
         let grace = self.shared.bounds.grace;
-        let mut exited = self.exited.clone();
-        let gone = tokio::time::timeout(grace, exited.wait_for(Option::is_some))
-            .await
-            .is_ok();
+        let gone = self.wait_exit(&mut tree, grace, false).await;
         if !gone {
             self.signal(false);
-            let _ = tokio::time::timeout(grace, exited.wait_for(Option::is_some)).await;
+        }
+        if !gone || tree.alive() {
+            tree.signal(false);
+            self.wait_exit(&mut tree, grace, true).await;
         }
         // Whatever it started and left running goes with it.
         self.signal(true);
+        tree.signal(true);
         self.stopped.store(true, Ordering::Relaxed);
+        let mut exited = self.exited.clone();
         let _ = tokio::time::timeout(grace, exited.wait_for(Option::is_some)).await;
+    }
+
+    /// Waits up to `within` for the agent to exit (and with `all`, for what
+    /// it started to end too), gathering its tree meanwhile; whether it
+    /// did.
+    async fn wait_exit(&self, tree: &mut Tree, within: Duration, all: bool) -> bool {
+        let until = Instant::now() + within;
+        let mut exited = self.exited.clone();
+        loop {
+            tree.gather();
+            let out = exited.borrow().is_some();
+            if out && (!all || !tree.alive()) {
+                return true;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return out;
+            }
+            let nap = left.min(TREE_POLL);
+            if out {
+                tokio::time::sleep(nap).await;
+            } else {
+                let _ = tokio::time::timeout(nap, exited.wait_for(Option::is_some)).await;
+            }
+        }
     }
 
     /// Signals the agent's process group (`kill`: SIGKILL, else SIGTERM).
@@ -446,7 +490,11 @@ impl Agent {
 impl Drop for Agent {
     fn drop(&mut self) {
         if !self.stopped.load(Ordering::Relaxed) {
+            // Found before the group is killed: killing reparents them.
+            let mut tree = Tree::new(self.root);
+            tree.gather();
             self.signal(true);
+            tree.signal(true);
         }
         self.reader.abort();
     }

@@ -2,7 +2,7 @@
 //! through ACP"): the table of agents it may drive ([`registry`]), the wire's
 //! framing ([`wire`]), one turn's bookkeeping and the permission rule of the
 //! machine's mode ([`turn`]), and one agent process with its conversation
-//! ([`agent`]).
+//! ([`agent`]), ended with everything it started (`tree`).
 //!
 //! Below control: it starts what it is told to, answers only what the mode
 //! allows, and knows nothing of signed commands, acks, the outbox or the
@@ -16,6 +16,7 @@
 
 pub mod agent;
 pub mod registry;
+mod tree;
 pub mod turn;
 pub mod wire;
 

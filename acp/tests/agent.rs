@@ -4,7 +4,9 @@
 //! replayed history is not the reply, a request the client does not offer,
 //! and the error paths: authentication required, a crash mid-turn, malformed
 //! output, an agent that never answers, one that floods updates, one that
-//! will not exit. Each ends within its bound and leaves no process behind.
+//! will not exit, and one whose tool runs in a session of its own (as
+//! OpenCode's and Gemini CLI's shells do), ended by a stop and by a drop
+//! mid-turn. Each ends within its bound and leaves no process behind.
 
 use sessionpipe_acp::{AcpError, Agent, Bounds, Launch, Mode};
 use std::path::{Path, PathBuf};
@@ -88,6 +90,20 @@ fn alive(pid: u32) -> bool {
             .is_some_and(|rest| rest.trim_start().starts_with('Z')),
         Err(_) => false,
     }
+}
+
+/// A process's group and session (`/proc/<pid>/stat`'s fifth and sixth
+/// fields).
+#[cfg(target_os = "linux")]
+fn group_and_session(pid: u32) -> (i32, i32) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    (rest[2].parse().unwrap(), rest[3].parse().unwrap())
 }
 
 fn assert_all_gone(s: &Scripted) {
@@ -339,5 +355,57 @@ async fn an_agent_that_ignores_its_closed_stdin_and_its_children_are_ended() {
     let began = Instant::now();
     agent.stop().await;
     assert!(began.elapsed() < Duration::from_secs(5));
+    assert_all_gone(&s);
+}
+
+/// The agent and a tool it started with `setsid`: neither its group nor its
+/// session is the agent's, so only the walk of the agent's descendants
+/// reaches it.
+#[cfg(target_os = "linux")]
+fn assert_detached(s: &Scripted) {
+    let pids = s.pids();
+    assert_eq!(pids.len(), 2, "the agent and the tool it started");
+    let (agent, tool) = (group_and_session(pids[0]), group_and_session(pids[1]));
+    assert_ne!(agent.0, tool.0, "the tool is in a group of its own");
+    assert_ne!(agent.1, tool.1, "the tool is in a session of its own");
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_tool_in_a_session_of_its_own_is_ended_with_a_stopped_agent() {
+    let s = Scripted::new();
+    let agent = Agent::start(&s.launch("detached"), bounds(10_000))
+        .await
+        .unwrap();
+    assert_detached(&s);
+    let session = agent.new_session(s.cwd()).await.unwrap();
+    agent
+        .prompt(&session, "hi", Mode::Safe, grew())
+        .await
+        .unwrap();
+    agent.stop().await;
+    assert_all_gone(&s);
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_tool_in_a_session_of_its_own_is_ended_with_an_agent_dropped_mid_turn() {
+    let s = Scripted::new();
+    let agent = Agent::start(&s.launch("detached,slow"), bounds(10_000))
+        .await
+        .unwrap();
+    assert_detached(&s);
+    let session = agent.new_session(s.cwd()).await.unwrap();
+    let (tx, mut rx) = tokio::sync::watch::channel(0);
+    {
+        let turn = agent.prompt(&session, "work", Mode::Safe, tx);
+        tokio::pin!(turn);
+        tokio::select! {
+            ended = &mut turn => panic!("the slow turn ended by itself: {ended:?}"),
+            _ = rx.changed() => {}
+        }
+    }
+    assert_eq!(agent.reply_so_far(&session).as_deref(), Some("working"));
+    drop(agent);
     assert_all_gone(&s);
 }

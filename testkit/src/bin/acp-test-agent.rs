@@ -5,11 +5,14 @@
 //!
 //! It owns only that script. `SP_TEST_AGENT` chooses the behaviour (a comma
 //! list, modes combine): `auth`, `permission`, `slow`, `crash`, `malformed`,
-//! `silent`, `flood`, `nonstandard`, `child`, `stubborn`, `slowstart` (which
-//! waits `SP_TEST_AGENT_DELAY_MS` before answering `initialize`).
+//! `silent`, `flood`, `nonstandard`, `child`, `detached` (a child in a
+//! session of its own, as OpenCode and Gemini CLI start their shell tools, so
+//! ending the agent's process group does not reach it), `stubborn`,
+//! `slowstart` (which waits `SP_TEST_AGENT_DELAY_MS` before answering
+//! `initialize`).
 //! `SP_TEST_AGENT_LOG` names a file that gets every line the client wrote, as
 //! received; `SP_TEST_AGENT_PIDS` one that gets this process's pid (then its
-//! child's). Ids are echoed exactly as received; the agent's own requests are
+//! children's). Ids are echoed exactly as received; the agent's own requests are
 //! numbered from 0, as real agents number theirs.
 //!
 //! It must not touch the network, any file but those two, or anything of the
@@ -32,6 +35,7 @@ const MODES: &[&str] = &[
     "flood",
     "nonstandard",
     "child",
+    "detached",
     "stubborn",
     "slowstart",
 ];
@@ -90,6 +94,11 @@ fn main() {
         note_pid(c.id());
         c
     });
+    let _detached = modes.iter().any(|m| m == "detached").then(|| {
+        let c = detached("sleep", "60").expect("sleep runs in a session of its own");
+        note_pid(c.id());
+        c
+    });
     let (tx, lines) = mpsc::channel();
     let mut log = open("SP_TEST_AGENT_LOG");
     std::thread::spawn(move || {
@@ -120,6 +129,33 @@ fn main() {
             std::thread::sleep(Duration::from_secs(1));
         }
     }
+}
+
+/// Starts `program arg` in a new session (`setsid` between fork and exec),
+/// so it is in neither this process's group nor its session.
+#[cfg(unix)]
+fn detached(program: &str, arg: &str) -> std::io::Result<std::process::Child> {
+    use std::os::unix::process::CommandExt;
+    unsafe extern "C" {
+        fn setsid() -> i32;
+    }
+    let mut cmd = std::process::Command::new(program);
+    cmd.arg(arg);
+    // SAFETY: setsid(2) is async-signal-safe and touches no memory of ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            if setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+
+#[cfg(not(unix))]
+fn detached(program: &str, arg: &str) -> std::io::Result<std::process::Child> {
+    std::process::Command::new(program).arg(arg).spawn()
 }
 
 impl Agent {
