@@ -19,7 +19,8 @@
 use super::held::{Held, lock};
 use super::hub::{Final, From};
 use super::machine::{
-    Control, Frame, Queued, ack_failed, ack_unsupported, framed, keep_final, now_text, reply_text,
+    Control, Frame, Queued, ack_failed, ack_unsupported, framed, keep_final, local_folder,
+    now_text, reply_text,
 };
 use super::store::NamedSession;
 use crate::state::config::Config;
@@ -202,7 +203,7 @@ async fn reopen(
         return Err(ack_unsupported(&from.id, "no agent holds this session"));
     };
     let harness = q.session.split_once(':').map_or("", |(h, _)| h);
-    let Some((spec, program)) = found(harness) else {
+    let Some(agent) = found(harness) else {
         return Err(ack_failed(
             &from.id,
             None,
@@ -210,17 +211,94 @@ async fn reopen(
         ));
     };
     let cwd = PathBuf::from(named.cwd.unwrap_or_default());
-    let agent = open(spec, &program, &cwd, from, &q.session, config)
+    load(control, from, &q.session, agent, &named.id, &cwd, config).await
+}
+
+/// Starts `agent` in `cwd`, loads its session `agent_session` and holds it
+/// for `session`; the final ack of what went wrong otherwise.
+async fn load(
+    control: &Arc<Control>,
+    from: &From,
+    session: &str,
+    (spec, program): (&AgentSpec, PathBuf),
+    agent_session: &str,
+    cwd: &Path,
+    config: &Config,
+) -> Result<Arc<Held>, Value> {
+    let agent = open(spec, &program, cwd, from, session, config)
         .await
         .map_err(|e| ack_failed(&from.id, None, &e.to_string()))?;
-    if let Err(e) = agent.load_session(&named.id, &cwd).await {
+    if let Err(e) = agent.load_session(agent_session, cwd).await {
         agent.stop().await;
         return Err(match e {
             AcpError::NoLoad => ack_unsupported(&from.id, &e.to_string()),
             e => ack_failed(&from.id, None, &e.to_string()),
         });
     }
-    Ok(hold(control, &q.session, agent, named.id, config))
+    Ok(hold(
+        control,
+        session,
+        agent,
+        agent_session.to_string(),
+        config,
+    ))
+}
+
+/// A prompt for a session of a hooked harness that no server of its own
+/// took (OpenCode with no `opencode serve`; ADAPTERS.md, OpenCode's Control
+/// row): its ACP agent reopens the session by the harness's own id with
+/// `session/load`, runs the prompt as its next turn, and holds it like a
+/// start's. `None` when no ACP agent of the harness is installed here (the
+/// caller's reason stands). A session whose hooks say a turn is running is
+/// left alone: a second process is never opened beside a live one.
+pub(super) async fn prompt_loaded(
+    control: &Arc<Control>,
+    from: &From,
+    q: &Queued,
+) -> Option<Value> {
+    let (harness, id) = q.session.split_once(':')?;
+    let agent = found(harness)?;
+    let (c, h, i) = (control.clone(), harness.to_string(), id.to_string());
+    let record = crate::runtime::blocking(move || {
+        crate::pipeline::outbox::Outbox::open_readonly(&c.paths.outbox())
+            .ok()
+            .flatten()
+            .and_then(|o| o.session(&h, &i).ok().flatten())
+    })
+    .await;
+    let Some(record) = record else {
+        return Some(ack_unsupported(
+            &from.id,
+            "this machine has no such session",
+        ));
+    };
+    if record.running_turn.is_some() {
+        return Some(ack_unsupported(
+            &from.id,
+            "a turn of the session is running in a process with no server of its own; \
+             a second one is not opened beside it",
+        ));
+    }
+    let cwd = record.block.cwd.as_deref().and_then(local_folder);
+    let Some(cwd) = cwd.filter(|c| c.is_dir()) else {
+        return Some(ack_failed(
+            &from.id,
+            None,
+            "the session's folder is not on this machine",
+        ));
+    };
+    let config = Config::load(&control.paths).unwrap_or_default();
+    let held = match load(control, from, &q.session, agent, id, &cwd, &config).await {
+        Ok(h) => h,
+        Err(ack) => return Some(ack),
+    };
+    let text = framed(
+        from,
+        Frame::IntoSession,
+        q.text.as_deref().unwrap_or_default(),
+    );
+    let mode = mode_of(&config, q.level.as_deref());
+    Some(turn(control, from, &q.session, &held, &text, mode).await)
 }
 
 /// Starts an agent process for `session` (whose hooks, where it has them,

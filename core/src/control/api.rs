@@ -7,9 +7,11 @@
 //! the session (a server that does not, or does not answer, is not used), then
 //! handed the message or the cancel. A prompt it took is followed like one
 //! handed over in place (`replies`: `delivered` with the reply once the turn
-//! ends); a cancel it took is `delivered` at once. Only loopback, bounded,
-//! never a redirect, never a proxy; nothing of the answer is kept but whether
-//! it said yes. Never a signal to a process.
+//! ends); a cancel it took is `delivered` at once. A prompt no server took
+//! goes to the harness's ACP agent where one is installed
+//! (`acp::prompt_loaded`). Only loopback, bounded, never a redirect, never a
+//! proxy; nothing of the answer is kept but whether it said yes. Never a
+//! signal to a process.
 
 use super::hub::Final;
 use super::hub::From;
@@ -52,7 +54,11 @@ pub(super) fn prompt(control: Arc<Control>, from: From, q: Queued) {
                 control.hub.follow(&from, &q.session, "api");
                 return;
             }
-            Through::Missed(why) => ack_unsupported(&from.id, &why),
+            // No server: the harness's ACP agent, where one is installed.
+            Through::Missed(why) => match super::acp::prompt_loaded(&control, &from, &q).await {
+                Some(ack) => ack,
+                None => ack_unsupported(&from.id, &why),
+            },
         };
         finish(&control, &from, ack).await;
     });

@@ -297,18 +297,21 @@ pub fn from_host(origin: &str) -> String {
         .unwrap_or_else(|| origin.to_string())
 }
 
+/// A session's folder as this machine names it: as given, or with a leading
+/// `~` (how a session's record keeps a folder under home) made the home
+/// folder. `None` for `~` with no home known.
+pub fn local_folder(cwd: &str) -> Option<std::path::PathBuf> {
+    match cwd.strip_prefix('~') {
+        Some(rest) => spool::paths::home_dir().map(|home| home.join(rest.trim_start_matches('/'))),
+        None => Some(std::path::PathBuf::from(cwd)),
+    }
+}
+
 /// True when `cwd` (as the session's record keeps it, home as `~`) is inside
 /// one of `folders`.
 pub fn folder_allowed(cwd: Option<&str>, folders: &[String]) -> bool {
-    let Some(cwd) = cwd else {
+    let Some(cwd) = cwd.and_then(local_folder) else {
         return false;
-    };
-    let cwd = match cwd.strip_prefix('~') {
-        Some(rest) => match spool::paths::home_dir() {
-            Some(home) => home.join(rest.trim_start_matches('/')),
-            None => return false,
-        },
-        None => std::path::PathBuf::from(cwd),
     };
     let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
     folders.iter().any(|f| {

@@ -548,3 +548,79 @@ fn a_session_no_server_holds_is_told_so() {
         );
     }
 }
+
+#[test]
+fn a_session_no_server_holds_is_reopened_by_opencode_acp() {
+    let Some(bin) = opencode() else {
+        return;
+    };
+    const LOADED: &str = "Back in the same session.";
+    let api = MockChat::start(vec![
+        Step::bash("echo hello"),
+        Step::text(ANSWER),
+        Step::text(LOADED),
+    ]);
+    let s = setup(bin.clone(), &api, "allow");
+    let paired = control::paired_machine(&s.sb, &s.project);
+    let device = &paired.device;
+    // The daemon finds `opencode acp` by the file its variable names; the
+    // agent it starts inherits OpenCode's offline environment.
+    let offline = [
+        "OPENCODE_DISABLE_MODELS_FETCH",
+        "OPENCODE_DISABLE_AUTOUPDATE",
+        "OPENCODE_DISABLE_DEFAULT_PLUGINS",
+        "OPENCODE_DISABLE_LSP_DOWNLOAD",
+        "OPENCODE_DISABLE_SHARE",
+    ];
+    let mut env: Vec<(&str, &std::ffi::OsStr)> = offline
+        .iter()
+        .map(|k| (*k, std::ffi::OsStr::new("true")))
+        .collect();
+    env.extend([
+        ("SHELL", std::ffi::OsStr::new("/bin/bash")),
+        ("SESSIONPIPE_ACP_OPENCODE", bin.as_os_str()),
+        ("SESSIONPIPE_JOB_ARCHIVE", s.archive.as_os_str()),
+    ]);
+    let _daemon = s.sb.start_daemon_with(&env);
+    device.wait_hello(Duration::from_secs(15), |h| {
+        h["starts"]["opencode"].is_object()
+    });
+    s.finish(s.start(false));
+    let events = s.sb.wait_until(Duration::from_secs(30), turn_done);
+    let id = events[0]["session"]["id"].as_str().unwrap().to_string();
+    let session = format!("opencode:{id}");
+
+    // No server holds it: `opencode acp` loads it and runs the prompt as its
+    // next turn. The model's answer is the third step only when the request
+    // carries the first turn's history.
+    let sent = device.enqueue(
+        &device.sign("prompt", &session, json!({"text": "Hello again?"})),
+        300,
+    );
+    let ack = device.final_ack(&sent, Duration::from_secs(150));
+    assert_eq!(
+        (ack["outcome"].as_str(), ack["mode"].as_str()),
+        (Some("delivered"), Some("api")),
+        "{ack}"
+    );
+    assert!(ack["reply"].as_str().unwrap().contains(LOADED), "{ack}");
+    let last = api.completions().last().cloned().unwrap_or_default();
+    assert!(
+        last.to_string().contains("echo hello"),
+        "the loaded session's history reached the model: {last}"
+    );
+
+    // The plugin inside `opencode acp` reports that turn under the same
+    // session: one session, two turns.
+    let events = s.sb.wait_until(Duration::from_secs(30), |evs| {
+        evs.iter().filter(|e| e["type"] == "turn.ended").count() >= 2
+    });
+    for e in &events {
+        assert_eq!(e["session"]["id"], id.as_str(), "{e}");
+    }
+    let started = events
+        .iter()
+        .filter(|e| e["type"] == "turn.started")
+        .count();
+    assert_eq!(started, 2, "{events:#?}");
+}
