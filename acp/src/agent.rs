@@ -19,6 +19,7 @@
 //!
 //! Knows nothing of control, acks or sessionpipe's sessions.
 
+use crate::tail::StderrTail;
 use crate::tree::{Root, Tree};
 use crate::turn::{Mode, Turn, TurnEnd};
 use crate::wire::{self, AUTH_REQUIRED, Incoming, METHOD_NOT_FOUND, RpcError};
@@ -30,12 +31,10 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::process::ChildStdin;
 use tokio::sync::{oneshot, watch};
 
-/// How much of stderr is kept for a failure's words.
-const STDERR_TAIL: usize = 4096;
 /// After `session/load` answers, how long the replayed history may go on
 /// being quiet before a prompt is sent (Gemini CLI answers mid-replay), and
 /// the most that wait may take.
@@ -115,7 +114,7 @@ struct Shared {
     turns: Mutex<HashMap<String, Running>>,
     /// Why the conversation is over, once it is.
     ended: Mutex<Option<String>>,
-    stderr: Mutex<Vec<u8>>,
+    stderr: StderrTail,
     /// Counts every `session/update` (a replay's end is the quiet after it).
     updates: watch::Sender<u64>,
     bounds: Bounds,
@@ -152,12 +151,6 @@ impl Shared {
             Some(words) => AcpError::Exited(words),
             None => AcpError::Exited(String::new()),
         }
-    }
-
-    fn stderr_words(&self) -> String {
-        String::from_utf8_lossy(&lock(&self.stderr))
-            .trim()
-            .to_string()
     }
 
     /// Ends the conversation: every waiting call gets `why`.
@@ -208,37 +201,20 @@ impl Agent {
             source,
         })?;
         let (updates, _) = watch::channel(0);
+        let (stderr, tail) = StderrTail::spawn(child.stderr.take().expect("stderr is piped"));
         let shared = Arc::new(Shared {
             stdin: tokio::sync::Mutex::new(child.stdin.take()),
             pending: Mutex::new(HashMap::new()),
             turns: Mutex::new(HashMap::new()),
             ended: Mutex::new(None),
-            stderr: Mutex::new(Vec::new()),
+            stderr,
             updates,
             bounds,
         });
         let pid = child.id();
         let root = Root::of(pid);
         let stdout = child.stdout.take().expect("stdout is piped");
-        let mut stderr = child.stderr.take().expect("stderr is piped");
         let (exit_tx, exited) = watch::channel(None);
-        let tail = {
-            let shared = shared.clone();
-            tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = stderr.read(&mut buf).await {
-                    if n == 0 {
-                        break;
-                    }
-                    let mut kept = lock(&shared.stderr);
-                    kept.extend_from_slice(&buf[..n]);
-                    if kept.len() > STDERR_TAIL {
-                        let cut = kept.len() - STDERR_TAIL;
-                        kept.drain(..cut);
-                    }
-                }
-            })
-        };
         // The process is reaped here whatever else happens.
         tokio::spawn(async move {
             let status = child.wait().await;
@@ -568,7 +544,7 @@ async fn read_lines(
     // Its stdout closed: say how it exited, with its last words.
     let _ = tokio::time::timeout(Duration::from_secs(2), exited.wait_for(Option::is_some)).await;
     let status = exited.borrow().clone().unwrap_or_default();
-    let words = shared.stderr_words();
+    let words = shared.stderr.words();
     let why = if words.is_empty() {
         status
     } else {

@@ -2,7 +2,8 @@
 //! through ACP"): the table of agents it may drive ([`registry`]), the wire's
 //! framing ([`wire`]), one turn's bookkeeping and the permission rule of the
 //! machine's mode ([`turn`]), and one agent process with its conversation
-//! ([`agent`]), ended with everything it started (`tree`).
+//! ([`agent`]), ended with everything it started (`tree`); and the tail of a
+//! child's stderr ([`tail`]), which the daemon's headless runs keep too.
 //!
 //! Below control: it starts what it is told to, answers only what the mode
 //! allows, and knows nothing of signed commands, acks, the outbox or the
@@ -16,6 +17,7 @@
 
 pub mod agent;
 pub mod registry;
+pub mod tail;
 mod tree;
 pub mod turn;
 pub mod wire;

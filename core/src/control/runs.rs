@@ -3,25 +3,24 @@
 //! their stdout read line by line through the adapter's reader, bounded in
 //! number (the rest wait their turn), in time (past the bound the process is
 //! ended and the run fails) and in what is kept of them (a line of at most
-//! 8 MiB, the last 4 KiB of stderr).
+//! 8 MiB, the last 4 KiB of stderr, kept by the ACP client's `StderrTail`).
 //!
 //! Also who holds a session: a run holds its session until it ends, so a
 //! message behind it waits instead of becoming a second writer. It never
 //! decides a rung or sends an ack; `ladder` does.
 
 use harness::headless::{Launch, Progress, StreamReader};
+use sessionpipe_acp::tail::StderrTail;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// The longest stdout line kept (a reply with a pasted file can be long).
 const MAX_LINE: usize = 8 << 20;
-/// How much of stderr is kept for a failure's words.
-const STDERR_TAIL: usize = 4096;
 /// How long `<program> --help` may take.
 const HELP_BOUND: Duration = Duration::from_secs(20);
 
@@ -246,21 +245,7 @@ impl Runs {
             source,
         })?;
         let stdout = child.stdout.take().expect("stdout is piped");
-        let mut stderr = child.stderr.take().expect("stderr is piped");
-        let tail = tokio::spawn(async move {
-            let mut kept: Vec<u8> = Vec::new();
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stderr.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                kept.extend_from_slice(&buf[..n]);
-                if kept.len() > STDERR_TAIL {
-                    kept.drain(..kept.len() - STDERR_TAIL);
-                }
-            }
-            String::from_utf8_lossy(&kept).trim().to_string()
-        });
+        let (tail, reading) = StderrTail::spawn(child.stderr.take().expect("stderr is piped"));
         let mut state = Progress::default();
         let read = async {
             let mut lines = BufReader::new(stdout);
@@ -287,7 +272,8 @@ impl Runs {
             });
         }
         let status = child.wait().await;
-        let stderr = tail.await.unwrap_or_default();
+        let _ = reading.await;
+        let stderr = tail.words();
         match state.end {
             Some(Ok(reply)) => Ok(Ran {
                 session: state.session,
