@@ -66,7 +66,12 @@ fn append(
         return Ok(false);
     }
     let tx = outbox.begin()?;
-    if tx.session_known(adapter.name(), &b.session_id)? {
+    // A session an ACP start of control named is known by that name (its
+    // hooks' events carry it): backfilled under its own id it would be two.
+    let session = tx
+        .acp_name(adapter.name(), &b.session_id)?
+        .unwrap_or_else(|| b.session_id.clone());
+    if tx.session_known(adapter.name(), &session)? {
         return Ok(false);
     }
     let mut block = b.block.clone();
@@ -75,7 +80,7 @@ fn append(
         harness: adapter.name(),
         harness_event: None,
         version: b.version.as_deref(),
-        session_id: &b.session_id,
+        session_id: &session,
         block: &block,
         time_ms: b.last_ms,
     };

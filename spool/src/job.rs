@@ -43,6 +43,9 @@ pub const ENV_KEPT: &[&str] = &[
     "CLAUDE_PID",
     "AI_AGENT",
     "SESSIONPIPE_CONTROL_JOB",
+    // The session a control start named, set on an ACP agent's process: its
+    // hooks' events go under that name, not the agent's own id.
+    "SESSIONPIPE_CONTROL_SESSION",
     "CODEX_HOME",
     "GEMINI_PROJECT_DIR",
     "GEMINI_CWD",

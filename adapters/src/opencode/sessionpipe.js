@@ -41,8 +41,10 @@ const SESSIONPIPE = null;
 const HARNESS = "opencode";
 // The job format's version (the spool's).
 const FORMAT = 1;
-// The environment the adapter reads; the rest of OpenCode's never leaves.
-const ENV_KEPT = ["HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"];
+// The environment the daemon reads; the rest of OpenCode's never leaves.
+// `SESSIONPIPE_CONTROL_SESSION` is set on an `opencode acp` the daemon started
+// for a control `start`: its events go under the start's name.
+const ENV_KEPT = ["HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "SESSIONPIPE_CONTROL_SESSION"];
 // The bus events mapped; `message.updated` only for a user message, once.
 const BUS = new Set([
   "session.created",

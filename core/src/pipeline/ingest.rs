@@ -1,6 +1,6 @@
 //! From spool to outbox: read jobs in arrival order, map each with its harness's
-//! adapter, apply the session rules, run `secrets@1`, append, and only then remove
-//! the job files.
+//! adapter, name its session (`names`), apply the session rules, run
+//! `secrets@1`, append, and only then remove the job files.
 //!
 //! A batch of jobs commits in one transaction together with the names of the jobs
 //! it took, so a crash at any point either keeps the jobs for the next run or
@@ -10,6 +10,7 @@
 
 use crate::pipeline::append::append_events;
 use crate::pipeline::holds::{Busy, HoldTask, HoldWorker, SessionKey};
+use crate::pipeline::names::{self, Names};
 use crate::pipeline::outbox::{Outbox, OutboxError, OutboxTx};
 use crate::pipeline::reading::{self, LivePaths, Reads, Turns};
 use crate::pipeline::session::SessionRecord;
@@ -37,6 +38,9 @@ pub struct Ingest {
     /// Real transcript paths the records keep redacted (shared with the worker).
     live: Arc<LivePaths>,
     holds: Option<HoldWorker>,
+    /// Which session each call goes under (a control start's name, or the
+    /// harness's own id), remembered across batches.
+    names: Names,
     /// Rung after each commit that appended events (the sinks wait on it).
     after_commit: Option<Box<dyn Fn() + Send>>,
     /// Told, after each commit, of every hook call it took.
@@ -134,6 +138,7 @@ impl Ingest {
             busy: Arc::new(Busy::default()),
             live: Arc::new(LivePaths::default()),
             holds: None,
+            names: Names::default(),
             after_commit: None,
             on_seen: None,
             stop: None,
@@ -292,7 +297,15 @@ impl Ingest {
                 continue;
             }
             let taken_now = match Job::read(&self.spool.path(name)) {
-                Ok(job) => ingest_job(&tx, &job, &ctx, &mut taken, deferred, &mut records)?,
+                Ok(job) => ingest_job(
+                    &tx,
+                    &job,
+                    &ctx,
+                    &mut self.names,
+                    &mut taken,
+                    deferred,
+                    &mut records,
+                )?,
                 Err(why) => Taken::Done(Outcome::Quarantined(why.to_string()), None, None),
             };
             match taken_now {
@@ -360,6 +373,7 @@ fn ingest_job(
     tx: &OutboxTx<'_>,
     job: &Job,
     ctx: &Ctx<'_>,
+    names: &mut Names,
     taken: &mut HashSet<SessionKey>,
     deferred: &HashSet<SessionKey>,
     records: &mut HashMap<SessionKey, SessionRecord>,
@@ -384,7 +398,15 @@ fn ingest_job(
             return Ok(Taken::Done(Outcome::Quarantined(why), None, None));
         }
     };
-    let key: SessionKey = (adapter.name().to_string(), mapping.session_id.clone());
+    // The id the events carry and the session's record is kept under: a
+    // control start's name where the daemon started the session (`names`).
+    // Decided here, before the session is taken, so its seq, its order and
+    // its `session.started` are the named session's; everything that reads
+    // the harness's files reads them from the call, by the harness's own id.
+    let native = mapping.session_id.as_str();
+    let var = job.env(names::CONTROL_SESSION);
+    let session = names.session_of(tx, adapter.name(), native, var, records)?;
+    let key: SessionKey = (adapter.name().to_string(), session);
     // Later jobs of a deferred session wait too, so its events stay in order.
     if deferred.contains(&key) || (!taken.contains(&key) && !ctx.busy.try_take(&key)) {
         return Ok(Taken::Deferred(key));
@@ -394,9 +416,10 @@ fn ingest_job(
     let record = match records.entry(key.clone()) {
         std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
         std::collections::hash_map::Entry::Vacant(e) => {
-            e.insert(tx.load_session(adapter.name(), &mapping.session_id)?)
+            e.insert(tx.load_session(adapter.name(), &key.1)?)
         }
     };
+    names::bind(record, &key.1, native, var);
     let mut events = mapping.events;
     adapter.remember(job, &mut events, &mut record.memo);
     let mut block = mapping.block;
@@ -415,15 +438,7 @@ fn ingest_job(
     // record as it was before them), never the call's own events.
     let before_reads = record.clone();
     let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        reading::around_call(
-            adapter,
-            job,
-            &files,
-            tool_event,
-            record,
-            &ctx.reads,
-            &mapping.session_id,
-        )
+        reading::around_call(adapter, job, &files, tool_event, record, &ctx.reads, &key.1)
     }));
     let around = read.unwrap_or_else(|panic| {
         tracing::warn!(
@@ -441,15 +456,7 @@ fn ingest_job(
     let mut all = around.before;
     all.extend(events);
     all.extend(around.after);
-    let appended = append_events(
-        tx,
-        adapter,
-        &mapping.session_id,
-        record,
-        &job.event,
-        job.at_ms(),
-        all,
-    )?;
+    let appended = append_events(tx, adapter, &key.1, record, &job.event, job.at_ms(), all)?;
     let hold = around.hold.map(|hold| HoldTask {
         key: key.clone(),
         event: job.event.clone(),

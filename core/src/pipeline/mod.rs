@@ -2,9 +2,11 @@
 //!
 //! `ingest` takes jobs in arrival order and maps each with its harness's adapter;
 //! `append` runs the session rules over a call's events and appends them;
-//! `session` holds the protocol's session rules and what is remembered of a
-//! session; `reading` reads facts and transcripts around a call; `holds` waits
-//! for a turn's words to reach a transcript; `local` adds the daemon's own
+//! `names` says which session a call goes under (a control start's name for
+//! a session the daemon started over ACP); `session` holds the protocol's
+//! session rules and what is remembered of a session; `reading` reads facts
+//! and transcripts around a call; `holds` waits for a turn's words to reach
+//! a transcript; `local` adds the daemon's own
 //! events to a session (control's `turn.progress`); `outbox` is the SQLite store that
 //! assigns `session.seq`; `scrub` runs `secrets@1` over all it keeps; `privacy`
 //! is the per-tier filter readers apply.
@@ -16,6 +18,7 @@ pub mod append;
 pub mod holds;
 pub mod ingest;
 pub mod local;
+pub mod names;
 pub mod outbox;
 pub mod privacy;
 pub mod reading;

@@ -53,6 +53,12 @@ pub struct SessionRecord {
     /// The session reported its end (and has not started again since).
     #[serde(default)]
     pub ended: bool,
+    /// For a session a control name reached (a start's, or control's own
+    /// for a session it reopened): the harness's own id for it, the first its
+    /// hooks reported under that name (another id under the same name is
+    /// another session; see `names`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_id: Option<String>,
 }
 
 impl SessionRecord {

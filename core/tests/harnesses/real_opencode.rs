@@ -6,6 +6,8 @@
 //! checked: the turn's events in order, a permission asked under an ask rule,
 //! nothing lost while the daemon is stopped in the middle of a run (the plugin
 //! starts a drain worker), and the turn's words at tier 2 from OpenCode's store.
+//! Control reaches it through its server or `opencode acp`, and a session a
+//! signed `start` ran in `opencode acp` is reported under the start's name.
 //!
 //! OpenCode comes from the npm registry (`e2e/package.json`). Without it the test
 //! says so and passes, unless `SESSIONPIPE_REQUIRE_HARNESSES=1`, where it fails.
@@ -549,22 +551,9 @@ fn a_session_no_server_holds_is_told_so() {
     }
 }
 
-#[test]
-fn a_session_no_server_holds_is_reopened_by_opencode_acp() {
-    let Some(bin) = opencode() else {
-        return;
-    };
-    const LOADED: &str = "Back in the same session.";
-    let api = MockChat::start(vec![
-        Step::bash("echo hello"),
-        Step::text(ANSWER),
-        Step::text(LOADED),
-    ]);
-    let s = setup(bin.clone(), &api, "allow");
-    let paired = control::paired_machine(&s.sb, &s.project);
-    let device = &paired.device;
-    // The daemon finds `opencode acp` by the file its variable names; the
-    // agent it starts inherits OpenCode's offline environment.
+/// The daemon, finding `opencode acp` by the file its variable names; the
+/// agent it starts inherits OpenCode's offline environment.
+fn acp_daemon(s: &Setup, bin: &Path) -> Daemon {
     let offline = [
         "OPENCODE_DISABLE_MODELS_FETCH",
         "OPENCODE_DISABLE_AUTOUPDATE",
@@ -581,7 +570,24 @@ fn a_session_no_server_holds_is_reopened_by_opencode_acp() {
         ("SESSIONPIPE_ACP_OPENCODE", bin.as_os_str()),
         ("SESSIONPIPE_JOB_ARCHIVE", s.archive.as_os_str()),
     ]);
-    let _daemon = s.sb.start_daemon_with(&env);
+    s.sb.start_daemon_with(&env)
+}
+
+#[test]
+fn a_session_no_server_holds_is_reopened_by_opencode_acp() {
+    let Some(bin) = opencode() else {
+        return;
+    };
+    const LOADED: &str = "Back in the same session.";
+    let api = MockChat::start(vec![
+        Step::bash("echo hello"),
+        Step::text(ANSWER),
+        Step::text(LOADED),
+    ]);
+    let s = setup(bin.clone(), &api, "allow");
+    let paired = control::paired_machine(&s.sb, &s.project);
+    let device = &paired.device;
+    let _daemon = acp_daemon(&s, &bin);
     device.wait_hello(Duration::from_secs(15), |h| {
         h["starts"]["opencode"].is_object()
     });
@@ -623,4 +629,62 @@ fn a_session_no_server_holds_is_reopened_by_opencode_acp() {
         .filter(|e| e["type"] == "turn.started")
         .count();
     assert_eq!(started, 2, "{events:#?}");
+}
+
+/// A session a signed `start` ran in `opencode acp`: OpenCode names it itself
+/// (`ses_…`), and the plugin inside the agent reports it under the start's
+/// name, the session the ack names (ADAPTERS.md, "Agents driven through
+/// ACP": a harness with hooks of its own keeps the start's id as the name).
+#[test]
+fn a_session_started_in_opencode_acp_reports_under_the_starts_name() {
+    let Some(bin) = opencode() else {
+        return;
+    };
+    const NAME: &str = "7c1e2d3f-4a5b-4c6d-8e7f-a0b1c2d3e4f5";
+    let api = MockChat::start(vec![Step::bash("echo hello"), Step::text(ANSWER)]);
+    let s = setup(bin.clone(), &api, "allow");
+    let paired = control::paired_machine(&s.sb, &s.project);
+    let device = &paired.device;
+    let _daemon = acp_daemon(&s, &bin);
+    device.wait_hello(Duration::from_secs(15), |h| {
+        h["starts"]["opencode"].is_object()
+    });
+    let session = format!("opencode:{NAME}");
+    let sent = device.enqueue(&device.sign_start(&session, ASK, &s.project, &[]), 300);
+    let ack = device.final_ack(&sent, Duration::from_secs(150));
+    assert_eq!(
+        (
+            ack["outcome"].as_str(),
+            ack["mode"].as_str(),
+            ack["session"].as_str()
+        ),
+        (Some("delivered"), Some("api"), Some(session.as_str())),
+        "{ack}"
+    );
+    let events = s.sb.wait_until(Duration::from_secs(30), |evs| {
+        evs.iter().any(|e| e["type"] == "turn.ended")
+    });
+    assert_eq!(events[0]["type"], "session.started", "{events:#?}");
+    for e in &events {
+        assert_eq!(e["harness"]["name"], "opencode");
+        assert_eq!(e["session"]["id"], NAME, "{e}");
+    }
+    assert!(
+        events.iter().any(|e| e["type"] == "tool.started"),
+        "{events:#?}"
+    );
+    // OpenCode's own id stays where OpenCode keeps it: the jobs the plugin
+    // wrote carry it, and the variable beside it.
+    let created = s
+        .jobs()
+        .into_iter()
+        .find(|j| j.event == "session.created")
+        .expect("the plugin handed over the session's creation");
+    let payload: Value = serde_json::from_slice(&created.payload).unwrap();
+    let own = payload["properties"]["info"]["id"].as_str().unwrap();
+    assert!(own.starts_with("ses_"), "{own}");
+    assert_eq!(
+        created.env.get("SESSIONPIPE_CONTROL_SESSION"),
+        Some(&session)
+    );
 }

@@ -1,6 +1,7 @@
 //! `sessionpipe backfill`: past sessions from the harnesses' own files become one
 //! `session.backfill` each, at seq 0; running it again adds nothing; `install`
-//! runs it once.
+//! runs it once; a session a control start named over ACP is backfilled by
+//! that name.
 
 use serde_json::Value;
 use sessionpipe_testkit::Sandbox;
@@ -105,5 +106,59 @@ fn install_backfills_once() {
         !String::from_utf8_lossy(&out.stderr).contains("backfill"),
         "only once"
     );
+    assert_eq!(sb.events().len(), 1);
+}
+
+/// A session the daemon started over ACP is known by the start's name (its
+/// hooks' events carry it): found in Gemini CLI's files by Gemini CLI's own
+/// id, it is backfilled under the name, and once.
+#[test]
+fn a_session_started_over_acp_is_backfilled_under_the_starts_name() {
+    const NAME: &str = "7c1e2d3f-4a5b-4c6d-8e7f-a0b1c2d3e4f5";
+    // Recorded from Gemini CLI 0.61.0 (`conformance/transcripts/gemini-cli/`).
+    const ID: &str = "2f294531-86d2-41d8-8d37-2fde68024ecb";
+    let sb = Sandbox::new();
+    let chats = sb.home.join(".gemini/tmp/project/chats");
+    std::fs::create_dir_all(&chats).unwrap();
+    let recorded = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../conformance/transcripts/gemini-cli/tool-call-between-texts.jsonl");
+    std::fs::copy(
+        recorded,
+        chats.join("session-2026-11-29T20-44-2f294531.jsonl"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(&sb.state).unwrap();
+    sessionpipe_core::pipeline::outbox::Outbox::side_connection(&sb.state.join("outbox.db"))
+        .unwrap()
+        .execute(
+            "INSERT INTO control_sessions (harness, name, id, how, cwd, at_ms)
+             VALUES ('gemini-cli', ?1, ?2, 'acp', '/w', 1)",
+            [NAME, ID],
+        )
+        .unwrap();
+    let gemini = |out: std::process::Output| -> (u64, u64, u64) {
+        let counts: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let c = counts
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["harness"] == "gemini-cli")
+            .unwrap()
+            .clone();
+        let n = |k: &str| c[k].as_u64().unwrap();
+        (n("found"), n("added"), n("known"))
+    };
+    assert_eq!(gemini(sb.sessionpipe(&["backfill", "--json"])), (1, 1, 0));
+    let evs = sb.events();
+    assert_eq!(evs.len(), 1);
+    assert_eq!(
+        (
+            evs[0]["type"].as_str(),
+            evs[0]["harness"]["name"].as_str(),
+            evs[0]["session"]["id"].as_str()
+        ),
+        (Some("session.backfill"), Some("gemini-cli"), Some(NAME))
+    );
+    assert_eq!(gemini(sb.sessionpipe(&["backfill", "--json"])), (1, 0, 1));
     assert_eq!(sb.events().len(), 1);
 }

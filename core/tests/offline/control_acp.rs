@@ -4,7 +4,9 @@
 //! hello offers it, a signed `start` runs a session whose reply is the ack, a
 //! `prompt` continues the same ACP session in the same process, a `cancel`
 //! ends a running turn, an agent that wants a sign-in fails the start in its
-//! own words, and stopping the daemon leaves no agent process behind.
+//! own words, and stopping the daemon leaves no agent process behind. Standing
+//! in for Gemini CLI, a harness with hooks of its own, the session it started
+//! is the one its hooks report: under the start's name.
 
 use serde_json::{Value, json};
 use sessionpipe_testkit::Sandbox;
@@ -222,4 +224,62 @@ fn an_agent_that_wants_a_sign_in_fails_the_start_in_its_own_words() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(!m.pids().iter().any(|p| alive(*p)), "the agent was ended");
+}
+
+/// ADAPTERS.md, Gemini CLI's Control row: a session the daemon started over
+/// ACP fires Gemini CLI's hooks under the agent's own id, and its events go
+/// under the start's name, the session the ack named. Here the hook is fired
+/// without the agent's environment (a terminal resuming the session): the
+/// record the start kept is what names it.
+#[test]
+fn the_hooks_of_a_session_started_over_acp_report_under_the_starts_name() {
+    let m = Machine::new();
+    let agent = sessionpipe_testkit::sandbox::bin("acp-test-agent");
+    let (log, pids) = (m.file("agent.jsonl"), m.file("agent.pids"));
+    let _daemon = m.sb.start_daemon_with(&[
+        ("SESSIONPIPE_ACP_GEMINI_CLI", agent.as_os_str()),
+        ("SP_TEST_AGENT_LOG", log.as_os_str()),
+        ("SP_TEST_AGENT_PIDS", pids.as_os_str()),
+    ]);
+    m.device.wait_hello(Duration::from_secs(20), |h| {
+        h["starts"]["gemini-cli"].is_object()
+    });
+    let session = format!("gemini-cli:{NAME}");
+    let id = m.start(&session, "Tidy the folder.");
+    let ack = delivered(&m.device, &id);
+    assert_eq!(ack["session"], session.as_str(), "{ack}");
+    // The test agent names its first session `ta-<pid>-1`.
+    let own = format!("ta-{}-1", m.pids()[0]);
+    for (event, extra) in [
+        ("SessionStart", json!({"source": "resume"})),
+        ("BeforeAgent", json!({"prompt": "And the docs."})),
+    ] {
+        let mut payload = json!({"session_id": own, "transcript_path": "/nowhere/chat.jsonl",
+                                 "cwd": m.project, "hook_event_name": event});
+        payload
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let out =
+            m.sb.hook("gemini-cli", event, payload.to_string().as_bytes());
+        assert!(out.status.success(), "{out:?}");
+    }
+    let events = m.sb.wait_until(Duration::from_secs(30), |evs| {
+        evs.iter().any(|e| e["type"] == "turn.started")
+    });
+    let seen: Vec<(&str, &str, u64)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap(),
+                e["session"]["id"].as_str().unwrap(),
+                e["session"]["seq"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [("session.started", NAME, 1), ("turn.started", NAME, 2)],
+        "one session, the start's"
+    );
 }

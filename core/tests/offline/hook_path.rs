@@ -1,6 +1,7 @@
 //! The hook path, with the real binaries: whatever a harness hands the hook, it
 //! exits 0 and prints nothing (but for the harnesses that parse stdout), and the
-//! payloads that can be read become events, with or without a daemon running.
+//! payloads that can be read become events, with or without a daemon running;
+//! those of a session the daemon started over ACP go under the start's name.
 
 use serde_json::{Value, json};
 use sessionpipe_testkit::Sandbox;
@@ -237,4 +238,150 @@ fn the_environment_is_allowlisted_never_copied_whole() {
     assert_eq!(events[1]["type"], "turn.ended");
     assert_eq!(events[1]["session"]["attended"], true);
     assert_eq!(sb.spooled(), 0);
+}
+
+/// A recorded Gemini CLI hook call (`conformance/harness/gemini-cli/<name>.json`)
+/// as session `id`: its event, its stdin and the environment it ran with.
+fn gemini_call(name: &str, id: &str) -> (String, Vec<u8>, Vec<(String, String)>) {
+    const RECORDED: &str = "944abfd3-f0e4-4555-a23a-9172685971e3";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../conformance/harness/gemini-cli")
+        .join(format!("{name}.json"));
+    let doc: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let input = &doc["input"];
+    let stdin = input["stdin"].as_str().unwrap().replace(RECORDED, id);
+    let env = input["env"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().replace(RECORDED, id)))
+        .collect();
+    (
+        doc["event"].as_str().unwrap().to_string(),
+        stdin.into_bytes(),
+        env,
+    )
+}
+
+/// Runs the recorded calls `names` of Gemini CLI as session `id`, with
+/// `SESSIONPIPE_CONTROL_SESSION` set to `named` when given.
+fn gemini_session(sb: &Sandbox, id: &str, named: Option<&str>, names: &[&str]) {
+    for name in names {
+        let (event, stdin, mut env) = gemini_call(name, id);
+        if let Some(v) = named {
+            env.push(("SESSIONPIPE_CONTROL_SESSION".into(), v.into()));
+        }
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_invisible(&sb.hook_with("gemini-cli", &event, &stdin, &env), name);
+    }
+}
+
+/// Each session's (type, seq) in append order, by session id.
+fn by_session(events: &[Value]) -> std::collections::BTreeMap<String, Vec<(String, u64)>> {
+    let mut out: std::collections::BTreeMap<String, Vec<(String, u64)>> = Default::default();
+    for e in events {
+        assert_eq!(e["harness"]["name"], "gemini-cli");
+        out.entry(e["session"]["id"].as_str().unwrap().to_string())
+            .or_default()
+            .push((
+                e["type"].as_str().unwrap().to_string(),
+                e["session"]["seq"].as_u64().unwrap(),
+            ));
+    }
+    out
+}
+
+/// ADAPTERS.md, Gemini CLI's Control row: a session the daemon started over
+/// ACP fires Gemini CLI's hooks under Gemini CLI's own id, and its events go
+/// under the start's name (what the start's ack names, `gemini-cli:<name>`).
+/// The name is the agent's environment, else control's record of the start
+/// (a hook the environment did not reach); a value of another harness, a
+/// malformed one, or one a second session inherited names nothing.
+#[test]
+fn a_session_started_over_acp_reports_under_the_starts_name() {
+    const NAME: &str = "7c1e2d3f-4a5b-4c6d-8e7f-a0b1c2d3e4f5";
+    const RECORDED: &str = "0d9b6a52-8c4e-4f3a-9b1d-2e7f6a5c4b3d";
+    let sb = Sandbox::new();
+    // Control's record of a start over ACP (`control::acp`): its name, and
+    // the id the agent gave the session.
+    let outbox = sb.state.join("outbox.db");
+    std::fs::create_dir_all(&sb.state).unwrap();
+    sessionpipe_core::pipeline::outbox::Outbox::side_connection(&outbox)
+        .unwrap()
+        .execute(
+            "INSERT INTO control_sessions (harness, name, id, how, cwd, at_ms)
+             VALUES ('gemini-cli', 'recorded-start', ?1, 'acp', '/w', 1)",
+            [RECORDED],
+        )
+        .unwrap();
+    let _daemon = sb.start_daemon();
+    let whole = [
+        "session-start",
+        "before-agent",
+        "after-agent",
+        "session-end",
+    ];
+    let named = format!("gemini-cli:{NAME}");
+    gemini_session(
+        &sb,
+        "11111111-1111-4111-8111-111111111111",
+        Some(&named),
+        &whole,
+    );
+    let claude = format!("claude-code:{NAME}");
+    let start = ["session-start", "before-agent"];
+    gemini_session(
+        &sb,
+        "22222222-2222-4222-8222-222222222222",
+        Some(&claude),
+        &start,
+    );
+    let bad = Some("gemini-cli:not a name");
+    gemini_session(&sb, "33333333-3333-4333-8333-333333333333", bad, &start);
+    gemini_session(&sb, RECORDED, None, &start);
+    let events = sb.wait_for_events(10, Duration::from_secs(30));
+    let started = |n: u64| -> Vec<(String, u64)> {
+        [
+            "session.started",
+            "turn.started",
+            "turn.ended",
+            "session.ended",
+        ][..n as usize]
+            .iter()
+            .zip(1..)
+            .map(|(t, seq)| (t.to_string(), seq))
+            .collect()
+    };
+    let sessions = by_session(&events);
+    assert_eq!(
+        sessions.keys().map(String::as_str).collect::<Vec<_>>(),
+        [
+            "22222222-2222-4222-8222-222222222222",
+            "33333333-3333-4333-8333-333333333333",
+            NAME,
+            "recorded-start",
+        ],
+        "{events:#?}"
+    );
+    assert_eq!(sessions[NAME], started(4), "in order, its start first");
+    assert_eq!(sessions["recorded-start"], started(2));
+    assert_eq!(sessions["22222222-2222-4222-8222-222222222222"], started(2));
+    assert_eq!(sessions["33333333-3333-4333-8333-333333333333"], started(2));
+    // The call's own facts go with it under the name: the folder it names.
+    let first = events.iter().find(|e| e["session"]["id"] == NAME).unwrap();
+    assert_eq!(
+        first["session"]["cwd"],
+        "/tmp/sp-test-cBxrtL/home/work/project"
+    );
+
+    // A Gemini CLI the session started from its shell inherits the
+    // variable: it is another session, under its own id, and the named one
+    // is left as it was.
+    let nested = "44444444-4444-4444-8444-444444444444";
+    gemini_session(&sb, nested, Some(&named), &start);
+    let events = sb.wait_for_events(12, Duration::from_secs(30));
+    let sessions = by_session(&events);
+    assert_eq!(sessions[nested], started(2), "{events:#?}");
+    assert_eq!(sessions[NAME], started(4));
+    assert_eq!(events.len(), 12);
 }

@@ -3,10 +3,14 @@
 //! other plugins and `opencode.json` are never touched, a file of that name that
 //! is not ours is kept and reported, an older plugin of ours is replaced, and
 //! uninstall removes exactly our file (through a symlink, only our text). No
-//! OpenCode runs here (`harnesses/real_opencode.rs` runs it).
+//! OpenCode runs here (`harnesses/real_opencode.rs` runs it); the installed
+//! plugin itself runs under `node`, as OpenCode would call it, where the
+//! environment it keeps is what is checked.
 
+use serde_json::{Value, json};
 use sessionpipe_testkit::{Sandbox, sandbox::bin};
 use std::path::PathBuf;
+use std::time::Duration;
 
 const CONFIG: &str =
     "{\n  \"model\": \"anthropic/claude\",\n  \"plugin\": [\"opencode-wakatime\"]\n}\n";
@@ -148,4 +152,74 @@ fn through_a_symlink_the_link_stays_and_only_our_text_goes() {
             .is_symlink()
     );
     assert_eq!(std::fs::read_to_string(&dots).unwrap(), "");
+}
+
+/// The plugin keeps `SESSIONPIPE_CONTROL_SESSION` in its jobs (the daemon sets
+/// it on an `opencode acp` it started for a control `start`), so the events of
+/// that session go under the start's name, not OpenCode's own id; the rest of
+/// OpenCode's environment stays behind.
+#[test]
+fn the_installed_plugin_keeps_the_name_a_control_start_gave_its_session() {
+    const NAME: &str = "7c1e2d3f-4a5b-4c6d-8e7f-a0b1c2d3e4f5";
+    let Some(node) = sessionpipe_testkit::harnesses::node() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    person(&sb);
+    run(&sb, &["install", "--harness", "opencode"]);
+    // The installed text as a module `node` loads without OpenCode's loader.
+    let module = sb.root().join("sessionpipe.mjs");
+    std::fs::copy(plugin(&sb), &module).unwrap();
+    let recorded = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../conformance/harness/opencode/session-created.json");
+    let doc: Value = serde_json::from_slice(&std::fs::read(recorded).unwrap()).unwrap();
+    let payload: Value = serde_json::from_str(doc["input"]["stdin"].as_str().unwrap()).unwrap();
+    let event = json!({"type": "session.created", "properties": payload["properties"]});
+    let project = sb.home.join("work/project");
+    std::fs::create_dir_all(&project).unwrap();
+
+    let archive = sb.root().join("jobs");
+    let _daemon = sb.start_daemon_with(&[("SESSIONPIPE_JOB_ARCHIVE", archive.as_os_str())]);
+    let script = r#"
+        const { SessionpipePlugin } = await import(process.env.SP_PLUGIN);
+        const hooks = await SessionpipePlugin({ directory: process.env.SP_DIR });
+        await hooks.event({ event: JSON.parse(process.env.SP_EVENT) });
+        // The wake is a connection on its way: let it be made.
+        await new Promise((r) => setTimeout(r, 300));
+    "#;
+    let out = sb
+        .command(&node)
+        .args(["--input-type=module", "-e", script])
+        .env("SP_PLUGIN", format!("file://{}", module.display()))
+        .env("SP_DIR", &project)
+        .env("SP_EVENT", event.to_string())
+        .env("SESSIONPIPE_CONTROL_SESSION", format!("opencode:{NAME}"))
+        .env("OPENCODE_SERVER_PASSWORD", "not-for-the-spool")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "{out:?}"
+    );
+    let events = sb.wait_for_events(1, Duration::from_secs(20));
+    assert_eq!(events.len(), 1, "{events:#?}");
+    assert_eq!(
+        (
+            events[0]["type"].as_str(),
+            events[0]["harness"]["name"].as_str(),
+            events[0]["session"]["id"].as_str(),
+            events[0]["session"]["seq"].as_u64()
+        ),
+        (
+            Some("session.started"),
+            Some("opencode"),
+            Some(NAME),
+            Some(1)
+        ),
+        "{events:#?}"
+    );
+    let jobs = sessionpipe_core::conformance::harness::jobs_in(&archive).unwrap();
+    assert_eq!(jobs.len(), 1);
+    let kept: Vec<&str> = jobs[0].env.keys().map(String::as_str).collect();
+    assert_eq!(kept, ["HOME", "SESSIONPIPE_CONTROL_SESSION"], "{kept:?}");
 }

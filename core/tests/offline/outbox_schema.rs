@@ -70,7 +70,7 @@ fn an_outbox_of_the_first_release_migrates_and_keeps_everything() {
     assert_eq!(user_version(&path), 0);
 
     let mut ob = Outbox::open(&path).unwrap();
-    assert_eq!(ob.schema_version().unwrap(), 4);
+    assert_eq!(ob.schema_version().unwrap(), 5);
     assert_eq!(contents(&path), before, "every row kept as it was");
     let cursor = ob.sink_cursor("s_qh80nb9e").unwrap();
     assert_eq!(cursor, 36);
@@ -93,7 +93,7 @@ fn an_outbox_of_the_first_release_migrates_and_keeps_everything() {
     drop(ob);
     // A second open has nothing left to do.
     Outbox::open(&path).unwrap();
-    assert_eq!(user_version(&path), 4);
+    assert_eq!(user_version(&path), 5);
     // Steps 3 and 4 made control's tables, empty.
     let conn = Connection::open(&path).unwrap();
     for table in [
@@ -108,6 +108,16 @@ fn an_outbox_of_the_first_release_migrates_and_keeps_everything() {
             .unwrap();
         assert_eq!(n, 0, "{table}");
     }
+    // Step 5: control_sessions is found by the harness's own id through an
+    // index, not a scan.
+    let plan: String = conn
+        .query_row(
+            "EXPLAIN QUERY PLAN SELECT name FROM control_sessions WHERE harness = 'h' AND id = 'i'",
+            [],
+            |r| r.get(3),
+        )
+        .unwrap();
+    assert!(plan.contains("control_sessions_by_id"), "{plan}");
 }
 
 #[test]
@@ -123,7 +133,7 @@ fn an_outbox_from_a_newer_sessionpipe_is_refused_and_left_alone() {
         Outbox::open_readonly(&path).err(),
     ] {
         match opened {
-            Some(OutboxError::Newer { found: 99, known }) => assert_eq!(known, 4),
+            Some(OutboxError::Newer { found: 99, known }) => assert_eq!(known, 5),
             other => panic!("{other:?}"),
         }
     }

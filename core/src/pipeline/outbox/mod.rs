@@ -373,6 +373,22 @@ impl OutboxTx<'_> {
         )?)
     }
 
+    /// The name an ACP start of control gave the session `harness` knows as
+    /// `id` (`control_sessions`, how `acp`, written by `control::acp`), when
+    /// it gave one. Read here, not through control, because ingest and
+    /// backfill sit below control and name a session inside their own
+    /// transaction; indexed on (harness, id).
+    pub fn acp_name(&self, harness: &str, id: &str) -> Result<Option<String>> {
+        Ok(self
+            .tx
+            .prepare_cached(
+                "SELECT name FROM control_sessions WHERE harness = ?1 AND id = ?2 AND how = 'acp'
+                 ORDER BY at_ms LIMIT 1",
+            )?
+            .query_row(params![harness, id], |r| r.get(0))
+            .optional()?)
+    }
+
     /// Stores a `session.backfill` at seq 0 (the envelope's), leaving the
     /// session's live seq alone. False when it is there already.
     pub fn append_backfill(&self, envelope: &Envelope) -> Result<bool> {

@@ -126,6 +126,14 @@ const STEPS: &[Step] = &[
     ALTER TABLE control_messages ADD COLUMN begun INTEGER NOT NULL DEFAULT 0;
     ",
     ),
+    // 5: ingest asks control_sessions the other way round, by the harness's
+    // own id (which name an ACP start gave the session its hooks report), once
+    // per session it has not seen; without an index that is a scan.
+    Step::Sql(
+        "
+    CREATE INDEX control_sessions_by_id ON control_sessions (harness, id);
+    ",
+    ),
 ];
 
 /// The schema version this build writes.
