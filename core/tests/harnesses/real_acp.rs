@@ -3,7 +3,9 @@
 //! --acp`) and Qwen Code (`qwen --acp`), each against a scripted model API on
 //! loopback (testkit's `acp_agents` sets them up). One walk per agent:
 //!
-//! - a signed `start` runs a new session whose reply comes back in the ack;
+//! - a signed `start` runs a new session whose reply comes back in the ack
+//!   (and, for Gemini CLI, whose hooks are installed, the events its hooks
+//!   fire inside the ACP session carry the start's name);
 //! - a `prompt` in a `safe` machine whose shell call the agent asks permission
 //!   for: refused, the file is not made, the refusal named in the reply;
 //! - the machine turned `auto`: the same call is allowed once and runs;
@@ -149,6 +151,9 @@ impl Walk {
         std::fs::create_dir_all(&project).unwrap();
         let api = kind.api();
         let agent = kind.agent(&sb, &api)?;
+        if kind == Kind::Gemini {
+            install_hooks(&sb, &agent);
+        }
         let control::PairedMachine { rx, device } = control::paired_machine(&sb, &project);
         let walk = Walk {
             sb,
@@ -253,6 +258,24 @@ impl Walk {
     }
 }
 
+/// `sessionpipe install` for the agent's harness, finding its CLI (the
+/// wrapper) on `PATH` as it finds the person's.
+fn install_hooks(sb: &Sandbox, agent: &AcpAgent) {
+    let (_, path) = agent.path_var();
+    let out = sb
+        .command(sessionpipe_testkit::sandbox::bin("sessionpipe"))
+        .env("PATH", path)
+        .args(["install", "--harness", agent.harness])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn zombie(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
         s.rsplit(')')
@@ -296,6 +319,26 @@ fn walk(kind: Kind) {
         "{h}: the start: {ack}"
     );
     assert!(ack["reply"].as_str().unwrap().contains(HELLO), "{ack}");
+    if kind == Kind::Gemini {
+        // Its hooks fire inside the ACP session, and their events carry the
+        // start's name: the phone sees one session.
+        let events = w.sb.wait_until(Duration::from_secs(30), |evs| {
+            evs.iter().any(|e| e["type"] == "turn.ended")
+        });
+        let ours: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["harness"]["name"] == h)
+            .collect();
+        assert_eq!(
+            ours.first().map(|e| e["type"].clone()),
+            Some(json!("session.started")),
+            "{events:#?}"
+        );
+        assert!(
+            ours.iter().all(|e| e["session"]["id"] == NAME),
+            "{h}: every event under the start's name: {events:#?}"
+        );
+    }
 
     // Safe: the agent asks before `touch`, and the machine says no.
     let marker = w.project.join("marker");
