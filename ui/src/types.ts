@@ -109,14 +109,33 @@ export interface FileReport {
   reason?: string;
 }
 
-/** `GET /api/harnesses` (and `POST /api/harnesses/{name}`): one per harness. */
+/** An ACP agent of the table installed on this machine. */
+export interface AcpAgent {
+  product: string;
+  /** The program found: the file `SESSIONPIPE_ACP_<HARNESS>` names, or its CLI on PATH. */
+  program: string;
+  /** Control drives it over ACP; false: with its own headless driver. */
+  over_acp: boolean;
+}
+
+/**
+ * `GET /api/harnesses` (and `POST /api/harnesses/{name}`): one per harness with
+ * hooks, then (GET only) one per installed ACP agent that has none.
+ */
 export interface HarnessReport {
   harness: string;
-  /** The worst of its files' states in a word; `not found` when it has no files. */
+  /**
+   * The worst of its files' states in a word; `not found` when a harness with
+   * hooks has no files, `no hooks` for an ACP agent without any.
+   */
   summary: string;
   files: FileReport[];
   note: string | null;
   line: string;
+  /** It reports through hooks (an adapter of its own); false: an ACP agent only. */
+  hooks: boolean;
+  /** Set when it is an ACP agent installed here. */
+  acp: AcpAgent | null;
 }
 
 /** `GET /api/sinks`: a sink and how far behind it is. */

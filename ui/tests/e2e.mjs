@@ -2,9 +2,10 @@
 // HOME and state dir, starts `sessionpipe daemon --ui dist`, opens the link with
 // the token from ui.json, and kills the daemon afterwards. Real hooks are run by
 // the real `sessionpipe-hook`; the Pairing tests pair with the real
-// `sessionpipe-receiver --control`. Screenshots go to test-artifacts/ui/.
+// `sessionpipe-receiver --control`; testkit's scripted `acp-test-agent` stands
+// in for an installed ACP agent. Screenshots go to test-artifacts/ui/.
 //
-// Needs: `cargo build --workspace --bins` (the three binaries), `npm run build`
+// Needs: `cargo build --workspace --bins` (the four binaries), `npm run build`
 // (ui/dist), and `apt-get install chromium`. Run: `cd ui && npm run test:e2e`.
 
 import { test } from "node:test";
@@ -24,6 +25,8 @@ const ROOT = path.resolve(UI_DIR, "..");
 const BIN_DIR = path.resolve(ROOT, process.env.CARGO_TARGET_DIR ?? "target", "debug");
 const DAEMON = path.join(BIN_DIR, "sessionpipe");
 const HOOK = path.join(BIN_DIR, "sessionpipe-hook");
+/** The scripted ACP agent: any executable file stands in for an installed agent. */
+const ACP_AGENT = path.join(BIN_DIR, "acp-test-agent");
 const DIST = path.join(UI_DIR, "dist");
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SHOTS = path.join(ROOT, "test-artifacts", "ui");
@@ -46,6 +49,7 @@ function preflight() {
   for (const [file, fix] of [
     [DAEMON, "cargo build --workspace --bins (at the repo root)"],
     [HOOK, "cargo build --workspace --bins (at the repo root)"],
+    [ACP_AGENT, "cargo build --workspace --bins (at the repo root)"],
     [path.join(DIST, "index.html"), "npm run build (in ui/)"],
     [CHROMIUM, "apt-get install -y --no-install-recommends chromium"],
   ]) {
@@ -80,7 +84,7 @@ async function waitFor(what, check, timeout = WAIT_MS) {
  * A sandbox: temporary HOME and state dir, the real daemon serving ui/dist, and
  * Chromium with a fresh profile on the page `#token=…` (plus `hash`).
  */
-async function sandbox(t, { hash = "", prepare = () => {} } = {}) {
+async function sandbox(t, { hash = "", prepare = () => {}, extraEnv = {} } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sessionpipe-ui-"));
   const home = path.join(dir, "home");
   const state = path.join(dir, "state");
@@ -93,6 +97,7 @@ async function sandbox(t, { hash = "", prepare = () => {} } = {}) {
     SESSIONPIPE_SECRETS: "file",
     LANG: "C.UTF-8",
     NO_COLOR: "1",
+    ...extraEnv,
   };
   const stderrFile = path.join(dir, "daemon.stderr");
   const stderr = fs.openSync(stderrFile, "w");
@@ -165,8 +170,13 @@ async function sandbox(t, { hash = "", prepare = () => {} } = {}) {
 }
 
 test("a harness toggle writes and removes real hooks in HOME", async (t) => {
-  // Claude Code is "installed" in this HOME: its config dir exists.
-  const sb = await sandbox(t, { hash: "&view=harnesses", prepare: (home) => fs.mkdirSync(path.join(home, ".claude")) });
+  // Claude Code is "installed" in this HOME: its config dir exists. The scripted
+  // ACP agent stands in for goose (no hooks) and Gemini CLI (hooks too).
+  const sb = await sandbox(t, {
+    hash: "&view=harnesses",
+    prepare: (home) => fs.mkdirSync(path.join(home, ".claude")),
+    extraEnv: { SESSIONPIPE_ACP_GOOSE: ACP_AGENT, SESSIONPIPE_ACP_GEMINI_CLI: ACP_AGENT },
+  });
   const { page } = sb;
   assert.ok(!page.url().includes("token"), `the token leaves the address bar: ${page.url()}`);
   const toggle = page.getByRole("switch", { name: "Claude Code hooks" });
@@ -178,6 +188,21 @@ test("a harness toggle writes and removes real hooks in HOME", async (t) => {
   const codex = page.locator('[data-harness="codex"]');
   await codex.getByText("Not found", { exact: true }).waitFor();
   assert.equal(await codex.getByRole("switch").count(), 0);
+  // ACP: Claude Code has its own driver and no mark; Gemini CLI shows both facts
+  // (its hooks, not found in this HOME, and drivable over ACP with the program
+  // found); goose, with no hooks, is a row of its own with no switch.
+  assert.equal(await claude.getByText("Drivable over ACP").count(), 0);
+  const gemini = page.locator('[data-harness="gemini-cli"]');
+  await gemini.getByText("Not found", { exact: true }).waitFor();
+  await gemini.getByText("Gemini CLI's settings were not found, so no hooks are written for it.").waitFor();
+  await gemini.getByText("Drivable over ACP", { exact: true }).waitFor();
+  await gemini.getByText(ACP_AGENT, { exact: true }).waitFor();
+  const goose = page.locator('[data-harness="goose"]');
+  await goose.getByRole("heading", { name: /goose \(Block\)/ }).waitFor();
+  await goose.getByText("No hooks", { exact: true }).waitFor();
+  await goose.getByText("Drivable over ACP", { exact: true }).waitFor();
+  await goose.getByText(ACP_AGENT, { exact: true }).waitFor();
+  assert.equal(await goose.getByRole("switch").count(), 0);
 
   const settings = path.join(sb.home, ".claude", "settings.json");
   await toggle.click();

@@ -8,7 +8,7 @@ use crate::installers::{Action, Installers};
 use crate::pipeline::outbox::Outbox;
 use crate::sinks::{SinkList, Target};
 use crate::state::secrets::Secrets;
-use harness::install::FileState;
+use harness::install::{FileState, HarnessReport};
 use spool::Spool;
 use spool::StatePaths;
 use std::process::ExitCode;
@@ -66,7 +66,8 @@ pub fn run(paths: &StatePaths) -> anyhow::Result<ExitCode> {
         Ok(None) => r.note("no outbox yet: nothing has been recorded"),
         Err(e) => r.problem(&format!("the outbox does not open: {e}")),
     }
-    check_harnesses(paths, &mut r)?;
+    let hooks = check_harnesses(paths, &mut r)?;
+    check_acp(&hooks, &mut r);
     check_sinks(paths, &mut r)?;
     check_control(paths, &mut r);
     for var in [
@@ -116,7 +117,9 @@ fn check_state_dir(paths: &StatePaths, r: &mut Report) {
     r.ok(&format!("state in {}", paths.root.display()));
 }
 
-fn check_harnesses(paths: &StatePaths, r: &mut Report) -> anyhow::Result<()> {
+/// Each harness's hooks, file by file; the reports, for the ACP agents' lines.
+fn check_harnesses(paths: &StatePaths, r: &mut Report) -> anyhow::Result<Vec<HarnessReport>> {
+    let mut reports = Vec::new();
     for acted in Installers::from_env(paths)?.act(Action::Status, &[], true, &[])? {
         let report = acted.report;
         for f in &report.files {
@@ -136,8 +139,53 @@ fn check_harnesses(paths: &StatePaths, r: &mut Report) -> anyhow::Result<()> {
                 _ => r.note(&line),
             }
         }
+        reports.push(report);
     }
-    Ok(())
+    Ok(reports)
+}
+
+/// The ACP agents installed here: the program found, whether the agent also
+/// reports through hooks (and their state, from `hooks`), and whether control
+/// drives it over ACP or with its own headless driver.
+fn check_acp(hooks: &[HarnessReport], r: &mut Report) {
+    let agents = crate::control::acp::here();
+    if agents.is_empty() {
+        r.note(&format!(
+            "no ACP agent is installed here: one is found by its CLI on PATH or by the file SESSIONPIPE_ACP_<HARNESS> names (e.g. SESSIONPIPE_ACP_GOOSE); none is ever downloaded ({} known)",
+            sessionpipe_acp::AGENTS.len()
+        ));
+    }
+    for a in &agents {
+        let summary = hooks
+            .iter()
+            .find(|h| h.harness == a.harness)
+            .map(|h| h.summary.as_str());
+        let reports = match (a.hooked, summary) {
+            (false, _) => "ACP only, no hooks".to_string(),
+            (true, Some("current")) => "reports through hooks too (installed)".into(),
+            (true, Some("missing")) => format!(
+                "reports through hooks too (not installed: `sessionpipe install --harness {}`)",
+                a.harness
+            ),
+            (true, Some("not found")) => {
+                "reports through hooks too (its settings were not found, so none are written)"
+                    .into()
+            }
+            (true, Some(other)) => format!("reports through hooks too ({other})"),
+            (true, None) => "reports through hooks too".into(),
+        };
+        let driven = if a.over_acp {
+            "control drives it over ACP"
+        } else {
+            "control drives it with its own headless driver, not over ACP"
+        };
+        r.ok(&format!(
+            "ACP agent {} ({}) at {}: {reports}; {driven}",
+            a.harness,
+            a.product,
+            a.program.display()
+        ));
+    }
 }
 
 fn check_control(paths: &StatePaths, r: &mut Report) {

@@ -14,7 +14,8 @@
 //! and never above it (`inherit` is `safe` here: nobody is at a terminal to
 //! ask). Acks: `progress` as the reply grows, then one final: `delivered`
 //! with the reply (and what the mode refused), or `failed` with the agent's
-//! words.
+//! words. Says which agents of the table are installed here and whether it
+//! drives them (`here`), for the hello, `doctor` and the UI.
 
 use super::held::{Held, lock};
 use super::hub::{Final, From};
@@ -36,10 +37,16 @@ const HOW: &str = "acp";
 /// How long a cancel waits for the turn to say it stopped.
 const CANCEL_WAIT: Duration = Duration::from_secs(30);
 
+/// Whether control drives `harness` with a driver of its own (its headless
+/// runs), never over ACP: the one rule `found` and `here` share.
+fn own_driver(harness: &str) -> bool {
+    adapters::lookup(harness).is_some_and(|a| a.headless().is_some())
+}
+
 /// The ACP agent that drives `harness` here: in the table, installed, and
 /// not a harness with a driver of its own.
 pub(super) fn found(harness: &str) -> Option<(&'static AgentSpec, PathBuf)> {
-    if adapters::lookup(harness).is_some_and(|a| a.headless().is_some()) {
+    if own_driver(harness) {
         return None;
     }
     let spec = sessionpipe_acp::registry::lookup(harness)?;
@@ -47,11 +54,43 @@ pub(super) fn found(harness: &str) -> Option<(&'static AgentSpec, PathBuf)> {
     spec.find(&host).map(|p| (spec, p))
 }
 
-/// Every ACP harness installed here (for the hello, `doctor` and the UI).
+/// One agent of the table installed here, as `doctor` and the UI show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Here {
+    pub harness: &'static str,
+    pub product: &'static str,
+    /// The program found: the file `SESSIONPIPE_ACP_<HARNESS>` names, or
+    /// its CLI on `PATH`.
+    pub program: PathBuf,
+    /// It also reports through hooks (an adapter of its own).
+    pub hooked: bool,
+    /// Control drives it over ACP; false: with its own headless driver.
+    pub over_acp: bool,
+}
+
+/// Every agent of the table installed here, in the table's order, whether
+/// control drives it over ACP or not.
+pub fn here() -> Vec<Here> {
+    let Some(host) = harness::install::Host::from_env() else {
+        return Vec::new();
+    };
+    sessionpipe_acp::registry::installed(&host)
+        .into_iter()
+        .map(|(spec, program)| Here {
+            harness: spec.harness,
+            product: spec.product,
+            program,
+            hooked: adapters::lookup(spec.harness).is_some(),
+            over_acp: !own_driver(spec.harness),
+        })
+        .collect()
+}
+
+/// Every ACP harness control drives here (for the hello).
 pub fn installed() -> Vec<&'static str> {
-    sessionpipe_acp::AGENTS
-        .iter()
-        .filter(|a| found(a.harness).is_some())
+    here()
+        .into_iter()
+        .filter(|a| a.over_acp)
         .map(|a| a.harness)
         .collect()
 }
@@ -512,5 +551,16 @@ mod tests {
         assert_eq!(mode_of(&auto, Some("safe")), Mode::Safe);
         assert_eq!(mode_of(&Config::default(), Some("auto")), Mode::Safe);
         assert_eq!(mode_of(&inherit, None), Mode::Safe, "nobody to ask");
+    }
+
+    #[test]
+    fn a_harness_with_a_driver_of_its_own_is_never_driven_over_acp() {
+        for own in ["claude-code", "codex", "antigravity"] {
+            assert!(own_driver(own), "{own}");
+            assert!(found(own).is_none(), "{own}");
+        }
+        for acp in ["gemini-cli", "goose", "qwen-code"] {
+            assert!(!own_driver(acp), "{acp}");
+        }
     }
 }

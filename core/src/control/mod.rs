@@ -27,7 +27,7 @@
 //! Never runs anything on a bearer token's word, and never answers `allow` for
 //! a prompt it received no verified answer for.
 
-mod acp;
+pub mod acp;
 mod admit;
 mod api;
 pub mod ask;

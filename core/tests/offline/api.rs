@@ -1,6 +1,7 @@
 //! The daemon's local API over real HTTP: the token and the host are checked,
 //! the board shows a real hook's attention, a harness toggle writes and removes
-//! real hooks, settings and sinks change through it.
+//! real hooks, the harnesses list says which are ACP agents installed here,
+//! settings and sinks change through it.
 
 use serde_json::{Value, json};
 use sessionpipe_testkit::Sandbox;
@@ -218,6 +219,66 @@ fn a_harness_toggle_writes_and_removes_real_hooks() {
     );
     assert_eq!(status, 404, "no such harness: {body}");
     assert!(body["error"].as_str().unwrap().contains("unknown harness"));
+}
+
+#[test]
+fn the_harnesses_list_names_the_acp_agents_installed_here() {
+    let sb = Sandbox::new();
+    let agent = sessionpipe_testkit::sandbox::bin("acp-test-agent");
+    let empty = sb.root().join("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let _d = sb.start_daemon_with(&[
+        ("PATH", empty.as_os_str()),
+        ("SESSIONPIPE_ACP_GOOSE", agent.as_os_str()),
+        ("SESSIONPIPE_ACP_GEMINI_CLI", agent.as_os_str()),
+    ]);
+    let ui = Ui::of(&sb);
+    let harnesses = ui.get("/api/harnesses");
+    let rows = harnesses.as_array().unwrap();
+    let row = |name: &str| {
+        rows.iter()
+            .find(|h| h["harness"] == name)
+            .unwrap_or_else(|| panic!("{name} in {harnesses}"))
+    };
+    let program = agent.to_string_lossy();
+
+    // A harness with hooks and no ACP agent: its fields as before, `acp` null.
+    let claude = row("claude-code");
+    assert_eq!(claude["hooks"], true);
+    assert_eq!(claude["acp"], Value::Null);
+    assert!(claude["summary"].is_string() && claude["files"].is_array());
+
+    // Hooks and an ACP agent: both facts.
+    let gemini = row("gemini-cli");
+    assert_eq!(gemini["hooks"], true);
+    assert_eq!(gemini["summary"], "not found", "no settings in this HOME");
+    assert_eq!(gemini["acp"]["product"], "Gemini CLI (Google)");
+    assert_eq!(gemini["acp"]["program"], program.as_ref());
+    assert_eq!(gemini["acp"]["over_acp"], true);
+
+    // An ACP agent with no hooks: a row of its own, after the hooked ones.
+    let goose = row("goose");
+    assert_eq!(goose["hooks"], false);
+    assert_eq!(goose["summary"], "no hooks");
+    assert_eq!(goose["files"], json!([]));
+    assert_eq!(goose["acp"]["product"], "goose (Block)");
+    assert_eq!(goose["acp"]["program"], program.as_ref());
+    assert_eq!(goose["acp"]["over_acp"], true);
+    assert_eq!(rows.last().unwrap()["harness"], "goose");
+    assert!(
+        rows.iter().all(|h| h["harness"] != "kilo"),
+        "an agent not installed is not listed"
+    );
+
+    // A toggle's answer carries the same facts for its harness.
+    let (status, after) = ui.send(
+        reqwest::Method::POST,
+        "/api/harnesses/gemini-cli",
+        json!({"installed": false}),
+    );
+    assert_eq!(status, 200, "{after}");
+    assert_eq!(after[0]["acp"]["over_acp"], true);
+    assert_eq!(after.as_array().unwrap().len(), 1);
 }
 
 #[test]

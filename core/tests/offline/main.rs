@@ -18,6 +18,7 @@ mod crash;
 mod daemon_life;
 mod delivery_conformance;
 mod devin_transcripts;
+mod doctor_acp;
 mod grok_build_transcripts;
 mod hook_path;
 mod install_claude_code;

@@ -1,11 +1,12 @@
 // Harnesses: a switch per harness that installs or removes its hooks, each file's
 // state and, for skipped or inactive, why. A harness's note is shown once, when
-// its hooks are installed.
+// its hooks are installed. An ACP agent installed here is marked drivable over
+// ACP, beside its hooks or, when it has none, as a row of its own.
 
 import { ApiError, describeError } from "../api";
 import { h, message, prose, type Child } from "../dom";
 import { harnessName } from "../format";
-import type { FileReport, HarnessReport } from "../types";
+import type { AcpAgent, FileReport, HarnessReport } from "../types";
 import type { Mounted, ViewContext } from "../view";
 
 /** States in which our hooks are in the file. */
@@ -48,6 +49,11 @@ export function mountHarnesses(root: HTMLElement, ctx: ViewContext): Mounted {
         "p",
         { class: "lead" },
         "Turning a harness on writes sessionpipe's hook entries into that harness's own settings files on this machine; turning it off removes exactly those entries and leaves everything else in the files as it was.",
+      ),
+      h(
+        "p",
+        { class: "muted" },
+        "An ACP agent installed here (its CLI on PATH, or the file SESSIONPIPE_ACP_<HARNESS> names) is one control can start and drive over the Agent Client Protocol; nothing is downloaded.",
       ),
       list,
     ),
@@ -111,6 +117,40 @@ export function mountHarnesses(root: HTMLElement, ctx: ViewContext): Mounted {
   };
 }
 
+/** The ACP facts of a harness: drivable over ACP (or by its own driver), and the program found. */
+function renderAcp(a: AcpAgent): HTMLElement {
+  return h(
+    "p",
+    { class: "acp" },
+    a.over_acp
+      ? h("span", { class: "badge acp" }, "Drivable over ACP")
+      : h("span", { class: "badge" }, "ACP agent, driven by its own driver"),
+    " ",
+    h("code", { class: "small" }, a.program),
+  );
+}
+
+/** An ACP agent installed here that has no hooks: drivable, reporting no events of its own. */
+function renderAcpOnly(r: HarnessReport, a: AcpAgent): HTMLElement {
+  const headId = `h-${r.harness}`;
+  return h(
+    "section",
+    { class: "panel harness acp-only", "data-harness": r.harness, "aria-labelledby": headId },
+    h(
+      "div",
+      { class: "harness-head" },
+      h("h2", { id: headId }, a.product, " ", h("code", { class: "muted small" }, r.harness)),
+      h("span", { class: "badge no-hooks" }, "No hooks"),
+    ),
+    h(
+      "div",
+      { class: "harness-state" },
+      renderAcp(a),
+      h("p", { class: "muted" }, `${a.product} has no hooks, so it reports nothing of its own; control can start its sessions over ACP.`),
+    ),
+  );
+}
+
 function renderHarness(
   r: HarnessReport,
   busy: boolean,
@@ -118,6 +158,7 @@ function renderHarness(
   toggle: (name: string, on: boolean) => Promise<void>,
   dismiss: () => void,
 ): HTMLElement {
+  if (!r.hooks && r.acp !== null) return renderAcpOnly(r, r.acp);
   const found = r.files.length > 0;
   const on = r.files.some((f) => PRESENT.has(f.state));
   const name = harnessName(r.harness);
@@ -167,8 +208,15 @@ function renderHarness(
               ? h("button", { type: "button", class: "small-button", onclick: () => void toggle(r.harness, true) }, "Bring up to date")
               : null,
           )
-        : h("p", { class: "muted" }, `${name} was not found on this machine, so nothing is written for it.`),
+        : h(
+            "p",
+            { class: "muted" },
+            r.acp !== null
+              ? `${name}'s settings were not found, so no hooks are written for it.`
+              : `${name} was not found on this machine, so nothing is written for it.`,
+          ),
       found ? h("ul", { class: "files" }, r.files.map(renderFile)) : null,
+      r.acp !== null ? renderAcp(r.acp) : null,
     ),
     outcome !== undefined
       ? message(

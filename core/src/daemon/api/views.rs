@@ -202,18 +202,43 @@ pub async fn session_events(
     .await
 }
 
-/// The harnesses' reports as the UI shows them: each file's state, and the note.
+/// The harnesses' reports as the UI shows them: each file's state, the note,
+/// `hooks: true`, and `acp` when the harness is also an ACP agent installed
+/// here. Asked for all (`names` empty), the installed ACP agents with no hooks
+/// follow as rows of their own (`hooks: false`, no files).
 fn harness_reports(ctx: &Ctx, names: &[String], action: Action) -> Answer {
     let acted = Installers::from_env(&ctx.paths)?.act(action, names, false, &[])?;
-    let out: Vec<Value> = acted
-        .into_iter()
+    let agents = crate::control::acp::here();
+    let acp_of = |harness: &str| {
+        agents
+            .iter()
+            .find(|a| a.harness == harness)
+            .map(|a| json!({"product": a.product, "program": a.program, "over_acp": a.over_acp}))
+    };
+    let mut out: Vec<Value> = acted
+        .iter()
         .map(|a| {
             let mut v = serde_json::to_value(&a.report).expect("a report serialises");
             v["note"] = json!(a.first_install_note.or(a.note));
             v["line"] = json!(a.report.line());
+            v["hooks"] = json!(true);
+            v["acp"] = json!(acp_of(&a.report.harness));
             v
         })
         .collect();
+    if names.is_empty() {
+        for a in agents.iter().filter(|a| !a.hooked) {
+            out.push(json!({
+                "harness": a.harness,
+                "summary": "no hooks",
+                "files": [],
+                "note": null,
+                "line": format!("{}: no hooks; an ACP agent at {}", a.harness, a.program.display()),
+                "hooks": false,
+                "acp": acp_of(a.harness),
+            }));
+        }
+    }
     Ok(Json(Value::Array(out)))
 }
 
