@@ -39,7 +39,7 @@ export function mountSettings(root: HTMLElement, ctx: ViewContext): Mounted {
       body.replaceChildren(message("error", h("p", null, `The settings could not be read: ${describeError(settings.reason)}`)));
       return;
     }
-    const names = harnesses.status === "fulfilled" ? harnesses.value.map((r) => r.harness) : FALLBACK_HARNESSES;
+    const names = harnesses.status === "fulfilled" ? harnesses.value.filter((r) => r.hooks).map((r) => r.harness) : FALLBACK_HARNESSES;
     body.replaceChildren(renderForm(settings.value, [...new Set([...names, ...settings.value.muted])], api.putSettings.bind(api)));
   }
 
