@@ -4,7 +4,12 @@
 //! hello offers it, a signed `start` runs a session whose reply is the ack, a
 //! `prompt` continues the same ACP session in the same process, a `cancel`
 //! ends a running turn, an agent that wants a sign-in fails the start in its
-//! own words, and stopping the daemon leaves no agent process behind. Standing
+//! own words, and stopping the daemon leaves no agent process behind. The
+//! error paths each end in their ack within their bound with no process
+//! left: a crash mid-turn (`failed`, with what the agent said), an agent that
+//! never answers (`failed` at `acp_answer_seconds`), garbage on its stdout
+//! (`failed` at once: stdout is the protocol's), and a flood of updates
+//! (`delivered`, the reply bounded to its newest words). Standing
 //! in for Gemini CLI, a harness with hooks of its own, the session it started
 //! is the one its hooks report: under the start's name.
 
@@ -40,6 +45,25 @@ impl Machine {
             device,
             _rx: rx,
         }
+    }
+
+    /// Sets one key of the machine's config.json.
+    fn set(&self, key: &str, value: Value) {
+        let path = self.sb.state.join("config.json");
+        let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+            .unwrap_or_else(|_| json!({}));
+        config[key] = value;
+        std::fs::write(&path, config.to_string()).unwrap();
+    }
+
+    /// Waits (at most 10 s) until no process the agent noted is alive.
+    fn all_ended(&self, what: &str) {
+        let until = Instant::now() + Duration::from_secs(10);
+        while self.pids().iter().any(|p| alive(*p)) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let left: Vec<u32> = self.pids().into_iter().filter(|p| alive(*p)).collect();
+        assert!(left.is_empty(), "{what}: left behind: {left:?}");
     }
 
     fn file(&self, name: &str) -> PathBuf {
@@ -282,4 +306,67 @@ fn the_hooks_of_a_session_started_over_acp_report_under_the_starts_name() {
         [("session.started", NAME, 1), ("turn.started", NAME, 2)],
         "one session, the start's"
     );
+}
+
+/// A start whose agent fails in one of its ways: the final ack, and how long
+/// it took from the start's enqueue.
+fn failing_start(m: &Machine, mode: &str) -> (Value, Duration) {
+    let _daemon = m.daemon(mode);
+    m.device.wait_hello(Duration::from_secs(20), |h| {
+        h["starts"]["goose"].is_object()
+    });
+    let t = Instant::now();
+    let id = m.start(&format!("goose:{NAME}"), "Tidy the folder.");
+    let ack = m.device.final_ack(&id, Duration::from_secs(120));
+    let took = t.elapsed();
+    m.all_ended(mode);
+    (ack, took)
+}
+
+#[test]
+fn an_agent_that_crashes_mid_turn_fails_the_start_with_what_it_said() {
+    let m = Machine::new();
+    let (ack, _) = failing_start(&m, "crash");
+    assert_eq!(ack["outcome"], "failed", "{ack}");
+    let detail = ack["detail"].as_str().unwrap();
+    assert!(detail.contains("the model went away"), "{detail}");
+}
+
+#[test]
+fn an_agent_that_never_answers_fails_the_start_within_its_bound() {
+    let m = Machine::new();
+    // acp_answer_seconds is 10 here.
+    let (ack, took) = failing_start(&m, "silent");
+    assert_eq!(ack["outcome"], "failed", "{ack}");
+    assert!(took < Duration::from_secs(60), "{took:?}");
+}
+
+#[test]
+fn an_agent_that_writes_garbage_fails_the_start_at_once() {
+    let m = Machine::new();
+    let (ack, took) = failing_start(&m, "malformed");
+    assert_eq!(ack["outcome"], "failed", "{ack}");
+    let detail = ack["detail"].as_str().unwrap();
+    assert!(detail.contains("broke the protocol"), "{detail}");
+    assert!(took < Duration::from_secs(30), "{took:?}");
+}
+
+#[test]
+fn a_flood_of_updates_is_delivered_as_a_bounded_reply() {
+    let m = Machine::new();
+    let daemon = m.daemon("flood");
+    m.device.wait_hello(Duration::from_secs(20), |h| {
+        h["starts"]["goose"].is_object()
+    });
+    let id = m.start(&format!("goose:{NAME}"), "Say a lot.");
+    let ack = delivered(&m.device, &id);
+    let reply = ack["reply"].as_str().unwrap();
+    // 20 000 chunks of 1 000 characters: the newest words only, bounded.
+    assert!(reply.chars().count() <= 20_000, "{}", reply.len());
+    assert!(
+        reply.ends_with(&"x".repeat(100)),
+        "the newest words are kept"
+    );
+    daemon.terminate();
+    m.all_ended("flood");
 }
