@@ -47,15 +47,6 @@ impl Machine {
         }
     }
 
-    /// Sets one key of the machine's config.json.
-    fn set(&self, key: &str, value: Value) {
-        let path = self.sb.state.join("config.json");
-        let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
-            .unwrap_or_else(|_| json!({}));
-        config[key] = value;
-        std::fs::write(&path, config.to_string()).unwrap();
-    }
-
     /// Waits (at most 10 s) until no process the agent noted is alive.
     fn all_ended(&self, what: &str) {
         let until = Instant::now() + Duration::from_secs(10);
