@@ -270,7 +270,7 @@ fn receipt(answer: &[u8]) -> Result<InboxAnswer, InboxError> {
 /// to itself: no `"`, `<`, `>`, no control, format or line-separator
 /// characters, trimmed, at most 64 characters (the last an ellipsis when
 /// cut).
-fn clean_name(name: &str) -> String {
+pub fn clean_name(name: &str) -> String {
     let kept: String = name
         .chars()
         .filter(|c| !matches!(c, '"' | '<' | '>') && !c.is_control() && !is_format(*c))
