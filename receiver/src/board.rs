@@ -8,9 +8,10 @@
 //! speak HTTP. Events may arrive out of order: the state follows the highest
 //! seq seen; the block takes a later seq's members and only fills gaps from
 //! an earlier one, so a duplicate seq 0 can still bring a better title, and
-//! nothing else. A `session.backfill` sent again under a new event id (remote
-//! titles turned on) is the sender's newer name for the session: its title
-//! replaces one of the same source too (`fold_renamed`).
+//! nothing else. A `session.backfill` that is not a retry of the one held
+//! (remote titles turned on sends one again, under a new event id and after
+//! the session's live events) is the sender's newer name for the session: its
+//! title replaces one of the same source too (`rename`).
 
 use serde_json::{Map, Value, json};
 
@@ -90,13 +91,11 @@ pub fn merge_block(into: &mut Map<String, Value>, from: &Value, later: bool) {
     merge_title(into, from, later);
 }
 
-/// A `session.backfill` whose (harness, session, seq) is held already under
-/// another event id: the same session sent again under a newer name (the
-/// sender's remote titles). Its title replaces one of the same or a worse
-/// source, never a better one; its other members only fill gaps; the state
-/// is not touched (the event is not stored).
-pub fn fold_renamed(f: &mut Folded, event: &Value) {
-    merge_members(&mut f.block, &event["session"], false);
+/// A `session.backfill` that is not a retry of the one held at its key: the
+/// sender's newer name for the session (remote titles), though its seq 0 sits
+/// below the session's live events. Folded after `fold`, it takes the title
+/// only: one of the same or a worse source is replaced, a better one never.
+pub fn rename(f: &mut Folded, event: &Value) {
     merge_title(&mut f.block, &event["session"], true);
 }
 

@@ -229,19 +229,21 @@ pub async fn ingest(
             out.duplicates += 1;
         }
         // A duplicate still folds its block in: a re-sent seq 0 may bring a
-        // better title, and a backfill sent again under a new event id is the
-        // session's newer name (see `board`).
-        let renamed = !stored && c.event["type"] == "session.backfill" && {
-            let held = held_id(&mut tx, owner, harness, session, seq).await?;
-            held.as_deref() != c.event["id"].as_str()
-        };
+        // better title. A backfill that is not a retry of the one held (new
+        // here, or under a new event id) is the session's newer name: the
+        // sender sends one for a session it sent before only to rename it
+        // (see `board::rename`).
+        let renamed = c.event["type"] == "session.backfill"
+            && (stored || {
+                let held = held_id(&mut tx, owner, harness, session, seq).await?;
+                held.as_deref() != c.event["id"].as_str()
+            });
         let (folded, _) = open
             .folded
             .get_or_insert_with(|| (Folded::default(), now_ms));
+        board::fold(folded, c.event, seq, stored);
         if renamed {
-            board::fold_renamed(folded, c.event);
-        } else {
-            board::fold(folded, c.event, seq, stored);
+            board::rename(folded, c.event);
         }
         open.touched = true;
     }
@@ -535,7 +537,10 @@ mod tests {
             e
         };
         let first = titled("b1", "older name", "harness");
-        assert_eq!(put(&db, std::slice::from_ref(&first), 1_000).await.accepted, 1);
+        assert_eq!(
+            put(&db, std::slice::from_ref(&first), 1_000).await.accepted,
+            1
+        );
         // The session went on live under the local name (seq 1, later).
         let live = event(
             1,
@@ -569,6 +574,43 @@ mod tests {
             .map(|e| e["session"]["seq"].as_u64().unwrap())
             .collect();
         assert_eq!(seqs, [0, 1, 2], "no event is stored twice");
+    }
+
+    #[tokio::test]
+    async fn a_backfill_after_a_sessions_live_events_renames_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(Location::Folder(dir.path())).await.unwrap();
+        let live = |seq, title: &str| {
+            event(
+                seq,
+                "turn.started",
+                json!({"title": title, "title_source": "harness", "cwd": "~/w"}),
+            )
+        };
+        put(
+            &db,
+            &[live(1, "local auto name"), live(2, "local auto name")],
+            1_000,
+        )
+        .await;
+        // Never backfilled before: seq 0 is free, stored, and names it.
+        let again = event(
+            0,
+            "session.backfill",
+            json!({"title": "Fix the login page",
+            "title_source": "harness", "cwd": "~/elsewhere"}),
+        );
+        assert_eq!(put(&db, &[again], 2_000).await.accepted, 1);
+        assert_eq!(title(&db).await, "Fix the login page");
+        let row = session(&db, crate::owners::NO_ACCOUNT, "h", "s")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            row.folded.block["cwd"], "~/w",
+            "other members only fill gaps"
+        );
+        assert_eq!(row.folded.seq, 2, "the state stays the live events'");
     }
 
     #[tokio::test]

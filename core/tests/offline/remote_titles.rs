@@ -10,9 +10,10 @@
 //! takes the newer title from the re-send though its seq 0 is a duplicate.
 
 use serde_json::{Value, json};
+use sessionpipe_receiver::{Options as ReceiverOptions, Receiver};
 use sessionpipe_testkit::Sandbox;
 use sessionpipe_testkit::http::{HttpServer, Request, Response};
-use sessionpipe_testkit::sandbox::bin;
+use sessionpipe_testkit::sandbox::{bin, run_with_stdin};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -26,6 +27,19 @@ const REMOTE: &str = "session_01RemoteTitleAbc";
 const NAME: &str = "Fix the login page";
 const LOCAL: &str = "local auto name";
 const PID: &str = "4242";
+const RECEIVER_TOKEN: &str = "receiver-token-for-titles";
+
+/// `found` once it finds something, within 20 s.
+fn wait_until<T>(found: impl Fn() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(v) = found() {
+            return v;
+        }
+        assert!(std::time::Instant::now() < deadline, "not within 20 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -218,6 +232,19 @@ fn off_asks_nothing_and_on_names_the_session_and_resends_it_without_the_token_an
     let sb = Sandbox::new();
     let transcript = home(&sb);
     let api = Api::start();
+    // The workspace's receiver, behind a tier-0 sink.
+    let receiver = Receiver::start(ReceiverOptions::new(RECEIVER_TOKEN)).unwrap();
+    let mut add = sb.command(bin("sessionpipe"));
+    add.args([
+        "sink",
+        "add",
+        &receiver.url(),
+        "--tier",
+        "0",
+        "--token-stdin",
+    ]);
+    let out = run_with_stdin(add, format!("{RECEIVER_TOKEN}\n").as_bytes());
+    assert!(out.status.success(), "{out:?}");
     let mut daemon = sb.start_daemon_with(&[(
         "SESSIONPIPE_ANTHROPIC_API",
         std::ffi::OsStr::new(&api.server.base_url()),
@@ -286,6 +313,21 @@ fn off_asks_nothing_and_on_names_the_session_and_resends_it_without_the_token_an
     let off = titles(&sb, &api, "off", &mut printed);
     assert_eq!(off["remote_titles"], false);
     assert_eq!(sb.events().len(), before + 1);
+
+    // The receiver had the session under the local name (seq 1 and 2) before
+    // the re-send came at seq 0: it takes the newer title all the same.
+    let named = wait_until(|| {
+        receiver
+            .session("claude-code", SESSION)
+            .filter(|(block, ..)| block["title"] == NAME)
+    });
+    assert_eq!(named.0["title_source"], "harness", "{:?}", named.0);
+    let kept = receiver.events("claude-code", SESSION).unwrap().unwrap();
+    let backfills = kept
+        .iter()
+        .filter(|e| e["type"] == "session.backfill")
+        .count();
+    assert_eq!(backfills, 1, "stored once");
 
     daemon.child.kill().unwrap();
     let mut log = String::new();
