@@ -57,15 +57,18 @@ pub fn around_call(
     files: &SessionFiles,
     record: &mut SessionRecord,
 ) {
-    let Some(titles) = titles.filter(|t| t.on()) else {
+    // The link first: it costs nothing, and the setting is a file read.
+    let Some((titles, remote)) =
+        titles.and_then(|t| Some((t, t.remote_id(harness, &record.block)?)))
+    else {
+        return;
+    };
+    if !titles.on() {
         // Off: what was heard is forgotten, so nothing puts it back (and
         // turned on again, the session is asked at once).
         record.remote_title = None;
         return;
-    };
-    let Some(remote) = titles.remote_id(harness, &record.block) else {
-        return;
-    };
+    }
     let now = job.at_ms();
     if due(record.remote_title.as_ref(), now) {
         let asked = titles.ask_live(job, files, &remote);

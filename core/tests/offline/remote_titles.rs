@@ -510,3 +510,42 @@ fn an_expiring_token_a_redirect_a_huge_answer_or_another_sessions_title_keeps_th
     assert_eq!(title(b), (Some(NAME), Some("harness")));
     assert!(!printed.contains(TOKEN));
 }
+
+#[test]
+fn the_titles_page_api_turns_it_on_and_off_as_the_cli_does() {
+    let sb = Sandbox::new();
+    let transcript = home(&sb);
+    let api = Api::start();
+    let _daemon = sb.start_daemon_with(&[(
+        "SESSIONPIPE_ANTHROPIC_API",
+        std::ffi::OsStr::new(&api.server.base_url()),
+    )]);
+    let ui = crate::api::Ui::of(&sb);
+    hook(&sb, &transcript, "SessionStart", "p0");
+    wait_for(&sb, 0, "session.started");
+    assert_eq!(ui.get("/api/titles"), json!({"remote_titles": false}));
+    // Not through the settings: turning it on is more than a setting.
+    let (status, answer) = ui.send(
+        reqwest::Method::PUT,
+        "/api/settings",
+        json!({"remote_titles": true}),
+    );
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer["error"].as_str().unwrap().contains("/api/titles"));
+    let (status, _) = ui.send(reqwest::Method::PUT, "/api/titles", json!({"on": "yes"}));
+    assert_eq!(status, 400);
+    assert!(api.asked().is_empty());
+
+    let (status, on) = ui.send(reqwest::Method::PUT, "/api/titles", json!({"on": true}));
+    assert_eq!(status, 200, "{on}");
+    assert_eq!(
+        on,
+        json!({"remote_titles": true, "resent": {"asked": 1, "named": 1, "resent": 1}})
+    );
+    assert_eq!(ui.get("/api/settings")["remote_titles"], true);
+    let b = sb.wait_event_after(1, "session.backfill", Duration::from_secs(10));
+    assert_eq!(title(&b), (Some(NAME), Some("harness")));
+    let (_, off) = ui.send(reqwest::Method::PUT, "/api/titles", json!({"on": false}));
+    assert_eq!(off, json!({"remote_titles": false, "resent": null}));
+    assert!(!on.to_string().contains(TOKEN));
+}

@@ -1,5 +1,5 @@
 //! The API's handlers: what the UI shows (the live board, approvals, harnesses,
-//! sinks, settings) and the few things it changes, each through the library.
+//! sinks, settings, remote titles) and the few things it changes, each through the library.
 //! Blocking reads and writes (SQLite, the state files, the keychain) run on the
 //! runtime's blocking pool; a failure is an `ApiError` with its status.
 
