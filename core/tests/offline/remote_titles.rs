@@ -415,6 +415,10 @@ fn on_before_the_session_names_it_live_and_a_404_keeps_its_name() {
     );
     assert_eq!(api.asked().len(), 3);
     assert_eq!(api.asked()[2].path(), "/v1/code/sessions/session_02Missing");
+
+    let doctor = sb.sessionpipe(&["doctor"]);
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(said.contains("remote titles are on"), "{said}");
 }
 
 fn transcript_of(sb: &Sandbox, session: &str, remote: &str) -> PathBuf {
