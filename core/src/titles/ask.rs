@@ -112,7 +112,7 @@ pub fn title_of(body: &[u8], remote_id: &str) -> Result<Option<String>, AskError
     let title = session
         .get("title")
         .and_then(serde_json::Value::as_str)
-        .map(adapters::claude_code::clean_name)
+        .map(adapters::claude_code::inbox::clean_name)
         .filter(|t| !t.is_empty());
     Ok(title)
 }
