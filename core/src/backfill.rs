@@ -5,10 +5,12 @@
 //! Each adapter lists its sessions (`Adapter::backfill`); this appends them.
 //! Idempotent: a session the outbox already knows (live or backfilled) is passed
 //! over, and seq 0 is unique per (harness, session). It never touches a session's
-//! live seq.
+//! live seq. With remote titles on, a session its harness's service names
+//! is backfilled under that name (the asker is handed in).
 
 use crate::pipeline::outbox::{Outbox, OutboxError};
 use crate::pipeline::session::Stamp;
+use crate::pipeline::titles::RemoteTitles;
 use harness::Adapter;
 use harness::backfill::Backfilled;
 use harness::install::Host;
@@ -26,13 +28,16 @@ pub struct HarnessCount {
 
 /// Appends a `session.backfill` for every session of the last `days` days that
 /// the outbox does not know. `progress` is told (harness, done, total).
+/// `titles`, when on, names each new one its harness's service names.
 pub fn run(
     outbox: &mut Outbox,
     host: &Host,
     days: u32,
     machine: &str,
+    titles: Option<&dyn RemoteTitles>,
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> Result<Vec<HarnessCount>, OutboxError> {
+    let titles = titles.filter(|t| t.on());
     let since = protocol::time::now_ms() - i64::from(days) * 86_400_000;
     let mut counts = Vec::new();
     for adapter in adapters::REGISTRY.iter().copied() {
@@ -43,7 +48,7 @@ pub fn run(
             ..Default::default()
         };
         for (i, b) in found.iter().enumerate() {
-            if append(outbox, adapter, b, machine)? {
+            if append(outbox, adapter, b, machine, titles)? {
                 count.added += 1;
             } else {
                 count.known += 1;
@@ -61,10 +66,20 @@ fn append(
     adapter: &dyn Adapter,
     b: &Backfilled,
     machine: &str,
+    titles: Option<&dyn RemoteTitles>,
 ) -> Result<bool, OutboxError> {
     if !protocol::valid_session_id(&b.session_id) {
         return Ok(false);
     }
+    // Asked before the transaction (an ask may take its 3 s, and the
+    // daemon's ingest waits on a writer), and only for a session not known
+    // (known ones are `titles refresh`'s).
+    let asked = match titles {
+        Some(t) if outbox.session(adapter.name(), &b.session_id)?.is_none() => t
+            .remote_id(adapter.name(), &b.block)
+            .and_then(|remote| t.ask_past(b, &remote)),
+        _ => None,
+    };
     let tx = outbox.begin()?;
     // A session an ACP start of control named is known by that name (its
     // hooks' events carry it): backfilled under its own id it would be two.
@@ -76,6 +91,9 @@ fn append(
     }
     let mut block = b.block.clone();
     block.machine = block.machine.or(Some(machine.to_string()));
+    if let Some(title) = asked {
+        crate::pipeline::titles::name(&mut block, title);
+    }
     let stamp = Stamp {
         harness: adapter.name(),
         harness_event: None,

@@ -10,7 +10,7 @@
 //! 2. `pipeline`: spool → adapter → session rules → secrets@1 → outbox; the
 //!    privacy filter readers apply.
 //! 3. services over the pipeline: `installers`, `backfill`, `sinks`, `notify`,
-//!    `tail`, `conformance`. Control, the ACP driver and the account pool join
+//!    `tail`, `conformance`, `titles`. Control, the ACP driver and the account pool join
 //!    this layer, each in a folder of its own, run by the daemon.
 //! 4. `daemon`: the daemon's life (lock, wake socket, runtime) and its local API.
 //! 5. `cli`: the `sessionpipe` command.
@@ -34,6 +34,7 @@ pub mod runtime;
 pub mod sinks;
 pub mod state;
 pub mod tail;
+pub mod titles;
 
 /// The layers above, held to: every top-level module names its layer in its
 /// opening doc (`Layer N, name: ...`), imports only from its own layer or below,

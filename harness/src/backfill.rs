@@ -23,6 +23,9 @@ pub struct Backfilled {
     pub started_ms: i64,
     pub last_ms: i64,
     pub turns: Option<u64>,
+    /// The harness's config dir the session lives in, for a harness whose
+    /// service may be asked about it with that dir's sign-in (remote titles).
+    pub config_dir: Option<std::path::PathBuf>,
 }
 
 /// True when `path` was last modified at or after `since_ms` (epoch ms).
@@ -137,6 +140,7 @@ impl Tally {
             started_ms: self.first_ms?,
             last_ms: self.last_ms?,
             turns: Some(self.turns),
+            config_dir: None,
         })
     }
 }

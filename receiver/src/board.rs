@@ -7,8 +7,11 @@
 //! a time. It must not read or write storage (`store` keeps what it folds) nor
 //! speak HTTP. Events may arrive out of order: the state follows the highest
 //! seq seen; the block takes a later seq's members and only fills gaps from
-//! an earlier one, so a re-sent `session.backfill` (seq 0 again) can still
-//! bring a better title, and nothing else.
+//! an earlier one, so a duplicate seq 0 can still bring a better title, and
+//! nothing else. A `session.backfill` that is not a retry of the one held
+//! (remote titles turned on sends one again, under a new event id and after
+//! the session's live events) is the sender's newer name for the session: its
+//! title replaces one of the same source too (`rename`).
 
 use serde_json::{Map, Value, json};
 
@@ -84,6 +87,21 @@ fn present(v: &Value) -> bool {
 /// Merges an event's session block into `into`. `later`: the event's seq is
 /// at or above everything folded so far.
 pub fn merge_block(into: &mut Map<String, Value>, from: &Value, later: bool) {
+    merge_members(into, from, later);
+    merge_title(into, from, later);
+}
+
+/// A `session.backfill` that is not a retry of the one held at its key: the
+/// sender's newer name for the session (remote titles), though its seq 0 sits
+/// below the session's live events. Folded after `fold`, it takes the title
+/// only: one of the same or a worse source is replaced, a better one never.
+pub fn rename(f: &mut Folded, event: &Value) {
+    merge_title(&mut f.block, &event["session"], true);
+}
+
+/// Every member but the title: a later event's replace, an earlier one's
+/// only fill gaps.
+fn merge_members(into: &mut Map<String, Value>, from: &Value, later: bool) {
     let Some(from) = from.as_object() else {
         return;
     };
@@ -95,13 +113,21 @@ pub fn merge_block(into: &mut Map<String, Value>, from: &Value, later: bool) {
             into.insert(k.clone(), v.clone());
         }
     }
+}
+
+/// The title: a better source replaces, a worse one never does, and the same
+/// source replaces when `newer` (a later seq, or a renamed backfill).
+fn merge_title(into: &mut Map<String, Value>, from: &Value, newer: bool) {
+    let Some(from) = from.as_object() else {
+        return;
+    };
     if let Some(title) = from.get("title").filter(|t| present(t)) {
         let (new, old) = (
             title_rank(from.get("title_source")),
             title_rank(into.get("title_source")),
         );
         let kept = into.get("title").is_some_and(present);
-        if !kept || new > old || (new == old && later) {
+        if !kept || new > old || (new == old && newer) {
             into.insert("title".into(), title.clone());
             match from.get("title_source").filter(|s| present(s)) {
                 Some(s) => into.insert("title_source".into(), s.clone()),

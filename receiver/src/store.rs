@@ -87,6 +87,32 @@ fn folded_of(r: &Row, at: usize) -> Result<(Folded, i64, i64), DbError> {
     ))
 }
 
+/// The event id of what is held at a key (a retry of the same event has the
+/// same id; a re-send under a new name does not).
+async fn held_id(
+    tx: &mut Tx<'_>,
+    owner: &str,
+    harness: &str,
+    session: &str,
+    seq: i64,
+) -> Result<Option<String>, DbError> {
+    let body = tx
+        .row(
+            "SELECT body FROM events WHERE owner = $1 AND harness = $2 AND session = $3 AND seq = $4",
+            args![owner, harness, session, seq],
+        )
+        .await?
+        .map(|r| r.text(0))
+        .transpose()?;
+    Ok(body.and_then(|b| {
+        serde_json::from_str::<Value>(&b)
+            .ok()?
+            .get("id")?
+            .as_str()
+            .map(str::to_string)
+    }))
+}
+
 async fn open_session(
     tx: &mut Tx<'_>,
     dialect: Dialect,
@@ -203,11 +229,22 @@ pub async fn ingest(
             out.duplicates += 1;
         }
         // A duplicate still folds its block in: a re-sent seq 0 may bring a
-        // better title (see `board`).
+        // better title. A backfill that is not a retry of the one held (new
+        // here, or under a new event id) is the session's newer name: the
+        // sender sends one for a session it sent before only to rename it
+        // (see `board::rename`).
+        let renamed = c.event["type"] == "session.backfill"
+            && (stored || {
+                let held = held_id(&mut tx, owner, harness, session, seq).await?;
+                held.as_deref() != c.event["id"].as_str()
+            });
         let (folded, _) = open
             .folded
             .get_or_insert_with(|| (Folded::default(), now_ms));
         board::fold(folded, c.event, seq, stored);
+        if renamed {
+            board::rename(folded, c.event);
+        }
         open.touched = true;
     }
     for ((harness, session), open) in &sessions {
@@ -476,6 +513,104 @@ mod tests {
         ingest(db, crate::owners::NO_ACCOUNT, None, &checked, now)
             .await
             .unwrap()
+    }
+
+    async fn title(db: &Db) -> String {
+        let row = session(db, crate::owners::NO_ACCOUNT, "h", "s")
+            .await
+            .unwrap()
+            .unwrap();
+        row.folded.block["title"].as_str().unwrap().to_string()
+    }
+
+    #[tokio::test]
+    async fn a_backfill_sent_again_under_a_new_id_renames_the_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(Location::Folder(dir.path())).await.unwrap();
+        let titled = |id: &str, title: &str, source: &str| {
+            let mut e = event(
+                0,
+                "session.backfill",
+                json!({"title": title, "title_source": source, "cwd": "~/w"}),
+            );
+            e["id"] = json!(id);
+            e
+        };
+        let first = titled("b1", "older name", "harness");
+        assert_eq!(
+            put(&db, std::slice::from_ref(&first), 1_000).await.accepted,
+            1
+        );
+        // The session went on live under the local name (seq 1, later).
+        let live = event(
+            1,
+            "turn.started",
+            json!({"title": "local auto name", "title_source": "harness"}),
+        );
+        assert_eq!(put(&db, &[live], 1_200).await.accepted, 1);
+        // A retry of the backfill (its own id) is an earlier event: the later
+        // name of the same source stays.
+        assert_eq!(put(&db, &[first], 1_500).await.duplicates, 1);
+        assert_eq!(title(&db).await, "local auto name");
+        // Sent again under a new id with claude.ai's name: a duplicate key,
+        // not stored, and the newer name of the same source is taken.
+        let again = titled("b2", "Fix the login page", "harness");
+        assert_eq!(put(&db, &[again], 2_000).await.duplicates, 1);
+        assert_eq!(title(&db).await, "Fix the login page");
+        // Never over a better source.
+        let mine = event(
+            2,
+            "turn.ended",
+            json!({"title": "Mine", "title_source": "custom"}),
+        );
+        put(&db, &[mine], 3_000).await;
+        put(&db, &[titled("b3", "Renamed again", "harness")], 4_000).await;
+        assert_eq!(title(&db).await, "Mine");
+        let seqs: Vec<u64> = read(&db, crate::owners::NO_ACCOUNT, "h", "s")
+            .await
+            .unwrap()
+            .unwrap()
+            .iter()
+            .map(|e| e["session"]["seq"].as_u64().unwrap())
+            .collect();
+        assert_eq!(seqs, [0, 1, 2], "no event is stored twice");
+    }
+
+    #[tokio::test]
+    async fn a_backfill_after_a_sessions_live_events_renames_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(Location::Folder(dir.path())).await.unwrap();
+        let live = |seq, title: &str| {
+            event(
+                seq,
+                "turn.started",
+                json!({"title": title, "title_source": "harness", "cwd": "~/w"}),
+            )
+        };
+        put(
+            &db,
+            &[live(1, "local auto name"), live(2, "local auto name")],
+            1_000,
+        )
+        .await;
+        // Never backfilled before: seq 0 is free, stored, and names it.
+        let again = event(
+            0,
+            "session.backfill",
+            json!({"title": "Fix the login page",
+            "title_source": "harness", "cwd": "~/elsewhere"}),
+        );
+        assert_eq!(put(&db, &[again], 2_000).await.accepted, 1);
+        assert_eq!(title(&db).await, "Fix the login page");
+        let row = session(&db, crate::owners::NO_ACCOUNT, "h", "s")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            row.folded.block["cwd"], "~/w",
+            "other members only fill gaps"
+        );
+        assert_eq!(row.folded.seq, 2, "the state stays the live events'");
     }
 
     #[tokio::test]

@@ -21,6 +21,7 @@ import type {
   SinkRemoved,
   SinkTest,
   SinkView,
+  TitlesState,
   Unpaired,
 } from "./types";
 
@@ -120,6 +121,15 @@ export class Api {
 
   putSettings(change: SettingsChange): Promise<Settings> {
     return this.#call("PUT", "/api/settings", change);
+  }
+
+  titles(): Promise<TitlesState> {
+    return this.#call("GET", "/api/titles");
+  }
+
+  /** Turns remote titles on (then the last 30 days are asked about) or off. */
+  setTitles(on: boolean): Promise<TitlesState> {
+    return this.#call("PUT", "/api/titles", { on });
   }
 
   control(): Promise<ControlView> {

@@ -12,6 +12,7 @@ import { mountSinks } from "./views/sinks";
 import { mountConsent } from "./views/consent";
 import { mountPairing } from "./views/pairing";
 import { mountSettings } from "./views/settings";
+import { mountTitles } from "./views/titles";
 
 const TOKEN_KEY = "sessionpipe.token";
 
@@ -31,7 +32,7 @@ const MOUNTS: Record<View, (root: HTMLElement, ctx: ViewContext) => Mounted> = {
   sinks: mountSinks,
   pairing: mountPairing,
   pool: (root, ctx) => mountConsent(root, ctx, "pool"),
-  titles: (root, ctx) => mountConsent(root, ctx, "titles"),
+  titles: mountTitles,
   settings: mountSettings,
 };
 

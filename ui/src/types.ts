@@ -213,6 +213,25 @@ export type SettingsChange = Partial<
   >
 >;
 
+// Remote titles (core/src/daemon/api/views.rs `titles`, `put_titles`).
+
+/** What turning remote titles on did to the last 30 days' sessions. */
+export interface TitlesResent {
+  /** Sessions with a claude.ai link that were asked about. */
+  asked: number;
+  /** Of those, the ones claude.ai had a name for. */
+  named: number;
+  /** Of those, the ones sent again as `session.backfill` under that name. */
+  resent: number;
+}
+
+/** `GET /api/titles` and `PUT /api/titles`. */
+export interface TitlesState {
+  remote_titles: boolean;
+  /** Only in the answer to turning it on. */
+  resent?: TitlesResent | null;
+}
+
 /** Every API error: `{"error": "..."}`. */
 export interface ApiErrorBody {
   error: string;

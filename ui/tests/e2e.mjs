@@ -407,12 +407,11 @@ test("a wrong token, or none, says so and how to get a fresh link", async (t) =>
   await fresh.close();
 });
 
-test("Pool and Titles say what they would do and that they are not live", async (t) => {
+test("Pool says what it would do and that it is not live", async (t) => {
   const sb = await sandbox(t);
   const { page } = sb;
   const cases = [
     ["Pool", "pool", [/ANTHROPIC_BASE_URL/, /ANTHROPIC_AUTH_TOKEN/, /_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL/, /anthropic-ratelimit-unified/]],
-    ["Titles", "titles", [/never in a file, an event or a log/, /claude\.ai/, /Claude Code-credentials/]],
   ];
   for (const [name, shot, facts] of cases) {
     await page.getByRole("navigation").getByRole("link", { name }).click();
@@ -427,6 +426,43 @@ test("Pool and Titles say what they would do and that they are not live", async 
     for (const fact of facts) assert.match(text, fact, `${name} says ${fact}`);
     await sb.shot(shot);
   }
+});
+
+test("Titles is live: its switch turns remote titles on and off, and it says what that reads and sends", async (t) => {
+  const sb = await sandbox(t);
+  const { page } = sb;
+  await page.getByRole("navigation").getByRole("link", { name: "Titles" }).click();
+  await page.getByRole("heading", { name: "Titles", level: 1 }).waitFor();
+  const view = page.locator("[data-titles]");
+  const toggle = view.getByRole("switch", { name: "Ask claude.ai for session names" });
+  await view.locator(".titles-status strong", { hasText: "Off." }).waitFor();
+  assert.equal(await toggle.isDisabled(), false, "the switch is live");
+  assert.equal(await toggle.isChecked(), false, "off by default");
+  const text = await view.innerText();
+  for (const fact of [
+    /Claude Code-credentials/,
+    /\.credentials\.json/,
+    /GET https:\/\/api\.anthropic\.com\/v1\/code\/sessions/,
+    /never in a file, an event or a log/,
+    /session\.backfill/,
+    /last 30 days/,
+    /Follow a redirect/,
+  ]) {
+    assert.match(text, fact);
+  }
+  assert.equal(await view.locator(".not-live").count(), 0, "nothing says it is not live");
+  const config = () => JSON.parse(fs.readFileSync(path.join(sb.state, "config.json"), "utf8"));
+
+  await toggle.click();
+  await view.locator(".titles-status strong", { hasText: "On." }).waitFor();
+  assert.equal(await toggle.isChecked(), true);
+  assert.match(await view.locator(".titles-status").innerText(), /0 sessions with a claude\.ai link were asked about/);
+  assert.equal(config().remote_titles, true, "the daemon saved it");
+  await sb.shot("titles-on");
+
+  await toggle.click();
+  await view.locator(".titles-status strong", { hasText: "Off." }).waitFor();
+  assert.equal(config().remote_titles, false);
 });
 
 // ---------------------------------------------------------------------------

@@ -33,6 +33,7 @@ pub fn sessions(config_dirs: &[std::path::PathBuf], home: &Path, since_ms: i64) 
                     && let Some(mut b) = scan(&path, home)
                 {
                     b.block.account_id = account.clone();
+                    b.config_dir = Some(config.clone());
                     out.push(b);
                 }
             }

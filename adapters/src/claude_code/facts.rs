@@ -57,6 +57,28 @@ pub(super) fn config_dir(job: &Job, files: &SessionFiles) -> Option<PathBuf> {
         .or_else(|| job.home().map(|h| h.join(".claude")))
 }
 
+/// The config dir a hook call's session belongs to, and `$CLAUDE_CONFIG_DIR`
+/// as the call's Claude Code had it set when it names that dir: where the
+/// session's sign-in is (the keychain item's name takes the variable's own
+/// spelling, so it is kept as set, not as a path).
+pub fn config_dir_of(job: &Job, files: &SessionFiles) -> Option<(PathBuf, Option<String>)> {
+    let dir = config_dir(job, files)?;
+    let named = job
+        .env("CLAUDE_CONFIG_DIR")
+        .filter(|v| Path::new(v) == dir)
+        .map(str::to_string);
+    Some((dir, named))
+}
+
+/// The claude.ai session a link opens (`https://claude.ai/code/session_…`),
+/// the id claude.ai is asked about; `None` for any other link.
+pub fn claude_ai_session(url: &str) -> Option<&str> {
+    let id = url.strip_prefix("https://claude.ai/code/")?;
+    let rest = id.strip_prefix("session_")?;
+    (!rest.is_empty() && rest.len() <= 100 && rest.chars().all(|c| c.is_ascii_alphanumeric()))
+        .then_some(id)
+}
+
 /// The config dir's account as control names it: `{id: accountUuid, email:
 /// emailAddress}`, or for another API `{id: api-…, name: host}` (the harness
 /// is the caller's to fill in).
@@ -226,6 +248,24 @@ pub(super) fn config_dirs(host: &harness::install::Host) -> Vec<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_a_claude_ai_session_link_names_a_remote_session() {
+        use super::claude_ai_session;
+        assert_eq!(
+            claude_ai_session("https://claude.ai/code/session_01AbC"),
+            Some("session_01AbC")
+        );
+        for other in [
+            "https://claude.ai/code/cse_01AbC",
+            "https://claude.ai/code/session_",
+            "https://claude.ai/code/session_01/../x",
+            "http://claude.ai/code/session_01AbC",
+            "https://evil.example/code/session_01AbC",
+        ] {
+            assert_eq!(claude_ai_session(other), None, "{other}");
+        }
+    }
+
     #[test]
     fn the_permission_mode_is_read_off_the_payload() {
         let p = br#"{"session_id":"x","permission_mode":"bypassPermissions","prompt":"hi"}"#;

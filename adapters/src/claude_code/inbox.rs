@@ -269,8 +269,9 @@ fn receipt(answer: &[u8]) -> Result<InboxAnswer, InboxError> {
 /// The name as Claude Code's check would leave it, so the envelope re-wraps
 /// to itself: no `"`, `<`, `>`, no control, format or line-separator
 /// characters, trimmed, at most 64 characters (the last an ellipsis when
-/// cut).
-fn clean_name(name: &str) -> String {
+/// cut). Remote titles clean claude.ai's name for a session with it too
+/// (ADAPTERS.md: "cleaned as Claude Code cleans a name").
+pub fn clean_name(name: &str) -> String {
     let kept: String = name
         .chars()
         .filter(|c| !matches!(c, '"' | '<' | '>') && !c.is_control() && !is_format(*c))

@@ -15,6 +15,7 @@ mod limits;
 mod status_line;
 mod transcript;
 
+pub use facts::{claude_ai_session, config_dir_of};
 pub use status_line::ENTRY as STATUS_LINE_ENTRY;
 
 use facts::config_dirs;

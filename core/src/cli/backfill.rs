@@ -58,11 +58,13 @@ pub fn backfill(
             }
         }
     };
+    let titles = crate::titles::Titles::new(paths);
     Ok(crate::backfill::run(
         &mut outbox,
         &host,
         days,
         &machine,
+        Some(&titles),
         &mut progress,
     )?)
 }

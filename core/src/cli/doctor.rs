@@ -70,6 +70,11 @@ pub fn run(paths: &StatePaths) -> anyhow::Result<ExitCode> {
     check_acp(&hooks, &mut r);
     check_sinks(paths, &mut r)?;
     check_control(paths, &mut r);
+    if crate::state::config::Config::load(paths).is_ok_and(|c| c.remote_titles) {
+        r.note(
+            "remote titles are on: Claude Code sessions with a claude.ai link are asked for claude.ai's name, bearing their config dir's own sign-in for that one read (`sessionpipe titles off` stops it)",
+        );
+    }
     for var in [
         "SESSIONPIPE_ANTHROPIC_API",
         "SESSIONPIPE_CLAUDE_OAUTH",

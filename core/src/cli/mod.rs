@@ -12,6 +12,7 @@ mod doctor;
 pub mod out;
 mod sink;
 mod status;
+mod titles;
 
 use crate::installers::{Action, Installers};
 use anyhow::Context;
@@ -200,6 +201,12 @@ enum Command {
         #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::state::config::CONTROL_MODES))]
         mode: Option<String>,
     },
+    /// Remote titles: ask claude.ai for the names it gives Claude Code
+    /// sessions (off by default; `on`, `off`, `refresh`).
+    Titles {
+        #[command(subcommand)]
+        action: titles::TitlesAction,
+    },
     /// Run conformance fixtures, vectors and delivery scenarios (files or folders).
     Conformance {
         #[arg(required = true, value_name = "PATH")]
@@ -309,6 +316,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Doctor => doctor::run(&paths),
         Command::Forget { session } => sink::forget(&paths, &session),
         Command::Control { action } => control::run(&paths, action),
+        Command::Titles { action } => titles::run(&paths, action),
         Command::Wait { session } => control::wait(&paths, &session),
         Command::Channel { session } => channel::run(&paths, session.as_deref()),
         Command::Ask {

@@ -183,6 +183,10 @@ async fn serve(
     let machine = crate::state::machine_name::MachineName::follow(paths);
     let mut ingest = Ingest::new(outbox, spool, machine);
     ingest.stop_when(stopping.clone());
+    // Asks nothing unless the person turned remote titles on (read at each
+    // hook call, so `titles on|off` needs no restart).
+    crate::titles::warn_if_pointed_elsewhere();
+    ingest.ask_titles(Arc::new(crate::titles::Titles::new(paths)));
     if config.transcripts {
         ingest.send_turns(paths.outbox());
     }

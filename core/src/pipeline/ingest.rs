@@ -14,6 +14,7 @@ use crate::pipeline::names::{self, Names};
 use crate::pipeline::outbox::{Outbox, OutboxError, OutboxTx};
 use crate::pipeline::reading::{self, LivePaths, Reads, Turns};
 use crate::pipeline::session::SessionRecord;
+use crate::pipeline::titles::{self, RemoteTitles};
 use crate::state::machine_name::MachineName;
 use harness::Mapped;
 use protocol::EventData;
@@ -46,6 +47,8 @@ pub struct Ingest {
     /// Told, after each commit, of every hook call it took.
     on_seen: Option<Box<dyn Fn(Vec<Seen>) + Send>>,
     stop: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// Remote titles' asker (the daemon's; none asks nothing).
+    titles: Option<Arc<dyn RemoteTitles>>,
 }
 
 /// Why a drain stopped: the spool cannot be listed, or the outbox not written.
@@ -142,7 +145,14 @@ impl Ingest {
             after_commit: None,
             on_seen: None,
             stop: None,
+            titles: None,
         }
+    }
+
+    /// Asks a harness's service for session names through `titles` (which
+    /// says itself whether the person turned it on).
+    pub fn ask_titles(&mut self, titles: Arc<dyn RemoteTitles>) {
+        self.titles = Some(titles);
     }
 
     /// Calls `ring` after each commit that appended events (the sinks wait on it).
@@ -280,6 +290,7 @@ impl Ingest {
             reads: Reads {
                 turns: self.turns,
                 live: &self.live,
+                titles: self.titles.as_deref(),
             },
             busy: &self.busy,
         };
@@ -438,7 +449,12 @@ fn ingest_job(
     // record as it was before them), never the call's own events.
     let before_reads = record.clone();
     let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        reading::around_call(adapter, job, &files, tool_event, record, &ctx.reads, &key.1)
+        let around =
+            reading::around_call(adapter, job, &files, tool_event, record, &ctx.reads, &key.1);
+        if !tool_event {
+            titles::around_call(ctx.reads.titles, adapter.name(), job, &files, record);
+        }
+        around
     }));
     let around = read.unwrap_or_else(|panic| {
         tracing::warn!(

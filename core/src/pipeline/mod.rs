@@ -9,7 +9,9 @@
 //! a transcript; `local` adds the daemon's own
 //! events to a session (control's `turn.progress`); `outbox` is the SQLite store that
 //! assigns `session.seq`; `scrub` runs `secrets@1` over all it keeps; `privacy`
-//! is the per-tier filter readers apply.
+//! is the per-tier filter readers apply; `titles` says when a session's
+//! harness's service is asked for its name, and how that name is applied (the
+//! asking itself is handed in from above).
 //!
 //! Uses layer 1 (`state`) and the crates below; never the services or the
 //! daemon above it.
@@ -24,3 +26,4 @@ pub mod privacy;
 pub mod reading;
 pub mod scrub;
 pub mod session;
+pub mod titles;

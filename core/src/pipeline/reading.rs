@@ -67,6 +67,8 @@ impl LivePaths {
 pub struct Reads<'a> {
     pub turns: Turns,
     pub live: &'a LivePaths,
+    /// Remote titles' asker, where the daemon has one (none asks nothing).
+    pub titles: Option<&'a dyn crate::pipeline::titles::RemoteTitles>,
 }
 
 /// Reads facts and the transcript for one call of `adapter`'s session.
@@ -216,6 +218,9 @@ fn read_new(
     }
     crate::pipeline::scrub::block(&mut facts);
     record.block.merge(&facts);
+    // An `ai-title` record is a `harness` title too: a remote name heard
+    // before stays over it (the held turn's re-reads come through here).
+    crate::pipeline::titles::apply(record);
     // Limits are sent when they changed, not at every read.
     let limits = out.limits?;
     let seen = serde_json::to_value(&limits).ok();
@@ -397,6 +402,7 @@ mod tests {
             let reads = Reads {
                 turns: Turns::Send,
                 live: &live,
+                titles: None,
             };
             let around = around_call(codex, &job, &codex.files(&job), false, record, &reads, sid);
             (

@@ -59,6 +59,22 @@ pub struct SessionRecord {
     /// another session; see `names`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub native_id: Option<String>,
+    /// What the session's harness's service last said of its name, and when
+    /// it was asked (remote titles; see `titles`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_title: Option<RemoteTitle>,
+}
+
+/// What was last heard of a session's remote name (remote titles), kept in
+/// its record; `titles` decides when it is asked again and how it applies.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteTitle {
+    /// The name the service gave, once it gave one.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// When it was last asked, epoch ms (the job's clock).
+    #[serde(default)]
+    pub asked_ms: i64,
 }
 
 impl SessionRecord {

@@ -58,6 +58,11 @@ pub struct Config {
     /// That receiver's port (`LOCAL_RECEIVER_PORT` when unset): fixed, since
     /// the page's origin (and the day keys a browser keeps for it) includes it.
     pub local_receiver_port: Option<u16>,
+    /// Ask claude.ai for the names it gives sessions the Claude app started
+    /// (ADAPTERS.md, "the one exception"). Off by default: it reads Claude
+    /// Code's sign-in for each read, so only `sessionpipe titles on` (or the
+    /// Titles page) turns it on, and that also re-sends the last 30 days.
+    pub remote_titles: bool,
 }
 
 /// The local receiver's port unless the person chose another.

@@ -1,20 +1,21 @@
 //! The daemon's local API over real HTTP: the token and the host are checked,
 //! the board shows a real hook's attention, a harness toggle writes and removes
 //! real hooks, the harnesses list says which are ACP agents installed here,
-//! settings and sinks change through it.
+//! settings and sinks change through it. (`Ui` serves `remote_titles` too.)
 
 use serde_json::{Value, json};
 use sessionpipe_testkit::Sandbox;
 use std::time::{Duration, Instant};
 
-struct Ui {
+/// The daemon's API as the UI calls it (also used by `remote_titles`).
+pub(crate) struct Ui {
     url: String,
     token: String,
     client: reqwest::blocking::Client,
 }
 
 impl Ui {
-    fn of(sb: &Sandbox) -> Ui {
+    pub(crate) fn of(sb: &Sandbox) -> Ui {
         let deadline = Instant::now() + Duration::from_secs(10);
         let doc: Value = loop {
             if let Ok(b) = std::fs::read(sb.state.join("ui.json")) {
@@ -30,7 +31,7 @@ impl Ui {
         }
     }
 
-    fn get(&self, path: &str) -> Value {
+    pub(crate) fn get(&self, path: &str) -> Value {
         let r = self
             .client
             .get(format!("{}{path}", self.url))
@@ -41,7 +42,7 @@ impl Ui {
         serde_json::from_str(&r.text().unwrap()).unwrap()
     }
 
-    fn send(&self, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
+    pub(crate) fn send(&self, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
         let r = self
             .client
             .request(method, format!("{}{path}", self.url))

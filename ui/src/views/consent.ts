@@ -1,8 +1,8 @@
 // Pairing, Pool and Titles: what turning each on reads, writes and sends, said
 // before anyone turns it on (facts: shared spec ADAPTERS.md and PROTOCOL-NOTES
-// §6). Pool and Titles are not live in this version, so their switch is
-// disabled and says why; Pairing is, and its page shows these parts below its
-// form (`consentParts`).
+// §6). Pool is not live in this version, so its switch is disabled and says
+// why; Pairing and Titles are, and their pages show these parts below their
+// own controls (`consentParts`).
 
 import { h, prose } from "../dom";
 import type { Mounted, ViewContext } from "../view";
@@ -13,8 +13,9 @@ interface Consent {
   title: string;
   switchLabel: string;
   lead: string;
-  /** Said after "Not live in this version." beside the disabled switch. */
-  notLive: string;
+  /** Said after "Not live in this version." beside the disabled switch (a
+   *  consent whose page is live has its own controls and none). */
+  notLive?: string;
   sections: { heading: string; items: string[] }[];
 }
 
@@ -115,7 +116,6 @@ const CONSENT: Record<ConsentKind, Consent> = {
     title: "Titles",
     switchLabel: "Ask claude.ai for session names",
     lead: "claude.ai names a session the Claude app started a few seconds after its first message, and never writes that name to this machine. With Titles on, sessionpipe asks for that name, so every place shows the same one.",
-    notLive: "Remote titles land in a later version. Nothing here reads a sign-in or asks claude.ai anything yet.",
     sections: [
       {
         heading: "What it reads",
@@ -127,7 +127,8 @@ const CONSENT: Record<ConsentKind, Consent> = {
       {
         heading: "What it sends",
         items: [
-          "The sign-in, to Anthropic alone, to read one session's name: `GET https://api.anthropic.com/v1/code/sessions/<session>`, the same read Claude Code makes. Only for sessions with a claude.ai link; asked again a minute later while there is no name, then every half hour.",
+          "The sign-in, to Anthropic alone, to read one session's name: `GET https://api.anthropic.com/v1/code/sessions/<session>`, the same read Claude Code makes. Only for sessions with a claude.ai link; asked again a minute later while there is no name, then every half hour, each read over in 3 seconds at most.",
+          "The name then goes where the session's events go: to your sinks, as the session's title, through the same secret removal as every title.",
         ],
       },
       {
@@ -139,7 +140,13 @@ const CONSENT: Record<ConsentKind, Consent> = {
       },
       {
         heading: "What it never does",
-        items: ["Keep the sign-in: never in a file, an event or a log.", "Follow a redirect, or send the sign-in anywhere else."],
+        items: [
+          "Keep the sign-in: never in a file, an event or a log.",
+          "Refresh the sign-in, or use one within a minute of expiring.",
+          "Follow a redirect, go through a proxy, or send the sign-in anywhere else.",
+          "Read an answer over 1 MiB, or take a name the answer gives another session.",
+          "Ask anything while it is off.",
+        ],
       },
     ],
   },
@@ -175,7 +182,7 @@ export function mountConsent(root: HTMLElement, _ctx: ViewContext, kind: Consent
           h("input", { type: "checkbox", role: "switch", disabled: true, checked: false, "aria-describedby": statusId }),
           h("span", { class: "switch-text" }, c.switchLabel),
         ),
-        h("p", { id: statusId, class: "not-live-text" }, h("strong", null, "Not live in this version. "), c.notLive),
+        h("p", { id: statusId, class: "not-live-text" }, h("strong", null, "Not live in this version. "), c.notLive ?? ""),
       ),
       h("p", { class: "muted" }, "What turning it on will do, exactly:"),
       consentParts(kind),

@@ -118,6 +118,7 @@ fn router(ctx: Ctx, ui_dir: Option<PathBuf>) -> Router {
         .route("/sinks/{id}", axum::routing::delete(views::remove_sink))
         .route("/sinks/{id}/test", post(views::test_sink))
         .route("/settings", get(views::settings).put(views::put_settings))
+        .route("/titles", get(views::titles).put(views::put_titles))
         .route("/control", get(control::view))
         .route("/control/pair", post(control::pair))
         .route("/control/off", post(control::off))

@@ -1,5 +1,5 @@
 //! The API's handlers: what the UI shows (the live board, approvals, harnesses,
-//! sinks, settings) and the few things it changes, each through the library.
+//! sinks, settings, remote titles) and the few things it changes, each through the library.
 //! Blocking reads and writes (SQLite, the state files, the keychain) run on the
 //! runtime's blocking pool; a failure is an `ApiError` with its status.
 
@@ -372,6 +372,13 @@ pub async fn put_settings(
             if !merged.contains_key(&k) {
                 return Err(ApiError::BadRequest(format!("no setting {k:?}")));
             }
+            // Turning it on is more than a setting (it re-sends the last 30
+            // days): only `PUT /api/titles` changes it.
+            if k == "remote_titles" && merged.get(&k) != Some(&v) {
+                return Err(ApiError::BadRequest(
+                    "remote titles are turned on and off at /api/titles".into(),
+                ));
+            }
             merged.insert(k, v);
         }
         let config: Config = serde_json::from_value(Value::Object(merged))
@@ -381,6 +388,37 @@ pub async fn put_settings(
             .map_err(|e| ApiError::BadRequest(e.to_string()))?;
         config.save(&paths)?;
         Ok(Json(settings_view(&config)))
+    })
+    .await
+}
+
+/// Whether remote titles are on.
+pub async fn titles(State(ctx): State<Ctx>) -> Answer {
+    let paths = ctx.paths.clone();
+    blocking(move || {
+        let on = Config::load(&paths)?.remote_titles;
+        Ok(Json(json!({"remote_titles": on})))
+    })
+    .await
+}
+
+/// Turns remote titles on (`{"on": true}`: then the last 30 days are asked
+/// about, and what was sent under another name is sent again) or off, as
+/// `sessionpipe titles on|off` does. Answers with what the re-send did.
+pub async fn put_titles(
+    State(ctx): State<Ctx>,
+    given: Result<Json<Value>, JsonRejection>,
+) -> Answer {
+    let Some(on) = body(given)?.get("on").and_then(Value::as_bool) else {
+        return Err(ApiError::BadRequest("send {\"on\": true|false}".into()));
+    };
+    let paths = ctx.paths.clone();
+    blocking(move || {
+        let host = harness::install::Host::from_env()
+            .ok_or_else(|| ApiError::Internal("HOME is not set".into()))?;
+        let resent =
+            crate::titles::set(&paths, on, &host).map_err(|e| ApiError::Internal(e.to_string()))?;
+        Ok(Json(json!({"remote_titles": on, "resent": resent})))
     })
     .await
 }

@@ -1,7 +1,9 @@
 //! The outbox: an append-only SQLite store of envelopes, and the session records.
 //!
 //! It owns `session.seq`: a seq is assigned once, at append, monotonic per
-//! (harness, session), starting at 1 (0 is `session.backfill`'s). It also records
+//! (harness, session), starting at 1 (0 is `session.backfill`'s, and a
+//! backfill sent again under a new name is 0 again: `append_resent_backfill`
+//! says how the row keeps that apart). It also records
 //! which spool jobs are committed, so a job deleted late (the daemon killed between
 //! commit and unlink) is never appended twice. It does not filter, redact or
 //! deliver; readers (tail, sinks) read envelopes back in append order. Its
@@ -411,6 +413,32 @@ impl OutboxTx<'_> {
         Ok(added == 1)
     }
 
+    /// Stores a `session.backfill` sent again (remote titles: the session
+    /// under its new name). The protocol has it at seq 0 again, and the
+    /// envelope says 0; the row's `seq` column is `-n` for the session's n-th
+    /// re-send instead, because the column's UNIQUE (harness, session, seq)
+    /// is what keeps every live seq from being stored twice, and that guard
+    /// stays whole. Nothing reads a seq from the column but the order of a
+    /// session's own events, where a re-send sits below its live ones as a
+    /// backfill does; sinks send the envelope as stored, by rowid.
+    pub fn append_resent_backfill(&self, envelope: &Envelope) -> Result<()> {
+        debug_assert_eq!(envelope.session.seq, 0);
+        let json = serde_json::to_string(envelope).expect("an envelope serialises");
+        self.tx.execute(
+            "INSERT INTO events (harness, session, seq, type, time, envelope)
+             SELECT ?1, ?2, min(0, coalesce(min(seq), 0)) - 1, ?3, ?4, ?5
+             FROM events WHERE harness = ?1 AND session = ?2 AND seq <= 0",
+            params![
+                envelope.harness.name,
+                envelope.session.id,
+                envelope.kind,
+                envelope.time,
+                json
+            ],
+        )?;
+        Ok(())
+    }
+
     pub fn commit(self) -> Result<()> {
         Ok(self.tx.commit()?)
     }
@@ -450,6 +478,48 @@ mod tests {
         assert_eq!(stored.len(), 3);
         let env: Envelope = serde_json::from_str(&stored[1].envelope).unwrap();
         assert_eq!(env.session.seq, 2);
+    }
+
+    #[test]
+    fn a_resent_backfill_is_stored_again_and_leaves_every_seq_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ob = Outbox::open(&dir.path().join("o.db")).unwrap();
+        let tx = ob.begin().unwrap();
+        assert!(tx.append_backfill(&sample("s")).unwrap());
+        assert!(
+            !tx.append_backfill(&sample("s")).unwrap(),
+            "a backfill once"
+        );
+        assert_eq!(tx.append(&mut sample("s")).unwrap(), 1);
+        tx.append_resent_backfill(&sample("s")).unwrap();
+        tx.append_resent_backfill(&sample("s")).unwrap();
+        assert_eq!(
+            tx.append(&mut sample("s")).unwrap(),
+            2,
+            "the live seq goes on"
+        );
+        tx.commit().unwrap();
+        let seqs: Vec<u64> = ob
+            .events_after(0, 100)
+            .unwrap()
+            .iter()
+            .map(|e| {
+                serde_json::from_str::<Envelope>(&e.envelope)
+                    .unwrap()
+                    .session
+                    .seq
+            })
+            .collect();
+        assert_eq!(seqs, [0, 1, 0, 0, 2], "each re-send is delivered, as seq 0");
+        let columns: Vec<i64> = ob
+            .conn
+            .prepare("SELECT seq FROM events ORDER BY rowid")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(columns, [0, 1, -1, -2, 2]);
     }
 
     #[test]

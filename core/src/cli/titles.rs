@@ -1,0 +1,73 @@
+//! `sessionpipe titles on|off|refresh [--json]`: remote titles (ADAPTERS.md,
+//! "the one exception"), the person's own switch. `on` also asks about the
+//! last 30 days and re-sends each session sent under another name; what it
+//! says is counts, never a title, a session's words or a sign-in.
+
+use crate::cli::out::outln;
+use crate::titles::{self, resend::Resent};
+use anyhow::Context;
+use clap::Subcommand;
+use harness::install::Host;
+use spool::StatePaths;
+use std::process::ExitCode;
+
+#[derive(Subcommand)]
+pub enum TitlesAction {
+    /// Ask claude.ai for the names it gives Claude Code sessions, bearing
+    /// each config dir's own sign-in for that one read; then ask about the
+    /// last 30 days and send each session named otherwise again.
+    On {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop asking (nothing is read or sent from then on).
+    Off {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask about the last 30 days again, as turning it on does.
+    Refresh {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(paths: &StatePaths, action: TitlesAction) -> anyhow::Result<ExitCode> {
+    let host = || Host::from_env().context("HOME is not set");
+    let (resent, json) = match action {
+        TitlesAction::On { json } => (titles::set(paths, true, &host()?)?, json),
+        TitlesAction::Off { json } => (titles::set(paths, false, &host()?)?, json),
+        TitlesAction::Refresh { json } => match titles::refresh(paths, &host()?) {
+            Ok(r) => (Some(r), json),
+            Err(e @ titles::TitlesError::Off) => {
+                eprintln!("sessionpipe: {e}");
+                return Ok(ExitCode::from(1));
+            }
+            Err(e) => return Err(e.into()),
+        },
+    };
+    if json {
+        let doc = serde_json::json!({
+            "remote_titles": resent.is_some(),
+            "resent": resent,
+        });
+        outln!("{doc}");
+    } else {
+        match resent {
+            None => outln!("remote titles: off"),
+            Some(r) => say(&r),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn say(r: &Resent) {
+    outln!("remote titles: on");
+    outln!(
+        "{} sessions of the last {} days with a claude.ai link asked about: {} named, {} sent again under that name",
+        r.asked,
+        titles::resend::DAYS,
+        r.named,
+        r.resent
+    );
+}

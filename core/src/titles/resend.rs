@@ -1,0 +1,120 @@
+//! What turning remote titles on does to sessions already sent (ADAPTERS.md,
+//! Claude Code row, Facts): every session of the last 30 days with a claude.ai
+//! link is asked about, and each one the outbox already holds under another
+//! name is sent again as `session.backfill`, seq 0, with claude.ai's name.
+//!
+//! A receiver deduplicates on (harness, session, seq), so the re-send is a
+//! duplicate key by design; the README's rule (a `session.backfill` at seq 0
+//! under a new event id is the session's newer name) is how it still lands.
+//! This module owns choosing the sessions and making the re-sent envelope. It
+//! must not touch a session's live seq, re-send one that has a `custom` title
+//! or one the outbox never sent, nor add sessions (that is `backfill`'s).
+
+use super::asker::Titles;
+use crate::pipeline::outbox::{Outbox, OutboxError};
+use crate::pipeline::session::{RemoteTitle, Stamp};
+use crate::pipeline::titles::{self as rules, RemoteTitles};
+use harness::Adapter as _;
+use harness::backfill::Backfilled;
+use harness::install::Host;
+use protocol::{EventData, SessionBackfill};
+use serde::Serialize;
+
+/// How far back turning it on asks.
+pub const DAYS: u32 = 30;
+
+/// What a re-send did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Resent {
+    /// Sessions with a claude.ai link that were asked about.
+    pub asked: usize,
+    /// Of those, the ones claude.ai had a name for.
+    pub named: usize,
+    /// Of those, the ones sent again under that name.
+    pub resent: usize,
+}
+
+/// Asks about every Claude Code session of the last `days` days and re-sends
+/// the ones already sent under another name.
+pub fn resend(
+    outbox: &mut Outbox,
+    host: &Host,
+    titles: &Titles,
+    days: u32,
+    machine: &str,
+) -> Result<Resent, OutboxError> {
+    let claude = &adapters::claude_code::ClaudeCode;
+    let since = protocol::time::now_ms() - i64::from(days) * 86_400_000;
+    let mut done = Resent::default();
+    for past in claude.backfill(host, since) {
+        let Some(remote) = titles.remote_id(claude.name(), &past.block) else {
+            continue;
+        };
+        done.asked += 1;
+        let Some(title) = titles.ask_past(&past, &remote) else {
+            continue;
+        };
+        done.named += 1;
+        if resend_one(outbox, &past, title, machine)? {
+            done.resent += 1;
+        }
+    }
+    tracing::info!(
+        "remote titles: {} sessions asked about, {} named, {} sent again under their name",
+        done.asked,
+        done.named,
+        done.resent
+    );
+    Ok(done)
+}
+
+/// Sends `past` again under `title` when the outbox sent it under another
+/// name; remembers the name in its record either way. True when re-sent.
+fn resend_one(
+    outbox: &mut Outbox,
+    past: &Backfilled,
+    title: String,
+    machine: &str,
+) -> Result<bool, OutboxError> {
+    let harness = adapters::claude_code::ClaudeCode.name();
+    let tx = outbox.begin()?;
+    let session = tx
+        .acp_name(harness, &past.session_id)?
+        .unwrap_or_else(|| past.session_id.clone());
+    if !protocol::valid_session_id(&session) || !tx.session_known(harness, &session)? {
+        return Ok(false);
+    }
+    let mut record = tx.load_session(harness, &session)?;
+    // What was sent: the files' view (a session only backfilled has an empty
+    // record), with whatever live events said over it.
+    let mut block = past.block.clone();
+    block.merge(&record.block);
+    block.machine = block.machine.or_else(|| Some(machine.to_string()));
+    let changed = rules::name(&mut block, title.clone());
+    let now = protocol::time::now_ms();
+    record.remote_title = Some(RemoteTitle {
+        title: Some(title),
+        asked_ms: now,
+    });
+    rules::apply(&mut record);
+    if changed {
+        let stamp = Stamp {
+            harness,
+            harness_event: None,
+            version: past.version.as_deref(),
+            session_id: &session,
+            block: &block,
+            time_ms: past.last_ms,
+        };
+        let event = EventData::SessionBackfill(SessionBackfill {
+            started_at: protocol::time::rfc3339_ms(past.started_ms),
+            last_at: protocol::time::rfc3339_ms(past.last_ms),
+            turns: past.turns,
+        });
+        let env = crate::pipeline::append::stored_envelope(&stamp, 0, event);
+        tx.append_resent_backfill(&env)?;
+    }
+    tx.save_session(harness, &session, &record)?;
+    tx.commit()?;
+    Ok(changed)
+}
