@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds release binaries and runs the benchmarks whose results are in
 # BENCHMARKS.md: the hook against /bin/true, hook -> outbox latency, ingest
-# throughput, delivery throughput, hook -> receiver latency, and the daemon's
-# idle memory.
+# throughput, delivery throughput, hook -> receiver latency, control's round
+# trip and starts (headless, and over ACP against the scripted test agent),
+# and the daemon's idle memory.
 #
 # With BASELINE (the release folder of an earlier build, holding its
 # sessionpipe, sessionpipe-hook and examples/), every benchmark runs for both
@@ -14,6 +15,8 @@ cd "$(dirname "$0")/.."
 runs="${1:-2000}"
 base="${2:-}"
 cargo build --release -q -p sessionpipe-hook -p sessionpipe-core --bins --examples
+# The scripted ACP agent bench_acp drives (a test binary, never shipped).
+cargo build --release -q -p sessionpipe-testkit --bin acp-test-agent
 rel=${CARGO_TARGET_DIR:-target}/release
 if [ -n "$base" ]; then
   for b in sessionpipe sessionpipe-hook examples/bench_latency examples/bench_ingest examples/bench_delivery; do
@@ -83,5 +86,10 @@ if [ -x "$claude" ]; then
   echo
   "$rel"/examples/bench_start "$rel/sessionpipe-hook" "$rel/sessionpipe" "$claude" 20
 fi
+# A signed start over ACP against the same agent driven by a minimal JSON-RPC
+# client, and the daemon's memory with 10 idle ACP sessions held (this build
+# only: earlier builds have no ACP rung).
+echo
+"$rel"/examples/bench_acp "$rel/sessionpipe-hook" "$rel/sessionpipe" "$rel/acp-test-agent" 50
 echo
 echo "\`sessionpipe daemon\` resident memory after 30 s idle: $(idle_rss "$rel")${base:+ (baseline: $(idle_rss "$base"))}"
