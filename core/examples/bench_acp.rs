@@ -38,7 +38,7 @@
 
 mod common;
 
-use common::{Env, p50};
+use common::{Env, epoch_ns, p50, ran_after, timing_wrapper};
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -51,24 +51,6 @@ const TEXT: &str = "Tidy the folder.";
 const WARM: usize = 3;
 /// The held sessions whose memory is measured.
 const HELD: usize = 10;
-
-/// A wrapper that appends the time it ran (ns since the epoch) to `log`,
-/// then becomes the agent.
-fn wrapper(dir: &Path, agent: &Path, log: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let p = dir.join("goose");
-    std::fs::write(
-        &p,
-        format!(
-            "#!/bin/sh\ndate +%s%N >> '{}'\nexec '{}' \"$@\"\n",
-            log.display(),
-            agent.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    p
-}
 
 /// A daemon ended when this is dropped (a panic included), or stopped as a
 /// person stops it with `stop`.
@@ -95,46 +77,12 @@ impl Drop for Daemon {
     }
 }
 
-fn epoch_ns() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos()
-}
-
-/// The time the wrapper noted on line `count` (from 0), waited for.
-fn ran_after(log: &Path, count: usize) -> u128 {
-    let until = Instant::now() + Duration::from_secs(60);
-    loop {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        if lines.len() > count {
-            return lines[count].trim().parse().unwrap();
-        }
-        assert!(Instant::now() < until, "the agent never ran");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
 fn uuid(i: usize) -> String {
     format!("acb7ed00-0000-4000-8000-{:012x}", i + 1)
 }
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-/// `what: p50 …, p90 …, max … over N samples`.
-fn report(what: &str, ms: &mut [f64]) {
-    ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let at = |q: f64| ms[((ms.len() as f64 - 1.0) * q).round() as usize];
-    println!(
-        "{what}: p50 {:.1} ms, p90 {:.1} ms, max {:.1} ms over {} samples",
-        at(0.5),
-        at(0.9),
-        ms[ms.len() - 1],
-        ms.len()
-    );
 }
 
 fn loadavg() -> String {
@@ -431,7 +379,7 @@ fn main() {
     let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let log = dir.path().join("ran.log");
-    let wrapped = wrapper(&bin, &agent, &log);
+    let wrapped = timing_wrapper(&bin, "goose", &agent, &log);
     let paired = common::pair(&env);
     let viewer = Viewer::new(&paired);
     // Enough starts for the bench (the default is 10 an hour), and every
@@ -514,28 +462,34 @@ fn main() {
         hcol(|h| h.first_chunk),
         hcol(|h| h.answered),
     );
-    report(
+    common::report_at(
+        0.9,
         "signed start posted → the receiver answered the post (queued)",
         &mut c_queued,
     );
-    report(
+    common::report_at(
+        0.9,
         "signed start posted → agent running (through control)",
         &mut c_ran,
     );
-    report("agent spawned by hand → agent running", &mut h_ran);
-    report(
+    common::report_at(0.9, "agent spawned by hand → agent running", &mut h_ran);
+    common::report_at(
+        0.9,
         "signed start posted → first words at the receiver (first progress ack, else the final)",
         &mut c_first,
     );
-    report(
+    common::report_at(
+        0.9,
         "agent spawned by hand → first agent_message_chunk on its stdout",
         &mut h_first,
     );
-    report(
+    common::report_at(
+        0.9,
         "signed start posted → final delivered ack at the receiver",
         &mut c_done,
     );
-    report(
+    common::report_at(
+        0.9,
         "agent spawned by hand → its answer to session/prompt",
         &mut h_done,
     );

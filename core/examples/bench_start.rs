@@ -16,31 +16,13 @@
 
 mod common;
 
-use common::{Env, p50, post, report};
+use common::{Env, epoch_ns, p50, post, ran_after, report, timing_wrapper};
 use serde_json::json;
 use sessionpipe_testkit::{MockAnthropic, Script, Turn};
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-/// A wrapper that appends the time it ran (ns since the epoch) to `log`,
-/// then becomes the real `claude`.
-fn wrapper(dir: &Path, claude: &Path, log: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let p = dir.join("claude");
-    std::fs::write(
-        &p,
-        format!(
-            "#!/bin/sh\ndate +%s%N >> '{}'\nexec '{}' \"$@\"\n",
-            log.display(),
-            claude.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    p
-}
 
 /// A child ended when this is dropped (a panic included).
 struct Killed(std::process::Child);
@@ -49,27 +31,6 @@ impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-fn epoch_ns() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos()
-}
-
-/// The last time the wrapper noted, waited for past `count` lines.
-fn ran_after(log: &Path, count: usize) -> u128 {
-    let until = Instant::now() + Duration::from_secs(60);
-    loop {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        if lines.len() > count {
-            return lines[count].trim().parse().unwrap();
-        }
-        assert!(Instant::now() < until, "the harness never ran");
-        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -89,7 +50,7 @@ fn main() {
     let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let log = dir.path().join("ran.log");
-    let wrapped = wrapper(&bin, &claude, &log);
+    let wrapped = timing_wrapper(&bin, "claude", &claude, &log);
     let words = "Working on it: the first words of a longer answer, then the rest of it.";
     let api =
         MockAnthropic::start(Script::new([Turn::text(words)]).paced(Duration::from_millis(20)));

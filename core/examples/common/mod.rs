@@ -48,11 +48,18 @@ impl Env {
     }
 }
 
+/// One client for a benchmark's whole run: a client built per request cost
+/// about 7 ms a post on this machine kind, which a sample then counted.
 pub fn client() -> reqwest::blocking::Client {
-    reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
+    static CLIENT: std::sync::OnceLock<reqwest::blocking::Client> = std::sync::OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            reqwest::blocking::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap()
+        })
+        .clone()
 }
 
 pub fn post(url: &str, body: &Value) -> Value {
@@ -189,12 +196,18 @@ pub fn pair(env: &Env) -> Paired {
 
 /// `what: p50 …, p99 …, max … over N samples`.
 pub fn report(what: &str, ms: &mut [f64]) {
+    report_at(0.99, what, ms);
+}
+
+/// `what: p50 …, p<q> …, max … over N samples`.
+pub fn report_at(q: f64, what: &str, ms: &mut [f64]) {
     ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let at = |q: f64| ms[((ms.len() as f64 - 1.0) * q).round() as usize];
     println!(
-        "{what}: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms over {} samples",
+        "{what}: p50 {:.1} ms, p{} {:.1} ms, max {:.1} ms over {} samples",
         at(0.5),
-        at(0.99),
+        (q * 100.0).round(),
+        at(q),
         ms[ms.len() - 1],
         ms.len()
     );
@@ -205,4 +218,44 @@ pub fn p50(ms: &[f64]) -> f64 {
     let mut v = ms.to_vec();
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[(v.len() - 1) / 2]
+}
+
+/// An executable `dir/name` that appends the time it ran (ns since the
+/// epoch) to `log`, then becomes `program`: how a benchmark sees the moment
+/// a program it did not spawn itself starts.
+pub fn timing_wrapper(dir: &Path, name: &str, program: &Path, log: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join(name);
+    std::fs::write(
+        &p,
+        format!(
+            "#!/bin/sh\ndate +%s%N >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            program.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+pub fn epoch_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+/// The time a [`timing_wrapper`] noted on line `count` (from 0), waited for.
+pub fn ran_after(log: &Path, count: usize) -> u128 {
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        if lines.len() > count {
+            return lines[count].trim().parse().unwrap();
+        }
+        assert!(std::time::Instant::now() < until, "the program never ran");
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
