@@ -162,19 +162,6 @@ impl Viewer {
     /// `common::post` over this client: a client of its own per call
     /// (its runtime thread, the system's root certificates read) would be
     /// timed as control's.
-    fn post(&self, url: &str, body: &Value) -> Value {
-        let r = self
-            .http
-            .post(url)
-            .bearer_auth(common::TOKEN)
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-            .expect("the receiver answers");
-        assert!(r.status().is_success(), "{url}: {}", r.status());
-        serde_json::from_str(&r.text().unwrap()).unwrap_or(Value::Null)
-    }
-
     fn message(&self, id: &str) -> Value {
         self.view()["messages"]
             .as_array()
@@ -217,7 +204,7 @@ fn through_control(
     );
     let t0 = epoch_ns();
     let t = Instant::now();
-    let id = viewer.post(&paired.enqueue_url(), &body)["id"]
+    let id = common::post(&paired.enqueue_url(), &body)["id"]
         .as_str()
         .unwrap()
         .to_string();
