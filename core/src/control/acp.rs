@@ -298,13 +298,7 @@ pub(super) async fn prompt_loaded(
     let (harness, id) = q.session.split_once(':')?;
     let agent = found(harness)?;
     let (c, h, i) = (control.clone(), harness.to_string(), id.to_string());
-    let record = crate::runtime::blocking(move || {
-        crate::pipeline::outbox::Outbox::open_readonly(&c.paths.outbox())
-            .ok()
-            .flatten()
-            .and_then(|o| o.session(&h, &i).ok().flatten())
-    })
-    .await;
+    let record = crate::runtime::blocking(move || super::machine::session_record(&c, &h, &i)).await;
     let Some(record) = record else {
         return Some(ack_unsupported(
             &from.id,

@@ -330,14 +330,7 @@ fn machine_checks(
         return fin(unsupported("no such harness on this machine"));
     };
     let hooks = adapter.control();
-    let record = crate::pipeline::outbox::Outbox::open_readonly(&control.paths.outbox())
-        .ok()
-        .flatten()
-        .and_then(|o| {
-            o.session(&cmd.session.harness, &cmd.session.id)
-                .ok()
-                .flatten()
-        });
+    let record = super::machine::session_record(control, &cmd.session.harness, &cmd.session.id);
     // A session control named (a start whose harness picked its own id)
     // has its folder where the start ran.
     let cwd = match (&record, &counts.named) {

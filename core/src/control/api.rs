@@ -148,10 +148,7 @@ async fn send(
 async fn memo_of(control: &Arc<Control>, harness: &str, id: &str) -> Memo {
     let (c, h, i) = (control.clone(), harness.to_string(), id.to_string());
     crate::runtime::blocking(move || {
-        crate::pipeline::outbox::Outbox::open_readonly(&c.paths.outbox())
-            .ok()
-            .flatten()
-            .and_then(|o| o.session(&h, &i).ok().flatten())
+        super::machine::session_record(&c, &h, &i)
             .map(|r| r.memo)
             .unwrap_or_default()
     })

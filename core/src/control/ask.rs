@@ -148,10 +148,7 @@ fn prepare(control: &Control, ask: &Ask, reserve: bool) -> Result<(From, Queued,
                     "{harness} (it takes no message here)"
                 )));
             }
-            let cwd = crate::pipeline::outbox::Outbox::open_readonly(&control.paths.outbox())
-                .ok()
-                .flatten()
-                .and_then(|o| o.session(harness, id).ok().flatten())
+            let cwd = super::machine::session_record(control, harness, id)
                 .and_then(|r| r.block.cwd)
                 .or_else(|| {
                     control

@@ -128,10 +128,7 @@ async fn prompt_run(control: &Arc<Control>, from: &From, q: &Queued) -> Option<V
         let (h, s, f) = (headless_of(harness), socket.clone(), framed.clone());
         let (c, hn, id) = (control.clone(), harness.to_string(), target.clone());
         let outcome = crate::runtime::blocking(move || {
-            let memo = crate::pipeline::outbox::Outbox::open_readonly(&c.paths.outbox())
-                .ok()
-                .flatten()
-                .and_then(|o| o.session(&hn, &id).ok().flatten())
+            let memo = super::machine::session_record(&c, &hn, &id)
                 .map(|r| r.memo)
                 .unwrap_or_default();
             h.map(|h| h.inbox(&s, &sender, &f, &memo))
@@ -462,11 +459,7 @@ async fn session_cwd(
     let c = control.clone();
     let (h, n) = (harness.to_string(), name.to_string());
     let recorded = crate::runtime::blocking(move || {
-        crate::pipeline::outbox::Outbox::open_readonly(&c.paths.outbox())
-            .ok()
-            .flatten()
-            .and_then(|o| o.session(&h, &n).ok().flatten())
-            .and_then(|r| r.block.cwd)
+        super::machine::session_record(&c, &h, &n).and_then(|r| r.block.cwd)
     })
     .await;
     let cwd = recorded.or_else(|| named.and_then(|n| n.cwd.clone()))?;

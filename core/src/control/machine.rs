@@ -297,6 +297,20 @@ pub fn from_host(origin: &str) -> String {
         .unwrap_or_else(|| origin.to_string())
 }
 
+/// The outbox's record of a session, read-only; none without an outbox, for
+/// a session it does not hold, or when it cannot be read. Blocking (callers
+/// on the runtime wrap it in `runtime::blocking`).
+pub(super) fn session_record(
+    control: &Control,
+    harness: &str,
+    id: &str,
+) -> Option<crate::pipeline::session::SessionRecord> {
+    crate::pipeline::outbox::Outbox::open_readonly(&control.paths.outbox())
+        .ok()
+        .flatten()
+        .and_then(|o| o.session(harness, id).ok().flatten())
+}
+
 /// A session's folder as this machine names it: as given, or with a leading
 /// `~` (how a session's record keeps a folder under home) made the home
 /// folder. `None` for `~` with no home known.

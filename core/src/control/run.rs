@@ -481,11 +481,7 @@ pub(super) async fn offer(
             let c = control.clone();
             let (h, i) = (harness.to_string(), id.to_string());
             let running = crate::runtime::blocking(move || {
-                crate::pipeline::outbox::Outbox::open_readonly(&c.paths.outbox())
-                    .ok()
-                    .flatten()
-                    .and_then(|o| o.session(&h, &i).ok().flatten())
-                    .is_some_and(|r| r.running_turn.is_some())
+                super::machine::session_record(&c, &h, &i).is_some_and(|r| r.running_turn.is_some())
             })
             .await;
             let takes_turns = adapters::lookup(harness)
