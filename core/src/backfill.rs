@@ -9,12 +9,10 @@
 //! is backfilled under that name (the asker is handed in).
 
 use crate::pipeline::outbox::{Outbox, OutboxError};
-use crate::pipeline::session::Stamp;
 use crate::pipeline::titles::RemoteTitles;
 use harness::Adapter;
 use harness::backfill::Backfilled;
 use harness::install::Host;
-use protocol::{EventData, SessionBackfill};
 use serde::Serialize;
 
 /// Per harness: sessions found in the files, appended now, known already.
@@ -94,20 +92,7 @@ fn append(
     if let Some(title) = asked {
         crate::pipeline::titles::name(&mut block, title);
     }
-    let stamp = Stamp {
-        harness: adapter.name(),
-        harness_event: None,
-        version: b.version.as_deref(),
-        session_id: &session,
-        block: &block,
-        time_ms: b.last_ms,
-    };
-    let event = EventData::SessionBackfill(SessionBackfill {
-        started_at: protocol::time::rfc3339_ms(b.started_ms),
-        last_at: protocol::time::rfc3339_ms(b.last_ms),
-        turns: b.turns,
-    });
-    let env = crate::pipeline::append::stored_envelope(&stamp, 0, event);
+    let env = crate::pipeline::append::backfill_envelope(adapter.name(), b, &session, &block);
     let added = tx.append_backfill(&env)?;
     tx.commit()?;
     Ok(added)

@@ -73,3 +73,27 @@ pub fn stored_envelope(stamp: &Stamp<'_>, seq: u64, event: EventData) -> protoco
     env.session.fit();
     env
 }
+
+/// The `session.backfill` (seq 0) of a past session, under `session` with
+/// `block`: what a backfill stores, and a re-send under a new name.
+pub fn backfill_envelope(
+    harness: &str,
+    past: &harness::backfill::Backfilled,
+    session: &str,
+    block: &protocol::SessionBlock,
+) -> protocol::Envelope {
+    let stamp = Stamp {
+        harness,
+        harness_event: None,
+        version: past.version.as_deref(),
+        session_id: session,
+        block,
+        time_ms: past.last_ms,
+    };
+    let event = EventData::SessionBackfill(protocol::SessionBackfill {
+        started_at: protocol::time::rfc3339_ms(past.started_ms),
+        last_at: protocol::time::rfc3339_ms(past.last_ms),
+        turns: past.turns,
+    });
+    stored_envelope(&stamp, 0, event)
+}

@@ -12,12 +12,11 @@
 
 use super::asker::Titles;
 use crate::pipeline::outbox::{Outbox, OutboxError};
-use crate::pipeline::session::{RemoteTitle, Stamp};
+use crate::pipeline::session::RemoteTitle;
 use crate::pipeline::titles::{self as rules, RemoteTitles};
 use harness::Adapter as _;
 use harness::backfill::Backfilled;
 use harness::install::Host;
-use protocol::{EventData, SessionBackfill};
 use serde::Serialize;
 
 /// How far back turning it on asks.
@@ -98,20 +97,7 @@ fn resend_one(
     });
     rules::apply(&mut record);
     if changed {
-        let stamp = Stamp {
-            harness,
-            harness_event: None,
-            version: past.version.as_deref(),
-            session_id: &session,
-            block: &block,
-            time_ms: past.last_ms,
-        };
-        let event = EventData::SessionBackfill(SessionBackfill {
-            started_at: protocol::time::rfc3339_ms(past.started_ms),
-            last_at: protocol::time::rfc3339_ms(past.last_ms),
-            turns: past.turns,
-        });
-        let env = crate::pipeline::append::stored_envelope(&stamp, 0, event);
+        let env = crate::pipeline::append::backfill_envelope(harness, past, &session, &block);
         tx.append_resent_backfill(&env)?;
     }
     tx.save_session(harness, &session, &record)?;
