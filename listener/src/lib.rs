@@ -55,6 +55,18 @@ impl Limits {
         stop_grace: Duration::from_millis(200),
     };
 
+    /// The account pool's proxy: one person's Claude Code sessions on
+    /// loopback. A request's deadline runs to its answer's head, which the
+    /// API sends only when a non-streamed answer is whole: minutes, for a
+    /// long one. A streamed body has no deadline here (the upstream's read
+    /// timeout ends a stalled one).
+    pub const POOL: Limits = Limits {
+        max_connections: 512,
+        header_timeout: Duration::from_secs(10),
+        request_timeout: Duration::from_secs(600),
+        stop_grace: Duration::from_secs(2),
+    };
+
     /// A receiver: many senders, batches of up to 256 KiB, and a long-poll
     /// held open per paired machine (a thousand machines is a thousand
     /// connections); a stop lets a batch in flight be stored and answered.

@@ -1,0 +1,307 @@
+//! The pool's proxy over real HTTP on loopback: a recording upstream (axum,
+//! in this test), the proxy served by the same listener the daemon uses, and
+//! a reqwest client in Claude Code's place.
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Response};
+use sessionpipe_pool::accounts::{Account, Pool};
+use sessionpipe_pool::limits::Observed;
+use sessionpipe_pool::oauth::{Secret, Tokens};
+use sessionpipe_pool::proxy::{self, Observer, Proxy};
+use std::sync::{Arc, Mutex};
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+
+const TOKEN: &str = "listener-token-7f3a";
+const SESSION: &str = "fa33ef6d-170e-441a-a797-a456ed75ceff";
+
+/// What the upstream received: (path, headers, body).
+type Seen = Arc<Mutex<Vec<(String, HeaderMap, Vec<u8>)>>>;
+
+#[derive(Default)]
+struct Heard(Mutex<Vec<(Option<String>, String, Observed)>>);
+
+impl Observer for Heard {
+    fn observed(&self, session: Option<&str>, account_id: &str, observed: &Observed) {
+        self.0.lock().unwrap().push((
+            session.map(str::to_string),
+            account_id.to_string(),
+            observed.clone(),
+        ));
+    }
+}
+
+struct Upstream {
+    base: String,
+    seen: Seen,
+    /// Opens the held-back part of the streamed answer.
+    release: Arc<Notify>,
+}
+
+/// An upstream that records each request and answers a stream in two parts:
+/// the first at once, the second only after `release`; account `b`'s
+/// answers say it is rejected until a reset.
+async fn upstream() -> Upstream {
+    let seen: Seen = Arc::default();
+    let release = Arc::new(Notify::new());
+    let (s, r) = (seen.clone(), release.clone());
+    let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
+        let (seen, release) = (s.clone(), r.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = axum::body::to_bytes(body, usize::MAX)
+                .await
+                .unwrap()
+                .to_vec();
+            let auth = parts
+                .headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            seen.lock()
+                .unwrap()
+                .push((parts.uri.to_string(), parts.headers.clone(), body));
+            let status = if auth == "Bearer at-b" {
+                "rejected"
+            } else {
+                "allowed"
+            };
+            let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(2);
+            tokio::spawn(async move {
+                let _ = tx
+                    .send(Ok(b"event: message_start\ndata: {}\n\n".to_vec()))
+                    .await;
+                release.notified().await;
+                let _ = tx
+                    .send(Ok(b"event: message_stop\ndata: {}\n\n".to_vec()))
+                    .await;
+            });
+            let stream = tokio_stream(rx);
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .header("anthropic-ratelimit-unified-status", status)
+                .header("anthropic-ratelimit-unified-reset", "4102444800")
+                .header("anthropic-ratelimit-unified-5h-utilization", "0.42")
+                .header("anthropic-ratelimit-unified-5h-reset", "4102444800")
+                .header("anthropic-ratelimit-unified-7d-utilization", "0.1")
+                .body(Body::from_stream(stream))
+                .unwrap()
+        }
+    });
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+    Upstream {
+        base,
+        seen,
+        release,
+    }
+}
+
+fn tokio_stream(
+    mut rx: tokio::sync::mpsc::Receiver<Result<Vec<u8>, std::io::Error>>,
+) -> impl futures_util::Stream<Item = Result<Vec<u8>, std::io::Error>> {
+    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+fn tokens(access: &str) -> Tokens {
+    Tokens {
+        access: Secret::new(access.into()),
+        refresh: Secret::new("refresh".into()),
+        expires_at_ms: i64::MAX,
+    }
+}
+
+/// The proxy over `upstream` with accounts `a` and `b`; its base URL.
+async fn proxy_over(upstream: &str, heard: Arc<Heard>, pool: Arc<Pool>) -> String {
+    let proxy = Proxy::new(TOKEN.into(), upstream.into(), proxy::client(), pool, heard);
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(sessionpipe_listener::serve(
+        l,
+        proxy.router(),
+        sessionpipe_listener::Limits::POOL,
+        std::future::pending(),
+    ));
+    base
+}
+
+fn pool_of(ids: &[&str]) -> Arc<Pool> {
+    let pool = Arc::new(Pool::new());
+    for id in ids {
+        pool.put(
+            Account {
+                id: (*id).into(),
+                email: None,
+                enabled: true,
+            },
+            Some(tokens(&format!("at-{id}"))),
+        );
+    }
+    pool
+}
+
+fn body(session: &str) -> String {
+    let uid = format!(r#"{{"device_id":"d1","account_uuid":"","session_id":"{session}"}}"#);
+    serde_json::json!({
+        "model": "claude-x",
+        "stream": true,
+        "messages": [{"role": "user", "content": "hi"}],
+        "metadata": {"user_id": uid},
+    })
+    .to_string()
+}
+
+async fn post(
+    client: &reqwest::Client,
+    base: &str,
+    token: Option<&str>,
+    body: String,
+) -> reqwest::Response {
+    let mut req = client
+        .post(format!("{base}/v1/messages?beta=true"))
+        .header("anthropic-beta", "claude-code-20250219")
+        .header("content-type", "application/json")
+        .body(body);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    req.send().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_without_the_token_is_refused_before_the_upstream_hears_of_it() {
+    let up = upstream().await;
+    let base = proxy_over(&up.base, Arc::default(), pool_of(&["a"])).await;
+    let c = reqwest::Client::new();
+    for token in [None, Some("wrong"), Some("")] {
+        let r = post(&c, &base, token, body(SESSION)).await;
+        assert_eq!(r.status(), 401);
+        let v: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["type"], "authentication_error");
+    }
+    let r = c
+        .post(format!("{base}/v1/messages"))
+        .header("x-api-key", "nope")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(up.seen.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_goes_up_with_the_accounts_bearer_and_streams_back_as_it_comes() {
+    let up = upstream().await;
+    let heard = Arc::new(Heard::default());
+    let pool = pool_of(&["a"]);
+    let base = proxy_over(&up.base, heard.clone(), pool.clone()).await;
+    let c = reqwest::Client::new();
+    let mut r = post(&c, &base, Some(TOKEN), body(SESSION)).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "text/event-stream");
+    // The first part arrives while the upstream still holds the second.
+    let first = r.chunk().await.unwrap().unwrap();
+    assert_eq!(&first[..], b"event: message_start\ndata: {}\n\n");
+    up.release.notify_one();
+    let mut rest = Vec::new();
+    while let Some(c) = r.chunk().await.unwrap() {
+        rest.extend_from_slice(&c);
+    }
+    assert_eq!(rest, b"event: message_stop\ndata: {}\n\n");
+
+    let seen = up.seen.lock().unwrap();
+    let (path, headers, sent) = &seen[0];
+    assert_eq!(path, "/v1/messages?beta=true");
+    assert_eq!(headers["authorization"], "Bearer at-a");
+    assert_eq!(
+        headers["anthropic-beta"],
+        "claude-code-20250219,oauth-2025-04-20"
+    );
+    for (name, value) in headers {
+        assert!(
+            !value
+                .as_bytes()
+                .windows(TOKEN.len())
+                .any(|w| w == TOKEN.as_bytes()),
+            "the listener's token went up in {name}"
+        );
+    }
+    let sent: serde_json::Value = serde_json::from_slice(sent).unwrap();
+    let uid: serde_json::Value =
+        serde_json::from_str(sent["metadata"]["user_id"].as_str().unwrap()).unwrap();
+    assert_eq!(uid["account_uuid"], "a");
+    assert_eq!(uid["session_id"], SESSION);
+    assert_eq!(uid["device_id"], "d1");
+    assert_eq!(sent["messages"][0]["content"], "hi", "the rest as sent");
+
+    let heard = heard.0.lock().unwrap();
+    let (session, account, observed) = &heard[0];
+    assert_eq!(session.as_deref(), Some(SESSION));
+    assert_eq!(account, "a");
+    assert_eq!(observed.windows[0].id, "five_hour");
+    assert_eq!(observed.windows[0].used_percent, 42.0);
+    assert_eq!(pool.pinned(SESSION).as_deref(), Some("a"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sessions_keep_their_accounts_and_a_rejected_one_is_left_out() {
+    let up = upstream().await;
+    let pool = pool_of(&["a", "b"]);
+    let base = proxy_over(&up.base, Arc::default(), pool.clone()).await;
+    let c = reqwest::Client::new();
+    let release = up.release.clone();
+    let drain = |r: reqwest::Response| {
+        let release = release.clone();
+        async move {
+            release.notify_one();
+            r.bytes().await.unwrap();
+        }
+    };
+    // Two sessions: spread over both accounts.
+    drain(post(&c, &base, Some(TOKEN), body("s-one")).await).await;
+    drain(post(&c, &base, Some(TOKEN), body("s-two")).await).await;
+    let one = pool.pinned("s-one").unwrap();
+    let two = pool.pinned("s-two").unwrap();
+    assert_ne!(one, two);
+    // `b` answered `rejected`: its session moves to `a`, and so does any new one.
+    drain(post(&c, &base, Some(TOKEN), body("s-two")).await).await;
+    drain(post(&c, &base, Some(TOKEN), body("s-one")).await).await;
+    drain(post(&c, &base, Some(TOKEN), body("s-three")).await).await;
+    let bearers: Vec<String> = up
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, h, _)| h["authorization"].to_str().unwrap().to_string())
+        .collect();
+    assert_eq!(bearers.len(), 5);
+    assert_eq!(&bearers[2..], ["Bearer at-a", "Bearer at-a", "Bearer at-a"]);
+    assert_eq!(pool.pinned("s-two").as_deref(), Some("a"));
+    let b = pool.views(0).into_iter().find(|v| v.id == "b").unwrap();
+    assert_eq!(b.status, "rejected");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_does_not_answer_is_a_502_in_the_apis_shape() {
+    let dead = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let gone = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let base = proxy_over(&gone, Arc::default(), pool_of(&["a"])).await;
+    let r = post(&reqwest::Client::new(), &base, Some(TOKEN), body(SESSION)).await;
+    assert_eq!(r.status(), 502);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["type"], "error");
+    // And with no usable account, a clear refusal.
+    let none = proxy_over(&gone, Arc::default(), Arc::new(Pool::new())).await;
+    let r = post(&reqwest::Client::new(), &none, Some(TOKEN), body(SESSION)).await;
+    assert_eq!(r.status(), 401);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("pool status")
+    );
+}
