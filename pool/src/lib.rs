@@ -21,4 +21,5 @@ pub mod endpoints;
 pub mod limits;
 pub mod oauth;
 pub mod proxy;
+pub mod usage;
 pub mod user_id;
