@@ -30,6 +30,7 @@ pub mod installers;
 pub mod logging;
 pub mod notify;
 pub mod pipeline;
+pub mod pool;
 pub mod runtime;
 pub mod sinks;
 pub mod state;

@@ -50,24 +50,24 @@ pub struct Account {
 }
 
 /// What `pool status` and the hello show of one account.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AccountView {
     pub id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub email: Option<String>,
     pub enabled: bool,
     /// `allowed` · `allowed_warning` · `rejected` · `unknown` (nothing heard
     /// yet) · `sign_in_again` · `no_sign_in` · `expired`.
     pub status: String,
     /// When a `rejected` account is tried again (RFC 3339).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<String>,
     pub windows: Vec<LimitWindow>,
     /// When the access token expires (RFC 3339).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
     /// The last refresh's failure, while the token still works.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refresh_error: Option<String>,
     /// The sessions pinned to it, newest first.
     pub sessions: Vec<String>,

@@ -114,6 +114,11 @@ impl StatePaths {
     pub fn secrets(&self) -> PathBuf {
         self.root.join("secrets.json")
     }
+    /// The account pool: whether it is on, its listener's port, and the
+    /// accounts added (no credential: those are in the secrets store).
+    pub fn pool(&self) -> PathBuf {
+        self.root.join("pool.json")
+    }
     /// The running daemon's UI address and token.
     pub fn ui_file(&self) -> PathBuf {
         self.root.join("ui.json")

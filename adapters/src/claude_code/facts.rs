@@ -220,7 +220,7 @@ pub(super) fn read_json(path: &Path) -> Option<Value> {
 /// Every config dir: `~/.claude`, `$CLAUDE_CONFIG_DIR`, and each `~/.claude-*`
 /// holding `projects/` or `settings.json` (one per account). None found and
 /// `claude` on `PATH`: `~/.claude`, which Claude Code will create.
-pub(super) fn config_dirs(host: &harness::install::Host) -> Vec<PathBuf> {
+pub fn config_dirs(host: &harness::install::Host) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = Vec::new();
     let default = host.home.join(".claude");
     if default.is_dir() {

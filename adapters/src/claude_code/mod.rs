@@ -15,10 +15,10 @@ mod limits;
 mod status_line;
 mod transcript;
 
-pub use facts::{claude_ai_session, config_dir_of};
+pub use facts::{account as config_dir_account, claude_ai_session, config_dir_of};
 pub use status_line::ENTRY as STATUS_LINE_ENTRY;
 
-use facts::config_dirs;
+pub use facts::config_dirs;
 use harness::claude_shaped::{
     self, Call, Folder, NotMapped, PermissionId, Read, Row, Rule, Shaped, StopWithout, Table,
     Trigger,

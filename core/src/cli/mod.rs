@@ -10,6 +10,7 @@ mod channel;
 mod control;
 mod doctor;
 pub mod out;
+mod pool;
 mod sink;
 mod status;
 mod titles;
@@ -201,6 +202,12 @@ enum Command {
         #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::state::config::CONTROL_MODES))]
         mode: Option<String>,
     },
+    /// The account pool for Claude Code (opt-in): `add --import`, `remove`,
+    /// `enable`, `disable`, `status`.
+    Pool {
+        #[command(subcommand)]
+        action: pool::PoolAction,
+    },
     /// Remote titles: ask claude.ai for the names it gives Claude Code
     /// sessions (off by default; `on`, `off`, `refresh`).
     Titles {
@@ -317,6 +324,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Forget { session } => sink::forget(&paths, &session),
         Command::Control { action } => control::run(&paths, action),
         Command::Titles { action } => titles::run(&paths, action),
+        Command::Pool { action } => pool::run(&paths, action),
         Command::Wait { session } => control::wait(&paths, &session),
         Command::Channel { session } => channel::run(&paths, session.as_deref()),
         Command::Ask {

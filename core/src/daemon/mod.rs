@@ -221,6 +221,13 @@ async fn serve(
         Some((socket, task))
     };
 
+    // The account pool: nothing listens or is read until `pool.json` says
+    // so (`pool add`, `pool on`). Not in a drain worker: it lives for seconds.
+    let pool = (!opts.drain).then(|| {
+        let events = Arc::new(ingest.own_events(paths.outbox()));
+        crate::pool::service::PoolService::start(paths, Some(events))
+    });
+
     // A drain worker has no terminal: stdout sinks wait for a daemon.
     let sinks = Arc::new(tokio::sync::Mutex::new(Manager::new(
         paths.clone(),
@@ -311,6 +318,9 @@ async fn serve(
     }
     refresher.abort();
     signals.abort();
+    if let Some(p) = pool {
+        p.stop();
+    }
     if let Some((socket, task)) = control {
         if let Some(t) = task {
             t.abort();

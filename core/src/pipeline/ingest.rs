@@ -183,6 +183,19 @@ impl Ingest {
         ));
     }
 
+    /// Where the daemon adds its own events of any tier to sessions (the
+    /// pool's `limits.observed`), in step with this ingest.
+    pub fn own_events(
+        &self,
+        outbox_path: std::path::PathBuf,
+    ) -> crate::pipeline::local::LocalEvents {
+        crate::pipeline::local::LocalEvents::new(
+            self.busy.clone(),
+            outbox_path,
+            self.machine.clone(),
+        )
+    }
+
     /// Where the daemon adds its own events to sessions (`turn.progress`),
     /// in step with this ingest; `None` unless turns are sent (tier 2).
     pub fn local_events(

@@ -89,6 +89,22 @@ impl Secrets {
         self.get(key).map(|_| Backend::Keychain)
     }
 
+    /// An exclusive lock beside the file, held while it is rewritten; `None`
+    /// where the folder cannot take one (the write goes on unlocked).
+    fn lock_file(&self) -> Option<std::fs::File> {
+        let path = self.file.with_extension("json.lock");
+        if let Some(dir) = path.parent() {
+            let _ = spool::files::create_private_dir(dir);
+        }
+        let mut open = std::fs::OpenOptions::new();
+        open.create(true).truncate(false).write(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+        let f = open.open(&path).ok()?;
+        f.lock().ok()?;
+        Some(f)
+    }
+
     /// The fallback file's secrets; a damaged file holds none that can be read.
     fn file_read(&self) -> BTreeMap<String, String> {
         file::load(&self.file).ok().flatten().unwrap_or_default()
@@ -98,6 +114,10 @@ impl Secrets {
         &self,
         change: impl FnOnce(&mut BTreeMap<String, String>),
     ) -> Result<(), FileError> {
+        // One writer at a time across processes (the daemon storing a
+        // rotated sign-in while `pool add` stores another): a read, change
+        // and write that interleaved would drop one of them.
+        let _held = self.lock_file();
         let mut m = self.file_read();
         change(&mut m);
         if m.is_empty() {

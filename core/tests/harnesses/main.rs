@@ -9,6 +9,7 @@ mod real_acp;
 mod real_ask;
 mod real_claude_code;
 mod real_claude_code_control;
+mod real_claude_code_pool;
 mod real_claude_code_runs;
 mod real_claude_code_terminal;
 mod real_claude_code_transcripts;

@@ -9,6 +9,7 @@
 //! (`HookInstall`); the mechanics are here.
 
 mod disk;
+pub mod env_keys;
 pub mod event_lists;
 pub mod format;
 pub mod hooks_json;

@@ -1,0 +1,365 @@
+//! The pool's side of the daemon: while the person has the pool on, the
+//! loopback listener (127.0.0.1 only, its token checked on every request);
+//! for every account added, its sign-in refreshed before it expires and its
+//! windows read from the usage endpoint while idle; and each session's
+//! `limits.observed` from the answers to its own requests.
+//!
+//! It owns the daemon's schedule for those: `pool.json` looked at every
+//! `LOOK` (so `pool on|off|add|remove|enable|disable` need no restart), a
+//! refresh within `REFRESH_AHEAD_MS` of expiry with the rotated sign-in stored
+//! before it is used (and before the old one is let go), usage at most every
+//! `usage::MIN_INTERVAL` per account and at once after it is added, enabled or
+//! refreshed. It must not write a harness's file (`pool on` does, at the
+//! person's command) nor keep or log a request, an answer or a credential.
+
+use super::store::{PoolFile, SecretsVault};
+use crate::pipeline::local::LocalEvents;
+use protocol::{EventData, LimitsObserved};
+use sessionpipe_pool::accounts::{AccountView, Pool, Vault};
+use sessionpipe_pool::limits::Observed;
+use sessionpipe_pool::oauth::{self, OAuthError};
+use sessionpipe_pool::proxy::{Observer, Proxy};
+use sessionpipe_pool::{endpoints, usage};
+use spool::StatePaths;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// The harness whose sessions the pool serves.
+const CLAUDE_CODE: &str = "claude-code";
+/// How often `pool.json` is looked at.
+const LOOK: Duration = Duration::from_secs(2);
+/// A sign-in this close to its expiry is refreshed.
+pub const REFRESH_AHEAD_MS: i64 = 5 * 60_000;
+/// Sessions whose last `limits.observed` is remembered (to send one only
+/// when something changed); past it the oldest half is forgotten.
+const REMEMBERED: usize = 4096;
+
+/// What the running daemon last heard of each account, for `pool status`
+/// and the UI (`pool-status.json`, 0600: ids, emails, windows and session
+/// ids, no credential).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Snapshot {
+    pub at_ms: i64,
+    pub accounts: Vec<AccountView>,
+}
+
+impl Snapshot {
+    pub fn path(paths: &StatePaths) -> std::path::PathBuf {
+        paths.root.join("pool-status.json")
+    }
+
+    pub fn load(paths: &StatePaths) -> Option<Snapshot> {
+        crate::state::file::load(&Snapshot::path(paths))
+            .ok()
+            .flatten()
+    }
+}
+
+/// The running pool: its accounts, shared with `/api/pool`.
+pub struct PoolService {
+    pub pool: Arc<Pool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl PoolService {
+    /// Starts watching `pool.json`. Nothing listens and nothing is read until
+    /// the file says so. `events` is where a session's limits go (none: they
+    /// are kept for `pool status` alone).
+    pub fn start(paths: &StatePaths, events: Option<Arc<LocalEvents>>) -> PoolService {
+        let pool = Arc::new(Pool::new());
+        let observer: Arc<dyn Observer> = Arc::new(SessionLimits::start(events));
+        let task = tokio::spawn(supervise(paths.clone(), pool.clone(), observer));
+        PoolService { pool, task }
+    }
+
+    pub fn stop(self) {
+        self.task.abort();
+    }
+}
+
+/// What the supervisor keeps between looks.
+struct Running {
+    seen: Option<PoolFile>,
+    listener: Option<(u16, tokio::sync::oneshot::Sender<()>)>,
+    /// When each account's usage was last read (ms).
+    usage_read: HashMap<String, i64>,
+    /// The accounts as `pool-status.json` last said them.
+    said: Option<Vec<AccountView>>,
+}
+
+async fn supervise(paths: StatePaths, pool: Arc<Pool>, observer: Arc<dyn Observer>) {
+    endpoints::warn_if_pointed_elsewhere("the account pool");
+    let client = sessionpipe_pool::proxy::client();
+    let vault = Arc::new(SecretsVault::new(&paths));
+    let mut running = Running {
+        seen: None,
+        listener: None,
+        usage_read: HashMap::new(),
+        said: None,
+    };
+    loop {
+        let file = {
+            let p = paths.clone();
+            crate::runtime::blocking(move || PoolFile::load(&p)).await
+        };
+        match file {
+            Ok(file) => {
+                if running.seen.as_ref() != Some(&file) {
+                    reconcile(
+                        &paths,
+                        &pool,
+                        &vault,
+                        &observer,
+                        &client,
+                        &mut running,
+                        file,
+                    )
+                    .await;
+                }
+                refresh_due(&pool, &vault, &client, &mut running).await;
+                read_usage(&pool, &client, &mut running).await;
+                say(&paths, &pool, &mut running).await;
+            }
+            Err(e) => tracing::warn!("pool: {e}"),
+        }
+        tokio::time::sleep(LOOK).await;
+    }
+}
+
+/// Writes `pool-status.json` when what it says changed (nothing is
+/// written for a pool nobody added an account to).
+async fn say(paths: &StatePaths, pool: &Arc<Pool>, running: &mut Running) {
+    let now = protocol::time::now_ms();
+    let views = pool.views(now);
+    if running.said.as_ref() == Some(&views) || (views.is_empty() && running.said.is_none()) {
+        return;
+    }
+    let snapshot = Snapshot {
+        at_ms: now,
+        accounts: views.clone(),
+    };
+    let path = Snapshot::path(paths);
+    match crate::runtime::blocking(move || crate::state::file::save(&path, &snapshot)).await {
+        Ok(()) => running.said = Some(views),
+        Err(e) => tracing::warn!("pool: {e}"),
+    }
+}
+
+/// Brings the accounts and the listener in line with `file`.
+async fn reconcile(
+    paths: &StatePaths,
+    pool: &Arc<Pool>,
+    vault: &Arc<SecretsVault>,
+    observer: &Arc<dyn Observer>,
+    client: &reqwest::Client,
+    running: &mut Running,
+    file: PoolFile,
+) {
+    let before = running.seen.take().unwrap_or_default();
+    let mut keep = Vec::new();
+    for account in &file.accounts {
+        let old = before.account(&account.id);
+        let changed = old != Some(account);
+        // A sign-in is read from the vault when the account is new or was
+        // added again (`--import` replaces it), never on every look.
+        let tokens = if changed || old.is_none() {
+            let (v, id) = (vault.clone(), account.id.clone());
+            match crate::runtime::blocking(move || v.load(&id)).await {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!("pool: {e}");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        if changed && account.enabled {
+            // Added or enabled: its usage is read at once.
+            running.usage_read.remove(&account.id);
+        }
+        keep.push((account.clone(), tokens));
+    }
+    pool.replace_all(keep);
+    running
+        .usage_read
+        .retain(|id, _| file.account(id).is_some());
+
+    let want = file.on.then_some(file.port).flatten();
+    let have = running.listener.as_ref().map(|(p, _)| *p);
+    if want != have {
+        if let Some((port, stop)) = running.listener.take() {
+            let _ = stop.send(());
+            tracing::info!("pool: the listener on 127.0.0.1:{port} stopped");
+        }
+        if let Some(port) = want {
+            let token = {
+                let v = vault.clone();
+                crate::runtime::blocking(move || v.listener_token()).await
+            };
+            match token {
+                Ok(token) => match listen(port, token, pool, observer, client).await {
+                    Ok(stop) => running.listener = Some((port, stop)),
+                    Err(e) => tracing::warn!(
+                        "pool: cannot listen on 127.0.0.1:{port}: {e} (Claude Code's requests \
+                         fail until it can; `sessionpipe pool off` puts its settings back)"
+                    ),
+                },
+                Err(e) => tracing::warn!("pool: {e}"),
+            }
+        }
+    }
+    let _ = paths;
+    running.seen = Some(file);
+}
+
+/// Serves the proxy on 127.0.0.1:`port` until the sender is used or dropped.
+async fn listen(
+    port: u16,
+    token: String,
+    pool: &Arc<Pool>,
+    observer: &Arc<dyn Observer>,
+    client: &reqwest::Client,
+) -> std::io::Result<tokio::sync::oneshot::Sender<()>> {
+    // Loopback only, whatever anyone asks: the pool is this person's.
+    let listener = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)).await?;
+    let proxy = Proxy::new(
+        token,
+        endpoints::api_base(),
+        client.clone(),
+        pool.clone(),
+        observer.clone(),
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(sessionpipe_listener::serve(
+        listener,
+        proxy.router(),
+        sessionpipe_listener::Limits::POOL,
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    tracing::info!("pool: listening on 127.0.0.1:{port}");
+    Ok(stop)
+}
+
+/// Refreshes each account within `REFRESH_AHEAD_MS` of its expiry. The new
+/// sign-in is stored first; only then does the pool use it. A refresh that
+/// fails leaves the old token in use until it expires, and says so.
+async fn refresh_due(
+    pool: &Arc<Pool>,
+    vault: &Arc<SecretsVault>,
+    client: &reqwest::Client,
+    running: &mut Running,
+) {
+    let now = protocol::time::now_ms();
+    for (id, tokens) in pool.tokens() {
+        if tokens.expires_at_ms - now > REFRESH_AHEAD_MS {
+            continue;
+        }
+        match oauth::refresh(client, &tokens.refresh).await {
+            Ok(fresh) => {
+                let (v, i, t) = (vault.clone(), id.clone(), fresh.clone());
+                match crate::runtime::blocking(move || v.store(&i, &t)).await {
+                    Ok(()) => {
+                        pool.set_tokens(&id, fresh);
+                        running.usage_read.remove(&id);
+                        tracing::info!("pool: {id}'s sign-in refreshed");
+                    }
+                    Err(e) => {
+                        // Not stored, not used: the old one works until it
+                        // expires, and the next look tries again.
+                        tracing::warn!("pool: {id}'s refreshed sign-in was not stored: {e}");
+                        pool.refresh_failed(&id, format!("not stored: {e}"), false);
+                    }
+                }
+            }
+            Err(e) => {
+                let again = matches!(e, OAuthError::SignInAgain { .. });
+                tracing::warn!("pool: refreshing {id}'s sign-in failed: {e}");
+                pool.refresh_failed(&id, e.to_string(), again);
+            }
+        }
+    }
+}
+
+/// Reads idle accounts' windows from the usage endpoint, at most every
+/// `usage::MIN_INTERVAL` each.
+async fn read_usage(pool: &Arc<Pool>, client: &reqwest::Client, running: &mut Running) {
+    let now = protocol::time::now_ms();
+    let every = usage::MIN_INTERVAL.as_millis() as i64;
+    for (id, tokens) in pool.tokens() {
+        if tokens.expires_at_ms <= now
+            || running
+                .usage_read
+                .get(&id)
+                .is_some_and(|at| now - at < every)
+        {
+            continue;
+        }
+        running.usage_read.insert(id.clone(), now);
+        match usage::read(client, &tokens.access).await {
+            Ok(windows) => pool.observe_usage(&id, windows),
+            Err(e) => tracing::debug!("pool: {id}'s usage was not read: {e}"),
+        }
+    }
+}
+
+/// The observer the proxy is handed: each session's limits, when they
+/// changed, become a `limits.observed` on it, written off the request's task.
+struct SessionLimits {
+    tx: Option<mpsc::Sender<(String, LimitsObserved)>>,
+}
+
+impl SessionLimits {
+    fn start(events: Option<Arc<LocalEvents>>) -> SessionLimits {
+        let Some(events) = events else {
+            return SessionLimits { tx: None };
+        };
+        let (tx, rx) = mpsc::channel::<(String, LimitsObserved)>();
+        let spawned = std::thread::Builder::new()
+            .name("pool-limits".into())
+            .spawn(move || {
+                let mut last: HashMap<String, LimitsObserved> = HashMap::new();
+                for (session, limits) in rx {
+                    if last.get(&session) == Some(&limits) {
+                        continue;
+                    }
+                    let event = EventData::LimitsObserved(limits.clone());
+                    match events.append(CLAUDE_CODE, &session, vec![event]) {
+                        Ok(true) => {}
+                        // A session its hooks did not start gets none.
+                        Ok(false) => continue,
+                        Err(e) => {
+                            tracing::warn!("pool: a session's limits were not written: {e}");
+                            continue;
+                        }
+                    }
+                    if last.len() >= REMEMBERED {
+                        let drop: Vec<String> = last.keys().take(REMEMBERED / 2).cloned().collect();
+                        for k in drop {
+                            last.remove(&k);
+                        }
+                    }
+                    last.insert(session, limits);
+                }
+            });
+        match spawned {
+            Ok(_) => SessionLimits { tx: Some(tx) },
+            Err(e) => {
+                tracing::warn!("pool: the limits writer did not start: {e}");
+                SessionLimits { tx: None }
+            }
+        }
+    }
+}
+
+impl Observer for SessionLimits {
+    fn observed(&self, session: Option<&str>, account_id: &str, observed: &Observed) {
+        if let (Some(tx), Some(session)) = (&self.tx, session) {
+            let _ = tx.send((session.to_string(), observed.event(account_id)));
+        }
+    }
+}
