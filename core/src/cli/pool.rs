@@ -15,10 +15,13 @@ use std::process::ExitCode;
 #[derive(Subcommand)]
 pub enum PoolAction {
     /// Add an account: `--import` copies Claude Code's own sign-in (it stays
-    /// where it is).
+    /// where it is); `--login` signs one in (open the link, paste the
+    /// `code#state` the page shows).
     Add {
-        #[arg(long, required = true)]
+        #[arg(long, conflicts_with = "login", required_unless_present = "login")]
         import: bool,
+        #[arg(long)]
+        login: bool,
         /// Only this config dir (default: every one with a sign-in).
         #[arg(long, value_name = "DIR")]
         config_dir: Option<PathBuf>,
@@ -54,10 +57,21 @@ pub fn run(paths: &StatePaths, action: PoolAction) -> anyhow::Result<ExitCode> {
     match action {
         PoolAction::Add {
             import: _,
+            login,
             config_dir,
             json,
         } => {
-            let added = pool::add_import(paths, &host()?, config_dir.as_deref())?;
+            let added = if login {
+                vec![pool::add_login(paths, |url| {
+                    eprintln!("Open this link, sign in, and paste the code it shows (code#state):");
+                    eprintln!("{url}");
+                    let mut line = String::new();
+                    std::io::stdin().read_line(&mut line)?;
+                    Ok(line)
+                })?]
+            } else {
+                pool::add_import(paths, &host()?, config_dir.as_deref())?
+            };
             if json {
                 outln!("{}", serde_json::json!({ "added": added }));
             } else {
@@ -70,7 +84,7 @@ pub fn run(paths: &StatePaths, action: PoolAction) -> anyhow::Result<ExitCode> {
                             .as_deref()
                             .map(|e| format!(" ({e})"))
                             .unwrap_or_default(),
-                        a.from.as_deref().unwrap_or("?")
+                        a.from.as_deref().unwrap_or("a sign-in")
                     );
                 }
             }

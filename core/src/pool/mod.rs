@@ -32,6 +32,10 @@ pub enum PoolError {
     SignIn(#[from] SignInError),
     #[error("cannot make the state dir: {0}")]
     StateDir(std::io::Error),
+    #[error(transparent)]
+    OAuth(#[from] sessionpipe_pool::oauth::OAuthError),
+    #[error("cannot read the pasted code: {0}")]
+    Paste(std::io::Error),
     #[error("no Claude Code config dir with a sign-in was found")]
     NothingToImport,
     #[error("{0} has no account id in its .claude.json (sign in with `claude` first)")]
@@ -127,6 +131,40 @@ pub fn add_import(
     file.save(paths)?;
     tracing::info!("pool: {} account(s) added by import", added.len());
     Ok(added)
+}
+
+/// `pool add --login`: signs an account in the way Claude Code does. The
+/// person opens `login.url`, signs in, and pastes the `code#state` the
+/// callback page shows; `paste` gets them the URL and returns what they
+/// pasted. The sign-in goes to the secrets store, the account to the list.
+pub fn add_login(
+    paths: &StatePaths,
+    paste: impl FnOnce(&str) -> std::io::Result<String>,
+) -> Result<Added, PoolError> {
+    paths.ensure().map_err(PoolError::StateDir)?;
+    let login = sessionpipe_pool::oauth::Login::start();
+    let pasted = paste(&login.url).map_err(PoolError::Paste)?;
+    let client = sessionpipe_pool::oauth::client();
+    let (tokens, profile) = crate::runtime::block_on(login.finish(&client, pasted.trim()))?;
+    let vault = SecretsVault::new(paths);
+    vault.store(&profile.account_id, &tokens)?;
+    let mut file = PoolFile::load(paths)?;
+    let again = file.account(&profile.account_id).is_some();
+    if !again {
+        file.accounts.push(Account {
+            id: profile.account_id.clone(),
+            email: profile.email.clone(),
+            enabled: true,
+        });
+        file.save(paths)?;
+    }
+    tracing::info!("pool: an account added by sign-in");
+    Ok(Added {
+        id: profile.account_id,
+        email: profile.email,
+        from: None,
+        again,
+    })
 }
 
 /// `$CLAUDE_CONFIG_DIR` as set when it names `dir` (the keychain item of a

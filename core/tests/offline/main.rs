@@ -32,6 +32,7 @@ mod install_opencode;
 mod install_persons_files;
 mod keychain;
 mod outbox_schema;
+mod pool;
 mod remote_titles;
 mod secrets_at_rest;
 mod sinks_file;

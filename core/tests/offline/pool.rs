@@ -1,0 +1,278 @@
+//! The account pool through the real CLI and daemon, without a harness:
+//! `pool on` refused while nothing could answer Claude Code's requests (no
+//! account, no daemon); the listener on loopback only, refusing a request
+//! without its token and forwarding one with it to the API
+//! (`SESSIONPIPE_ANTHROPIC_API`, a loopback server here) with the account's
+//! bearer; `pool off` closes it and gives the settings back byte for byte;
+//! and `pool add --login` against a loopback sign-in server.
+
+use serde_json::{Value, json};
+use sessionpipe_testkit::Sandbox;
+use sessionpipe_testkit::http::{HttpServer, Response};
+use sessionpipe_testkit::sandbox::bin;
+use std::io::{BufRead, Write};
+use std::process::Output;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const ACCESS: &str = "sk-ant-oat01-poolFAKEaccess0123456789";
+const SETTINGS: &str = "{\n\t\"model\": \"opus\"\r\n}";
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// `~/.claude` signed in as `acct-1`.
+fn signed_in(sb: &Sandbox) {
+    let dir = sb.home.join(".claude");
+    std::fs::create_dir_all(&dir).unwrap();
+    let creds = json!({"claudeAiOauth": {"accessToken": ACCESS, "refreshToken": "rt-fake", "expiresAt": now_ms() + 86_400_000}});
+    std::fs::write(dir.join(".credentials.json"), creds.to_string()).unwrap();
+    std::fs::write(dir.join("settings.json"), SETTINGS).unwrap();
+    let account =
+        json!({"oauthAccount": {"accountUuid": "acct-1", "emailAddress": "one@example.com"}});
+    std::fs::write(sb.home.join(".claude.json"), account.to_string()).unwrap();
+}
+
+fn said(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn listener(sb: &Sandbox) -> (String, String) {
+    let v: Value =
+        serde_json::from_slice(&std::fs::read(sb.home.join(".claude/settings.json")).unwrap())
+            .unwrap();
+    (
+        v["env"]["ANTHROPIC_BASE_URL"].as_str().unwrap().to_string(),
+        v["env"]["ANTHROPIC_AUTH_TOKEN"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+    )
+}
+
+fn wait(what: &str, done: impl Fn() -> bool) {
+    let until = Instant::now() + Duration::from_secs(15);
+    while !done() {
+        assert!(Instant::now() < until, "{what} not within 15 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn pool_on_is_refused_while_nothing_could_answer_claude_code() {
+    let sb = Sandbox::new();
+    signed_in(&sb);
+    let o = sb.sessionpipe(&["pool", "on"]);
+    assert_eq!(o.status.code(), Some(1), "{}", said(&o));
+    assert!(
+        said(&o).contains("no account is in the pool"),
+        "{}",
+        said(&o)
+    );
+    let o = sb.sessionpipe(&["pool", "add", "--import"]);
+    assert!(o.status.success(), "{}", said(&o));
+    assert!(
+        said(&o).contains("added acct-1 (one@example.com) from ~/.claude"),
+        "{}",
+        said(&o)
+    );
+    assert!(!said(&o).contains(ACCESS));
+    let o = sb.sessionpipe(&["pool", "on"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(said(&o).contains("no daemon runs"), "{}", said(&o));
+    assert_eq!(
+        std::fs::read_to_string(sb.home.join(".claude/settings.json")).unwrap(),
+        SETTINGS
+    );
+    // What is kept names the account, never its sign-in.
+    let kept = std::fs::read_to_string(sb.root().join("state/pool.json")).unwrap_or_default()
+        + &std::fs::read_to_string(sb.root().join("state/pool-status.json")).unwrap_or_default();
+    assert!(
+        !kept.contains(ACCESS) && !kept.contains("rt-fake"),
+        "{kept}"
+    );
+    let o = sb.sessionpipe(&["pool", "status", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["on"], false);
+    assert_eq!(v["accounts"][0]["id"], "acct-1");
+    assert_eq!(v["accounts"][0]["status"], "unknown");
+    let o = sb.sessionpipe(&["pool", "disable", "one@example.com"]);
+    assert!(o.status.success(), "{}", said(&o));
+    let o = sb.sessionpipe(&["pool", "remove", "nobody"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        said(&o).contains("no account in the pool is \"nobody\""),
+        "{}",
+        said(&o)
+    );
+}
+
+#[test]
+fn the_listener_is_loopbacks_own_and_takes_only_its_token() {
+    let api = HttpServer::start(|req| {
+        let auth = req.header("authorization").unwrap_or("").to_string();
+        Response::json(200, &json!({"bearer": auth}))
+            .with_header("anthropic-ratelimit-unified-status", "allowed")
+    })
+    .unwrap();
+    let sb = Sandbox::new();
+    signed_in(&sb);
+    assert!(
+        sb.sessionpipe(&["pool", "add", "--import"])
+            .status
+            .success()
+    );
+    let _daemon = sb.start_daemon_with(&[(
+        "SESSIONPIPE_ANTHROPIC_API",
+        std::ffi::OsStr::new(&api.base_url()),
+    )]);
+    let o = sb.sessionpipe(&["pool", "on"]);
+    assert!(o.status.success(), "{}", said(&o));
+    assert!(
+        said(&o).contains("~/.claude/settings.json: on"),
+        "{}",
+        said(&o)
+    );
+    let (url, token) = listener(&sb);
+    let addr = url.trim_start_matches("http://").to_string();
+    wait("the listener", || {
+        std::net::TcpStream::connect(&addr).is_ok()
+    });
+
+    let c = reqwest::blocking::Client::new();
+    let r = c
+        .post(format!("{url}/v1/messages"))
+        .body("{}")
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = c
+        .post(format!("{url}/v1/messages"))
+        .bearer_auth("not-it")
+        .body("{}")
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    // (The daemon's own read of the account's usage goes to the same server.)
+    let paths: Vec<String> = api
+        .requests()
+        .iter()
+        .map(|r| r.path().to_string())
+        .collect();
+    assert!(
+        paths.iter().all(|p| p == "/api/oauth/usage"),
+        "nothing without the token went up: {paths:?}"
+    );
+    let r = c
+        .post(format!("{url}/v1/messages"))
+        .bearer_auth(&token)
+        .body("{}")
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().unwrap();
+    assert_eq!(v["bearer"], format!("Bearer {ACCESS}"));
+
+    // Nothing listens on the machine's other addresses.
+    let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    for ip in other_addresses() {
+        assert!(
+            std::net::TcpStream::connect_timeout(&(ip, port).into(), Duration::from_millis(500))
+                .is_err(),
+            "the pool answers on {ip}"
+        );
+    }
+
+    let o = sb.sessionpipe(&["pool", "off"]);
+    assert!(o.status.success(), "{}", said(&o));
+    assert_eq!(
+        std::fs::read_to_string(sb.home.join(".claude/settings.json")).unwrap(),
+        SETTINGS
+    );
+    wait("the listener to close", || {
+        std::net::TcpStream::connect(&addr).is_err()
+    });
+}
+
+/// The machine's non-loopback IPv4 addresses (from `hostname -I`).
+fn other_addresses() -> Vec<std::net::IpAddr> {
+    let out = std::process::Command::new("hostname").arg("-I").output();
+    let Ok(out) = out else { return Vec::new() };
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|a| a.parse::<std::net::IpAddr>().ok())
+        .filter(|a| a.is_ipv4() && !a.is_loopback())
+        .collect()
+}
+
+#[test]
+fn an_account_signs_in_with_the_code_the_page_shows() {
+    let oauth = HttpServer::start(|req| match req.path() {
+        "/v1/oauth/token" => Response::json(
+            200,
+            &json!({
+                "access_token": "at-login", "refresh_token": "rt-login", "expires_in": 28800,
+                "account": {"uuid": "acct-login", "email_address": "login@example.com"},
+            }),
+        ),
+        "/api/oauth/profile" => Response::json(
+            200,
+            &json!({"account": {"uuid": "acct-login", "email": "login@example.com"}}),
+        ),
+        _ => Response::json(404, &json!({})),
+    })
+    .unwrap();
+    let sb = Sandbox::new();
+    let mut child = sb
+        .command(bin("sessionpipe"))
+        .args(["pool", "add", "--login"])
+        .env("SESSIONPIPE_CLAUDE_OAUTH", oauth.base_url())
+        .env("SESSIONPIPE_ANTHROPIC_API", oauth.base_url())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut url = String::new();
+    while !url.starts_with("https://") {
+        url.clear();
+        assert!(
+            err.read_line(&mut url).unwrap() > 0,
+            "no sign-in link was printed"
+        );
+    }
+    let url = url::Url::parse(url.trim()).unwrap();
+    assert_eq!(url.host_str(), Some("claude.com"));
+    let state = url
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .unwrap()
+        .1
+        .to_string();
+    writeln!(child.stdin.take().unwrap(), "the-code#{state}").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("added acct-login (login@example.com)"));
+    let exchange = oauth
+        .requests()
+        .into_iter()
+        .find(|r| r.path() == "/v1/oauth/token")
+        .unwrap();
+    assert_eq!(exchange.json().unwrap()["code"], "the-code");
+    let o = sb.sessionpipe(&["pool", "status", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["accounts"][0]["id"], "acct-login");
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("at-login"));
+}
