@@ -29,6 +29,8 @@ pub enum PoolError {
     #[error(transparent)]
     Vault(#[from] VaultError),
     #[error(transparent)]
+    Ledger(#[from] harness::install::LedgerError),
+    #[error(transparent)]
     SignIn(#[from] SignInError),
     #[error("cannot make the state dir: {0}")]
     StateDir(std::io::Error),

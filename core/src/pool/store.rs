@@ -28,20 +28,9 @@ pub struct PoolFile {
     pub on: bool,
     /// The listener's port, fixed at the first `pool on` (the settings name it).
     pub port: Option<u16>,
-    /// The settings files `pool on` wrote (what `off` undoes).
-    pub settings: Vec<SettingsWritten>,
+    /// The settings files `pool on` wrote to (what `off` undoes).
+    pub settings: Vec<String>,
     pub accounts: Vec<Account>,
-}
-
-/// One settings file `pool on` wrote, and what was ours in it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct SettingsWritten {
-    pub path: String,
-    /// There was no file: `off` removes it when nothing else is in it.
-    pub created: bool,
-    /// There was no `env`: `off` removes it when nothing else is in it.
-    pub added_env: bool,
 }
 
 impl PoolFile {

@@ -4,17 +4,19 @@
 //! listener's own random token, never an account's) and
 //! `_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL=1`.
 //!
-//! It owns which files get them, and remembering in `pool.json` what it
-//! wrote so `off` takes out exactly that (an `env` it added, a file it made)
-//! and leaves the bytes as they were. The writing itself is the installer's
-//! (`harness::install::env_keys`: indent and line endings kept, non-plain
-//! JSON skipped, never over a value the person set). It must not start or
-//! stop the listener: the daemon follows `pool.json`.
+//! It owns which files get them (every config dir's, and for `off` also
+//! every file `on` wrote, named in `pool.json`). The writing is the
+//! installer's (`harness::install::env_keys::EnvWriter`): the original kept
+//! in its ledger before our first write, indent and line endings kept,
+//! non-plain JSON skipped, never over a key the person had; `off` takes out
+//! only keys that were not in the original and gives its bytes back when
+//! nobody wrote the file since. It must not start or stop the listener: the
+//! daemon follows `pool.json`.
 
 use super::PoolError;
-use super::store::{PoolFile, SecretsVault, SettingsWritten};
+use super::store::{PoolFile, SecretsVault};
 use harness::install::Host;
-use harness::install::env_keys::{self, EnvChange};
+use harness::install::env_keys::{EnvChange, EnvWriter};
 use spool::StatePaths;
 use std::path::PathBuf;
 
@@ -53,26 +55,25 @@ pub fn on(paths: &StatePaths, host: &Host) -> Result<Vec<Switched>, PoolError> {
         (AUTH_TOKEN, token.as_str()),
         (FIRST_PARTY, "1"),
     ];
-    let ours = [url.as_str(), token.as_str(), "1"];
-    // `on` before `off` holds: the port is kept first, so a crash between
-    // two files leaves every written one named in `pool.json`.
+    let mut writer = EnvWriter::load(&paths.root)?;
+    // On, and every file named, before any is written: a crash between two
+    // files leaves each written one named in `pool.json` for `off`.
     file.port = Some(port);
     file.on = true;
+    let dirs = adapters::claude_code::config_dirs(host);
+    for dir in &dirs {
+        let key = dir.join("settings.json").display().to_string();
+        if !file.settings.contains(&key) {
+            file.settings.push(key);
+        }
+    }
     file.save(paths)?;
     let mut said = Vec::new();
-    for dir in adapters::claude_code::config_dirs(host) {
+    for dir in dirs {
         let path = dir.join("settings.json");
-        let had_env = read_json(&path).is_some_and(|v| v.get("env").is_some());
-        let outcome = match env_keys::set_env(&path, &keys, &ours) {
-            Ok(EnvChange::Written { created }) => {
-                remember(&mut file, &path, created, !had_env);
-                file.save(paths)?;
-                "on".to_string()
-            }
-            Ok(_) => {
-                remember(&mut file, &path, false, false);
-                "current".to_string()
-            }
+        let outcome = match writer.set(&path, &keys) {
+            Ok(EnvChange::Written { .. }) => "on".to_string(),
+            Ok(_) => "current".to_string(),
             Err(skip) => format!("skipped: {skip}"),
         };
         said.push(Switched {
@@ -80,7 +81,7 @@ pub fn on(paths: &StatePaths, host: &Host) -> Result<Vec<Switched>, PoolError> {
             outcome,
         });
     }
-    file.save(paths)?;
+    writer.save()?;
     tracing::info!("pool turned on (127.0.0.1:{port})");
     Ok(said)
 }
@@ -88,55 +89,32 @@ pub fn on(paths: &StatePaths, host: &Host) -> Result<Vec<Switched>, PoolError> {
 /// `pool off`: every file `on` wrote gets our keys taken out.
 pub fn off(paths: &StatePaths, host: &Host) -> Result<Vec<Switched>, PoolError> {
     let mut file = PoolFile::load(paths)?;
-    let token = SecretsVault::new(paths).listener_token()?;
-    let url = file.port.map(|p| format!("http://127.0.0.1:{p}"));
-    let mut ours = vec![token.as_str(), "1"];
-    if let Some(u) = &url {
-        ours.push(u);
-    }
     // Off first: the daemon stops listening even if a file cannot be edited.
     file.on = false;
     file.save(paths)?;
+    let mut writer = EnvWriter::load(&paths.root)?;
     let mut said = Vec::new();
     let mut kept = Vec::new();
-    for w in std::mem::take(&mut file.settings) {
-        let path = PathBuf::from(&w.path);
-        let outcome = match env_keys::remove_env(&path, &NAMES, &ours, w.added_env, w.created) {
+    for key in std::mem::take(&mut file.settings) {
+        let outcome = match writer.remove(&PathBuf::from(&key), &NAMES) {
             Ok(EnvChange::Removed) => "off".to_string(),
             Ok(_) => "absent".to_string(),
             Err(skip) => {
-                kept.push(w.clone());
+                kept.push(key.clone());
                 format!("skipped: {skip}")
             }
         };
         said.push(Switched {
-            file: spool::paths::tilde(&w.path, Some(&host.home)),
+            file: spool::paths::tilde(&key, Some(&host.home)),
             outcome,
         });
     }
+    writer.save()?;
     // What could not be undone stays named, for the next `off`.
     file.settings = kept;
     file.save(paths)?;
     tracing::info!("pool turned off");
     Ok(said)
-}
-
-fn remember(file: &mut PoolFile, path: &std::path::Path, created: bool, added_env: bool) {
-    let key = path.display().to_string();
-    match file.settings.iter_mut().find(|w| w.path == key) {
-        // Written again (a new token): what it was before our first write
-        // still decides what `off` removes.
-        Some(_) => {}
-        None => file.settings.push(SettingsWritten {
-            path: key,
-            created,
-            added_env,
-        }),
-    }
-}
-
-fn read_json(path: &std::path::Path) -> Option<serde_json::Value> {
-    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
 /// A port nobody on loopback uses now (the listener keeps it from then on).
