@@ -7,6 +7,12 @@
 //! remembers they are done: never lost, never appended twice. A job that cannot be
 //! read is quarantined with its reason and never retried. This module does not
 //! deliver or filter; it is the only writer of the outbox's events.
+//!
+//! It never waits on the network. A call that makes a remote-titles ask due
+//! is put back as it was found and its session handed, still taken, to the
+//! titles worker (`title_worker`); the call is taken again once the answer is
+//! in, so it is appended once, in order, under the name, while every other
+//! session's calls go on.
 
 use crate::pipeline::append::append_events;
 use crate::pipeline::holds::{Busy, HoldTask, HoldWorker, SessionKey};
@@ -14,6 +20,7 @@ use crate::pipeline::names::{self, Names};
 use crate::pipeline::outbox::{Outbox, OutboxError, OutboxTx};
 use crate::pipeline::reading::{self, LivePaths, Reads, Turns};
 use crate::pipeline::session::SessionRecord;
+use crate::pipeline::title_worker::{TitleTask, TitleWorker};
 use crate::pipeline::titles::{self, RemoteTitles};
 use crate::state::machine_name::MachineName;
 use harness::Mapped;
@@ -26,6 +33,11 @@ use std::sync::Arc;
 /// Jobs per transaction: large enough to amortise a commit's fsync under a hook
 /// storm, small enough that one batch stays a few milliseconds.
 const BATCH: usize = 1024;
+
+/// How often a drain with nothing else to do looks at the spool again while
+/// a remote-titles ask it handed over runs (a given-back session wakes it
+/// sooner).
+const ASK_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 pub struct Ingest {
     outbox: Outbox,
@@ -49,6 +61,9 @@ pub struct Ingest {
     stop: Option<Arc<std::sync::atomic::AtomicBool>>,
     /// Remote titles' asker (the daemon's; none asks nothing).
     titles: Option<Arc<dyn RemoteTitles>>,
+    /// Where its live asks run (started with it; none asks nothing, and a
+    /// name already heard still applies).
+    asks: Option<TitleWorker>,
 }
 
 /// Why a drain stopped: the spool cannot be listed, or the outbox not written.
@@ -128,6 +143,9 @@ enum Taken {
     ),
     /// Its session is taken: the job waits in the spool.
     Deferred(SessionKey),
+    /// It made a remote-titles ask due: put back as it was, it waits in the
+    /// spool while its session, still taken, goes to the titles worker.
+    Asking(TitleTask),
 }
 
 impl Ingest {
@@ -146,13 +164,23 @@ impl Ingest {
             on_seen: None,
             stop: None,
             titles: None,
+            asks: None,
         }
     }
 
     /// Asks a harness's service for session names through `titles` (which
-    /// says itself whether the person turned it on).
+    /// says itself whether the person turned it on), on a worker of its own.
     pub fn ask_titles(&mut self, titles: Arc<dyn RemoteTitles>) {
         self.titles = Some(titles);
+        if self.asks.is_none() {
+            match TitleWorker::start(self.busy.clone()) {
+                Ok(w) => self.asks = Some(w),
+                Err(e) => tracing::warn!(
+                    "remote titles: the titles worker did not start ({e}); names already heard \
+                     still apply, none is asked"
+                ),
+            }
+        }
     }
 
     /// Calls `ring` after each commit that appended events (the sinks wait on it).
@@ -211,9 +239,14 @@ impl Ingest {
         })
     }
 
-    /// True when no session is taken and no held turn waits.
+    /// True when no session is taken, no held turn waits and no title ask runs.
     pub fn idle(&self) -> bool {
-        self.busy.is_idle() && self.holds.as_ref().is_none_or(HoldWorker::idle)
+        self.busy.is_idle() && self.holds.as_ref().is_none_or(HoldWorker::idle) && !self.asking()
+    }
+
+    /// True while a remote-titles ask this ingest handed over runs.
+    fn asking(&self) -> bool {
+        self.asks.as_ref().is_some_and(TitleWorker::asking)
     }
 
     /// Stops a drain between two batches once `flag` is set (the daemon's
@@ -234,14 +267,17 @@ impl Ingest {
     }
 
     /// Takes every job in the spool, batch by batch, until none is left or every
-    /// job left waits for its session.
+    /// job left waits for its session. A job waiting for its session's title
+    /// ask is waited for (the ask is bounded), looking at the spool again
+    /// meanwhile, so a drain never leaves a call behind for a wake that may
+    /// not come, and other sessions' calls still go in while it waits.
     pub fn drain(&mut self) -> Result<DrainReport, IngestError> {
         let mut report = DrainReport::default();
         loop {
             // One listing per pass: a storm leaves thousands of files, and each
             // listing reads them all.
             let names = self.spool.pending(usize::MAX).map_err(IngestError::Spool)?;
-            if names.is_empty() {
+            if names.is_empty() && !self.asking() {
                 return Ok(report);
             }
             // Sessions deferred early in the pass stay deferred to its end, so
@@ -259,7 +295,10 @@ impl Ingest {
                 self.finish(outcomes, &mut report);
             }
             if !progressed {
-                return Ok(report);
+                if !self.asking() || self.stopping() {
+                    return Ok(report);
+                }
+                self.busy.wait(ASK_POLL);
             }
         }
     }
@@ -306,11 +345,13 @@ impl Ingest {
                 titles: self.titles.as_deref(),
             },
             busy: &self.busy,
+            asks: self.asks.as_ref(),
         };
         let mut taken: HashSet<SessionKey> = HashSet::new();
         // Each session's record is read once per batch and written at its end.
         let mut records: HashMap<SessionKey, SessionRecord> = HashMap::new();
         let mut holds: Vec<HoldTask> = Vec::new();
+        let mut asks: Vec<TitleTask> = Vec::new();
         let mut outcomes = Vec::with_capacity(names.len());
         let mut waiting = 0;
         let mut seen = Vec::new();
@@ -326,9 +367,12 @@ impl Ingest {
                     &job,
                     &ctx,
                     &mut self.names,
-                    &mut taken,
-                    deferred,
-                    &mut records,
+                    Sessions {
+                        taken: &mut taken,
+                        deferred,
+                        records: &mut records,
+                        holds: &holds,
+                    },
                 )?,
                 Err(why) => Taken::Done(Outcome::Quarantined(why.to_string()), None, None),
             };
@@ -336,6 +380,11 @@ impl Ingest {
                 Taken::Deferred(key) => {
                     waiting += 1;
                     deferred.insert(key);
+                }
+                Taken::Asking(task) => {
+                    waiting += 1;
+                    deferred.insert(task.key.clone());
+                    asks.push(task);
                 }
                 Taken::Done(outcome, session, seen_now) => {
                     seen.extend(seen_now.map(|s| *s));
@@ -353,9 +402,11 @@ impl Ingest {
         }
         let committed = tx.commit();
         // Sessions go back once their events are committed; a held turn's session
-        // stays taken and goes to the hold worker.
+        // stays taken and goes to the hold worker, an asked one to the titles
+        // worker (neither when the commit failed: the jobs are all retried).
         for key in &taken {
-            if !(committed.is_ok() && holds.iter().any(|h| &h.key == key)) {
+            let handed = holds.iter().any(|h| &h.key == key) || asks.iter().any(|a| &a.key == key);
+            if !(committed.is_ok() && handed) {
                 self.busy.give_back(key);
             }
         }
@@ -378,6 +429,12 @@ impl Ingest {
                 None => self.busy.give_back(&hold.key),
             }
         }
+        for ask in asks {
+            match &self.asks {
+                Some(w) => w.submit(ask),
+                None => self.busy.give_back(&ask.key),
+            }
+        }
         Ok((outcomes, waiting))
     }
 
@@ -390,6 +447,20 @@ struct Ctx<'a> {
     machine: &'a str,
     reads: Reads<'a>,
     busy: &'a Busy,
+    /// Where a due title ask goes; none asks nothing.
+    asks: Option<&'a TitleWorker>,
+}
+
+/// What a batch knows of its sessions when it takes its next job.
+struct Sessions<'a> {
+    /// Taken by this batch.
+    taken: &'a mut HashSet<SessionKey>,
+    /// Deferred in this pass: their later jobs wait too.
+    deferred: &'a HashSet<SessionKey>,
+    /// Read in this batch, saved at its end.
+    records: &'a mut HashMap<SessionKey, SessionRecord>,
+    /// Held turns of this batch (their sessions go to the hold worker).
+    holds: &'a [HoldTask],
 }
 
 /// Maps one job and appends its events inside `tx`, unless its session is taken.
@@ -398,10 +469,14 @@ fn ingest_job(
     job: &Job,
     ctx: &Ctx<'_>,
     names: &mut Names,
-    taken: &mut HashSet<SessionKey>,
-    deferred: &HashSet<SessionKey>,
-    records: &mut HashMap<SessionKey, SessionRecord>,
+    sessions: Sessions<'_>,
 ) -> Result<Taken, OutboxError> {
+    let Sessions {
+        taken,
+        deferred,
+        records,
+        holds,
+    } = sessions;
     let Some(adapter) = adapters::lookup(&job.harness) else {
         let why = format!("no adapter for harness {:?}", job.harness);
         return Ok(Taken::Done(Outcome::Quarantined(why), None, None));
@@ -437,12 +512,28 @@ fn ingest_job(
     }
     taken.insert(key.clone());
 
+    // Not read yet in this batch: putting the call back is forgetting the
+    // record again (a session's first call must not leave a record behind).
+    let fresh = !records.contains_key(&key);
     let record = match records.entry(key.clone()) {
         std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
         std::collections::hash_map::Entry::Vacant(e) => {
             e.insert(tx.load_session(adapter.name(), &key.1)?)
         }
     };
+    // The answer to the ask this call made (it is being taken again), kept
+    // before anything of the call, which then finds no ask due.
+    if let Some(heard) = ctx.asks.and_then(|w| w.take(&key)) {
+        titles::heard(record, heard);
+    }
+    // Whether this call may make an ask due: it must be able to wait in the
+    // spool for the answer (a worker to ask, the record as it was found to
+    // put back, and no held turn of this batch that has the session already).
+    let can_ask = ctx.asks.is_some()
+        && ctx.reads.titles.is_some()
+        && !only_tools(&mapping.events)
+        && !holds.iter().any(|h| h.key == key);
+    let before_call = (can_ask && !fresh).then(|| record.clone());
     names::bind(record, &key.1, native, var);
     let mut events = mapping.events;
     adapter.remember(job, &mut events, &mut record.memo);
@@ -453,10 +544,7 @@ fn ingest_job(
     if mapping.harness_version.is_some() {
         record.version = mapping.harness_version;
     }
-    let tool_event = !events.is_empty()
-        && events
-            .iter()
-            .all(|e| matches!(e, EventData::ToolStarted(_) | EventData::ToolEnded(_)));
+    let tool_event = only_tools(&events);
     let files = adapter.files(job);
     // Reading a harness's files: a panic there costs this call its reads (the
     // record as it was before them), never the call's own events.
@@ -464,12 +552,15 @@ fn ingest_job(
     let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let around =
             reading::around_call(adapter, job, &files, tool_event, record, &ctx.reads, &key.1);
-        if !tool_event {
-            titles::around_call(ctx.reads.titles, adapter.name(), job, &files, record);
-        }
-        around
+        let ask = if tool_event {
+            None
+        } else {
+            let titles = ctx.reads.titles;
+            titles::around_call(titles, adapter.name(), job, &files, record, can_ask)
+        };
+        (around, ask)
     }));
-    let around = read.unwrap_or_else(|panic| {
+    let (around, ask) = read.unwrap_or_else(|panic| {
         tracing::warn!(
             "reading {}'s files for {} failed: {}",
             adapter.name(),
@@ -477,8 +568,23 @@ fn ingest_job(
             panic_text(&panic)
         );
         *record = before_reads;
-        reading::Around::default()
+        (reading::Around::default(), None)
     });
+    if let Some(due) = ask {
+        // Put back as it was found: nothing of this call is kept until it is
+        // taken again, with the answer, once the worker gives the session back.
+        // (`can_ask` was only true with one of the two to put back.)
+        if fresh {
+            records.remove(&key);
+        } else if let Some(before) = before_call {
+            *record = before;
+        }
+        return Ok(Taken::Asking(TitleTask {
+            key,
+            asked_ms: due.asked_ms,
+            ask: due.ask,
+        }));
+    }
     let turn_ended = events
         .iter()
         .any(|e| matches!(e, EventData::TurnEnded(_) | EventData::SessionEnded(_)));
@@ -506,6 +612,15 @@ fn ingest_job(
         Some((key, hold)),
         Some(Box::new(seen)),
     ))
+}
+
+/// True when a call's events are tool events only (such a call reads no facts
+/// and asks nothing).
+fn only_tools(events: &[EventData]) -> bool {
+    !events.is_empty()
+        && events
+            .iter()
+            .all(|e| matches!(e, EventData::ToolStarted(_) | EventData::ToolEnded(_)))
 }
 
 /// A panic's message, for a quarantine reason or the log.

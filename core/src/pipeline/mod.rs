@@ -11,7 +11,8 @@
 //! assigns `session.seq`; `scrub` runs `secrets@1` over all it keeps; `privacy`
 //! is the per-tier filter readers apply; `titles` says when a session's
 //! harness's service is asked for its name, and how that name is applied (the
-//! asking itself is handed in from above).
+//! asking itself is handed in from above); `title_worker` runs those asks
+//! away from ingest, holding only the asked session.
 //!
 //! Uses layer 1 (`state`) and the crates below; never the services or the
 //! daemon above it.
@@ -26,4 +27,5 @@ pub mod privacy;
 pub mod reading;
 pub mod scrub;
 pub mod session;
+pub mod title_worker;
 pub mod titles;

@@ -553,3 +553,130 @@ fn the_titles_page_api_turns_it_on_and_off_as_the_cli_does() {
     assert_eq!(off, json!({"remote_titles": false, "resent": null}));
     assert!(!on.to_string().contains(TOKEN));
 }
+
+/// A stand-in API that holds each answer it was armed for until the test
+/// lets it go (at most 2.5 s, inside the ask's 3 s bound, so a test that
+/// fails does not hang): how a slow claude.ai is played.
+struct Gated {
+    server: HttpServer,
+    armed: Arc<std::sync::atomic::AtomicBool>,
+    /// Rung when an armed ask has come in and is being held.
+    held: Mutex<std::sync::mpsc::Receiver<()>>,
+    release: std::sync::mpsc::Sender<()>,
+    /// Set once a held ask has been answered.
+    answered: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Gated {
+    fn start() -> Gated {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let armed = Arc::new(AtomicBool::new(false));
+        let answered = Arc::new(AtomicBool::new(false));
+        let (held_tx, held_rx) = std::sync::mpsc::channel::<()>();
+        let (release, release_rx) = std::sync::mpsc::channel::<()>();
+        let (a, done) = (armed.clone(), answered.clone());
+        let gate = Mutex::new((held_tx, release_rx));
+        let server = HttpServer::start(move |r: &Request| {
+            if a.load(Ordering::SeqCst) {
+                let gate = gate.lock().unwrap();
+                let _ = gate.0.send(());
+                let _ = gate.1.recv_timeout(Duration::from_millis(2_500));
+                done.store(true, Ordering::SeqCst);
+            }
+            answer(&Mode::Named, r)
+        })
+        .unwrap();
+        Gated {
+            server,
+            armed,
+            held: Mutex::new(held_rx),
+            release,
+            answered,
+        }
+    }
+}
+
+#[test]
+fn a_slow_answer_holds_only_its_own_session_and_its_name_still_arrives() {
+    use std::sync::atomic::Ordering;
+    let sb = Sandbox::new();
+    let transcript = home(&sb);
+    let api = Gated::start();
+    // On before the daemon starts (its re-send asks at once, ungated).
+    let out = sb
+        .command(bin("sessionpipe"))
+        .args(["titles", "on", "--json"])
+        .env("SESSIONPIPE_ANTHROPIC_API", api.server.base_url())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(api.server.requests().len(), 1);
+    api.armed.store(true, Ordering::SeqCst);
+    let _daemon = sb.start_daemon_with(&[(
+        "SESSIONPIPE_ANTHROPIC_API",
+        std::ffi::OsStr::new(&api.server.base_url()),
+    )]);
+
+    // The linked session's first call makes an ask due; claude.ai sits on it.
+    hook(&sb, &transcript, "SessionStart", "p0");
+    api.held
+        .lock()
+        .unwrap()
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the live ask came in");
+
+    // Meanwhile another session (no link, so nothing to ask) goes on.
+    let other = "9d3f6c8b-8e0a-4f94-8d4b-3a5c7e1f0b44";
+    let payload = json!({"session_id": other, "cwd": "/home/work",
+        "hook_event_name": "SessionStart", "source": "startup"});
+    let out = sb.hook_with(
+        "claude-code",
+        "SessionStart",
+        payload.to_string().as_bytes(),
+        &[],
+    );
+    assert!(out.status.success());
+    let evs = wait_until(|| {
+        let evs = sb.events();
+        evs.iter()
+            .any(|e| e["session"]["id"] == other)
+            .then_some(evs)
+    });
+    assert!(
+        !api.answered.load(Ordering::SeqCst),
+        "the other session's event waited for the slow answer"
+    );
+    assert!(
+        evs.iter().all(|e| e["session"]["id"] != SESSION),
+        "the asked session's call waits for its own answer: {evs:?}"
+    );
+
+    // Let claude.ai answer: the asked session's call lands under its name.
+    api.release.send(()).unwrap();
+    let evs = wait_until(|| {
+        let evs = sb.events();
+        evs.iter()
+            .any(|e| e["session"]["id"] == SESSION)
+            .then_some(evs)
+    });
+    let started: Vec<&Value> = evs
+        .iter()
+        .filter(|e| e["session"]["id"] == SESSION)
+        .collect();
+    assert_eq!(started.len(), 1, "once: {evs:?}");
+    assert_eq!(started[0]["type"], "session.started");
+    assert_eq!(started[0]["session"]["seq"], 1);
+    assert_eq!(title(started[0]), (Some(NAME), Some("harness")));
+    assert_eq!(
+        evs[0]["session"]["id"], other,
+        "the other session went first"
+    );
+    assert_eq!(api.server.requests().len(), 2, "asked once live");
+
+    // Not asked again within the minute, and the name stays.
+    let n = evs.len();
+    hook(&sb, &transcript, "UserPromptSubmit", "p1");
+    let turn = wait_for(&sb, n, "turn.started");
+    assert_eq!(title(&turn), (Some(NAME), Some("harness")));
+    assert_eq!(api.server.requests().len(), 2);
+}
