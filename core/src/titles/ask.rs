@@ -9,7 +9,7 @@
 //! log or return the bearer; errors name the status or the reason, never a
 //! header.
 
-use super::signin::Bearer;
+use sessionpipe_pool::claude_login::Bearer;
 use std::time::Duration;
 
 /// The whole ask, connection to last byte (the worker holds the session's

@@ -10,13 +10,14 @@
 //! not keep the sign-in past the one ask, nor log anything of it; a live ask
 //! carries only whose sign-in to read, and reads it when it runs.
 
-use super::{ask, signin};
+use super::ask;
 use crate::pipeline::titles::{LiveAsk, RemoteTitles};
 use crate::state::config::Config;
 use harness::Adapter as _;
 use harness::SessionFiles;
 use harness::backfill::Backfilled;
 use protocol::SessionBlock;
+use sessionpipe_pool::claude_login as signin;
 use spool::{Job, StatePaths};
 use std::sync::Mutex;
 

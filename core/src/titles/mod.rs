@@ -6,14 +6,13 @@
 //! This module owns the asker the pipeline is handed (`Titles`), turning the
 //! setting on and off, and the re-send of the last 30 days (`resend`). When a
 //! session is asked and how its name is applied are the pipeline's
-//! (`pipeline::titles`); finding the sign-in is `signin`'s and the read is
+//! (`pipeline::titles`); finding the sign-in is `signin`'s (the pool crate's `claude_login`) and the read is
 //! `ask`'s. Nothing here keeps the sign-in, and nothing is asked while the
 //! setting is off.
 
 pub mod ask;
 mod asker;
 pub mod resend;
-pub mod signin;
 
 pub use asker::{API_VAR, Titles, api_base, warn_if_pointed_elsewhere};
 
