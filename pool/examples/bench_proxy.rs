@@ -1,0 +1,198 @@
+//! The pool proxy's cost (issue 16, BENCHMARKS.md "The account pool"): a
+//! streamed answer (an SSE stream of 20 events, like a short Messages
+//! answer) fetched straight from a loopback upstream and through the proxy,
+//! interleaved request by request in the same run; time to first byte and to
+//! the last byte, p50 and p99; then 100 streams at once through the proxy;
+//! then this process's RSS before and after 10 000 proxied requests.
+//!
+//! Usage: bench_proxy [SAMPLES]  (release build: `cargo run --release -p
+//! sessionpipe-pool --example bench_proxy`).
+
+use axum::body::Body;
+use axum::http::Response;
+use sessionpipe_pool::accounts::{Account, Pool};
+use sessionpipe_pool::limits::Observed;
+use sessionpipe_pool::oauth::{Secret, Tokens};
+use sessionpipe_pool::proxy::{self, Observer, Proxy};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "bench-listener-token";
+
+struct Quiet;
+impl Observer for Quiet {
+    fn observed(&self, _: Option<&str>, _: &str, _: &Observed) {}
+}
+
+async fn upstream() -> String {
+    let app = axum::Router::new().fallback(|req: axum::extract::Request| async move {
+        let _ = axum::body::to_bytes(req.into_body(), usize::MAX).await;
+        let events: Vec<Result<Vec<u8>, std::io::Error>> = (0..20)
+            .map(|i| Ok(format!("event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"word {i} \"}}}}\n\n").into_bytes()))
+            .collect();
+        Response::builder()
+            .header("content-type", "text/event-stream")
+            .header("anthropic-ratelimit-unified-status", "allowed")
+            .header("anthropic-ratelimit-unified-5h-utilization", "0.2")
+            .body(Body::from_stream(futures_util::stream::iter(events)))
+            .unwrap()
+    });
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+    base
+}
+
+async fn proxy_over(upstream: &str) -> String {
+    let pool = Arc::new(Pool::new());
+    pool.put(
+        Account {
+            id: "acct".into(),
+            email: None,
+            enabled: true,
+        },
+        Some(Tokens {
+            access: Secret::new("at".into()),
+            refresh: Secret::new("rt".into()),
+            expires_at_ms: i64::MAX,
+        }),
+    );
+    let p = Proxy::new(
+        TOKEN.into(),
+        upstream.into(),
+        proxy::client(),
+        pool,
+        Arc::new(Quiet),
+    );
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(sessionpipe_listener::serve(
+        l,
+        p.router(),
+        sessionpipe_listener::Limits::POOL,
+        std::future::pending(),
+    ));
+    base
+}
+
+fn body(i: usize) -> String {
+    let uid = format!(
+        r#"{{"device_id":"d","account_uuid":"","session_id":"session-{}"}}"#,
+        i % 50
+    );
+    serde_json::json!({"model": "m", "stream": true, "max_tokens": 100,
+        "messages": [{"role": "user", "content": "x".repeat(2000)}],
+        "metadata": {"user_id": uid}})
+    .to_string()
+}
+
+/// (time to first byte, time to the last byte).
+async fn one(c: &reqwest::Client, base: &str, i: usize) -> (Duration, Duration) {
+    let t0 = Instant::now();
+    let mut r = c
+        .post(format!("{base}/v1/messages"))
+        .bearer_auth(TOKEN)
+        .body(body(i))
+        .send()
+        .await
+        .unwrap();
+    let mut first = None;
+    while let Some(chunk) = r.chunk().await.unwrap() {
+        if first.is_none() && !chunk.is_empty() {
+            first = Some(t0.elapsed());
+        }
+    }
+    (first.unwrap(), t0.elapsed())
+}
+
+fn pct(v: &mut [Duration], p: f64) -> f64 {
+    v.sort();
+    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
+    v[i].as_secs_f64() * 1e3
+}
+
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmRSS:")).map(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .unwrap_or("0")
+                    .parse()
+                    .unwrap_or(0)
+            })
+        })
+        .unwrap_or(0)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let samples: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    let up = upstream().await;
+    let px = proxy_over(&up).await;
+    let c = reqwest::Client::new();
+    for i in 0..50 {
+        one(&c, &up, i).await;
+        one(&c, &px, i).await;
+    }
+    let (mut d_first, mut d_last, mut p_first, mut p_last) = (vec![], vec![], vec![], vec![]);
+    for i in 0..samples {
+        let (f, l) = one(&c, &up, i).await;
+        d_first.push(f);
+        d_last.push(l);
+        let (f, l) = one(&c, &px, i).await;
+        p_first.push(f);
+        p_last.push(l);
+    }
+    println!(
+        "pool proxy, {samples} streamed answers each way, interleaved (20 SSE events, 2 KB request)"
+    );
+    for (name, d, p) in [
+        ("first byte", &mut d_first, &mut p_first),
+        ("last byte", &mut d_last, &mut p_last),
+    ] {
+        let (d50, d99, p50, p99) = (pct(d, 0.5), pct(d, 0.99), pct(p, 0.5), pct(p, 0.99));
+        println!(
+            "  {name}: direct p50 {d50:.3} ms p99 {d99:.3} ms; through the pool p50 {p50:.3} ms p99 {p99:.3} ms; added p50 {:.3} ms p99 {:.3} ms",
+            p50 - d50,
+            p99 - d99
+        );
+    }
+    // 100 at once.
+    let t0 = Instant::now();
+    let tasks: Vec<_> = (0..100)
+        .map(|i| {
+            let (c, px) = (c.clone(), px.clone());
+            tokio::spawn(async move { one(&c, &px, i).await })
+        })
+        .collect();
+    let mut lasts = Vec::new();
+    for t in tasks {
+        lasts.push(t.await.unwrap().1);
+    }
+    println!(
+        "  100 concurrent streams through the pool: all done in {:.1} ms, each p50 {:.1} ms p99 {:.1} ms",
+        t0.elapsed().as_secs_f64() * 1e3,
+        pct(&mut lasts, 0.5),
+        pct(&mut lasts, 0.99)
+    );
+    // Memory: RSS after a warm-up, then after 10 000 more.
+    for i in 0..1000 {
+        one(&c, &px, i).await;
+    }
+    let before = rss_kb();
+    for i in 0..10_000 {
+        one(&c, &px, i).await;
+    }
+    let after = rss_kb();
+    println!(
+        "  RSS of the bench process (upstream, proxy and client): {:.1} MB after 1 000 warm-up requests, {:.1} MB after 10 000 more ({:+.1} MB)",
+        before as f64 / 1024.0,
+        after as f64 / 1024.0,
+        (after as f64 - before as f64) / 1024.0
+    );
+}
