@@ -81,6 +81,8 @@ struct Held {
     rejected_until_ms: Option<i64>,
     sign_in_again: bool,
     refresh_error: Option<String>,
+    /// When an answer last carried its limits (ms).
+    heard_ms: Option<i64>,
 }
 
 impl Held {
@@ -155,7 +157,9 @@ impl Pool {
         match inner.held.iter_mut().find(|h| h.account.id == account.id) {
             Some(h) => {
                 h.account = account;
-                if let Some(t) = tokens {
+                // The same sign-in again changes nothing (a spent one stays
+                // known as spent).
+                if let Some(t) = tokens.filter(|t| h.tokens.as_ref() != Some(t)) {
                     h.tokens = Some(t);
                     h.sign_in_again = false;
                     h.refresh_error = None;
@@ -169,6 +173,7 @@ impl Pool {
                 rejected_until_ms: None,
                 sign_in_again: false,
                 refresh_error: None,
+                heard_ms: None,
             }),
         }
     }
@@ -310,6 +315,7 @@ impl Pool {
             h.windows = observed.windows.clone();
         }
         h.standing = observed.standing.clone();
+        h.heard_ms = Some(now_ms);
         h.rejected_until_ms = observed.standing.rejected().then(|| {
             observed
                 .standing
@@ -317,6 +323,15 @@ impl Pool {
                 .filter(|r| *r > now_ms)
                 .unwrap_or(now_ms + REJECTED_WITHOUT_RESET_MS)
         });
+    }
+
+    /// When an answer on `account_id` last carried its limits.
+    pub fn heard_at(&self, account_id: &str) -> Option<i64> {
+        self.lock()
+            .held
+            .iter()
+            .find(|h| h.account.id == account_id)
+            .and_then(|h| h.heard_ms)
     }
 
     /// An idle account's windows, read from the usage endpoint.
@@ -490,6 +505,8 @@ mod tests {
             ("anthropic-ratelimit-unified-reset", "1800000600"),
         ]);
         p.observe("a", &rejected, NOW);
+        assert_eq!(p.heard_at("a"), Some(NOW));
+        assert_eq!(p.heard_at("b"), None);
         // The pinned session moves: a rejected account answers nothing.
         assert_eq!(p.pick(Some("s"), NOW).unwrap().account_id, "b");
         assert_eq!(p.pick(Some("t"), NOW + 1).unwrap().account_id, "b");

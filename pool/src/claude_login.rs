@@ -28,6 +28,24 @@ pub struct Place {
     pub named_by_env: Option<String>,
 }
 
+impl Place {
+    /// The place of a config dir found on disk (not named by a hook call):
+    /// `$CLAUDE_CONFIG_DIR` as `set` has it when it names the dir, else the
+    /// dir's own path for any dir but `<home>/.claude` (the only one Claude
+    /// Code finds without the variable).
+    pub fn found(config_dir: &Path, set: Option<&str>, home: Option<&Path>) -> Place {
+        let named_by_env = match set {
+            Some(set) if Path::new(set) == config_dir => Some(set.to_string()),
+            _ => (home.map(|h| h.join(".claude")).as_deref() != Some(config_dir))
+                .then(|| config_dir.display().to_string()),
+        };
+        Place {
+            config_dir: config_dir.to_path_buf(),
+            named_by_env,
+        }
+    }
+}
+
 /// A bearer token on its way to one request. Not `Display`, not `Serialize`,
 /// and its `Debug` shows nothing of it, so no format string can leak it.
 pub struct Bearer(String);
@@ -250,5 +268,20 @@ mod tests {
             SignInError::Unreadable(dir.path().into()),
             "a sign-in that says nothing of its end is not copied"
         );
+    }
+
+    #[test]
+    fn a_found_dir_is_named_as_the_variable_spells_it_or_by_its_path() {
+        let home = Path::new("/h");
+        let default = Place::found(Path::new("/h/.claude"), None, Some(home));
+        assert_eq!(default.named_by_env, None);
+        let other = Place::found(Path::new("/h/.claude-b"), None, Some(home));
+        assert_eq!(other.named_by_env.as_deref(), Some("/h/.claude-b"));
+        let set = Place::found(
+            Path::new("/h/.claude-b/"),
+            Some("/h/.claude-b/"),
+            Some(home),
+        );
+        assert_eq!(set.named_by_env.as_deref(), Some("/h/.claude-b/"));
     }
 }

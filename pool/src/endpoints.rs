@@ -35,7 +35,7 @@ fn base(var: &str, default: &str) -> String {
 }
 
 /// The variables set, each with where it points: what the warning names.
-pub fn pointed_elsewhere() -> Vec<(&'static str, String)> {
+fn pointed_elsewhere() -> Vec<(&'static str, String)> {
     [(API_VAR, api_base()), (OAUTH_VAR, oauth_base())]
         .into_iter()
         .filter(|(var, _)| std::env::var_os(var).is_some_and(|v| !v.is_empty()))

@@ -55,11 +55,6 @@ impl Observed {
             windows: self.windows.clone(),
         }
     }
-
-    /// The fullest window's share used (0-100), when any is known.
-    pub fn fullest(&self) -> Option<&LimitWindow> {
-        fullest(&self.windows)
-    }
 }
 
 /// The window with the highest `used_percent`.
@@ -205,7 +200,7 @@ mod tests {
         assert_eq!(o.windows[1].window_minutes, Some(10_080));
         assert_eq!(o.windows[2].window_minutes, None);
         assert_eq!(o.windows[2].resets_at, None);
-        assert_eq!(o.fullest().unwrap().id, "five_hour");
+        assert_eq!(fullest(&o.windows).unwrap().id, "five_hour");
         let e = o.event("acct-1");
         assert_eq!(e.account_id.as_deref(), Some("acct-1"));
         assert_eq!(e.status.as_deref(), Some("allowed_warning"));

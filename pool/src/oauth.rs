@@ -252,6 +252,20 @@ pub(crate) fn error_code(v: &Value) -> Option<String> {
 }
 
 /// The error a token endpoint's refusal means.
+/// A JSON body to the token endpoint (the exchange and every refresh).
+async fn post_token(
+    client: &reqwest::Client,
+    oauth_base: &str,
+    body: &Value,
+) -> Result<(u16, Value), OAuthError> {
+    let url = format!("{oauth_base}/v1/oauth/token");
+    let req = client
+        .post(&url)
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    send(req, &url).await
+}
+
 fn refused(status: u16, v: &Value) -> OAuthError {
     match error_code(v) {
         Some(code) if code == "invalid_grant" => OAuthError::SignInAgain { code },
@@ -323,21 +337,13 @@ pub async fn refresh_at(
     refresh: &Secret,
     now_ms: i64,
 ) -> Result<Tokens, OAuthError> {
-    let url = format!("{oauth_base}/v1/oauth/token");
     let body = serde_json::json!({
         "grant_type": "refresh_token",
         "refresh_token": refresh.expose(),
         "client_id": CLIENT_ID,
         "scope": REFRESH_SCOPES.join(" "),
     });
-    let (status, v) = send(
-        client
-            .post(&url)
-            .header("content-type", "application/json")
-            .body(body.to_string()),
-        &url,
-    )
-    .await?;
+    let (status, v) = post_token(client, oauth_base, &body).await?;
     if status != 200 {
         return Err(refused(status, &v));
     }
@@ -464,7 +470,6 @@ impl Login {
         now_ms: i64,
     ) -> Result<(Tokens, Profile), OAuthError> {
         let code = self.code_of(pasted)?;
-        let url = format!("{oauth_base}/v1/oauth/token");
         let body = serde_json::json!({
             "grant_type": "authorization_code",
             "code": code.expose(),
@@ -473,14 +478,7 @@ impl Login {
             "code_verifier": self.verifier.expose(),
             "state": self.state,
         });
-        let (status, v) = send(
-            client
-                .post(&url)
-                .header("content-type", "application/json")
-                .body(body.to_string()),
-            &url,
-        )
-        .await?;
+        let (status, v) = post_token(client, oauth_base, &body).await?;
         if status != 200 {
             // Claude Code reads a 401 here as a code that is not (or no
             // longer) good: the person signs in again.

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
 /// The beta every OAuth-bearing request carries.
-pub const OAUTH_BETA: &str = "oauth-2025-04-20";
+pub use crate::oauth::BETA as OAUTH_BETA;
 
 /// A request body larger than this is refused (a whole conversation with
 /// its images fits many times over).

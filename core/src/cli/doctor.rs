@@ -76,8 +76,8 @@ pub fn run(paths: &StatePaths) -> anyhow::Result<ExitCode> {
         );
     }
     for var in [
-        "SESSIONPIPE_ANTHROPIC_API",
-        "SESSIONPIPE_CLAUDE_OAUTH",
+        sessionpipe_pool::endpoints::API_VAR,
+        sessionpipe_pool::endpoints::OAUTH_VAR,
         "SESSIONPIPE_JOB_ARCHIVE",
     ] {
         if std::env::var_os(var).is_some_and(|v| !v.is_empty()) {

@@ -185,7 +185,7 @@ async fn serve(
     ingest.stop_when(stopping.clone());
     // Asks nothing unless the person turned remote titles on (read at each
     // hook call, so `titles on|off` needs no restart).
-    crate::titles::warn_if_pointed_elsewhere();
+    sessionpipe_pool::endpoints::warn_if_pointed_elsewhere("remote titles and the account pool");
     ingest.ask_titles(Arc::new(crate::titles::Titles::new(paths)));
     if config.transcripts {
         ingest.send_turns(paths.outbox());
@@ -225,7 +225,7 @@ async fn serve(
     // so (`pool add`, `pool on`). Not in a drain worker: it lives for seconds.
     let pool = (!opts.drain).then(|| {
         let events = Arc::new(ingest.own_events(paths.outbox()));
-        crate::pool::service::PoolService::start(paths, Some(events))
+        crate::pool::service::PoolService::start(paths, events)
     });
 
     // A drain worker has no terminal: stdout sinks wait for a daemon.

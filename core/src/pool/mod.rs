@@ -34,6 +34,8 @@ pub enum PoolError {
     SignIn(#[from] SignInError),
     #[error("cannot make the state dir: {0}")]
     StateDir(std::io::Error),
+    #[error("no port on 127.0.0.1 is free for the listener: {0}")]
+    NoPort(std::io::Error),
     #[error(transparent)]
     OAuth(#[from] sessionpipe_pool::oauth::OAuthError),
     #[error("cannot read the pasted code: {0}")]
@@ -84,10 +86,7 @@ pub fn add_import(
     let mut added = Vec::new();
     let mut first_error = None;
     for dir in &dirs {
-        let place = Place {
-            config_dir: dir.clone(),
-            named_by_env: named_by_env(host, dir),
-        };
+        let place = Place::found(dir, host.var("CLAUDE_CONFIG_DIR"), Some(&host.home));
         let tokens = match claude_login::read_tokens(&place) {
             Ok(t) => t,
             // With no directory named, a config dir without a sign-in is
@@ -167,17 +166,6 @@ pub fn add_login(
         from: None,
         again,
     })
-}
-
-/// `$CLAUDE_CONFIG_DIR` as set when it names `dir` (the keychain item of a
-/// named config dir carries a digest of that spelling).
-fn named_by_env(host: &Host, dir: &Path) -> Option<String> {
-    if let Some(set) = host.var("CLAUDE_CONFIG_DIR")
-        && Path::new(set) == dir
-    {
-        return Some(set.to_string());
-    }
-    (host.home.join(".claude") != dir).then(|| dir.display().to_string())
 }
 
 /// `pool remove`: the account and its sign-in go.

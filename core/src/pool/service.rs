@@ -6,7 +6,7 @@
 //!
 //! It owns the daemon's schedule for those: `pool.json` looked at every
 //! `LOOK` (so `pool on|off|add|remove|enable|disable` need no restart), a
-//! refresh within `REFRESH_AHEAD_MS` of expiry with the rotated sign-in stored
+//! refresh within `oauth::REFRESH_MARGIN_MS` of expiry with the rotated sign-in stored
 //! before it is used (and before the old one is let go), usage at most every
 //! `usage::MIN_INTERVAL` per account and at once after it is added, enabled or
 //! refreshed. It must not write a harness's file (`pool on` does, at the
@@ -30,8 +30,6 @@ use std::time::Duration;
 const CLAUDE_CODE: &str = "claude-code";
 /// How often `pool.json` is looked at.
 const LOOK: Duration = Duration::from_secs(2);
-/// A sign-in this close to its expiry is refreshed.
-pub const REFRESH_AHEAD_MS: i64 = 5 * 60_000;
 /// Sessions whose last `limits.observed` is remembered (to send one only
 /// when something changed); past it the oldest half is forgotten.
 const REMEMBERED: usize = 4096;
@@ -57,21 +55,18 @@ impl Snapshot {
     }
 }
 
-/// The running pool: its accounts, shared with `/api/pool`.
+/// The running pool (its accounts live in the supervisor's task).
 pub struct PoolService {
-    pub pool: Arc<Pool>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl PoolService {
     /// Starts watching `pool.json`. Nothing listens and nothing is read until
-    /// the file says so. `events` is where a session's limits go (none: they
-    /// are kept for `pool status` alone).
-    pub fn start(paths: &StatePaths, events: Option<Arc<LocalEvents>>) -> PoolService {
-        let pool = Arc::new(Pool::new());
+    /// the file says so. `events` is where a session's limits go.
+    pub fn start(paths: &StatePaths, events: Arc<LocalEvents>) -> PoolService {
         let observer: Arc<dyn Observer> = Arc::new(SessionLimits::start(events));
-        let task = tokio::spawn(supervise(paths.clone(), pool.clone(), observer));
-        PoolService { pool, task }
+        let task = tokio::spawn(supervise(paths.clone(), Arc::new(Pool::new()), observer));
+        PoolService { task }
     }
 
     pub fn stop(self) {
@@ -81,7 +76,11 @@ impl PoolService {
 
 /// What the supervisor keeps between looks.
 struct Running {
+    /// `pool.json` as last read, and its modification time and length then:
+    /// a new stamp is a command since (even one that left the text as it
+    /// was, `add --import` again with a new sign-in).
     seen: Option<PoolFile>,
+    stamp: Option<(std::time::SystemTime, u64)>,
     listener: Option<(u16, tokio::sync::oneshot::Sender<()>)>,
     /// When each account's usage was last read (ms).
     usage_read: HashMap<String, i64>,
@@ -90,40 +89,35 @@ struct Running {
 }
 
 async fn supervise(paths: StatePaths, pool: Arc<Pool>, observer: Arc<dyn Observer>) {
-    endpoints::warn_if_pointed_elsewhere("the account pool");
+    // The proxy's client has no deadline on a whole answer (a turn streams
+    // for minutes); sign-in calls and usage reads get the OAuth client's.
     let client = sessionpipe_pool::proxy::client();
+    let oauth = oauth::client();
     let vault = Arc::new(SecretsVault::new(&paths));
     let mut running = Running {
         seen: None,
+        stamp: None,
         listener: None,
         usage_read: HashMap::new(),
         said: None,
     };
     loop {
-        let file = {
+        let stamp = std::fs::metadata(paths.pool())
+            .ok()
+            .and_then(|m| Some((m.modified().ok()?, m.len())));
+        if stamp != running.stamp {
             let p = paths.clone();
-            crate::runtime::blocking(move || PoolFile::load(&p)).await
-        };
-        match file {
-            Ok(file) => {
-                if running.seen.as_ref() != Some(&file) {
-                    reconcile(
-                        &paths,
-                        &pool,
-                        &vault,
-                        &observer,
-                        &client,
-                        &mut running,
-                        file,
-                    )
-                    .await;
+            match crate::runtime::blocking(move || PoolFile::load(&p)).await {
+                Ok(file) => {
+                    reconcile(&pool, &vault, &observer, &client, &mut running, file).await;
+                    running.stamp = stamp;
                 }
-                refresh_due(&pool, &vault, &client, &mut running).await;
-                read_usage(&pool, &client, &mut running).await;
-                say(&paths, &pool, &mut running).await;
+                Err(e) => tracing::warn!("pool: {e}"),
             }
-            Err(e) => tracing::warn!("pool: {e}"),
         }
+        refresh_due(&pool, &vault, &oauth, &mut running).await;
+        read_usage(&pool, &oauth, &mut running).await;
+        say(&paths, &pool, &mut running).await;
         tokio::time::sleep(LOOK).await;
     }
 }
@@ -149,7 +143,6 @@ async fn say(paths: &StatePaths, pool: &Arc<Pool>, running: &mut Running) {
 
 /// Brings the accounts and the listener in line with `file`.
 async fn reconcile(
-    paths: &StatePaths,
     pool: &Arc<Pool>,
     vault: &Arc<SecretsVault>,
     observer: &Arc<dyn Observer>,
@@ -160,23 +153,17 @@ async fn reconcile(
     let before = running.seen.take().unwrap_or_default();
     let mut keep = Vec::new();
     for account in &file.accounts {
-        let old = before.account(&account.id);
-        let changed = old != Some(account);
-        // A sign-in is read from the vault when the account is new or was
-        // added again (`--import` replaces it), never on every look.
-        let tokens = if changed || old.is_none() {
-            let (v, id) = (vault.clone(), account.id.clone());
-            match crate::runtime::blocking(move || v.load(&id)).await {
-                Ok(t) => t,
-                Err(e) => {
-                    tracing::warn!("pool: {e}");
-                    None
-                }
+        // Read again at every command: one may have replaced it (`add
+        // --import` again). The pool takes it only when it differs.
+        let (v, id) = (vault.clone(), account.id.clone());
+        let tokens = match crate::runtime::blocking(move || v.load(&id)).await {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!("pool: {e}");
+                None
             }
-        } else {
-            None
         };
-        if changed && account.enabled {
+        if before.account(&account.id) != Some(account) && account.enabled {
             // Added or enabled: its usage is read at once.
             running.usage_read.remove(&account.id);
         }
@@ -211,7 +198,6 @@ async fn reconcile(
             }
         }
     }
-    let _ = paths;
     running.seen = Some(file);
 }
 
@@ -245,7 +231,7 @@ async fn listen(
     Ok(stop)
 }
 
-/// Refreshes each account within `REFRESH_AHEAD_MS` of its expiry. The new
+/// Refreshes each account within `oauth::REFRESH_MARGIN_MS` of its expiry. The new
 /// sign-in is stored first; only then does the pool use it. A refresh that
 /// fails leaves the old token in use until it expires, and says so.
 async fn refresh_due(
@@ -256,7 +242,7 @@ async fn refresh_due(
 ) {
     let now = protocol::time::now_ms();
     for (id, tokens) in pool.tokens() {
-        if tokens.expires_at_ms - now > REFRESH_AHEAD_MS {
+        if !oauth::needs_refresh(&tokens, now) {
             continue;
         }
         match oauth::refresh(client, &tokens.refresh).await {
@@ -286,12 +272,14 @@ async fn refresh_due(
 }
 
 /// Reads idle accounts' windows from the usage endpoint, at most every
-/// `usage::MIN_INTERVAL` each.
+/// `usage::MIN_INTERVAL` each (an account that answered a request since
+/// has its windows from that answer's headers).
 async fn read_usage(pool: &Arc<Pool>, client: &reqwest::Client, running: &mut Running) {
     let now = protocol::time::now_ms();
     let every = usage::MIN_INTERVAL.as_millis() as i64;
     for (id, tokens) in pool.tokens() {
         if tokens.expires_at_ms <= now
+            || pool.heard_at(&id).is_some_and(|at| now - at < every)
             || running
                 .usage_read
                 .get(&id)
@@ -314,10 +302,7 @@ struct SessionLimits {
 }
 
 impl SessionLimits {
-    fn start(events: Option<Arc<LocalEvents>>) -> SessionLimits {
-        let Some(events) = events else {
-            return SessionLimits { tx: None };
-        };
+    fn start(events: Arc<LocalEvents>) -> SessionLimits {
         let (tx, rx) = mpsc::channel::<(String, LimitsObserved)>();
         let spawned = std::thread::Builder::new()
             .name("pool-limits".into())

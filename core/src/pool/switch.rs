@@ -46,7 +46,7 @@ pub fn on(paths: &StatePaths, host: &Host) -> Result<Vec<Switched>, PoolError> {
     }
     let port = match file.port {
         Some(p) => p,
-        None => free_port().map_err(PoolError::StateDir)?,
+        None => free_port().map_err(PoolError::NoPort)?,
     };
     let token = SecretsVault::new(paths).listener_token()?;
     let url = format!("http://127.0.0.1:{port}");

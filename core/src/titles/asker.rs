@@ -1,7 +1,6 @@
 //! The asker remote titles hand the pipeline (`Titles`): whether the person
 //! turned it on, which sessions have a remote name, and one ask bearing the
-//! right config dir's sign-in; and where the API is (`SESSIONPIPE_ANTHROPIC_API`
-//! for tests, with its warning).
+//! right config dir's sign-in (at the pool crate's `endpoints::api_base`).
 //!
 //! It owns wiring a session to its sign-in, turning an answer into a title
 //! the pipeline may keep (through `secrets@1`), and the setting as the
@@ -20,18 +19,6 @@ use protocol::SessionBlock;
 use sessionpipe_pool::claude_login as signin;
 use spool::{Job, StatePaths};
 use std::sync::Mutex;
-
-/// The vendor API unless `SESSIONPIPE_ANTHROPIC_API` points elsewhere (tests).
-pub const ANTHROPIC_API: &str = "https://api.anthropic.com";
-pub const API_VAR: &str = "SESSIONPIPE_ANTHROPIC_API";
-
-/// The API base remote titles ask, without a trailing `/`.
-pub fn api_base() -> String {
-    match std::env::var(API_VAR) {
-        Ok(v) if !v.is_empty() => v.trim_end_matches('/').to_string(),
-        _ => ANTHROPIC_API.to_string(),
-    }
-}
 
 /// The asker the daemon hands its pipeline, and `titles on|refresh` use.
 pub struct Titles {
@@ -84,7 +71,7 @@ impl Titles {
     pub fn new(paths: &StatePaths) -> Titles {
         Titles {
             paths: paths.clone(),
-            api: api_base(),
+            api: sessionpipe_pool::endpoints::api_base(),
             setting: Mutex::default(),
         }
     }
@@ -167,36 +154,11 @@ impl RemoteTitles for Titles {
     }
 
     fn ask_past(&self, past: &Backfilled, remote_id: &str) -> Option<String> {
-        let config_dir = past.config_dir.clone()?;
-        let place = signin::Place {
-            named_by_env: named_dir(&config_dir),
-            config_dir,
-        };
+        let config_dir = past.config_dir.as_deref()?;
+        let set = std::env::var("CLAUDE_CONFIG_DIR").ok();
+        let home = spool::paths::home_dir();
+        let place = signin::Place::found(config_dir, set.as_deref(), home.as_deref());
         self.ask_at(&place, remote_id)
-    }
-}
-
-/// How `$CLAUDE_CONFIG_DIR` was set for a past session's config dir: as
-/// this process has it when it names the dir, else the dir's own path for
-/// any dir but `~/.claude` (the only one Claude Code finds without it).
-fn named_dir(dir: &std::path::Path) -> Option<String> {
-    if let Ok(set) = std::env::var("CLAUDE_CONFIG_DIR")
-        && std::path::Path::new(&set) == dir
-    {
-        return Some(set);
-    }
-    let default = spool::paths::home_dir().map(|h| h.join(".claude"));
-    (default.as_deref() != Some(dir)).then(|| dir.display().to_string())
-}
-
-/// The warning DESIGN.md's CLI contract asks for whenever the vendor
-/// endpoint is pointed elsewhere.
-pub fn warn_if_pointed_elsewhere() {
-    if std::env::var_os(API_VAR).is_some_and(|v| !v.is_empty()) {
-        tracing::warn!(
-            "{API_VAR} is set: remote titles ask {} (for tests only)",
-            api_base()
-        );
     }
 }
 

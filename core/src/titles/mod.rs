@@ -14,7 +14,7 @@ pub mod ask;
 mod asker;
 pub mod resend;
 
-pub use asker::{API_VAR, Titles, api_base, warn_if_pointed_elsewhere};
+pub use asker::Titles;
 
 use crate::state::config::Config;
 use spool::StatePaths;
@@ -60,7 +60,7 @@ pub fn refresh(
     if !config.remote_titles {
         return Err(TitlesError::Off);
     }
-    warn_if_pointed_elsewhere();
+    sessionpipe_pool::endpoints::warn_if_pointed_elsewhere("remote titles");
     paths.ensure().map_err(TitlesError::StateDir)?;
     let mut outbox = crate::pipeline::outbox::Outbox::open(&paths.outbox())?;
     Ok(resend::resend(

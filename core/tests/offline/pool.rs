@@ -180,6 +180,22 @@ fn the_listener_is_loopbacks_own_and_takes_only_its_token() {
     let v: Value = r.json().unwrap();
     assert_eq!(v["bearer"], format!("Bearer {ACCESS}"));
 
+    // Claude Code signed in again and the person imports again: the running
+    // daemon bears the new sign-in (pool.json's text is the same as before).
+    let creds = json!({"claudeAiOauth": {"accessToken": "sk-ant-oat01-poolFAKEsecond", "refreshToken": "rt-2", "expiresAt": now_ms() + 86_400_000}});
+    std::fs::write(sb.home.join(".claude/.credentials.json"), creds.to_string()).unwrap();
+    let o = sb.sessionpipe(&["pool", "add", "--import"]);
+    assert!(said(&o).contains("updated acct-1"), "{}", said(&o));
+    wait("the new sign-in", || {
+        let r = c
+            .post(format!("{url}/v1/messages"))
+            .bearer_auth(&token)
+            .body("{}")
+            .send()
+            .unwrap();
+        r.json::<Value>().unwrap()["bearer"] == "Bearer sk-ant-oat01-poolFAKEsecond"
+    });
+
     // Nothing listens on the machine's other addresses.
     let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
     for ip in other_addresses() {

@@ -9,21 +9,17 @@
 //! writes over, removes or prints a value the person set: a key of theirs in
 //! the way refuses the whole file, naming the key only.
 //!
-//! Two ways in:
-//! - `EnvWriter` (the installer's ledger): the file's original is kept byte
-//!   for byte before our first write (DESIGN.md), under its own record
-//!   (`<path>#env`), apart from the hooks' record of the same file, so
-//!   either can be undone first without the other's undo taking its entries
-//!   along. A key is ours when the ledger holds that record and the original
-//!   had no such key in `env`: a later `on` with a new port or token replaces
-//!   our old values, and a key the person had before (even with our value)
-//!   stays theirs. `off` drops an `env` the original did not have once it is
-//!   empty, removes a file that was not there, and gives back the original's
-//!   very bytes when nobody but us wrote the file since and what is left reads
-//!   as the original did.
-//! - `set_env` / `remove_env`: no ledger; a key is ours when its value is one
-//!   the caller says it wrote, and the caller remembers whether `env` or the
-//!   file was there before.
+//! `EnvWriter` goes through the installer's ledger: the file's original is
+//! kept byte for byte before our first write (DESIGN.md), under its own
+//! record (`<path>#env`), apart from the hooks' record of the same file, so
+//! either can be undone first without the other's undo taking its entries
+//! along. A key is ours when the ledger holds that record and the original
+//! had no such key in `env`: a later `on` with a new port or token replaces
+//! our old values, and a key the person had before (even with our value)
+//! stays theirs. `off` drops an `env` the original did not have once it is
+//! empty, removes a file that was not there, and gives back the original's
+//! very bytes when nobody but us wrote the file since and what is left reads
+//! as the original did.
 
 use super::disk;
 use super::format::Skip;
@@ -49,18 +45,6 @@ pub enum EnvChange {
     Removed,
     /// None of ours was there.
     Absent,
-}
-
-impl EnvChange {
-    /// The word `pool on|off` prints.
-    pub fn word(&self) -> &'static str {
-        match self {
-            EnvChange::Written { .. } => "written",
-            EnvChange::Current => "current",
-            EnvChange::Removed => "removed",
-            EnvChange::Absent => "absent",
-        }
-    }
 }
 
 /// Says whether a key found in `env`, with its value, is ours.
@@ -217,47 +201,6 @@ fn is_empty_object(text: &str) -> bool {
     json_of(text).is_some_and(|v| v.as_object().is_some_and(|o| o.is_empty()))
 }
 
-/// Sets `keys` in the root's `env` of `path`. A key already there is
-/// replaced only when its value is one of `ours` (what we wrote before);
-/// a value the person set refuses the whole file, with the key's name.
-pub fn set_env(path: &Path, keys: &[(&str, &str)], ours: &[&str]) -> Result<EnvChange, Skip> {
-    let on_disk = disk::read(path)?;
-    let owns = |_: &str, v: &Value| v.as_str().is_some_and(|s| ours.contains(&s));
-    let Some(out) = with_keys(on_disk.text.as_deref().unwrap_or(""), keys, &owns)? else {
-        return Ok(EnvChange::Current);
-    };
-    on_disk.write(&out)?;
-    Ok(EnvChange::Written {
-        created: on_disk.text.is_none(),
-    })
-}
-
-/// Takes out each of `keys` whose value is one of `ours`; then an `env` left
-/// empty goes when `drop_empty_env` (we added it), and a file left `{}` goes
-/// when `created` (we made it). Bytes outside what goes stay as they are.
-pub fn remove_env(
-    path: &Path,
-    keys: &[&str],
-    ours: &[&str],
-    drop_empty_env: bool,
-    created: bool,
-) -> Result<EnvChange, Skip> {
-    let on_disk = disk::read(path)?;
-    let Some(text) = on_disk.text.as_deref() else {
-        return Ok(EnvChange::Absent);
-    };
-    let owns = |_: &str, v: &Value| v.as_str().is_some_and(|s| ours.contains(&s));
-    let Some(out) = without_keys(text, keys, &owns, drop_empty_env)? else {
-        return Ok(EnvChange::Absent);
-    };
-    if created && is_empty_object(&out) {
-        on_disk.remove_or_write(&out)?;
-    } else {
-        on_disk.write(&out)?;
-    }
-    Ok(EnvChange::Removed)
-}
-
 /// The ledger's record of our `env` keys in `path`: its own key, so the
 /// hooks' record of the same file (keyed on the path itself) is never
 /// touched.
@@ -404,163 +347,11 @@ mod tests {
         "ANTHROPIC_AUTH_TOKEN",
         "_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL",
     ];
-    const OURS: [&str; 3] = ["http://127.0.0.1:4711", "tok-1", "1"];
     const NEWER: [(&str, &str); 3] = [
         ("ANTHROPIC_BASE_URL", "http://127.0.0.1:5000"),
         ("ANTHROPIC_AUTH_TOKEN", "tok-2"),
         ("_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL", "1"),
     ];
-
-    /// On, then off, restores `text` byte for byte.
-    fn round_trip(text: &str) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("settings.json");
-        std::fs::write(&path, text).unwrap();
-        let had_env = serde_json::from_str::<Value>(text)
-            .unwrap()
-            .get("env")
-            .is_some();
-        assert_eq!(
-            set_env(&path, &KEYS, &[]).unwrap(),
-            EnvChange::Written { created: false }
-        );
-        let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        assert_eq!(v["env"]["ANTHROPIC_AUTH_TOKEN"], "tok-1");
-        assert_eq!(set_env(&path, &KEYS, &OURS).unwrap(), EnvChange::Current);
-        assert_eq!(
-            remove_env(&path, &NAMES, &OURS, !had_env, false).unwrap(),
-            EnvChange::Removed
-        );
-        assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            text,
-            "bytes restored"
-        );
-    }
-
-    #[test]
-    fn on_then_off_restores_every_style_of_file() {
-        round_trip("{\n  \"model\": \"sonnet\"\n}\n");
-        round_trip("{\n\t\"model\": \"sonnet\",\n\t\"hooks\": {}\n}");
-        round_trip("{\r\n    \"model\": \"sonnet\"\r\n}\r\n");
-        round_trip("{\"model\":\"sonnet\"}");
-        round_trip("{\n  \"env\": {\n    \"FOO\": \"bar\"\n  },\n  \"x\": 1\n}\n");
-        round_trip("{\n  \"env\": {}\n}\n");
-        round_trip("{}\n");
-    }
-
-    #[test]
-    fn a_file_we_made_goes_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sub/settings.json");
-        assert_eq!(
-            set_env(&path, &KEYS, &[]).unwrap(),
-            EnvChange::Written { created: true }
-        );
-        assert_eq!(
-            remove_env(&path, &NAMES, &OURS, true, true).unwrap(),
-            EnvChange::Removed
-        );
-        assert!(!path.exists());
-        assert_eq!(
-            remove_env(&path, &NAMES, &OURS, true, true).unwrap(),
-            EnvChange::Absent
-        );
-    }
-
-    #[test]
-    fn the_persons_own_values_are_never_replaced_or_removed() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("settings.json");
-        let text = "{\n  \"env\": {\n    \"ANTHROPIC_BASE_URL\": \"https://gw.example\"\n  }\n}\n";
-        std::fs::write(&path, text).unwrap();
-        let e = set_env(&path, &KEYS, &OURS).unwrap_err();
-        assert!(
-            e.to_string().contains("ANTHROPIC_BASE_URL is set already"),
-            "{e}"
-        );
-        assert!(
-            !e.to_string().contains("gw.example"),
-            "the value is not shown"
-        );
-        assert_eq!(
-            remove_env(&path, &NAMES, &OURS, false, false).unwrap(),
-            EnvChange::Absent
-        );
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
-    }
-
-    #[test]
-    fn a_new_port_replaces_our_old_values_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("settings.json");
-        std::fs::write(&path, "{\n  \"env\": {\n    \"FOO\": \"1\"\n  }\n}\n").unwrap();
-        set_env(&path, &KEYS, &[]).unwrap();
-        assert_eq!(
-            set_env(&path, &NEWER, &OURS).unwrap(),
-            EnvChange::Written { created: false }
-        );
-        let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        assert_eq!(v["env"]["ANTHROPIC_BASE_URL"], "http://127.0.0.1:5000");
-        assert_eq!(v["env"]["FOO"], "1");
-        let ours2 = ["http://127.0.0.1:5000", "tok-2", "1"];
-        remove_env(&path, &NAMES, &ours2, false, false).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            "{\n  \"env\": {\n    \"FOO\": \"1\"\n  }\n}\n"
-        );
-    }
-
-    #[test]
-    fn jsonc_and_read_only_files_are_left_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("settings.json");
-        let jsonc = "{\n  // mine\n  \"model\": \"x\",\n}\n";
-        std::fs::write(&path, jsonc).unwrap();
-        assert!(matches!(
-            set_env(&path, &KEYS, &[]),
-            Err(Skip::NotPlainJson { .. })
-        ));
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), jsonc);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::write(&path, "{}").unwrap();
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
-            assert!(matches!(
-                set_env(&path, &KEYS, &[]),
-                Err(Skip::ReadOnly { .. })
-            ));
-            assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}");
-        }
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn a_linked_file_is_edited_through_its_link() {
-        let dir = tempfile::tempdir().unwrap();
-        let real = dir.path().join("dots-settings.json");
-        let text = "{\n  \"model\": \"x\"\n}\n";
-        std::fs::write(&real, text).unwrap();
-        let link = dir.path().join("settings.json");
-        std::os::unix::fs::symlink(&real, &link).unwrap();
-        set_env(&link, &KEYS, &[]).unwrap();
-        assert!(
-            std::fs::symlink_metadata(&link)
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
-        assert!(std::fs::read_to_string(&real).unwrap().contains("tok-1"));
-        remove_env(&link, &NAMES, &OURS, true, false).unwrap();
-        assert_eq!(std::fs::read_to_string(&real).unwrap(), text);
-        assert!(
-            std::fs::symlink_metadata(&link)
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
-    }
 
     // ---- through the ledger ----
 

@@ -244,11 +244,6 @@ impl Edits {
         out
     }
 
-    /// Replaces `start..end` (one value's span) with `with`.
-    pub fn splice(&mut self, start: usize, end: usize, with: String) {
-        self.splices.push((start, end, with));
-    }
-
     /// Appends `value` as the last element of `array`.
     pub fn push_element(&mut self, doc: &Doc<'_>, array: &Node, value: &Value) {
         self.add_item(doc, array, &|indent, style| render(value, indent, style));
