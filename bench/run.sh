@@ -3,7 +3,7 @@
 # BENCHMARKS.md: the hook against /bin/true, hook -> outbox latency, ingest
 # throughput, delivery throughput, hook -> receiver latency, control's round
 # trip and starts (headless, and over ACP against the scripted test agent),
-# and the daemon's idle memory.
+# the account pool's proxy, and the daemon's idle memory.
 #
 # With BASELINE (the release folder of an earlier build, holding its
 # sessionpipe, sessionpipe-hook and examples/), every benchmark runs for both
@@ -17,6 +17,7 @@ base="${2:-}"
 cargo build --release -q -p sessionpipe-hook -p sessionpipe-core --bins --examples
 # The scripted ACP agent bench_acp drives (a test binary, never shipped).
 cargo build --release -q -p sessionpipe-testkit --bin acp-test-agent
+cargo build --release -q -p sessionpipe-pool --example bench_proxy
 rel=${CARGO_TARGET_DIR:-target}/release
 if [ -n "$base" ]; then
   for b in sessionpipe sessionpipe-hook examples/bench_latency examples/bench_ingest examples/bench_delivery; do
@@ -91,5 +92,9 @@ fi
 # only: earlier builds have no ACP rung).
 echo
 "$rel"/examples/bench_acp "$rel/sessionpipe-hook" "$rel/sessionpipe" "$rel/acp-test-agent" 50
+# The account pool's proxy against a straight fetch from the same loopback
+# upstream, interleaved; 100 at once; RSS over 10 000 requests (this build only).
+echo
+"$rel"/examples/bench_proxy 1000
 echo
 echo "\`sessionpipe daemon\` resident memory after 30 s idle: $(idle_rss "$rel")${base:+ (baseline: $(idle_rss "$base"))}"
