@@ -82,6 +82,10 @@ pub fn decide(env: &Envelope, config: &Config) -> Option<Notice> {
                 Some(tool) => format!("{who} wants to run {tool}"),
                 None => format!("{who} needs your permission"),
             },
+            // The pool's own: a session's account nearing a limit.
+            Some("question") if id.starts_with(crate::pool::service::LIMIT_ATTENTION) => {
+                format!("{who} is near a usage limit")
+            }
             Some("question") => format!("{who} has a question"),
             Some("elicitation") => format!("{who} needs your input"),
             Some("idle") => format!("{who} is waiting for you"),
@@ -178,6 +182,30 @@ mod tests {
         assert_eq!(body, "Bash rm -rf build\n~/src/app");
         assert_eq!(key, "claude-code:abc12345-x:perm-1");
         assert_eq!(session, "claude-code:abc12345-x");
+    }
+
+    #[test]
+    fn an_account_near_its_limit_is_said_as_such() {
+        let e = env(
+            "attention.needed",
+            json!({"attention_id": "pool-limit:acct-1:five_hour:", "kind": "question", "message": "the five hour limit of account acct-1 is 91% used"}),
+        );
+        let Notice::Show { summary, body, .. } = decide(&e, &Config::default()).unwrap() else {
+            panic!()
+        };
+        assert_eq!(summary, "Claude Code is near a usage limit");
+        assert_eq!(
+            body,
+            "the five hour limit of account acct-1 is 91% used\n~/src/app"
+        );
+        let q = env(
+            "attention.needed",
+            json!({"attention_id": "q-1", "kind": "question"}),
+        );
+        let Notice::Show { summary, .. } = decide(&q, &Config::default()).unwrap() else {
+            panic!()
+        };
+        assert_eq!(summary, "Claude Code has a question");
     }
 
     #[test]

@@ -14,7 +14,7 @@
 
 use super::store::{PoolFile, SecretsVault};
 use crate::pipeline::local::LocalEvents;
-use protocol::{EventData, LimitsObserved};
+use protocol::{AttentionKind, AttentionNeeded, EventData, LimitsObserved};
 use sessionpipe_pool::accounts::{AccountView, Pool, Vault};
 use sessionpipe_pool::limits::Observed;
 use sessionpipe_pool::oauth::{self, OAuthError};
@@ -30,6 +30,10 @@ use std::time::Duration;
 const CLAUDE_CODE: &str = "claude-code";
 /// How often `pool.json` is looked at.
 const LOOK: Duration = Duration::from_secs(2);
+/// What an attention about a session's account nearing a limit starts
+/// with (`notify` words it as such).
+pub const LIMIT_ATTENTION: &str = "pool-limit:";
+
 /// Sessions whose last `limits.observed` is remembered (to send one only
 /// when something changed); past it the oldest half is forgotten.
 const REMEMBERED: usize = 4096;
@@ -64,7 +68,7 @@ impl PoolService {
     /// Starts watching `pool.json`. Nothing listens and nothing is read until
     /// the file says so. `events` is where a session's limits go.
     pub fn start(paths: &StatePaths, events: Arc<LocalEvents>) -> PoolService {
-        let observer: Arc<dyn Observer> = Arc::new(SessionLimits::start(events));
+        let observer: Arc<dyn Observer> = Arc::new(SessionLimits::start(paths.clone(), events));
         let task = tokio::spawn(supervise(paths.clone(), Arc::new(Pool::new()), observer));
         PoolService { task }
     }
@@ -296,24 +300,31 @@ async fn read_usage(pool: &Arc<Pool>, client: &reqwest::Client, running: &mut Ru
 }
 
 /// The observer the proxy is handed: each session's limits, when they
-/// changed, become a `limits.observed` on it, written off the request's task.
+/// changed, become a `limits.observed` on it, written off the request's task,
+/// with an `attention.needed` (`question`) for each window of its account
+/// that reached `pool_alert_percent`, once per window and reset.
 struct SessionLimits {
     tx: Option<mpsc::Sender<(String, LimitsObserved)>>,
 }
 
 impl SessionLimits {
-    fn start(events: Arc<LocalEvents>) -> SessionLimits {
+    fn start(paths: StatePaths, events: Arc<LocalEvents>) -> SessionLimits {
         let (tx, rx) = mpsc::channel::<(String, LimitsObserved)>();
         let spawned = std::thread::Builder::new()
             .name("pool-limits".into())
             .spawn(move || {
                 let mut last: HashMap<String, LimitsObserved> = HashMap::new();
                 for (session, limits) in rx {
-                    if last.get(&session) == Some(&limits) {
+                    let before = last.get(&session);
+                    if before == Some(&limits) {
                         continue;
                     }
-                    let event = EventData::LimitsObserved(limits.clone());
-                    match events.append(CLAUDE_CODE, &session, vec![event]) {
+                    let percent = crate::state::config::Config::load(&paths)
+                        .unwrap_or_default()
+                        .pool_alert_percent();
+                    let mut batch = vec![EventData::LimitsObserved(limits.clone())];
+                    batch.extend(alerts(&limits, before, percent).map(EventData::AttentionNeeded));
+                    match events.append(CLAUDE_CODE, &session, batch) {
                         Ok(true) => {}
                         // A session its hooks did not start gets none.
                         Ok(false) => continue,
@@ -341,10 +352,109 @@ impl SessionLimits {
     }
 }
 
+/// The attentions `limits` calls for on its session: each window at or past
+/// `percent` that was not already there in what the session last heard
+/// (`before`) for the same period (its `resets_at`).
+fn alerts<'a>(
+    limits: &'a LimitsObserved,
+    before: Option<&'a LimitsObserved>,
+    percent: u8,
+) -> impl Iterator<Item = AttentionNeeded> + 'a {
+    let account = limits.account_id.as_deref().unwrap_or("?");
+    let was_full = move |w: &protocol::LimitWindow| {
+        before.is_some_and(|b| {
+            b.account_id == limits.account_id
+                && b.windows.iter().any(|o| {
+                    o.id == w.id
+                        && o.resets_at == w.resets_at
+                        && o.used_percent >= f64::from(percent)
+                })
+        })
+    };
+    limits
+        .windows
+        .iter()
+        .filter(move |w| w.used_percent >= f64::from(percent) && !was_full(w))
+        .map(move |w| AttentionNeeded {
+            attention_id: format!(
+                "{LIMIT_ATTENTION}{account}:{}:{}",
+                w.id,
+                w.resets_at.as_deref().unwrap_or("")
+            ),
+            kind: AttentionKind::Question,
+            tool: None,
+            message: Some(format!(
+                "the {} limit of account {account} is {:.0}% used{}",
+                w.id.replace('_', " "),
+                w.used_percent,
+                w.resets_at
+                    .as_deref()
+                    .map(|r| format!("; it resets at {r}"))
+                    .unwrap_or_default()
+            )),
+            agent_id: None,
+        })
+}
+
 impl Observer for SessionLimits {
     fn observed(&self, session: Option<&str>, account_id: &str, observed: &Observed) {
         if let (Some(tx), Some(session)) = (&self.tx, session) {
             let _ = tx.send((session.to_string(), observed.event(account_id)));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::LimitWindow;
+
+    fn limits(used: f64, resets: &str) -> LimitsObserved {
+        LimitsObserved {
+            account_id: Some("acct-1".into()),
+            status: Some("allowed_warning".into()),
+            windows: vec![
+                LimitWindow {
+                    id: "five_hour".into(),
+                    window_minutes: Some(300),
+                    used_percent: used,
+                    resets_at: Some(resets.into()),
+                },
+                LimitWindow {
+                    id: "seven_day".into(),
+                    window_minutes: Some(10_080),
+                    used_percent: 12.0,
+                    resets_at: None,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn a_window_that_reaches_the_threshold_asks_once_per_period() {
+        let low = limits(80.0, "2026-12-03T15:00:00Z");
+        assert_eq!(alerts(&low, None, 90).count(), 0);
+        let high = limits(91.4, "2026-12-03T15:00:00Z");
+        let asked: Vec<_> = alerts(&high, Some(&low), 90).collect();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].kind, AttentionKind::Question);
+        assert_eq!(
+            asked[0].attention_id,
+            "pool-limit:acct-1:five_hour:2026-12-03T15:00:00Z"
+        );
+        assert_eq!(
+            asked[0].message.as_deref(),
+            Some(
+                "the five hour limit of account acct-1 is 91% used; it resets at 2026-12-03T15:00:00Z"
+            )
+        );
+        // Fuller in the same period: asked already.
+        let higher = limits(95.0, "2026-12-03T15:00:00Z");
+        assert_eq!(alerts(&higher, Some(&high), 90).count(), 0);
+        // The next period, full again: asked again.
+        let next = limits(92.0, "2026-12-03T20:00:00Z");
+        assert_eq!(alerts(&next, Some(&higher), 90).count(), 1);
+        // The person's own threshold.
+        assert_eq!(alerts(&low, None, 75).count(), 1);
     }
 }

@@ -63,6 +63,9 @@ pub struct Config {
     /// Code's sign-in for each read, so only `sessionpipe titles on` (or the
     /// Titles page) turns it on, and that also re-sends the last 30 days.
     pub remote_titles: bool,
+    /// The account pool: a window of a live session's account this full
+    /// (percent, 90 when unset) notifies and asks for attention.
+    pub pool_alert_percent: Option<u8>,
 }
 
 /// The local receiver's port unless the person chose another.
@@ -156,6 +159,10 @@ impl Config {
             std::time::Duration::from_secs(minutes * 60),
             std::time::Duration::from_secs(seconds),
         )
+    }
+
+    pub fn pool_alert_percent(&self) -> u8 {
+        self.pool_alert_percent.unwrap_or(90).clamp(1, 100)
     }
 
     pub fn notify_tier(&self) -> u8 {

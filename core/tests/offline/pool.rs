@@ -292,3 +292,77 @@ fn an_account_signs_in_with_the_code_the_page_shows() {
     assert_eq!(v["accounts"][0]["id"], "acct-login");
     assert!(!String::from_utf8_lossy(&o.stdout).contains("at-login"));
 }
+
+#[test]
+fn a_sessions_account_near_its_limit_asks_for_attention_once() {
+    let api = HttpServer::start(|_| {
+        Response::json(200, &json!({"type": "message"}))
+            .with_header("anthropic-ratelimit-unified-status", "allowed_warning")
+            .with_header("anthropic-ratelimit-unified-5h-utilization", "0.93")
+            .with_header("anthropic-ratelimit-unified-5h-reset", "4102444800")
+    })
+    .unwrap();
+    let sb = Sandbox::new();
+    signed_in(&sb);
+    assert!(
+        sb.sessionpipe(&["pool", "add", "--import"])
+            .status
+            .success()
+    );
+    let _daemon = sb.start_daemon_with(&[(
+        "SESSIONPIPE_ANTHROPIC_API",
+        std::ffi::OsStr::new(&api.base_url()),
+    )]);
+    assert!(sb.sessionpipe(&["pool", "on"]).status.success());
+    let (url, token) = listener(&sb);
+    let addr = url.trim_start_matches("http://").to_string();
+    wait("the listener", || {
+        std::net::TcpStream::connect(&addr).is_ok()
+    });
+
+    // A session its hooks started, then two of its requests through the pool.
+    let session = "5e55b0a1-0000-4000-8000-00000000a11e";
+    let start = json!({"session_id": session, "hook_event_name": "SessionStart", "cwd": sb.home.display().to_string(), "source": "startup"});
+    assert!(
+        sb.hook("claude-code", "SessionStart", start.to_string().as_bytes())
+            .status
+            .success()
+    );
+    sb.wait_until(Duration::from_secs(10), |evs| {
+        evs.iter().any(|e| e["type"] == "session.started")
+    });
+    let uid = json!({"device_id": "d", "account_uuid": "", "session_id": session}).to_string();
+    let body = json!({"model": "m", "messages": [], "metadata": {"user_id": uid}}).to_string();
+    let c = reqwest::blocking::Client::new();
+    for _ in 0..2 {
+        let r = c
+            .post(format!("{url}/v1/messages"))
+            .bearer_auth(&token)
+            .body(body.clone())
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let events = sb.wait_until(Duration::from_secs(10), |evs| {
+        evs.iter().any(|e| e["type"] == "attention.needed")
+    });
+    let asked: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "attention.needed")
+        .collect();
+    assert_eq!(asked.len(), 1, "{events:#?}");
+    assert_eq!(asked[0]["session"]["id"], session);
+    assert_eq!(asked[0]["data"]["kind"], "question");
+    let message = asked[0]["data"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("five hour limit of account acct-1 is 93% used")
+            && message.contains("resets at 2100-01-01"),
+        "{message}"
+    );
+    let limits: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "limits.observed")
+        .collect();
+    assert_eq!(limits.len(), 1, "the second answer changed nothing");
+    assert_eq!(limits[0]["data"]["account_id"], "acct-1");
+}
