@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 use sessionpipe_testkit::Sandbox;
 use sessionpipe_testkit::http::{HttpServer, Response};
-use sessionpipe_testkit::sandbox::bin;
+use sessionpipe_testkit::sandbox::{Daemon, bin};
 use std::io::{BufRead, Write};
 use std::process::Output;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -55,6 +55,32 @@ fn listener(sb: &Sandbox) -> (String, String) {
             .unwrap()
             .to_string(),
     )
+}
+
+/// A sandbox signed in as `acct-1`, imported, a daemon whose pool talks to
+/// `api`, and the pool on: its listener's URL and token, once it listens.
+fn pooled(api: &HttpServer) -> (Sandbox, Daemon, String, String) {
+    let sb = Sandbox::new();
+    signed_in(&sb);
+    let o = sb.sessionpipe(&["pool", "add", "--import"]);
+    assert!(o.status.success(), "{}", said(&o));
+    let daemon = sb.start_daemon_with(&[(
+        "SESSIONPIPE_ANTHROPIC_API",
+        std::ffi::OsStr::new(&api.base_url()),
+    )]);
+    let o = sb.sessionpipe(&["pool", "on"]);
+    assert!(o.status.success(), "{}", said(&o));
+    assert!(
+        said(&o).contains("~/.claude/settings.json: on"),
+        "{}",
+        said(&o)
+    );
+    let (url, token) = listener(&sb);
+    let addr = url.trim_start_matches("http://").to_string();
+    wait("the listener", || {
+        std::net::TcpStream::connect(&addr).is_ok()
+    });
+    (sb, daemon, url, token)
 }
 
 fn wait(what: &str, done: impl Fn() -> bool) {
@@ -122,29 +148,8 @@ fn the_listener_is_loopbacks_own_and_takes_only_its_token() {
             .with_header("anthropic-ratelimit-unified-status", "allowed")
     })
     .unwrap();
-    let sb = Sandbox::new();
-    signed_in(&sb);
-    assert!(
-        sb.sessionpipe(&["pool", "add", "--import"])
-            .status
-            .success()
-    );
-    let _daemon = sb.start_daemon_with(&[(
-        "SESSIONPIPE_ANTHROPIC_API",
-        std::ffi::OsStr::new(&api.base_url()),
-    )]);
-    let o = sb.sessionpipe(&["pool", "on"]);
-    assert!(o.status.success(), "{}", said(&o));
-    assert!(
-        said(&o).contains("~/.claude/settings.json: on"),
-        "{}",
-        said(&o)
-    );
-    let (url, token) = listener(&sb);
+    let (sb, _daemon, url, token) = pooled(&api);
     let addr = url.trim_start_matches("http://").to_string();
-    wait("the listener", || {
-        std::net::TcpStream::connect(&addr).is_ok()
-    });
 
     let c = reqwest::blocking::Client::new();
     let r = c
@@ -302,23 +307,7 @@ fn a_sessions_account_near_its_limit_asks_for_attention_once() {
             .with_header("anthropic-ratelimit-unified-5h-reset", "4102444800")
     })
     .unwrap();
-    let sb = Sandbox::new();
-    signed_in(&sb);
-    assert!(
-        sb.sessionpipe(&["pool", "add", "--import"])
-            .status
-            .success()
-    );
-    let _daemon = sb.start_daemon_with(&[(
-        "SESSIONPIPE_ANTHROPIC_API",
-        std::ffi::OsStr::new(&api.base_url()),
-    )]);
-    assert!(sb.sessionpipe(&["pool", "on"]).status.success());
-    let (url, token) = listener(&sb);
-    let addr = url.trim_start_matches("http://").to_string();
-    wait("the listener", || {
-        std::net::TcpStream::connect(&addr).is_ok()
-    });
+    let (sb, _daemon, url, token) = pooled(&api);
 
     // A session its hooks started, then two of its requests through the pool.
     let session = "5e55b0a1-0000-4000-8000-00000000a11e";
