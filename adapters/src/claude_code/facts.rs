@@ -125,8 +125,15 @@ fn claude_json_of(home: Option<&Path>, config: &Path) -> Option<PathBuf> {
     })
 }
 
+/// The `env` key that tells Claude Code its base URL is Anthropic's own
+/// behind a proxy (the pool writes it beside its loopback listener's URL).
+pub const FIRST_PARTY_KEY: &str = "_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL";
+
 /// `oauthAccount.accountUuid`, else `api-<16 hex>` of a non-Anthropic
-/// `env.ANTHROPIC_BASE_URL` origin in the config dir's settings.
+/// `env.ANTHROPIC_BASE_URL` origin in the config dir's settings. A base URL
+/// declared first-party (`FIRST_PARTY_KEY` = `1`, as the pool's listener
+/// is) is Anthropic's behind a proxy, not another API: its account is the
+/// one each request names, not the URL's.
 pub fn account_id(home: Option<&Path>, config: &Path) -> Option<String> {
     let claude_json = claude_json_of(home, config)?;
     if let Some(v) = read_json(&claude_json)
@@ -137,6 +144,13 @@ pub fn account_id(home: Option<&Path>, config: &Path) -> Option<String> {
         return Some(id.to_string());
     }
     let settings = read_json(&config.join("settings.json"))?;
+    if settings
+        .pointer(&format!("/env/{FIRST_PARTY_KEY}"))
+        .and_then(Value::as_str)
+        == Some("1")
+    {
+        return None;
+    }
     let url = settings.pointer("/env/ANTHROPIC_BASE_URL")?.as_str()?;
     let origin = origin_of(url)?;
     let host = origin.split("://").nth(1)?.split(':').next()?;
@@ -367,19 +381,23 @@ mod tests {
         );
         let want = harness::digest::sha256_prefix(b"https://api.example.com:8443", 8);
         assert_eq!(f.account_id, Some(format!("api-{want}")));
-        std::fs::write(
-            config.join("settings.json"),
+        // Anthropic's own host, and the pool's loopback listener (declared
+        // first-party), are not another API.
+        for settings in [
             r#"{"env":{"ANTHROPIC_BASE_URL":"https://api.anthropic.com"}}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            facts(
-                &job(dir.path(), &[]),
-                &files(config.join("projects/-w/s.jsonl"))
-            )
-            .account_id,
-            None
-        );
+            r#"{"env":{"ANTHROPIC_BASE_URL":"http://127.0.0.1:41234","ANTHROPIC_AUTH_TOKEN":"t","_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL":"1"}}"#,
+        ] {
+            std::fs::write(config.join("settings.json"), settings).unwrap();
+            assert_eq!(
+                facts(
+                    &job(dir.path(), &[]),
+                    &files(config.join("projects/-w/s.jsonl"))
+                )
+                .account_id,
+                None,
+                "{settings}"
+            );
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ mod limits;
 mod status_line;
 mod transcript;
 
-pub use facts::{account as config_dir_account, claude_ai_session, config_dir_of};
+pub use facts::{FIRST_PARTY_KEY, account as config_dir_account, claude_ai_session, config_dir_of};
 pub use status_line::ENTRY as STATUS_LINE_ENTRY;
 
 pub use facts::config_dirs;

@@ -340,7 +340,7 @@ async fn ack_loop(control: Arc<Control>, receiver: Receiver, token: String) {
 pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
     let c = control.clone();
     let origin = receiver.origin.clone();
-    let (keys, config, harnesses) = crate::runtime::blocking(move || {
+    let (keys, config, harnesses, pool) = crate::runtime::blocking(move || {
         let keys: Vec<String> = c
             .store()
             .keys(Some(&origin))
@@ -353,13 +353,73 @@ pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
             .flatten()
             .and_then(|o| o.harnesses().ok())
             .unwrap_or_default();
-        (keys, Config::load(&c.paths).unwrap_or_default(), harnesses)
+        let pool = pool_facts(&c.paths);
+        (
+            keys,
+            Config::load(&c.paths).unwrap_or_default(),
+            harnesses,
+            pool,
+        )
     })
     .await;
     let mut body = machine_facts(&config, harnesses, &control.runs).await;
     body["keys"] = json!(keys);
     body["waiting"] = json!(control.hub.waiting());
+    if let Some(pool) = pool {
+        body["pool"] = pool;
+    }
     body
+}
+
+/// Most accounts a hello names (the rest are the machine's to show).
+const POOL_ACCOUNTS: usize = 50;
+
+/// The hello's `pool`, once the person added an account: whether it is on,
+/// and each account's standing (`status`, `until`, `windows`) as the daemon
+/// last heard it, idle accounts' usage reads included (ADAPTERS.md's Pool
+/// row: these reach the hello and `pool status`, never an event). Whole
+/// percents, so a hello goes out when a window moves, not on every answer;
+/// no credential, expiry or session id.
+fn pool_facts(paths: &StatePaths) -> Option<Value> {
+    let file = crate::pool::store::PoolFile::load(paths).ok()?;
+    if file.accounts.is_empty() {
+        return None;
+    }
+    let live = crate::pool::service::Snapshot::load(paths);
+    let accounts: Vec<Value> = crate::pool::views(paths, &file, live.as_ref())
+        .into_iter()
+        .take(POOL_ACCOUNTS)
+        .map(|a| {
+            let windows: Vec<Value> = a
+                .windows
+                .iter()
+                .map(|w| {
+                    let mut v = json!({"id": w.id, "used_percent": w.used_percent.round()});
+                    if let Some(m) = w.window_minutes {
+                        v["window_minutes"] = json!(m);
+                    }
+                    if let Some(r) = &w.resets_at {
+                        v["resets_at"] = json!(r);
+                    }
+                    v
+                })
+                .collect();
+            let mut v = json!({
+                "id": a.id,
+                "enabled": a.enabled,
+                "status": a.status,
+                "windows": windows,
+            });
+            if let Some(e) = a.email {
+                v["email"] = json!(e);
+            }
+            if let Some(u) = a.until {
+                v["until"] = json!(u);
+            }
+            v
+        })
+        .collect();
+    Some(json!({"on": file.on, "accounts": accounts}))
 }
 
 /// What pairing and hello both say of this machine.
@@ -553,5 +613,34 @@ mod tests {
             assert!(body.get(k).is_some(), "{k}");
         }
         assert!(body.get("mode").is_none(), "inherit is not a schema mode");
+    }
+
+    #[test]
+    fn the_hellos_pool_names_each_accounts_standing_and_nothing_secret() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(dir.path());
+        std::fs::create_dir_all(&paths.root).unwrap();
+        assert_eq!(pool_facts(&paths), None, "no account added: no pool");
+        std::fs::write(
+            paths.pool(),
+            r#"{"on":true,"port":41000,"accounts":[{"id":"acct-a","email":"a@example.com","enabled":true},{"id":"acct-b","enabled":false}]}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            crate::pool::service::Snapshot::path(&paths),
+            r#"{"at_ms":1,"accounts":[{"id":"acct-a","email":"a@example.com","enabled":true,"status":"rejected","until":"2026-12-03T20:00:00.000Z","windows":[{"id":"five_hour","window_minutes":300,"used_percent":93.4,"resets_at":"2026-12-03T20:00:00.000Z"}],"expires_at":"2026-12-03T22:00:00.000Z","refresh_error":"x","sessions":["s-1"]}]}"#,
+        )
+        .unwrap();
+        let pool = pool_facts(&paths).unwrap();
+        assert_eq!(
+            pool,
+            json!({"on": true, "accounts": [
+                {"id": "acct-a", "email": "a@example.com", "enabled": true, "status": "rejected",
+                 "until": "2026-12-03T20:00:00.000Z",
+                 "windows": [{"id": "five_hour", "window_minutes": 300, "used_percent": 93.0,
+                              "resets_at": "2026-12-03T20:00:00.000Z"}]},
+                {"id": "acct-b", "enabled": false, "status": "no_sign_in", "windows": []},
+            ]})
+        );
     }
 }

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 
 pub const BASE_URL: &str = "ANTHROPIC_BASE_URL";
 pub const AUTH_TOKEN: &str = "ANTHROPIC_AUTH_TOKEN";
-pub const FIRST_PARTY: &str = "_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL";
+pub const FIRST_PARTY: &str = adapters::claude_code::FIRST_PARTY_KEY;
 const NAMES: [&str; 3] = [BASE_URL, AUTH_TOKEN, FIRST_PARTY];
 
 /// What one settings file got.
