@@ -167,6 +167,15 @@ impl MockAnthropic {
 
     /// `start`, with `headers` on every answer.
     pub fn start_with_headers(script: Script, headers: Vec<(String, String)>) -> MockAnthropic {
+        MockAnthropic::start_with_headers_for(script, move |_| headers.clone())
+    }
+
+    /// `start`, with the headers `headers_for` gives each request on its
+    /// answer (an upstream whose accounts answer differently).
+    pub fn start_with_headers_for(
+        script: Script,
+        headers_for: impl Fn(&Request) -> Vec<(String, String)> + Send + Sync + 'static,
+    ) -> MockAnthropic {
         let mut ids = Ids::new();
         let pace = script.pace;
         let plan: Vec<Planned> = script
@@ -202,6 +211,7 @@ impl MockAnthropic {
             let mut ids = ids
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let headers = headers_for(request);
             let answered = answer(&plan, request, &mut ids);
             let answered = match pace {
                 Some(p) => answered.paced(p),

@@ -160,32 +160,48 @@ fn real_claude_code_runs_through_the_pool_with_each_sessions_own_account() {
     );
     assert!(added.contains("added acct-b"), "{added}");
 
-    let api = MockAnthropic::start_with_headers(
-        Script::new([Turn::text("Pooled hello."), Turn::text("Pooled again.")])
+    // Every answer says how much of each window its account used; once
+    // `rejecting` names a bearer, that account's answers say it is rejected
+    // until 2100 (the 5-hour window full).
+    let rejecting: std::sync::Arc<std::sync::Mutex<Option<String>>> = Default::default();
+    let api = {
+        let rejecting = rejecting.clone();
+        MockAnthropic::start_with_headers_for(
+            Script::new([
+                Turn::text("Pooled hello."),
+                Turn::text("Pooled again."),
+                Turn::text("Rejected, and told so."),
+                Turn::text("On the other account."),
+            ])
             .paced(Duration::from_millis(400)),
-        vec![
-            (
-                "anthropic-ratelimit-unified-status".into(),
-                "allowed".into(),
-            ),
-            (
-                "anthropic-ratelimit-unified-5h-utilization".into(),
-                "0.37".into(),
-            ),
-            (
-                "anthropic-ratelimit-unified-5h-reset".into(),
-                "4102444800".into(),
-            ),
-            (
-                "anthropic-ratelimit-unified-7d-utilization".into(),
-                "0.12".into(),
-            ),
-            (
-                "anthropic-ratelimit-unified-7d-reset".into(),
-                "4102444800".into(),
-            ),
-        ],
-    );
+            move |r| {
+                let rejected = rejecting.lock().unwrap().as_deref() == Some(bearer(r).as_str());
+                let (status, five_hour) = if rejected {
+                    ("rejected", "1.0")
+                } else {
+                    ("allowed", "0.37")
+                };
+                let mut headers = vec![
+                    ("anthropic-ratelimit-unified-status", status),
+                    ("anthropic-ratelimit-unified-5h-utilization", five_hour),
+                    ("anthropic-ratelimit-unified-5h-reset", "4102444800"),
+                    ("anthropic-ratelimit-unified-7d-utilization", "0.12"),
+                    ("anthropic-ratelimit-unified-7d-reset", "4102444800"),
+                ];
+                if rejected {
+                    headers.push(("anthropic-ratelimit-unified-reset", "4102444800"));
+                    headers.push((
+                        "anthropic-ratelimit-unified-representative-claim",
+                        "five_hour",
+                    ));
+                }
+                headers
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect()
+            },
+        )
+    };
     let _daemon = sb.start_daemon_with(&[
         (
             "SESSIONPIPE_ANTHROPIC_API",
@@ -307,12 +323,84 @@ fn real_claude_code_runs_through_the_pool_with_each_sessions_own_account() {
         assert_eq!(d["windows"][0]["used_percent"], 37.0);
         assert_eq!(d["windows"][1]["id"], "seven_day");
     }
+
+    // The first session's account is rejected on its next answer: that
+    // session's later requests and a new session's all go to the other one,
+    // and the first session is told it hit a limit.
+    let spent = account_of[&first].clone();
+    let spent_bearer = if spent == "acct-a" {
+        "Bearer sk-ant-oat01-aaaa"
+    } else {
+        "Bearer sk-ant-oat01-bbbb"
+    };
+    *rejecting.lock().unwrap() = Some(spent_bearer.to_string());
+    let seen = api.requests().len();
+    run_claude(
+        &sb,
+        &claude,
+        None,
+        &project,
+        &["-p", "Once more.", "--resume", &first],
+    );
+    let after_rejection: Vec<_> = api.requests().into_iter().skip(seen).collect();
+    let told = after_rejection
+        .iter()
+        .position(|r| bearer(r) == spent_bearer)
+        .expect("the pinned account carried the session's next request");
+    let (third, _) = run_claude(&sb, &claude, None, &project, &["-p", "Say hello."]);
+    let later: Vec<_> = api.requests().into_iter().skip(seen + told + 1).collect();
+    assert!(!later.is_empty());
+    for r in &later {
+        assert_ne!(
+            bearer(r),
+            spent_bearer,
+            "a rejected account is skipped until its reset: {}",
+            r.target
+        );
+    }
+    let events = sb.wait_until(Duration::from_secs(20), |evs| {
+        evs.iter().any(|e| {
+            e["type"] == "attention.needed"
+                && e["session"]["id"] == first.as_str()
+                && e["data"]["attention_id"]
+                    .as_str()
+                    .is_some_and(|a| a.starts_with("pool-limit:"))
+        })
+    });
+    assert!(
+        events.iter().any(|e| e["type"] == "limits.observed"
+            && e["session"]["id"] == first.as_str()
+            && e["data"]["status"] == "rejected"
+            && e["data"]["account_id"] == spent.as_str()),
+        "the rejection reached the session's limits"
+    );
+    assert!(
+        events
+            .iter()
+            .filter(|e| e["session"]["id"] == third.as_str())
+            .all(|e| e["type"] != "limits.observed" || e["data"]["account_id"] != spent.as_str()),
+        "the new session is on the other account"
+    );
+
     let status = sessionpipe(&sb, &path, &["pool", "status", "--json"]);
     let status: Value = serde_json::from_str(status.trim()).unwrap();
     assert_eq!(status["on"], true);
     assert!(
         !status.to_string().contains("sk-ant-"),
         "no credential in pool status"
+    );
+    let spent_view = status["accounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == spent.as_str())
+        .unwrap();
+    assert_eq!(spent_view["status"], "rejected", "{status}");
+    assert!(
+        spent_view["until"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("2100-")),
+        "{status}"
     );
 
     // Off: every settings file is as it was.
