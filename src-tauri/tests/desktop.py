@@ -30,7 +30,11 @@ tray client, a reader of notification calls, a window manager's close (python3-g
                            MESSAGES_API_REPLY_TO_MESSAGE set, a later turn
                            whose newest user message is no tool result (a
                            message put into the turn, e.g. by a Stop hook)
-                           says that text instead of "Done."
+                           says that text instead of "Done."; with
+                           MESSAGES_API_HEADERS naming a file, each answer to
+                           /v1/messages carries the headers the file holds then
+                           ("name: value" a line; the rate-limit headers a
+                           test sets, read again for every answer)
 
 Only what libayatana-appindicator needs of a watcher is here: it registers, a
 host is said to be present, and the item list is kept.
@@ -223,6 +227,14 @@ def messages_api(portfile, command):
         return prefix + "".join(random.choices(string.ascii_letters + string.digits, k=24))
 
     to_message = os.environ.get("MESSAGES_API_REPLY_TO_MESSAGE") or ""
+    headers_file = os.environ.get("MESSAGES_API_HEADERS") or ""
+
+    def extra_headers():
+        if not headers_file or not os.path.exists(headers_file):
+            return []
+        with open(headers_file, encoding="utf-8") as f:
+            pairs = [line.partition(":") for line in f]
+        return [(name.strip(), value.strip()) for name, sep, value in pairs if sep and name.strip()]
 
     def blocks_of(body):
         # The main conversation offers tools and is not a subagent's.
@@ -290,11 +302,13 @@ def messages_api(portfile, command):
         def log_message(self, *args):
             pass
 
-        def answer(self, status, ctype, data):
+        def answer(self, status, ctype, data, headers=()):
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(data)))
             self.send_header("request-id", ident("req_"))
+            for name, value in headers:
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)
 
@@ -329,12 +343,12 @@ def messages_api(portfile, command):
             model = body.get("model") or "claude-mock"
             mid = ident("msg_")
             if body.get("stream"):
-                return self.answer(200, "text/event-stream", sse(blocks, model, mid))
+                return self.answer(200, "text/event-stream", sse(blocks, model, mid), extra_headers())
             stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
             whole = {"id": mid, "type": "message", "role": "assistant", "model": model,
                      "content": blocks, "stop_reason": stop, "stop_sequence": None,
                      "usage": usage(5)}
-            self.answer(200, "application/json", json.dumps(whole).encode())
+            self.answer(200, "application/json", json.dumps(whole).encode(), extra_headers())
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

@@ -13,23 +13,31 @@
 #   5. the session's next hook event withdraws its notification (CloseNotification);
 #   6. "Pause notifications" in the menu writes config.json and silences notices;
 #   7. "Open at login" writes and removes the autostart entry;
-#   8. a second launch exits and opens the first one's window;
-#   9. "Quit" ends the app; started beside a running `sessionpipe daemon` it
+#   8. "Phone page on this computer" serves the receiver and its page on
+#      loopback with open pairing, and stops it again;
+#   9. a second launch exits and opens the first one's window;
+#  10. "Quit" ends the app; started beside a running `sessionpipe daemon` it
 #      attaches (its notices still come), and takes over when that daemon dies;
-#  10. local approvals on: the real Claude Code (e2e/node_modules, offline against
+#  11. local approvals on: the real Claude Code (e2e/node_modules, offline against
 #      a scripted Messages API in desktop.py) asks to run a command; its
 #      PermissionRequest waits on the daemon, the notification carries Allow and
 #      Deny and says which harness, session, folder and command; Allow chosen
 #      through dunst (`dunstctl context`, dunstrc's dmenu) runs the real tool and
 #      the notification goes;
-#  11. two sessions' prompts at once are both listed in the tray menu, with what
+#  12. two sessions' prompts at once are both listed in the tray menu, with what
 #      each will run; the menu's Allow runs one tool, its Deny refuses the other
 #      (the model is told so);
-#  12. the window on a waiting prompt (the menu's line opens it on the session)
+#  13. the window on a waiting prompt (the menu's line opens it on the session)
 #      shows Allow and Deny; the page's Allow (the same page, in Chromium through
 #      playwright-core from ui/node_modules) runs the tool and says so;
-#  13. a waiting prompt answered in the terminal (its session's next hook event)
-#      withdraws its notification, Allow and all, and leaves the menu.
+#  14. a waiting prompt answered in the terminal (its session's next hook event)
+#      withdraws its notification, Allow and all, and leaves the menu;
+#  15. the account pool (a fake sign-in imported, its upstream a loopback server
+#      through the test-only SESSIONPIPE_ANTHROPIC_API): a request of a hooked
+#      session through the pool's listener, answered at 95 % of the five-hour
+#      window, makes a Notify "Claude Code is near a usage limit" naming the
+#      window, the account and the reset; a second answer at 97 % of the same
+#      window and reset notifies no more; `pool off` gives the settings back.
 # Installs nothing; a missing tool fails with the apt package to install.
 # Usage: src-tauri/tests/xvfb.sh   (binaries from $SESSIONPIPE_BIN_DIR, default
 # target/debug: cargo build -p sessionpipe-app -p sessionpipe-core -p sessionpipe-hook;
@@ -526,6 +534,98 @@ wait_for 20 "CloseNotification $N5" closed "$N5"
 not_in_menu() { ! menu_has "Bash make in-the-terminal"; }
 wait_for 15 "the prompt to leave the menu" not_in_menu
 ok "Notify id $N5 (with Allow and Deny) withdrawn with CloseNotification($N5); the menu no longer lists it"
+click "Quit"
+wait_for 15 "the app to quit" bash -c "! kill -0 $APP 2>/dev/null"
+
+step "15. the account pool: a session's account at 95 % of its five-hour window notifies, once"
+# A fake sign-in in a config dir of its own (no settings.json: `pool on`
+# points only ~/.claude at the pool), imported; an upstream on loopback (the
+# scripted Messages API) whose answers carry the rate-limit headers of
+# $W/limits.headers; the app started with the pool's upstream pointed at it
+# (a test-only variable the embedded daemon reads at its start, here only:
+# the earlier steps ran without it, and with no pool). The sign-in and the
+# listener's token go to the state dir's secrets file: a keychain asked on
+# this bus would be a gnome-keyring started with the real HOME.
+export SESSIONPIPE_SECRETS=file
+POOL_DIR=$HOME/.claude-pool
+mkdir -p "$POOL_DIR"
+printf '{"claudeAiOauth": {"accessToken": "sk-ant-oat01-trayTestFAKEaccess", "refreshToken": "rt-fake", "expiresAt": %s}}\n' \
+  $(($(now_ms) + 86400000)) >"$POOL_DIR/.credentials.json"
+printf '{"oauthAccount": {"accountUuid": "acct-tray", "emailAddress": "tray@example.com"}}\n' >"$POOL_DIR/.claude.json"
+"$SP_BIN/sessionpipe" pool add --import --config-dir "$POOL_DIR" >"$W/pool.log" 2>&1 ||
+  fail "sessionpipe pool add --import: $(cat "$W/pool.log")"
+grep -q "added acct-tray (tray@example.com) from ~/.claude-pool" "$W/pool.log" || fail "pool add: $(cat "$W/pool.log")"
+limits() { # UTILIZATION: what the upstream's next answers say of the five-hour window
+  printf 'anthropic-ratelimit-unified-status: allowed_warning\nanthropic-ratelimit-unified-representative-claim: five_hour\nanthropic-ratelimit-unified-5h-utilization: %s\nanthropic-ratelimit-unified-5h-reset: 4102444800\nanthropic-ratelimit-unified-7d-utilization: 0.2\nanthropic-ratelimit-unified-7d-reset: 4103049600\n' \
+    "$1" >"$W/limits.headers.tmp"
+  mv "$W/limits.headers.tmp" "$W/limits.headers"
+}
+limits 0.95
+MESSAGES_API_HEADERS=$W/limits.headers /usr/bin/python3 "$DESKTOP_PY" messages-api "$W/upstream.port" "" 2>"$W/upstream-api.log" &
+pids+=("$!")
+wait_for 10 "the loopback upstream" test -s "$W/upstream.port"
+UPSTREAM=http://127.0.0.1:$(cat "$W/upstream.port")
+SESSIONPIPE_ANTHROPIC_API=$UPSTREAM start_app app4.log --hidden
+find_item
+wait_for 15 "the embedded daemon to hold the lock" lock_held_by "$APP"
+grep -q "SESSIONPIPE_ANTHROPIC_API is set: .* talks to $UPSTREAM" "$W/app4.log" ||
+  fail "the embedded daemon did not take the upstream: $(cat "$W/app4.log")"
+cp "$HOME/.claude/settings.json" "$W/settings-before-pool.json"
+"$SP_BIN/sessionpipe" pool on >>"$W/pool.log" 2>&1 || fail "sessionpipe pool on: $(cat "$W/pool.log")"
+grep -q "~/.claude/settings.json: on" "$W/pool.log" || fail "pool on: $(cat "$W/pool.log")"
+settings_env() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("env", {}).get(sys.argv[2], ""))' "$HOME/.claude/settings.json" "$1"; }
+POOL_URL=$(settings_env ANTHROPIC_BASE_URL)
+POOL_TOKEN=$(settings_env ANTHROPIC_AUTH_TOKEN)
+[[ "$POOL_URL" == http://127.0.0.1:* && -n "$POOL_TOKEN" ]] || fail "settings.json env: $(cat "$HOME/.claude/settings.json")"
+listening() { (: <"/dev/tcp/127.0.0.1/${POOL_URL##*:}") 2>/dev/null; }
+wait_for 15 "the pool's listener on $POOL_URL" listening
+ok "acct-tray imported from ~/.claude-pool; pool on: ~/.claude/settings.json points at $POOL_URL; the daemon's upstream is $UPSTREAM"
+# A session its hooks started, then its requests, as Claude Code sends them
+# (metadata.user_id names the session), through the listener.
+S6=5e0c1a52-6666-4c1e-9d7a-000000000006
+hook SessionStart "$S6" '"source":"startup"'
+events_of() { "$SP_BIN/sessionpipe" tail --no-follow --json --session "$1"; }
+started() { [[ "$(events_of "$S6")" == *session.started* ]]; }
+wait_for 20 "the session's start in the outbox" started
+ask_pool() {
+  local uid body
+  uid="{\\\"device_id\\\":\\\"tray-test\\\",\\\"account_uuid\\\":\\\"\\\",\\\"session_id\\\":\\\"$S6\\\"}"
+  body="{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":16,\"messages\":[{\"role\":\"user\",\"content\":\"Say OK.\"}],\"metadata\":{\"user_id\":\"$uid\"}}"
+  curl -sS --max-time 10 -o "$W/pool-answer.json" -w '%{http_code}' -H "Authorization: Bearer $POOL_TOKEN" \
+    -H 'content-type: application/json' -H 'anthropic-version: 2023-06-01' \
+    --data "$body" "$POOL_URL/v1/messages"
+}
+code=$(ask_pool) || fail "the pool's listener did not answer"
+[ "$code" = 200 ] || fail "the pool answered $code: $(cat "$W/pool-answer.json")"
+limit_summary="Claude Code is near a usage limit"
+wait_for 20 "a Notify for the limit" has_notice "\"summary\": \"$limit_summary\""
+line=$(notice_with "\"summary\": \"$limit_summary\"")
+echo "Notify: $line"
+[ "$(json_field "$line" app)" = sessionpipe ] || fail "app name: $line"
+body=$(json_field "$line" body)
+want="the five hour limit of account acct-tray is 95% used; it resets at 2100-01-01T00:00:00.000Z"$'\n'"~/work/project"
+[ "$body" = "$want" ] || fail "unexpected body: ${body//$'\n'/\\n} (wanted ${want//$'\n'/\\n})"
+ok "Notify id $(json_field "$line" notify): summary \"$limit_summary\", body \"${body//$'\n'/\\n}\""
+# The same window and reset, fuller: a new limits.observed, no new attention.
+limit_notices() { notices | grep -F '"notify"' | grep -c -F "\"summary\": \"$limit_summary\"" || true; }
+observed() { [ "$(events_of "$S6" | grep -c '"limits.observed"' || true)" -ge "$1" ]; }
+wait_for 10 "the first limits.observed" observed 1
+limits 0.97
+code=$(ask_pool) || fail "the pool's listener did not answer"
+[ "$code" = 200 ] || fail "the pool answered $code: $(cat "$W/pool-answer.json")"
+wait_for 20 "the second answer's limits.observed" observed 2
+sleep 1.5 # the app's notices look every 0.3 s
+[ "$(limit_notices)" = 1 ] || fail "the second answer notified again: $(notices | grep -F "$limit_summary")"
+asked=$(events_of "$S6" | grep -c '"attention.needed"' || true)
+[ "$asked" = 1 ] || fail "$asked attentions for the session: $(events_of "$S6")"
+ok "a second answer at 97 % of the same window (same reset) made a second limits.observed and no second attention or Notify"
+"$SP_BIN/sessionpipe" pool off >>"$W/pool.log" 2>&1 || fail "sessionpipe pool off: $(cat "$W/pool.log")"
+grep -q "~/.claude/settings.json: off" "$W/pool.log" || fail "pool off: $(cat "$W/pool.log")"
+cmp -s "$W/settings-before-pool.json" "$HOME/.claude/settings.json" ||
+  fail "pool off did not give ~/.claude/settings.json back: $(diff "$W/settings-before-pool.json" "$HOME/.claude/settings.json")"
+not_listening() { ! listening; }
+wait_for 15 "the pool's listener to close" not_listening
+ok "pool off: ~/.claude/settings.json is as it was before pool on, byte for byte; the listener closed"
 click "Quit"
 wait_for 15 "the app to quit" bash -c "! kill -0 $APP 2>/dev/null"
 
