@@ -60,6 +60,7 @@ async fn proxy_over(upstream: &str) -> String {
             id: "acct".into(),
             email: None,
             enabled: true,
+            imported_from: None,
         },
         Some(Tokens {
             access: Secret::new("at".into()),

@@ -47,6 +47,11 @@ pub struct Account {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub email: Option<String>,
     pub enabled: bool,
+    /// The Claude Code config dir `pool add --import` copied it from: its
+    /// sign-in shares a refresh lineage with Claude Code's own there, so the
+    /// daemon reads that one again before refreshing (`claude_login`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_from: Option<crate::claude_login::Place>,
 }
 
 /// What `pool status` and the hello show of one account.
@@ -436,6 +441,7 @@ mod tests {
             id: id.into(),
             email: None,
             enabled: true,
+            imported_from: None,
         }
     }
 

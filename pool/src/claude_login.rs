@@ -5,12 +5,15 @@
 //! (`accessToken`, `refreshToken`, `expiresAt`).
 //!
 //! Two readers use it: remote titles bear the access token for one read
-//! (`read`), and `pool add --import` copies the whole sign-in once
-//! (`read_tokens`). It owns finding and checking the sign-in, nothing else. It
-//! must not keep it (no file, no cache, no field outliving the call), print
-//! it, log it or put it in an error, and it must never refresh it: a refresh
-//! would rotate Claude Code's own login. A token within a minute of its
-//! `expiresAt` is not used at all.
+//! (`read`), and the pool copies the whole sign-in (`read_tokens`): once at
+//! `pool add --import`, and again, by the daemon, before it refreshes an
+//! imported account (Claude Code may have refreshed its own since, which
+//! spent the pool's copy's refresh token; the pool then takes Claude Code's
+//! newer one instead). It owns finding and checking the sign-in, nothing
+//! else. It must not keep it (no file, no cache, no field outliving the
+//! call), print it, log it or put it in an error, must never write it, and
+//! must never refresh it: a refresh would rotate Claude Code's own login. A
+//! token within a minute of its `expiresAt` is not used at all.
 
 use std::path::{Path, PathBuf};
 
@@ -22,9 +25,11 @@ pub const KEYCHAIN_SERVICE: &str = "Claude Code-credentials";
 
 /// Whose sign-in: a config dir, and `$CLAUDE_CONFIG_DIR` as it was set when
 /// that variable names it (the keychain item is named from its spelling).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Kept in `pool.json` for an imported account (a path, no credential).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Place {
     pub config_dir: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub named_by_env: Option<String>,
 }
 
@@ -111,9 +116,10 @@ fn token_of(raw: &[u8], now_ms: i64, dir: &Path) -> Result<Bearer, SignInError> 
     Ok(Bearer(token.to_string()))
 }
 
-/// The whole sign-in of `place` (`pool add --import`): its access and
-/// refresh tokens and when the access token expires. Copied once; Claude
-/// Code's own stays where it is and is never refreshed from here.
+/// The whole sign-in of `place` (`pool add --import`, and the daemon before
+/// it refreshes an imported account): its access and refresh tokens and when
+/// the access token expires. Claude Code's own stays where it is and is
+/// never written or refreshed from here.
 pub fn read_tokens(place: &Place) -> Result<crate::oauth::Tokens, SignInError> {
     let raw = raw(place)?;
     let unreadable = || SignInError::Unreadable(place.config_dir.clone());

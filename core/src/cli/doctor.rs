@@ -78,6 +78,7 @@ pub fn run(paths: &StatePaths) -> anyhow::Result<ExitCode> {
     for var in [
         sessionpipe_pool::endpoints::API_VAR,
         sessionpipe_pool::endpoints::OAUTH_VAR,
+        crate::pool::service::LOOK_VAR,
         "SESSIONPIPE_JOB_ARCHIVE",
     ] {
         if std::env::var_os(var).is_some_and(|v| !v.is_empty()) {

@@ -160,7 +160,13 @@ fn status(paths: &StatePaths, json: bool) -> anyhow::Result<()> {
                 .unwrap_or_default(),
             v.refresh_error
                 .as_deref()
-                .map(|e| format!("; last refresh failed: {e}"))
+                .map(|e| match (&v.expires_at, v.status.as_str()) {
+                    // Still signed in: it is used until then.
+                    (Some(until), s) if s != "expired" && s != "sign_in_again" => {
+                        format!("; last refresh failed: {e} (its sign-in works until {until})")
+                    }
+                    _ => format!("; last refresh failed: {e}"),
+                })
                 .unwrap_or_default(),
         );
         for w in &v.windows {

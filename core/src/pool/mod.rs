@@ -105,14 +105,23 @@ pub fn add_import(
         // The sign-in first: an account listed without one would be offered
         // to nobody, but one stored and not listed is invisible.
         vault.store(&account.id, &tokens)?;
-        let again = file.account(&account.id).is_some();
-        if !again {
-            file.accounts.push(Account {
-                id: account.id.clone(),
-                email: account.email.clone(),
-                enabled: true,
-            });
-        }
+        // Where it came from, for the daemon to read again before it
+        // refreshes (Claude Code refreshing its own spends this copy).
+        let again = match file.accounts.iter_mut().find(|a| a.id == account.id) {
+            Some(kept) => {
+                kept.imported_from = Some(place.clone());
+                true
+            }
+            None => {
+                file.accounts.push(Account {
+                    id: account.id.clone(),
+                    email: account.email.clone(),
+                    enabled: true,
+                    imported_from: Some(place.clone()),
+                });
+                false
+            }
+        };
         added.push(Added {
             id: account.id,
             email: account.email,
@@ -150,15 +159,29 @@ pub fn add_login(
     let vault = SecretsVault::new(paths);
     vault.store(&profile.account_id, &tokens)?;
     let mut file = PoolFile::load(paths)?;
-    let again = file.account(&profile.account_id).is_some();
-    if !again {
-        file.accounts.push(Account {
-            id: profile.account_id.clone(),
-            email: profile.email.clone(),
-            enabled: true,
-        });
-        file.save(paths)?;
-    }
+    let again = match file
+        .accounts
+        .iter_mut()
+        .find(|a| a.id == profile.account_id)
+    {
+        Some(kept) => {
+            // Its own sign-in now, no longer a copy of Claude Code's.
+            kept.imported_from = None;
+            true
+        }
+        None => {
+            file.accounts.push(Account {
+                id: profile.account_id.clone(),
+                email: profile.email.clone(),
+                enabled: true,
+                imported_from: None,
+            });
+            false
+        }
+    };
+    // Saved even when the list is the same: a new stamp is what tells a
+    // running daemon to read the sign-ins again.
+    file.save(paths)?;
     tracing::info!("pool: an account added by sign-in");
     Ok(Added {
         id: profile.account_id,

@@ -11,13 +11,39 @@
 //! `usage::MIN_INTERVAL` per account and at once after it is added, enabled or
 //! refreshed. It must not write a harness's file (`pool on` does, at the
 //! person's command) nor keep or log a request, an answer or a credential.
+//!
+//! Refreshes and a daemon killed at any point. The token server rotates the
+//! refresh token on every refresh. The pair it answers is stored (the
+//! keychain, or the secrets file by a temp file and a rename) before the pool
+//! bears it; a pair that could not be stored is kept in memory and stored at
+//! the next look, never refreshed again meanwhile (its old refresh token is
+//! spent). A daemon killed after the server rotated but before the store
+//! (the answer still on the wire) restarts with the old pair, which is still
+//! due (a refresh happens only when due, and due stays due): the first look,
+//! at start, refreshes it again, within the few seconds in which a rotating
+//! server takes a just-spent refresh token again and answers the same pair.
+//! A refresh that fails leaves the account usable until its access token
+//! expires, with `refresh_error` in `pool-status.json` saying why; one the
+//! server refused (`invalid_grant`) asks for a new sign-in.
+//!
+//! An imported account (`pool add --import`) shares its refresh lineage with
+//! Claude Code's own sign-in in its config dir: before refreshing one, the
+//! daemon reads Claude Code's copy again and, when it holds another sign-in
+//! of the same account that expires later (Claude Code refreshed it, which
+//! spent the pool's copy), stores and takes that one instead. Claude Code's
+//! file is never written.
+//!
+//! `SESSIONPIPE_POOL_LOOK_MS` (tests only; `doctor` notes it, the daemon
+//! warns) sets `LOOK` in milliseconds, so a test can go through many
+//! refreshes quickly.
 
 use super::store::{PoolFile, SecretsVault};
 use crate::pipeline::local::LocalEvents;
 use protocol::{AttentionKind, AttentionNeeded, EventData, LimitsObserved};
-use sessionpipe_pool::accounts::{AccountView, Pool, Vault};
+use sessionpipe_pool::accounts::{Account, AccountView, Pool, Vault, VaultError};
+use sessionpipe_pool::claude_login;
 use sessionpipe_pool::limits::Observed;
-use sessionpipe_pool::oauth::{self, OAuthError};
+use sessionpipe_pool::oauth::{self, OAuthError, Tokens};
 use sessionpipe_pool::proxy::{Observer, Proxy};
 use sessionpipe_pool::{endpoints, usage};
 use spool::StatePaths;
@@ -28,8 +54,26 @@ use std::time::Duration;
 
 /// The harness whose sessions the pool serves.
 const CLAUDE_CODE: &str = "claude-code";
-/// How often `pool.json` is looked at.
+/// How often `pool.json` is looked at (and sign-ins due are refreshed).
 const LOOK: Duration = Duration::from_secs(2);
+/// The test-only setting of `LOOK`, in milliseconds.
+pub const LOOK_VAR: &str = "SESSIONPIPE_POOL_LOOK_MS";
+
+/// `LOOK`, or the test setting (at least 10 ms) when it is set.
+fn look() -> Duration {
+    match std::env::var(LOOK_VAR)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        Some(ms) => {
+            let ms = ms.max(10);
+            tracing::warn!("{LOOK_VAR} is set: the pool looks every {ms} ms (for tests only)");
+            Duration::from_millis(ms)
+        }
+        None => LOOK,
+    }
+}
+
 /// What an attention about a session's account nearing a limit starts
 /// with (`notify` words it as such).
 pub const LIMIT_ATTENTION: &str = "pool-limit:";
@@ -90,6 +134,9 @@ struct Running {
     usage_read: HashMap<String, i64>,
     /// The accounts as `pool-status.json` last said them.
     said: Option<Vec<AccountView>>,
+    /// Refreshed sign-ins the vault did not take yet: stored at the next
+    /// look, and only then used (their old refresh tokens are spent).
+    unstored: HashMap<String, Tokens>,
 }
 
 async fn supervise(paths: StatePaths, pool: Arc<Pool>, observer: Arc<dyn Observer>) {
@@ -104,7 +151,11 @@ async fn supervise(paths: StatePaths, pool: Arc<Pool>, observer: Arc<dyn Observe
         listener: None,
         usage_read: HashMap::new(),
         said: None,
+        unstored: HashMap::new(),
     };
+    let look = look();
+    // The first look is at once: a refresh a killed daemon may have lost is
+    // made again while the server still takes the spent token.
     loop {
         let stamp = std::fs::metadata(paths.pool())
             .ok()
@@ -122,7 +173,7 @@ async fn supervise(paths: StatePaths, pool: Arc<Pool>, observer: Arc<dyn Observe
         refresh_due(&pool, &vault, &oauth, &mut running).await;
         read_usage(&pool, &oauth, &mut running).await;
         say(&paths, &pool, &mut running).await;
-        tokio::time::sleep(LOOK).await;
+        tokio::time::sleep(look).await;
     }
 }
 
@@ -177,6 +228,7 @@ async fn reconcile(
     running
         .usage_read
         .retain(|id, _| file.account(id).is_some());
+    running.unstored.retain(|id, _| file.account(id).is_some());
 
     let want = file.on.then_some(file.port).flatten();
     let have = running.listener.as_ref().map(|(p, _)| *p);
@@ -246,26 +298,68 @@ async fn refresh_due(
 ) {
     let now = protocol::time::now_ms();
     for (id, tokens) in pool.tokens() {
+        // Refreshed at an earlier look and not stored then: stored now, not
+        // refreshed again (the server spent the refresh token it replaced).
+        if let Some(fresh) = running.unstored.remove(&id) {
+            if let Err(e) = store(vault, &id, &fresh).await {
+                tracing::warn!("pool: {id}'s refreshed sign-in is still not stored: {e}");
+                pool.refresh_failed(
+                    &id,
+                    format!("the refreshed sign-in was not stored: {e}"),
+                    false,
+                );
+                running.unstored.insert(id, fresh);
+                continue;
+            }
+            pool.set_tokens(&id, fresh);
+            running.usage_read.remove(&id);
+            tracing::info!("pool: {id}'s refreshed sign-in stored");
+            continue;
+        }
         if !oauth::needs_refresh(&tokens, now) {
             continue;
         }
-        match oauth::refresh(client, &tokens.refresh).await {
-            Ok(fresh) => {
-                let (v, i, t) = (vault.clone(), id.clone(), fresh.clone());
-                match crate::runtime::blocking(move || v.store(&i, &t)).await {
-                    Ok(()) => {
-                        pool.set_tokens(&id, fresh);
-                        running.usage_read.remove(&id);
-                        tracing::info!("pool: {id}'s sign-in refreshed");
-                    }
-                    Err(e) => {
-                        // Not stored, not used: the old one works until it
-                        // expires, and the next look tries again.
-                        tracing::warn!("pool: {id}'s refreshed sign-in was not stored: {e}");
-                        pool.refresh_failed(&id, format!("not stored: {e}"), false);
-                    }
-                }
+        let mut tokens = tokens;
+        let account = running.seen.as_ref().and_then(|f| f.account(&id)).cloned();
+        if let Some(newer) = claude_codes_newer(account.as_ref(), &tokens).await {
+            if let Err(e) = store(vault, &id, &newer).await {
+                tracing::warn!("pool: {id}'s sign-in from Claude Code was not stored: {e}");
+                pool.refresh_failed(
+                    &id,
+                    format!("Claude Code's newer sign-in was not stored: {e}"),
+                    false,
+                );
+                continue;
             }
+            pool.set_tokens(&id, newer.clone());
+            running.usage_read.remove(&id);
+            tracing::info!(
+                "pool: {id} took Claude Code's newer sign-in instead of refreshing its own"
+            );
+            if !oauth::needs_refresh(&newer, now) {
+                continue;
+            }
+            tokens = newer;
+        }
+        match oauth::refresh(client, &tokens.refresh).await {
+            Ok(fresh) => match store(vault, &id, &fresh).await {
+                Ok(()) => {
+                    pool.set_tokens(&id, fresh);
+                    running.usage_read.remove(&id);
+                    tracing::info!("pool: {id}'s sign-in refreshed");
+                }
+                Err(e) => {
+                    // Not stored, not used: the old access token works until
+                    // it expires, and the next look stores this pair again.
+                    tracing::warn!("pool: {id}'s refreshed sign-in was not stored: {e}");
+                    pool.refresh_failed(
+                        &id,
+                        format!("the refreshed sign-in was not stored: {e}"),
+                        false,
+                    );
+                    running.unstored.insert(id, fresh);
+                }
+            },
             Err(e) => {
                 let again = matches!(e, OAuthError::SignInAgain { .. });
                 tracing::warn!("pool: refreshing {id}'s sign-in failed: {e}");
@@ -273,6 +367,33 @@ async fn refresh_due(
             }
         }
     }
+}
+
+/// Stores `tokens` as `id`'s sign-in (durable when it returns).
+async fn store(vault: &Arc<SecretsVault>, id: &str, tokens: &Tokens) -> Result<(), VaultError> {
+    let (v, i, t) = (vault.clone(), id.to_string(), tokens.clone());
+    crate::runtime::blocking(move || v.store(&i, &t)).await
+}
+
+/// Claude Code's own copy of an imported account's sign-in, read again, when
+/// it is another sign-in than `held` that expires later and its config dir
+/// still names this account: Claude Code refreshed it since `add --import`
+/// (or the pool's last look at it), which spent `held`'s refresh token.
+async fn claude_codes_newer(account: Option<&Account>, held: &Tokens) -> Option<Tokens> {
+    let account = account?;
+    let place = account.imported_from.clone()?;
+    let id = account.id.clone();
+    let read = crate::runtime::blocking(move || {
+        let home = spool::paths::home_dir();
+        let same = adapters::claude_code::config_dir_account(home.as_deref(), &place.config_dir)
+            .is_some_and(|a| a.id == id);
+        if !same {
+            return None;
+        }
+        claude_login::read_tokens(&place).ok()
+    })
+    .await?;
+    (read != *held && read.expires_at_ms > held.expires_at_ms).then_some(read)
 }
 
 /// Reads idle accounts' windows from the usage endpoint, at most every

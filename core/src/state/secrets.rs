@@ -105,6 +105,24 @@ impl Secrets {
         Some(f)
     }
 
+    /// Removes the temp files of writes that never got to their rename (a
+    /// process killed mid-write): each holds secrets. Only under the lock,
+    /// so no write in progress is among them.
+    fn sweep_temps(&self) {
+        let (Some(dir), Some(name)) = (self.file.parent(), self.file.file_name()) else {
+            return;
+        };
+        let prefix = format!(".{}.sessionpipe-", name.to_string_lossy());
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+
     /// The fallback file's secrets; a damaged file holds none that can be read.
     fn file_read(&self) -> BTreeMap<String, String> {
         file::load(&self.file).ok().flatten().unwrap_or_default()
@@ -117,7 +135,10 @@ impl Secrets {
         // One writer at a time across processes (the daemon storing a
         // rotated sign-in while `pool add` stores another): a read, change
         // and write that interleaved would drop one of them.
-        let _held = self.lock_file();
+        let held = self.lock_file();
+        if held.is_some() {
+            self.sweep_temps();
+        }
         let mut m = self.file_read();
         change(&mut m);
         if m.is_empty() {
@@ -153,10 +174,15 @@ mod tests {
             let mode = std::fs::metadata(&s.file).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o600);
         }
+        // A write killed before its rename left its temp file: the next
+        // write takes it away.
+        let stale = dir.path().join(".secrets.json.sessionpipe-999999");
+        std::fs::write(&stale, "{\"sink:a:token\": \"t0ken\"}").unwrap();
         s.file_update(|m| {
             m.remove("sink:a:token");
         })
         .unwrap();
         assert!(!s.file.exists(), "an empty store leaves no file");
+        assert!(!stale.exists(), "a dead write's temp file is swept");
     }
 }

@@ -135,6 +135,7 @@ fn pool_of(ids: &[&str]) -> Arc<Pool> {
                 id: (*id).into(),
                 email: None,
                 enabled: true,
+                imported_from: None,
             },
             Some(tokens(&format!("at-{id}"))),
         );
