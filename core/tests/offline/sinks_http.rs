@@ -289,3 +289,56 @@ fn batches_are_signed_with_the_webhook_secret() {
     }
     assert!(!sink_list(&sb2)[0]["paused"].is_null());
 }
+
+#[test]
+fn a_retried_batch_says_the_same_webhook_id() {
+    use sessionpipe_testkit::http::{HttpServer, Response};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // A receiver that is down for the first post and takes the second.
+    let posts = AtomicUsize::new(0);
+    let origin = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
+    let named = origin.clone();
+    let server = HttpServer::start(move |req| {
+        if req.path() == "/.well-known/sessionpipe" {
+            let events = format!("{}/v1/events", named.get().unwrap());
+            return Response::json(
+                200,
+                &json!({"protocol": [1], "max_tier": 3, "endpoints": {"events": events}}),
+            );
+        }
+        if posts.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Response::json(503, &json!({"error": "starting up"}));
+        }
+        let n = req
+            .json()
+            .and_then(|b| b["events"].as_array().map(Vec::len));
+        Response::json(
+            202,
+            &json!({"accepted": n.unwrap_or(0), "duplicates": 0, "rejected": []}),
+        )
+    })
+    .unwrap();
+    origin.set(server.base_url()).unwrap();
+    let sb = Sandbox::new();
+    let secret = "whsec_TWZLUTlyOEdLWXFyVHdqVVBEOElMUFpJbzJMYUxhU3c=";
+    add_sink(&sb, &server.base_url(), "0", Some(secret));
+    let _d = sb.start_daemon();
+    hook(&sb, "UserPromptSubmit", json!({"prompt": "go"}));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let posted = loop {
+        let posted: Vec<_> = server
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "POST")
+            .collect();
+        if posted.len() >= 2 || Instant::now() > deadline {
+            break posted;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(posted.len() >= 2, "the batch was sent again after the 503");
+    let id = |i: usize| posted[i].header("webhook-id").unwrap().to_string();
+    assert_eq!(posted[0].body, posted[1].body, "the same batch");
+    assert_eq!(id(0), id(1), "its retry reuses the webhook-id");
+    assert!(id(0).starts_with("msg_"));
+}
