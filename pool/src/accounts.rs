@@ -91,9 +91,11 @@ struct Held {
 }
 
 impl Held {
+    /// Enabled, signed in until later than now and not rejected. A refresh
+    /// the server refused (`sign_in_again`) leaves its token good until it
+    /// expires: the account is used until then, and says it needs a sign-in.
     fn usable(&self, now_ms: i64) -> bool {
         self.account.enabled
-            && !self.sign_in_again
             && self
                 .tokens
                 .as_ref()
@@ -371,11 +373,12 @@ impl Pool {
                     .collect();
                 sessions.sort_by_key(|s| std::cmp::Reverse(s.1));
                 let rejected = h.rejected_until_ms.filter(|u| *u > now_ms);
-                let status = if h.sign_in_again {
-                    "sign_in_again".to_string()
-                } else if h.tokens.is_none() {
+                let expired = h.tokens.as_ref().is_some_and(|t| t.expires_at_ms <= now_ms);
+                let status = if h.tokens.is_none() {
                     "no_sign_in".to_string()
-                } else if h.tokens.as_ref().is_some_and(|t| t.expires_at_ms <= now_ms) {
+                } else if expired && h.sign_in_again {
+                    "sign_in_again".to_string()
+                } else if expired {
                     "expired".to_string()
                 } else if rejected.is_some() {
                     "rejected".to_string()
@@ -408,7 +411,7 @@ impl Pool {
 fn no_account(held: &[Held], now_ms: i64) -> NoAccount {
     let rejected: Vec<i64> = held
         .iter()
-        .filter(|h| h.account.enabled && !h.sign_in_again)
+        .filter(|h| h.account.enabled)
         .filter(|h| h.tokens.as_ref().is_some_and(|t| t.expires_at_ms > now_ms))
         .filter_map(|h| h.rejected_until_ms.filter(|u| *u > now_ms))
         .collect();
@@ -548,7 +551,9 @@ mod tests {
             },
             Some(tokens("off")),
         );
-        p.put(account("spent"), Some(tokens("spent")));
+        let mut spent = tokens("spent");
+        spent.expires_at_ms = NOW;
+        p.put(account("spent"), Some(spent));
         p.refresh_failed("spent", "invalid_grant".into(), true);
         assert_eq!(p.pick(None, NOW).unwrap_err(), NoAccount::NoneSignedIn);
         let status: Vec<_> = p.views(NOW).into_iter().map(|v| v.status).collect();
@@ -556,6 +561,20 @@ mod tests {
             status,
             ["no_sign_in", "expired", "unknown", "sign_in_again"]
         );
+        // A refresh token the server refused: its access token is still used
+        // until it expires (never refreshed again), and the view says why.
+        p.put(account("refused"), Some(tokens("refused")));
+        p.refresh_failed("refused", "sign in again (invalid_grant)".into(), true);
+        assert_eq!(p.pick(None, NOW).unwrap().account_id, "refused");
+        assert!(!p.tokens().iter().any(|(id, _)| id == "refused"));
+        let refused = p
+            .views(NOW)
+            .into_iter()
+            .find(|v| v.id == "refused")
+            .unwrap();
+        assert_eq!(refused.status, "unknown");
+        assert!(refused.refresh_error.unwrap().contains("sign in again"));
+        p.remove("refused");
         // A refresh that failed but left the token good keeps it usable.
         p.put(account("ok"), Some(tokens("ok")));
         p.refresh_failed("ok", "the server did not answer".into(), false);
