@@ -224,6 +224,22 @@ impl Pool {
         }
     }
 
+    /// The API answered 401 to the account's bearer: its access token is
+    /// taken as expired now, so no request uses it and the refresher renews
+    /// it at its next look (a refused refresh then asks for a sign-in).
+    pub fn sign_in_refused(&self, account_id: &str, now_ms: i64) {
+        if let Some(h) = self
+            .lock()
+            .held
+            .iter_mut()
+            .find(|h| h.account.id == account_id)
+            && let Some(t) = h.tokens.as_mut()
+        {
+            t.expires_at_ms = t.expires_at_ms.min(now_ms);
+            h.refresh_error = Some("the API refused its sign-in; it is refreshed next".into());
+        }
+    }
+
     /// A refresh failed: the account stays usable until its token expires,
     /// and says so; `sign_in_again` when the server refused the refresh token.
     pub fn refresh_failed(&self, account_id: &str, why: String, sign_in_again: bool) {

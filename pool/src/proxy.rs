@@ -13,7 +13,7 @@
 //! session's limits become is the caller's (`Observer`), and serving the
 //! socket (deadlines, connection cap, loopback only) is the caller's too.
 
-use crate::accounts::{NoAccount, Pool};
+use crate::accounts::{Chosen, NoAccount, Pool};
 use crate::limits::{self, Observed};
 use crate::user_id::UserId;
 use axum::Router;
@@ -144,75 +144,43 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request<Body>) -> Res
     let user_id = UserId::find(&body);
     let session = user_id.as_ref().and_then(UserId::session);
     let now = protocol::time::now_ms();
-    let chosen = match proxy.pool.pick(session.as_deref(), now) {
-        Ok(c) => c,
-        Err(NoAccount::NoneSignedIn) => {
-            return error(
-                StatusCode::UNAUTHORIZED,
-                "authentication_error",
-                "no account in sessionpipe's pool can be used: see `sessionpipe pool status`",
-            );
+    // An answer of 401 means the account's sign-in no longer works (revoked,
+    // or expired early): it is set aside for a refresh and the request, not
+    // yet answered, goes once more with another account when one is usable.
+    let mut refused: Option<(Chosen, reqwest::Response)> = None;
+    let (chosen, upstream) = loop {
+        let chosen = match proxy.pool.pick(session.as_deref(), now) {
+            Ok(c) => c,
+            Err(_) if refused.is_some() => break refused.take().expect("checked"),
+            Err(NoAccount::NoneSignedIn) => {
+                return error(
+                    StatusCode::UNAUTHORIZED,
+                    "authentication_error",
+                    "no account in sessionpipe's pool can be used: see `sessionpipe pool status`",
+                );
+            }
+            Err(NoAccount::AllRejected { until_ms }) => {
+                let when = until_ms.map_or_else(|| "later".into(), protocol::time::rfc3339_ms);
+                return error(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limit_error",
+                    &format!("every account in sessionpipe's pool is at its limit until {when}"),
+                );
+            }
+        };
+        let upstream = match send_as(&proxy, &parts, &body, user_id.as_ref(), &chosen).await {
+            Ok(r) => r,
+            Err(answer) => return answer,
+        };
+        if upstream.status() != StatusCode::UNAUTHORIZED || refused.is_some() {
+            break (chosen, upstream);
         }
-        Err(NoAccount::AllRejected { until_ms }) => {
-            let when = until_ms.map_or_else(|| "later".into(), protocol::time::rfc3339_ms);
-            return error(
-                StatusCode::TOO_MANY_REQUESTS,
-                "rate_limit_error",
-                &format!("every account in sessionpipe's pool is at its limit until {when}"),
-            );
-        }
-    };
-    let body = match user_id.and_then(|u| u.rewrite(&body, &chosen.account_id)) {
-        Some(rewritten) => reqwest::Body::from(rewritten),
-        None => reqwest::Body::from(body),
-    };
-
-    let target = format!(
-        "{}{}",
-        proxy.upstream,
-        parts.uri.path_and_query().map_or("/", |p| p.as_str())
-    );
-    let mut headers = HeaderMap::with_capacity(parts.headers.len() + 2);
-    for (name, value) in &parts.headers {
-        if !dropped_on_the_way_up(name) {
-            headers.append(name.clone(), value.clone());
-        }
-    }
-    match HeaderValue::try_from(format!("Bearer {}", chosen.bearer)) {
-        Ok(mut v) => {
-            v.set_sensitive(true);
-            headers.insert(axum::http::header::AUTHORIZATION, v);
-        }
-        Err(_) => {
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "api_error",
-                "an account's sign-in cannot be sent as a header",
-            );
-        }
-    }
-    headers.insert(
-        HeaderName::from_static("anthropic-beta"),
-        with_oauth_beta(&parts.headers),
-    );
-    let sent = proxy
-        .client
-        .request(parts.method.clone(), &target)
-        .headers(headers)
-        .body(body)
-        .send()
-        .await;
-    let upstream = match sent {
-        Ok(r) => r,
-        Err(e) => {
-            // reqwest's error names the URL, never a header.
-            tracing::warn!("pool: the API did not answer: {e}");
-            return error(
-                StatusCode::BAD_GATEWAY,
-                "api_error",
-                "sessionpipe's pool could not reach the API",
-            );
-        }
+        tracing::warn!(
+            "pool: the API refused {}'s sign-in; it waits for a refresh",
+            chosen.account_id
+        );
+        proxy.pool.sign_in_refused(&chosen.account_id, now);
+        refused = Some((chosen, upstream));
     };
 
     let observed = limits::read(
@@ -240,6 +208,61 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request<Body>) -> Res
     answer
         .body(Body::from_stream(stream))
         .unwrap_or_else(|_| error(StatusCode::BAD_GATEWAY, "api_error", "a bad answer head"))
+}
+
+/// Sends the request up as `chosen`: its bearer, the OAuth beta, and
+/// `metadata.user_id` naming it. A request that cannot go is answered here.
+async fn send_as(
+    proxy: &Proxy,
+    parts: &axum::http::request::Parts,
+    body: &axum::body::Bytes,
+    user_id: Option<&UserId>,
+    chosen: &Chosen,
+) -> Result<reqwest::Response, Response<Body>> {
+    let body = match user_id.and_then(|u| u.rewrite(body, &chosen.account_id)) {
+        Some(rewritten) => reqwest::Body::from(rewritten),
+        None => reqwest::Body::from(body.clone()),
+    };
+    let target = format!(
+        "{}{}",
+        proxy.upstream,
+        parts.uri.path_and_query().map_or("/", |p| p.as_str())
+    );
+    let mut headers = HeaderMap::with_capacity(parts.headers.len() + 2);
+    for (name, value) in &parts.headers {
+        if !dropped_on_the_way_up(name) {
+            headers.append(name.clone(), value.clone());
+        }
+    }
+    let Ok(mut bearer) = HeaderValue::try_from(format!("Bearer {}", chosen.bearer)) else {
+        return Err(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "api_error",
+            "an account's sign-in cannot be sent as a header",
+        ));
+    };
+    bearer.set_sensitive(true);
+    headers.insert(axum::http::header::AUTHORIZATION, bearer);
+    headers.insert(
+        HeaderName::from_static("anthropic-beta"),
+        with_oauth_beta(&parts.headers),
+    );
+    proxy
+        .client
+        .request(parts.method.clone(), &target)
+        .headers(headers)
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| {
+            // reqwest's error names the URL, never a header.
+            tracing::warn!("pool: the API did not answer: {e}");
+            error(
+                StatusCode::BAD_GATEWAY,
+                "api_error",
+                "sessionpipe's pool could not reach the API",
+            )
+        })
 }
 
 /// The listener's token, as Claude Code sends `ANTHROPIC_AUTH_TOKEN`

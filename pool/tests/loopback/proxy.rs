@@ -40,7 +40,7 @@ struct Upstream {
 
 /// An upstream that records each request and answers a stream in two parts:
 /// the first at once, the second only after `release`; account `b`'s
-/// answers say it is rejected until a reset.
+/// answers say it is rejected until a reset, and `c`'s sign-in is refused.
 async fn upstream() -> Upstream {
     let seen: Seen = Arc::default();
     let release = Arc::new(Notify::new());
@@ -62,6 +62,15 @@ async fn upstream() -> Upstream {
             seen.lock()
                 .unwrap()
                 .push((parts.uri.to_string(), parts.headers.clone(), body));
+            if auth == "Bearer at-c" {
+                return Response::builder()
+                    .status(401)
+                    .header("content-type", "application/json")
+                    .body(Body::from(
+                        r#"{"type":"error","error":{"type":"authentication_error","message":"OAuth token has been revoked"}}"#,
+                    ))
+                    .unwrap();
+            }
             let status = if auth == "Bearer at-b" {
                 "rejected"
             } else {
@@ -282,6 +291,62 @@ async fn two_sessions_keep_their_accounts_and_a_rejected_one_is_left_out() {
     assert_eq!(pool.pinned("s-two").as_deref(), Some("a"));
     let b = pool.views(0).into_iter().find(|v| v.id == "b").unwrap();
     assert_eq!(b.status, "rejected");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_sign_in_is_set_aside_and_the_request_goes_again_with_another_account() {
+    let up = upstream().await;
+    let pool = pool_of(&["c"]);
+    let base = proxy_over(&up.base, Arc::default(), pool.clone()).await;
+    let c = reqwest::Client::new();
+    // No other account: Claude Code gets the API's own 401.
+    let alone = post(&c, &base, Some(TOKEN), body("s-one")).await;
+    assert_eq!(alone.status(), 401);
+    assert!(alone.text().await.unwrap().contains("revoked"));
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let view = pool.views(now_ms).into_iter().next().unwrap();
+    assert_eq!(view.status, "expired", "set aside until a refresh");
+    assert!(view.refresh_error.unwrap().contains("refused"));
+    assert!(
+        pool.tokens().iter().any(|(id, _)| id == "c"),
+        "and handed to the refresher"
+    );
+    // Signed in again (here the same refused token) beside another account:
+    // the session's request is refused on `c` and answered on `a`.
+    pool.set_tokens("c", tokens("at-c"));
+    pool.put(
+        Account {
+            id: "a".into(),
+            email: None,
+            enabled: true,
+            imported_from: None,
+        },
+        Some(tokens("at-a")),
+    );
+    assert_eq!(pool.pinned("s-one").as_deref(), Some("c"));
+    up.release.notify_one();
+    let answered = post(&c, &base, Some(TOKEN), body("s-one")).await;
+    assert_eq!(answered.status(), 200);
+    answered.bytes().await.unwrap();
+    let seen = up.seen.lock().unwrap();
+    let bearers: Vec<&str> = seen
+        .iter()
+        .map(|(_, h, _)| h["authorization"].to_str().unwrap())
+        .collect();
+    assert_eq!(bearers, ["Bearer at-c", "Bearer at-c", "Bearer at-a"]);
+    let uid = serde_json::from_slice::<serde_json::Value>(&seen[2].2).unwrap();
+    assert!(
+        uid["metadata"]["user_id"]
+            .as_str()
+            .unwrap()
+            .contains(r#""account_uuid":"a""#),
+        "the retry names its own account"
+    );
+    drop(seen);
+    assert_eq!(pool.pinned("s-one").as_deref(), Some("a"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
