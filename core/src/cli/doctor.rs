@@ -1,5 +1,6 @@
 //! `sessionpipe doctor`: what is wrong and what to do about it. Each check says
-//! `ok`, `note` or `problem` in one line; the exit code is 1 when any problem is
+//! `ok`, `note` or `problem` in one line (`--json`: one document, `{"problems":
+//! N, "checks": [{"level", "what"}]}`); the exit code is 1 when any problem is
 //! found. It reads and reports; it changes nothing.
 
 use crate::cli::out::{self, outln};
@@ -13,25 +14,37 @@ use spool::Spool;
 use spool::StatePaths;
 use std::process::ExitCode;
 
+/// The checks said so far: printed as they come, or kept for one JSON
+/// document at the end.
 struct Report {
     problems: usize,
+    json: Option<Vec<serde_json::Value>>,
 }
 
 impl Report {
-    fn ok(&self, what: &str) {
-        outln!("ok       {what}");
+    fn say(&mut self, level: &str, what: &str) {
+        match &mut self.json {
+            Some(checks) => checks.push(serde_json::json!({"level": level, "what": what})),
+            None => outln!("{level:<8} {what}"),
+        }
     }
-    fn note(&self, what: &str) {
-        outln!("note     {what}");
+    fn ok(&mut self, what: &str) {
+        self.say("ok", what);
+    }
+    fn note(&mut self, what: &str) {
+        self.say("note", what);
     }
     fn problem(&mut self, what: &str) {
         self.problems += 1;
-        outln!("problem  {what}");
+        self.say("problem", what);
     }
 }
 
-pub fn run(paths: &StatePaths) -> anyhow::Result<ExitCode> {
-    let mut r = Report { problems: 0 };
+pub fn run(paths: &StatePaths, json: bool) -> anyhow::Result<ExitCode> {
+    let mut r = Report {
+        problems: 0,
+        json: json.then(Vec::new),
+    };
     check_state_dir(paths, &mut r);
     match crate::state::lock::holder(paths) {
         Some(h) => r.ok(&format!("a {} runs (pid {})", h.mode, h.pid)),
@@ -87,11 +100,17 @@ pub fn run(paths: &StatePaths) -> anyhow::Result<ExitCode> {
             ));
         }
     }
-    outln!(
-        "{} problem{}",
-        r.problems,
-        if r.problems == 1 { "" } else { "s" }
-    );
+    match &r.json {
+        Some(checks) => outln!(
+            "{}",
+            serde_json::json!({"problems": r.problems, "checks": checks})
+        ),
+        None => outln!(
+            "{} problem{}",
+            r.problems,
+            if r.problems == 1 { "" } else { "s" }
+        ),
+    }
     Ok(if r.problems == 0 {
         ExitCode::SUCCESS
     } else {
@@ -230,10 +249,22 @@ fn check_sinks(paths: &StatePaths, r: &mut Report) -> anyhow::Result<()> {
     let secrets = Secrets::new(&paths.root);
     for s in &list.sinks {
         match &s.paused {
-            Some(why) => r.problem(&format!("sink {} is paused: {why}", s.describe())),
+            Some(why) => {
+                let unpaused = crate::sinks::Sink {
+                    paused: None,
+                    ..s.clone()
+                };
+                r.problem(&format!("sink {} is paused: {why}", unpaused.describe()))
+            }
             None => r.ok(&format!("sink {}", s.describe())),
         }
-        if let Some(e) = &s.last_error {
+        // A pause names its cause; the same words again as its last error
+        // would only repeat it.
+        if let Some(e) = s
+            .last_error
+            .as_ref()
+            .filter(|e| s.paused.as_ref() != Some(*e))
+        {
             r.note(&format!("sink {}: last error: {e}", s.id));
         }
         if let Target::Http { .. } = s.target {

@@ -106,7 +106,11 @@ enum Command {
     /// Print the address of the running daemon's UI (with its token).
     Ui,
     /// What is wrong, and what to do about it.
-    Doctor,
+    Doctor {
+        /// One JSON document: `{"problems": N, "checks": [{"level", "what"}]}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Where events go: add, list, remove and test sinks.
     Sink {
         #[command(subcommand)]
@@ -320,7 +324,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Backfill { days, json } => backfill::run(&paths, days, json),
         Command::Sink { action } => sink::run(&paths, action),
-        Command::Doctor => doctor::run(&paths),
+        Command::Doctor { json } => doctor::run(&paths, json),
         Command::Forget { session } => sink::forget(&paths, &session),
         Command::Control { action } => control::run(&paths, action),
         Command::Titles { action } => titles::run(&paths, action),

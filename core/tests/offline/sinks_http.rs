@@ -163,6 +163,26 @@ fn a_401_pauses_the_sink_without_a_retry_loop() {
         said.contains("problem") && said.contains("is paused: 401"),
         "{said}"
     );
+    assert_eq!(
+        said.matches("401").count(),
+        1,
+        "the pause said once: {said}"
+    );
+    let doctor = sb.sessionpipe(&["doctor", "--json"]);
+    assert_eq!(doctor.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    let checks = doc["checks"].as_array().unwrap();
+    assert_eq!(
+        doc["problems"].as_u64().unwrap() as usize,
+        checks.iter().filter(|c| c["level"] == "problem").count()
+    );
+    assert!(
+        checks
+            .iter()
+            .any(|c| c["level"] == "problem"
+                && c["what"].as_str().unwrap().contains("is paused: 401")),
+        "{doc}"
+    );
     let status = String::from_utf8_lossy(&sb.sessionpipe(&["status"]).stdout).into_owned();
     assert!(status.contains("3 events behind"), "{status}");
 }
