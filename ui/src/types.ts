@@ -98,6 +98,7 @@ export type FileStateWord =
   | "installed"
   | "would_install"
   | "removed"
+  | "would_remove"
   | "not_installed";
 
 /** One file of a harness: its state and, for outdated, skipped, inactive or kept, why. */

@@ -111,12 +111,24 @@ fn install_keeps_other_hooks_and_uninstall_restores_the_bytes() {
     let (said, _) = run(&sb, &["status"]);
     assert!(said.contains("claude-code: current"), "{said}");
 
+    let installed = std::fs::read(settings(&sb)).unwrap();
+    let (said, out) = run(&sb, &["uninstall", "--dry-run", "--harness", "claude-code"]);
+    assert!(out.status.success());
+    assert_eq!(
+        said,
+        "claude-code: would remove (~/.claude/settings.json)\n"
+    );
+    assert_eq!(
+        std::fs::read(settings(&sb)).unwrap(),
+        installed,
+        "a dry run writes nothing"
+    );
     let (said, out) = run(&sb, &["uninstall", "--harness", "claude-code"]);
     assert!(out.status.success());
     assert_eq!(said, "claude-code: removed (~/.claude/settings.json)\n");
     assert_eq!(std::fs::read_to_string(settings(&sb)).unwrap(), OTHERS);
     let (said, _) = run(&sb, &["status"]);
-    assert!(said.contains("claude-code: missing"), "{said}");
+    assert!(said.contains("claude-code: hooks not installed"), "{said}");
 }
 
 #[test]

@@ -195,7 +195,7 @@ fn install_chains_the_existing_notify_and_uninstall_restores_both_files() {
     assert_eq!(read(&dir.join("hooks.json")), HOOKS);
     assert_eq!(read(&dir.join("config.toml")), CONFIG);
     let (said, _, _) = run(&sb, &["status"]);
-    assert!(said.contains("codex: missing"), "{said}");
+    assert!(said.contains("codex: hooks not installed"), "{said}");
 }
 
 #[test]
@@ -285,7 +285,7 @@ fn fresh_files_are_created_and_removed_again() {
     let dir = codex_dir(&sb);
     std::fs::create_dir_all(&dir).unwrap();
     let (said, _, _) = run(&sb, &["status"]);
-    assert!(said.contains("codex: missing"), "{said}");
+    assert!(said.contains("codex: hooks not installed"), "{said}");
     run(&sb, &["install", "--harness", "codex"]);
     let config = read(&dir.join("config.toml"));
     assert_eq!(

@@ -96,7 +96,7 @@ fn theirs_are_kept_and_uninstall_gives_the_bytes_back() {
     assert_eq!(said, "cursor: removed (~/.cursor/hooks.json)\n");
     assert_eq!(read(&file(&sb)), THEIRS, "byte for byte");
     let (said, _) = run(&sb, &["status"]);
-    assert!(said.contains("cursor: missing"), "{said}");
+    assert!(said.contains("cursor: hooks not installed"), "{said}");
 }
 
 #[test]

@@ -190,7 +190,7 @@ fn install_keeps_other_settings_and_hooks_and_uninstall_restores_the_bytes() {
     assert_eq!(said, "gemini-cli: removed (~/.gemini/settings.json)\n");
     assert_eq!(read(&settings(&sb)), SETTINGS);
     let (said, _, _) = run(&sb, &["status"]);
-    assert!(said.contains("gemini-cli: missing"), "{said}");
+    assert!(said.contains("gemini-cli: hooks not installed"), "{said}");
 }
 
 #[test]

@@ -83,7 +83,7 @@ fn a_file_of_our_own_beside_theirs_and_gone_again() {
     assert!(!ours(&sb).exists(), "a file that was all ours is removed");
     assert_eq!(read(&mine), THEIRS);
     let (said, _) = run(&sb, &["status"]);
-    assert!(said.contains("kiro: missing"), "{said}");
+    assert!(said.contains("kiro: hooks not installed"), "{said}");
 }
 
 #[test]

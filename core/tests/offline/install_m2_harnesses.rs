@@ -146,7 +146,7 @@ fn devin_install_writes_its_eight_events_and_uninstall_restores_the_bytes() {
     assert_eq!(read(&devin_config(&sb)), DEVIN_CONFIG);
     let (said, _) = cli(&sb, &none, &[], &["status"]);
     assert!(
-        said.contains("devin: missing (~/.config/devin/config.json)"),
+        said.contains("devin: hooks not installed (~/.config/devin/config.json)"),
         "{said}"
     );
 }
@@ -339,7 +339,7 @@ fn grok_gets_a_file_of_its_own_and_loses_it_again() {
     assert_eq!(read(&grok.join("hooks/mine.json")), theirs);
     let (said, _) = cli(&sb, &none, &[], &["status"]);
     assert!(
-        said.contains("grok-build: missing (~/.grok/hooks/sessionpipe.json)"),
+        said.contains("grok-build: hooks not installed (~/.grok/hooks/sessionpipe.json)"),
         "{said}"
     );
 }
@@ -511,7 +511,7 @@ fn antigravity_gets_its_named_entry_and_uninstall_restores_the_bytes() {
     assert_eq!(read(&agy_hooks(&sb)), AGY_HOOKS);
     let (said, _) = cli(&sb, &none, &[], &["status"]);
     assert!(
-        said.contains("antigravity: missing (~/.gemini/config/hooks.json)"),
+        said.contains("antigravity: hooks not installed (~/.gemini/config/hooks.json)"),
         "{said}"
     );
 }

@@ -343,7 +343,7 @@ fn install_status_line_writes_it_beside_the_hooks_and_uninstall_restores_the_byt
     assert_eq!(std::fs::read_to_string(settings(&sb)).unwrap(), PLAIN);
     let (said, _) = run(&sb, &["status"]);
     assert!(
-        said.contains("claude-code: missing (~/.claude/settings.json)\n"),
+        said.contains("claude-code: hooks not installed (~/.claude/settings.json)\n"),
         "{said}"
     );
 }

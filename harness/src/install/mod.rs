@@ -144,6 +144,8 @@ pub enum FileState {
     Installed,
     WouldInstall,
     Removed,
+    /// `uninstall --dry-run`: ours are there and would be taken out.
+    WouldRemove,
     NotInstalled,
 }
 
@@ -159,7 +161,17 @@ impl FileState {
             FileState::Installed => "installed",
             FileState::WouldInstall => "would install",
             FileState::Removed => "removed",
+            FileState::WouldRemove => "would remove",
             FileState::NotInstalled => "not installed",
+        }
+    }
+
+    /// The word as a person reads it on a line: "missing" would read as
+    /// "the file is missing", so it is said as what it means.
+    fn phrase(&self) -> &'static str {
+        match self {
+            FileState::Missing => "hooks not installed",
+            other => other.word(),
         }
     }
 
@@ -217,9 +229,9 @@ impl HarnessReport {
                 Some(r) => format!("{place}: {r}"),
                 None => place,
             };
-            match groups.iter_mut().find(|(w, _)| *w == f.state.word()) {
+            match groups.iter_mut().find(|(w, _)| *w == f.state.phrase()) {
                 Some((_, v)) => v.push(shown),
-                None => groups.push((f.state.word(), vec![shown])),
+                None => groups.push((f.state.phrase(), vec![shown])),
             }
         }
         let parts: Vec<String> = groups
@@ -242,6 +254,7 @@ fn summarise(files: &[FileReport]) -> String {
         "missing",
         "would install",
         "installed",
+        "would remove",
         "removed",
         "not installed",
         "current",
@@ -472,7 +485,7 @@ impl Installer<'_> {
             return FileState::Skipped(why.to_string());
         }
         if self.dry_run {
-            return FileState::Removed;
+            return FileState::WouldRemove;
         }
         let untouched = ledger
             .record(path)

@@ -22,6 +22,7 @@ const STATE_WORDS: Record<string, string> = {
   installed: "installed",
   would_install: "would install",
   removed: "removed",
+  would_remove: "would remove",
   not_installed: "not installed",
 };
 
