@@ -15,6 +15,10 @@ import type {
   Overview,
   PairRequest,
   PairWaiting,
+  PoolImported,
+  PoolRemoved,
+  PoolState,
+  PoolSwitched,
   Settings,
   SettingsChange,
   SinkAdded,
@@ -130,6 +134,28 @@ export class Api {
   /** Turns remote titles on (then the last 30 days are asked about) or off. */
   setTitles(on: boolean): Promise<TitlesState> {
     return this.#call("PUT", "/api/titles", { on });
+  }
+
+  pool(): Promise<PoolState> {
+    return this.#call("GET", "/api/pool");
+  }
+
+  /** `sessionpipe pool on|off`: only ever the person's click. */
+  setPool(on: boolean): Promise<PoolSwitched> {
+    return this.#call("POST", on ? "/api/pool/on" : "/api/pool/off", {});
+  }
+
+  /** `sessionpipe pool add --import`: copies Claude Code's own sign-in of every config dir. */
+  importPool(): Promise<PoolImported> {
+    return this.#call("POST", "/api/pool/import", {});
+  }
+
+  setPoolAccount(id: string, enabled: boolean): Promise<PoolState> {
+    return this.#call("POST", `/api/pool/accounts/${encodeURIComponent(id)}/${enabled ? "enable" : "disable"}`, {});
+  }
+
+  removePoolAccount(id: string): Promise<PoolRemoved> {
+    return this.#call("DELETE", `/api/pool/accounts/${encodeURIComponent(id)}`);
   }
 
   control(): Promise<ControlView> {

@@ -1,6 +1,6 @@
 // Words for what the API says: harness names, ages, times, event summaries, tiers.
 
-import type { Attention, EventEnvelope } from "./types";
+import type { Attention, EventEnvelope, SessionAccount } from "./types";
 
 const HARNESS_NAMES: Record<string, string> = {
   "claude-code": "Claude Code",
@@ -64,6 +64,34 @@ export function attentionText(a: Attention): string {
   // Claude Code's message already starts with the tool (`Bash rm -rf build`).
   if (msg !== "" && tool !== "" && msg.startsWith(tool)) return msg;
   return [tool, msg].filter((p) => p !== "").join(" — ");
+}
+
+const WINDOW_NAMES: Record<string, string> = {
+  five_hour: "5h",
+  seven_day: "week",
+  spend_limit: "spend",
+};
+
+/** A limits window's short name, as Claude Code's status line shows it:
+ * `five_hour` → `5h`, `seven_day` → `week`, `seven_day_opus` → `week (opus)`. */
+export function windowName(id: string): string {
+  const known = WINDOW_NAMES[id];
+  if (known !== undefined) return known;
+  if (id.startsWith("seven_day_")) return `week (${id.slice("seven_day_".length).replace(/_/g, " ")})`;
+  return id.replace(/_/g, " ");
+}
+
+/** A session's account in a few characters: `a@x · 5h 93%`. */
+export function accountText(a: SessionAccount): string {
+  const who = a.email ?? a.id;
+  return a.window === null ? who : `${who} · ${windowName(a.window.id)} ${Math.round(a.window.used_percent)}%`;
+}
+
+/** A time to come, as the local clock and calendar show it. */
+export function when(iso: string): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  return d.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
 }
 
 /** The tiers (PROTOCOL-NOTES §4): a name and what each adds. */

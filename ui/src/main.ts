@@ -9,8 +9,8 @@ import type { Mounted, ViewContext } from "./view";
 import { mountSessions } from "./views/sessions";
 import { mountHarnesses } from "./views/harnesses";
 import { mountSinks } from "./views/sinks";
-import { mountConsent } from "./views/consent";
 import { mountPairing } from "./views/pairing";
+import { mountPool } from "./views/pool";
 import { mountSettings } from "./views/settings";
 import { mountTitles } from "./views/titles";
 
@@ -31,7 +31,7 @@ const MOUNTS: Record<View, (root: HTMLElement, ctx: ViewContext) => Mounted> = {
   harnesses: mountHarnesses,
   sinks: mountSinks,
   pairing: mountPairing,
-  pool: (root, ctx) => mountConsent(root, ctx, "pool"),
+  pool: mountPool,
   titles: mountTitles,
   settings: mountSettings,
 };

@@ -28,6 +28,16 @@ export interface SessionView {
   last_ms: number;
   age_s: number;
   attentions: Attention[];
+  /** The account its latest `limits.observed` named, when one did. */
+  account?: SessionAccount | null;
+}
+
+/** A session's account on the board: its email when the pool knows it, and
+ * the fullest window it reported (the one it burns most). */
+export interface SessionAccount {
+  id: string;
+  email: string | null;
+  window: { id: string; used_percent: number; resets_at: string | null } | null;
 }
 
 export type AttentionKind = "permission" | "question" | "elicitation" | "idle" | "error";
@@ -231,6 +241,62 @@ export interface TitlesState {
   remote_titles: boolean;
   /** Only in the answer to turning it on. */
   resent?: TitlesResent | null;
+}
+
+// The account pool (core/src/daemon/api/pool.rs): the Pool page.
+
+/** One window of an account's limits (`limits.observed`'s windows). */
+export interface LimitWindow {
+  /** `five_hour`, `seven_day`, `seven_day_<model>`, … */
+  id: string;
+  window_minutes?: number;
+  /** Percent used (a spend limit can pass 100). */
+  used_percent: number;
+  /** When it resets (RFC 3339). */
+  resets_at?: string;
+}
+
+/** An account in the pool, as `sessionpipe pool status --json` shows it (no credential). */
+export interface PoolAccount {
+  id: string;
+  email?: string;
+  enabled: boolean;
+  /** `allowed` · `allowed_warning` · `rejected` · `unknown` · `sign_in_again` · `no_sign_in` · `expired`. */
+  status: string;
+  /** When a `rejected` account is tried again (RFC 3339). */
+  until?: string;
+  windows: LimitWindow[];
+  /** When its access token expires (RFC 3339). */
+  expires_at?: string;
+  /** The last refresh's failure, while the token still works. */
+  refresh_error?: string;
+  /** The sessions pinned to it, newest first. */
+  sessions: string[];
+}
+
+/** `GET /api/pool`, and the base of every pool call's answer. */
+export interface PoolState {
+  on: boolean;
+  /** The listener's port on 127.0.0.1, while on. */
+  port: number | null;
+  /** The windows and sessions are the running daemon's (it has heard them). */
+  live: boolean;
+  accounts: PoolAccount[];
+}
+
+/** `POST /api/pool/on|off`: what each Claude Code settings file got. */
+export interface PoolSwitched extends PoolState {
+  settings: { file: string; outcome: string }[];
+}
+
+/** `POST /api/pool/import`. */
+export interface PoolImported extends PoolState {
+  added: { id: string; email?: string; from?: string; again: boolean }[];
+}
+
+/** `DELETE /api/pool/accounts/{id}`. */
+export interface PoolRemoved extends PoolState {
+  removed: string;
 }
 
 /** Every API error: `{"error": "..."}`. */

@@ -1,9 +1,10 @@
 // The UI in Debian's Chromium against a real daemon: each test gets a temporary
 // HOME and state dir, starts `sessionpipe daemon --ui dist`, opens the link with
-// the token from ui.json, and kills the daemon afterwards. Real hooks are run by
-// the real `sessionpipe-hook`; the Pairing tests pair with the real
-// `sessionpipe-receiver --control`; testkit's scripted `acp-test-agent` stands
-// in for an installed ACP agent. Screenshots go to test-artifacts/ui/.
+// the token from ui.json, and kills the daemon afterwards (`sandbox.mjs`). Real
+// hooks are run by the real `sessionpipe-hook`; the Pairing tests pair with the
+// real `sessionpipe-receiver --control`; testkit's scripted `acp-test-agent`
+// stands in for an installed ACP agent; the Pool's tests are `pool.mjs`'s,
+// run from here. Screenshots go to test-artifacts/ui/.
 //
 // Needs: `cargo build --workspace --bins` (the four binaries), `npm run build`
 // (ui/dist), and `apt-get install chromium`. Run: `cd ui && npm run test:e2e`.
@@ -17,157 +18,8 @@ import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
-
-const UI_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const ROOT = path.resolve(UI_DIR, "..");
-const BIN_DIR = path.resolve(ROOT, process.env.CARGO_TARGET_DIR ?? "target", "debug");
-const DAEMON = path.join(BIN_DIR, "sessionpipe");
-const HOOK = path.join(BIN_DIR, "sessionpipe-hook");
-/** The scripted ACP agent: any executable file stands in for an installed agent. */
-const ACP_AGENT = path.join(BIN_DIR, "acp-test-agent");
-const DIST = path.join(UI_DIR, "dist");
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const SHOTS = path.join(ROOT, "test-artifacts", "ui");
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
-/** The tray app's window. */
-const VIEWPORT = { width: 900, height: 640 };
-/** Long enough for the board's 2 s refresh plus the daemon's ingest, with room. */
-const WAIT_MS = 10_000;
-
-function preflight() {
-  const missing = [];
-  for (const [file, fix] of [
-    [DAEMON, "cargo build --workspace --bins (at the repo root)"],
-    [HOOK, "cargo build --workspace --bins (at the repo root)"],
-    [ACP_AGENT, "cargo build --workspace --bins (at the repo root)"],
-    [path.join(DIST, "index.html"), "npm run build (in ui/)"],
-    [CHROMIUM, "apt-get install -y --no-install-recommends chromium"],
-  ]) {
-    if (!fs.existsSync(file)) missing.push(`  ${file} is missing: run ${fix}`);
-  }
-  if (missing.length > 0) {
-    console.error(`The UI tests cannot start:\n${missing.join("\n")}`);
-    process.exit(1);
-  }
-}
-preflight();
-fs.mkdirSync(SHOTS, { recursive: true });
-
-async function waitFor(what, check, timeout = WAIT_MS) {
-  const deadline = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ""}`);
-    }
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-/**
- * A sandbox: temporary HOME and state dir, the real daemon serving ui/dist, and
- * Chromium with a fresh profile on the page `#token=…` (plus `hash`).
- */
-async function sandbox(t, { hash = "", prepare = () => {}, extraEnv = {} } = {}) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sessionpipe-ui-"));
-  const home = path.join(dir, "home");
-  const state = path.join(dir, "state");
-  fs.mkdirSync(home, { recursive: true });
-  prepare(home);
-  const env = {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    HOME: home,
-    SESSIONPIPE_STATE_DIR: state,
-    SESSIONPIPE_SECRETS: "file",
-    LANG: "C.UTF-8",
-    NO_COLOR: "1",
-    ...extraEnv,
-  };
-  const stderrFile = path.join(dir, "daemon.stderr");
-  const stderr = fs.openSync(stderrFile, "w");
-  const daemon = spawn(DAEMON, ["daemon", "--ui", DIST], { env, cwd: home, stdio: ["ignore", "ignore", stderr] });
-  fs.closeSync(stderr);
-  let exited = null;
-  daemon.on("exit", (code, signal) => (exited = { code, signal }));
-  const pageErrors = [];
-  let context = null;
-
-  t.after(async () => {
-    await context?.close().catch(() => {});
-    if (exited === null) {
-      const gone = new Promise((r) => daemon.once("exit", r));
-      daemon.kill("SIGTERM");
-      const timer = setTimeout(() => daemon.kill("SIGKILL"), 3000);
-      await gone;
-      clearTimeout(timer);
-    }
-    if (process.env.KEEP_SANDBOX !== "1") fs.rmSync(dir, { recursive: true, force: true });
-  });
-
-  const doc = await waitFor("the daemon's ui.json and wake.sock", () => {
-    if (exited !== null) {
-      throw new Error(`the daemon exited (${JSON.stringify(exited)}): ${fs.readFileSync(stderrFile, "utf8")}`);
-    }
-    if (!fs.existsSync(path.join(state, "wake.sock"))) return null;
-    const text = fs.readFileSync(path.join(state, "ui.json"), "utf8");
-    return JSON.parse(text);
-  });
-  assert.match(doc.url, /^http:\/\/127\.0\.0\.1:\d+$/);
-
-  const profile = path.join(dir, "chromium");
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
-    viewport: VIEWPORT,
-    env: { ...process.env, HOME: path.join(dir, "browser-home") },
-  });
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.on("pageerror", (e) => pageErrors.push(String(e)));
-  // A failed API call logs its status (expected in some tests); a refused script,
-  // style or connection (the page's Content-Security-Policy) never is.
-  page.on("console", (m) => {
-    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) pageErrors.push(m.text());
-  });
-  t.after(() => assert.deepEqual(pageErrors, [], "no uncaught errors or CSP refusals in the page"));
-  await page.goto(`${doc.url}/#token=${doc.token}${hash}`);
-
-  return {
-    dir,
-    home,
-    state,
-    url: doc.url,
-    token: doc.token,
-    page,
-    context,
-    /** Runs the real hook binary as the harness would, payload on stdin. */
-    hook(harness, event, payload) {
-      const out = spawnSync(HOOK, [harness, event], { env, cwd: home, input: JSON.stringify(payload), timeout: 10_000 });
-      assert.equal(out.status, 0, `sessionpipe-hook ${harness} ${event}: ${out.stderr}`);
-      return out;
-    },
-    async shot(name) {
-      await page.evaluate(() => window.scrollTo(0, 0));
-      await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
-    },
-  };
-}
+import { ACP_AGENT, BIN_DIR, HOOK, WAIT_MS, daemonApi, sandbox, waitFor } from "./sandbox.mjs";
+import "./pool.mjs";
 
 test("a harness toggle writes and removes real hooks in HOME", async (t) => {
   // Claude Code is "installed" in this HOME: its config dir exists. The scripted
@@ -407,27 +259,6 @@ test("a wrong token, or none, says so and how to get a fresh link", async (t) =>
   await fresh.close();
 });
 
-test("Pool says what it would do and that it is not live", async (t) => {
-  const sb = await sandbox(t);
-  const { page } = sb;
-  const cases = [
-    ["Pool", "pool", [/ANTHROPIC_BASE_URL/, /ANTHROPIC_AUTH_TOKEN/, /_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL/, /anthropic-ratelimit-unified/]],
-  ];
-  for (const [name, shot, facts] of cases) {
-    await page.getByRole("navigation").getByRole("link", { name }).click();
-    await page.getByRole("heading", { name, level: 1 }).waitFor();
-    const view = page.locator(`[data-consent="${shot}"]`);
-    const toggle = view.getByRole("switch");
-    assert.equal(await toggle.count(), 1);
-    assert.equal(await toggle.isDisabled(), true, `${name}: the switch is disabled`);
-    assert.equal(await toggle.isChecked(), false);
-    assert.match(await view.locator(".not-live").innerText(), /Not live in this version/);
-    const text = await view.innerText();
-    for (const fact of facts) assert.match(text, fact, `${name} says ${fact}`);
-    await sb.shot(shot);
-  }
-});
-
 test("Titles is live: its switch turns remote titles on and off, and it says what that reads and sends", async (t) => {
   const sb = await sandbox(t);
   const { page } = sb;
@@ -628,16 +459,6 @@ async function passkeyApproval(context, pageUrl, signed) {
   } finally {
     await device.close();
   }
-}
-
-/** The daemon's API, from the test (the token from ui.json). */
-async function daemonApi(sb, method, where, body) {
-  const r = await fetch(`${sb.url}${where}`, {
-    method,
-    headers: { authorization: `Bearer ${sb.token}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: r.status, body: await r.json() };
 }
 
 function config(sb) {

@@ -43,6 +43,11 @@ pub struct SessionRecord {
     /// The last `limits.observed` sent for the session (to send only changes).
     #[serde(default)]
     pub last_limits: Option<serde_json::Value>,
+    /// The latest `limits.observed` the session carried, whichever way it
+    /// came (its status line, its transcript, the pool's answers): the board
+    /// shows its account and fullest window without reading events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<LimitsObserved>,
     /// When the running turn last showed life to tier-0 destinations (its start
     /// or a heartbeat), epoch ms.
     #[serde(default)]
@@ -78,13 +83,15 @@ pub struct RemoteTitle {
 }
 
 impl SessionRecord {
-    /// Keeps `last_ms` and `ended` in step with events appended for the session.
+    /// Keeps `last_ms`, `ended` and `limits` in step with events appended for
+    /// the session.
     pub fn saw(&mut self, events: &[EventData], time_ms: i64) {
         self.last_ms = self.last_ms.max(time_ms);
         for ev in events {
             match ev {
                 EventData::SessionEnded(_) => self.ended = true,
                 EventData::SessionStarted(_) | EventData::TurnStarted(_) => self.ended = false,
+                EventData::LimitsObserved(l) => self.limits = Some(l.clone()),
                 _ => {}
             }
         }
@@ -445,6 +452,36 @@ mod tests {
         };
         assert_eq!(c.how, ClearedHow::Cancelled);
         assert!(r.open.is_empty());
+    }
+
+    #[test]
+    fn the_record_keeps_the_latest_limits_whichever_way_they_came() {
+        let mut r = SessionRecord::default();
+        let limits = |account: Option<&str>, used: f64| {
+            EventData::LimitsObserved(LimitsObserved {
+                account_id: account.map(str::to_string),
+                status: None,
+                windows: vec![LimitWindow {
+                    id: "five_hour".into(),
+                    window_minutes: Some(300),
+                    used_percent: used,
+                    resets_at: None,
+                }],
+            })
+        };
+        r.saw(&[limits(Some("acct-1"), 40.0)], 1);
+        r.saw(&[tool_started(None)], 2);
+        assert_eq!(
+            r.limits.as_ref().and_then(|l| l.account_id.as_deref()),
+            Some("acct-1"),
+            "another event leaves them"
+        );
+        r.saw(&[limits(Some("acct-2"), 10.0), limits(None, 93.0)], 3);
+        let kept = r.limits.as_ref().unwrap();
+        assert_eq!(
+            (kept.account_id.as_deref(), kept.windows[0].used_percent),
+            (None, 93.0)
+        );
     }
 
     #[test]

@@ -33,6 +33,7 @@ mod install_persons_files;
 mod keychain;
 mod outbox_schema;
 mod pool;
+mod pool_api;
 mod remote_titles;
 mod secrets_at_rest;
 mod sinks_file;

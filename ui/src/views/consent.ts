@@ -1,11 +1,10 @@
-// Pairing, Pool and Titles: what turning each on reads, writes and sends, said
-// before anyone turns it on (facts: shared spec ADAPTERS.md and PROTOCOL-NOTES
-// §6). Pool is not live in this version, so its switch is disabled and says
-// why; Pairing and Titles are, and their pages show these parts below their
-// own controls (`consentParts`).
+// Pairing, Pool and Titles: what turning each on reads, writes and sends,
+// said plainly (facts: shared spec ADAPTERS.md and PROTOCOL-NOTES §6). Each
+// page is live and shows these parts below its own controls
+// (`consentParts`). This file owns the words only: it must not call the API
+// or hold a switch.
 
 import { h, prose } from "../dom";
-import type { Mounted, ViewContext } from "../view";
 
 export type ConsentKind = "pairing" | "pool" | "titles";
 
@@ -13,9 +12,6 @@ interface Consent {
   title: string;
   switchLabel: string;
   lead: string;
-  /** Said after "Not live in this version." beside the disabled switch (a
-   *  consent whose page is live has its own controls and none). */
-  notLive?: string;
   sections: { heading: string; items: string[] }[];
 }
 
@@ -24,7 +20,6 @@ const CONSENT: Record<ConsentKind, Consent> = {
     title: "Pairing",
     switchLabel: "Control from a phone",
     lead: "Pair a phone to control this machine's agents from it: answer a permission prompt, send a prompt, start or cancel a session.",
-    notLive: "Control from a phone lands in a later version. Nothing here pairs, listens or runs a command yet.",
     sections: [
       {
         heading: "How pairing works",
@@ -78,14 +73,14 @@ const CONSENT: Record<ConsentKind, Consent> = {
     title: "Pool",
     switchLabel: "Pool my Claude accounts",
     lead: "A proxy on this machine's loopback that pools your Claude accounts for Claude Code: each request goes out with one of the accounts you added, and the rate-limit headers tell you how much of each window is used.",
-    notLive: "The account pool lands in a later version. Nothing here reads a login, writes a setting or forwards a request yet.",
     sections: [
       {
         heading: "What it reads",
         items: [
-          "Claude Code's own login, once, when you import it (`sessionpipe pool add --import`): the keychain item `Claude Code-credentials` on macOS, elsewhere `<config dir>/.credentials.json` (access token, refresh token, expiry), and `.claude.json` for the account id and email. The copy goes to sessionpipe's secrets store; Claude Code's own login stays where it is.",
+          "Claude Code's own login, once, when you import it (this page's Import, or `sessionpipe pool add --import`): the keychain item `Claude Code-credentials` on macOS, elsewhere `<config dir>/.credentials.json` (access token, refresh token, expiry), and `.claude.json` for the account id and email. The copy goes to sessionpipe's secrets store; Claude Code's own login stays where it is.",
+          "Before refreshing an imported account, Claude Code's own copy again: when it is a later sign-in of the same account (Claude Code refreshed it), that one is taken instead. Claude Code's file is never written.",
           "The `anthropic-ratelimit-unified-*` headers of each response: status, reset, and the 5-hour and 7-day use of each window.",
-          "Idle accounts' use from `https://api.anthropic.com/api/oauth/usage`, at most every 5 minutes.",
+          "Idle accounts' use from `https://api.anthropic.com/api/oauth/usage`, at most every 5 minutes, and at once after you add or enable one.",
         ],
       },
       {
@@ -93,12 +88,14 @@ const CONSENT: Record<ConsentKind, Consent> = {
         items: [
           "Exactly three keys into `env` of each Claude Code config dir's `settings.json`: `ANTHROPIC_BASE_URL` (this daemon's loopback listener), `ANTHROPIC_AUTH_TOKEN` (a random token the listener checks, never an account's) and `_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL=1`. Never over an `ANTHROPIC_BASE_URL` you set yourself; turning the pool off removes exactly those three keys.",
           "The rate limits, as `limits.observed` events on the session whose request showed them.",
+          "The accounts you add (id, email, on or off) in `pool.json` in the state dir; their sign-ins only in the keychain or, without one, the 0600 secrets file.",
         ],
       },
       {
         heading: "What it sends",
         items: [
           "Each of Claude Code's requests, to `https://api.anthropic.com` only, with the chosen account's sign-in; the account part of `metadata.user_id` is rewritten to that account, and a session stays on one account.",
+          "Each account's refresh token, to `https://platform.claude.com/v1/oauth/token` only, five minutes before its sign-in expires; the new sign-in is stored before it is used.",
           "Signing in another account (`sessionpipe pool add --login`) goes through claude.com and platform.claude.com the way Claude Code does.",
         ],
       },
@@ -107,7 +104,8 @@ const CONSENT: Record<ConsentKind, Consent> = {
         items: [
           "Keep or log a request or a response: bodies pass through unchanged.",
           "Use an account you did not add, or call anything but Anthropic's own endpoints.",
-          "Turn idle accounts' numbers into events: they only reach `pool status` (and a paired phone's hello).",
+          "Turn idle accounts' numbers into events: they only reach this page, `pool status` (and a paired phone's hello).",
+          "Read a login, write a setting or forward a request before you add an account or turn it on.",
         ],
       },
     ],
@@ -152,6 +150,12 @@ const CONSENT: Record<ConsentKind, Consent> = {
   },
 };
 
+/** A consent's title, its switch's label and its lead sentence. */
+export function consentHead(kind: ConsentKind): { title: string; switchLabel: string; lead: string } {
+  const { title, switchLabel, lead } = CONSENT[kind];
+  return { title, switchLabel, lead };
+}
+
 /** A consent's parts (what it reads, writes, sends, never does), as panels. */
 export function consentParts(kind: ConsentKind): HTMLElement[] {
   return CONSENT[kind].sections.map((s) =>
@@ -162,31 +166,4 @@ export function consentParts(kind: ConsentKind): HTMLElement[] {
       h("ul", null, s.items.map((item) => h("li", null, ...prose(item)))),
     ),
   );
-}
-
-export function mountConsent(root: HTMLElement, _ctx: ViewContext, kind: ConsentKind): Mounted {
-  const c = CONSENT[kind];
-  const statusId = `${kind}-status`;
-  root.replaceChildren(
-    h(
-      "section",
-      { class: "view consent", "aria-labelledby": `${kind}-h`, "data-consent": kind },
-      h("h1", { id: `${kind}-h`, tabindex: "-1" }, c.title),
-      h("p", { class: "lead" }, c.lead),
-      h(
-        "div",
-        { class: "panel not-live" },
-        h(
-          "label",
-          { class: "switch" },
-          h("input", { type: "checkbox", role: "switch", disabled: true, checked: false, "aria-describedby": statusId }),
-          h("span", { class: "switch-text" }, c.switchLabel),
-        ),
-        h("p", { id: statusId, class: "not-live-text" }, h("strong", null, "Not live in this version. "), c.notLive ?? ""),
-      ),
-      h("p", { class: "muted" }, "What turning it on will do, exactly:"),
-      consentParts(kind),
-    ),
-  );
-  return {};
 }

@@ -1,14 +1,16 @@
 // Sessions: the live board (needs you, working, done), the approvals across all
 // sessions, and one session's recent events. Redrawn every 2 s and on focus.
+// A session whose limits named its account shows it and the window it burns
+// most (`a@x · 5h 93%`).
 // An approval the daemon says is answerable (local approvals on, its hook waits)
 // has Allow and Deny buttons: the person's click posts /api/approvals and the
 // answer, or why it was not taken, shows under it.
 
 import { ApiError, describeError } from "../api";
 import { h, message, patch, type Child } from "../dom";
-import { STATE_WORDS, age, attentionText, clock, harnessName, kindWord, summary } from "../format";
+import { STATE_WORDS, accountText, age, attentionText, clock, harnessName, kindWord, summary, when } from "../format";
 import { href, splitKey, type Route } from "../route";
-import type { Approval, ApprovalDecision, EventEnvelope, Overview, SessionState, SessionView } from "../types";
+import type { Approval, ApprovalDecision, EventEnvelope, Overview, SessionAccount, SessionState, SessionView } from "../types";
 import type { Mounted, ViewContext } from "../view";
 
 const REFRESH_MS = 2000;
@@ -290,10 +292,20 @@ function renderSession(s: SessionView, selected: boolean): HTMLElement {
         " · ",
         h("span", { class: "age", title: new Date(s.last_ms).toLocaleString() }, s.age_s < 5 ? "just now" : `${age(s.age_s)} ago`),
         s.branch ? ` · ${s.branch}` : null,
+        s.account ? [" · ", renderAccount(s.account)] : null,
       ),
       asks,
     ),
   );
+}
+
+/** The account a session runs on and the window it burns most (`a@x · 5h 93%`). */
+function renderAccount(a: SessionAccount): HTMLElement {
+  const w = a.window;
+  // 90: where the pool's alert starts by default (`pool_alert_percent`).
+  const near = w !== null && w.used_percent >= 90;
+  const title = w === null ? `Account ${a.id}` : `Account ${a.id}: its fullest window, ${w.id}, is ${w.used_percent}% used${w.resets_at ? `; it resets ${when(w.resets_at)}` : ""}`;
+  return h("span", { class: `account${near ? " near" : ""}`, "data-account": a.id, title }, accountText(a));
 }
 
 function renderDetail(key: string, ov: Overview, events: Loaded<EventEnvelope[]> & { of: string | null }): HTMLElement {
@@ -309,6 +321,7 @@ function renderDetail(key: string, ov: Overview, events: Loaded<EventEnvelope[]>
     ["Repository", s?.repo ?? last?.session.repo ?? null],
     ["Branch", s?.branch ?? last?.session.branch ?? null],
     ["Model", s?.model ?? last?.session.model ?? null],
+    ["Account", s?.account ? accountText(s.account) : null],
     ["Link", linkTo(s?.url ?? last?.session.url ?? null)],
     ["Session id", h("code", null, id)],
   ];

@@ -8,10 +8,11 @@
 //! rebinding, and so is any request with more than one `Host`. The listener
 //! binds 127.0.0.1 only and serves on the daemon's runtime through
 //! `sessionpipe-listener` (a connection cap, header and request deadlines). This module owns routing and checks; `views` the handlers, which call
-//! the library; `error` what a failure answers.
+//! the library (`pool` the Pool page's); `error` what a failure answers.
 
 mod control;
 mod error;
+mod pool;
 #[cfg(test)]
 mod props;
 mod views;
@@ -119,6 +120,13 @@ fn router(ctx: Ctx, ui_dir: Option<PathBuf>) -> Router {
         .route("/sinks/{id}/test", post(views::test_sink))
         .route("/settings", get(views::settings).put(views::put_settings))
         .route("/titles", get(views::titles).put(views::put_titles))
+        .route("/pool", get(pool::view))
+        .route("/pool/on", post(pool::on))
+        .route("/pool/off", post(pool::off))
+        .route("/pool/import", post(pool::import))
+        .route("/pool/accounts/{id}", axum::routing::delete(pool::remove))
+        .route("/pool/accounts/{id}/enable", post(pool::enable))
+        .route("/pool/accounts/{id}/disable", post(pool::disable))
         .route("/control", get(control::view))
         .route("/control/pair", post(control::pair))
         .route("/control/off", post(control::off))

@@ -1,5 +1,6 @@
 //! The API's handlers: what the UI shows (the live board, approvals, harnesses,
-//! sinks, settings, remote titles) and the few things it changes, each through the library.
+//! sinks, settings, remote titles; a session's pool account) and the few things it
+//! changes, each through the library (the Pool page's are `pool`'s).
 //! Blocking reads and writes (SQLite, the state files, the keychain) run on the
 //! runtime's blocking pool; a failure is an `ApiError` with its status.
 
@@ -7,6 +8,7 @@ use super::error::ApiError;
 use crate::installers::{Action, Installers};
 use crate::pipeline::outbox::Outbox;
 use crate::pipeline::session::SessionRecord;
+use crate::pool::store::PoolFile;
 use crate::runtime::blocking;
 use crate::sinks::{self, NewSink, SinkList};
 use crate::state::config::Config;
@@ -68,10 +70,15 @@ pub async fn overview(State(ctx): State<Ctx>) -> Answer {
             None => Vec::new(),
         };
         let now = protocol::time::now_ms();
+        let emails = account_emails(&paths);
         let mut sessions: Vec<Value> = records
             .iter()
             .filter(|(_, _, r)| r.last_ms > 0)
-            .map(|(h, id, r)| session_view(h, id, r, now))
+            .map(|(h, id, r)| {
+                let mut v = session_view(h, id, r, now);
+                v["account"] = session_account(r, &emails);
+                v
+            })
             .filter(|v| v["state"] != "done" || now - v["last_ms"].as_i64().unwrap_or(0) < BOARD_MS)
             .collect();
         let rank = |v: &Value| match v["state"].as_str() {
@@ -146,6 +153,35 @@ fn session_view(harness: &str, id: &str, r: &SessionRecord, now: i64) -> Value {
         "age_s": (now - r.last_ms).max(0) / 1000,
         "attentions": attentions,
     })
+}
+
+/// The emails the pool knows, by account id (the board names an account by
+/// its email when the pool has one). Empty when there is no pool.
+fn account_emails(paths: &StatePaths) -> Vec<(String, String)> {
+    PoolFile::load(paths)
+        .map(|f| {
+            f.accounts
+                .into_iter()
+                .filter_map(|a| Some((a.id, a.email?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A session's account, from its latest `limits.observed` when that names
+/// one: `{id, email?, window: {id, used_percent, resets_at?}?}`, the window
+/// being the fullest it reported (the one it burns most). Null otherwise.
+fn session_account(r: &SessionRecord, emails: &[(String, String)]) -> Value {
+    let Some(limits) = &r.limits else {
+        return Value::Null;
+    };
+    let Some(id) = limits.account_id.as_deref().filter(|a| !a.is_empty()) else {
+        return Value::Null;
+    };
+    let email = emails.iter().find(|(a, _)| a == id).map(|(_, e)| e);
+    let window = sessionpipe_pool::limits::fullest(&limits.windows)
+        .map(|w| json!({"id": w.id, "used_percent": w.used_percent, "resets_at": w.resets_at}));
+    json!({"id": id, "email": email, "window": window})
 }
 
 /// Fills each open attention of a session with what its `attention.needed` said
@@ -421,4 +457,40 @@ pub async fn put_titles(
         Ok(Json(json!({"remote_titles": on, "resent": resent})))
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::{LimitWindow, LimitsObserved};
+
+    fn window(id: &str, used: f64) -> LimitWindow {
+        LimitWindow {
+            id: id.into(),
+            window_minutes: None,
+            used_percent: used,
+            resets_at: Some("2026-12-03T15:00:00.000Z".into()),
+        }
+    }
+
+    #[test]
+    fn a_sessions_account_is_named_by_the_pools_email_with_its_fullest_window() {
+        let mut r = SessionRecord::default();
+        assert_eq!(session_account(&r, &[]), Value::Null);
+        r.limits = Some(LimitsObserved {
+            account_id: Some("acct-1".into()),
+            status: None,
+            windows: vec![window("seven_day", 41.5), window("five_hour", 93.0)],
+        });
+        assert_eq!(
+            session_account(&r, &[]),
+            json!({"id": "acct-1", "email": null, "window": {
+                "id": "five_hour", "used_percent": 93.0, "resets_at": "2026-12-03T15:00:00.000Z"}})
+        );
+        let emails = [("acct-1".to_string(), "a@x.example".to_string())];
+        assert_eq!(session_account(&r, &emails)["email"], "a@x.example");
+        // Limits that name no account (Codex's) show none.
+        r.limits.as_mut().unwrap().account_id = None;
+        assert_eq!(session_account(&r, &emails), Value::Null);
+    }
 }
