@@ -20,6 +20,8 @@ pub struct TailOptions {
     pub follow: bool,
     /// Only this session: its id, or `harness:id`.
     pub session: Option<String>,
+    /// Only this harness's sessions.
+    pub harness: Option<String>,
     /// When following, how many earlier events to print first (`None`: all).
     pub last: Option<usize>,
 }
@@ -101,6 +103,13 @@ fn visible_after(
 
 fn visible(json: &str, opts: &TailOptions, home: Option<&str>) -> Option<Envelope> {
     let env: Envelope = serde_json::from_str(json).ok()?;
+    if opts
+        .harness
+        .as_ref()
+        .is_some_and(|h| *h != env.harness.name)
+    {
+        return None;
+    }
     if let Some(want) = &opts.session {
         let qualified = format!("{}:{}", env.harness.name, env.session.id);
         if *want != env.session.id && *want != qualified {
@@ -130,6 +139,20 @@ pub fn human_line(env: &Envelope, color: bool) -> String {
     .to_string()
 }
 
+/// What a tool was given, when the tier carries it (3): the command, file,
+/// pattern or address a person knows the call by, else the input itself.
+fn tool_input(env: &Envelope) -> String {
+    match env.data.get("input") {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Object(input)) => ["command", "file_path", "path", "pattern", "url", "query"]
+            .iter()
+            .find_map(|k| input.get(*k).and_then(Value::as_str))
+            .map_or_else(|| Value::Object(input.clone()).to_string(), str::to_string),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
 fn summary(env: &Envelope) -> String {
     let s = |k: &str| {
         env.data
@@ -149,9 +172,10 @@ fn summary(env: &Envelope) -> String {
                 .unwrap_or_default(),
         ],
         "turn.ended" => vec![s("reason"), s("error")],
-        "tool.started" => vec![s("tool")],
+        "tool.started" => vec![s("tool"), cut(tool_input(env))],
         "tool.ended" => vec![
             s("tool"),
+            cut(tool_input(env)),
             match env.data.get("ok").and_then(Value::as_bool) {
                 Some(true) => "ok".into(),
                 Some(false) => format!("failed {}", cut(s("error"))),

@@ -60,6 +60,16 @@ fn call(_: &StatePaths, _: &serde_json::Value) -> anyhow::Result<serde_json::Val
     bail!("sessionpipe ask needs a Unix socket on this version")
 }
 
+/// `TO` or `--from` as given: a harness alone stays one (a new session);
+/// `harness:id` may be a unique start of the id.
+fn named(paths: &StatePaths, given: &str) -> anyhow::Result<String> {
+    if given.contains(':') {
+        Ok(super::session_arg::qualified(paths, given)?)
+    } else {
+        Ok(given.to_string())
+    }
+}
+
 pub fn ask(
     paths: &StatePaths,
     to: &str,
@@ -67,6 +77,8 @@ pub fn ask(
     from: Option<String>,
     cwd: Option<String>,
 ) -> anyhow::Result<ExitCode> {
+    let to = &named(paths, to)?;
+    let from = from.map(|f| named(paths, &f)).transpose()?;
     let answer = call(paths, &request("ask", to, task, from, cwd)?)?;
     if let Some(e) = answer["error"].as_str() {
         bail!("{e}");
@@ -82,6 +94,8 @@ pub fn handoff(
     from: Option<String>,
     cwd: Option<String>,
 ) -> anyhow::Result<ExitCode> {
+    let to = &named(paths, to)?;
+    let from = from.map(|f| named(paths, &f)).transpose()?;
     let answer = call(paths, &request("handoff", to, task, from, cwd)?)?;
     if let Some(e) = answer["error"].as_str() {
         bail!("{e}");

@@ -11,6 +11,7 @@ mod control;
 mod doctor;
 pub mod out;
 mod pool;
+mod session_arg;
 mod sink;
 mod status;
 mod titles;
@@ -39,7 +40,7 @@ enum Command {
     /// Write sessionpipe's hooks into the config of every harness found.
     Install {
         /// Only this harness (repeatable).
-        #[arg(long = "harness", value_name = "NAME")]
+        #[arg(long = "harness", value_name = "NAME", value_parser = harness_names())]
         harnesses: Vec<String>,
         /// Say what would change and write nothing.
         #[arg(long)]
@@ -54,7 +55,8 @@ enum Command {
     },
     /// Remove exactly sessionpipe's hook entries.
     Uninstall {
-        #[arg(long = "harness", value_name = "NAME")]
+        /// Only this harness (repeatable).
+        #[arg(long = "harness", value_name = "NAME", value_parser = harness_names())]
         harnesses: Vec<String>,
         #[arg(long)]
         dry_run: bool,
@@ -80,12 +82,24 @@ enum Command {
         /// Print what is there and exit.
         #[arg(long)]
         no_follow: bool,
-        /// Only this session (`ID` or `harness:ID`).
+        /// Only this session: `harness:ID`, `ID`, or a unique start of it
+        /// (the 8 characters tail prints).
         #[arg(long, value_name = "ID")]
         session: Option<String>,
+        /// Only this harness's sessions.
+        #[arg(long, value_name = "NAME", value_parser = harness_names())]
+        harness: Option<String>,
         /// When following, how many earlier events to show first.
-        #[arg(short = 'n', long = "lines", default_value_t = 20)]
+        #[arg(
+            short = 'n',
+            long = "lines",
+            default_value_t = 20,
+            conflicts_with = "all"
+        )]
         lines: usize,
+        /// When following, show every earlier event first (not only the last `-n`).
+        #[arg(long)]
+        all: bool,
     },
     /// Run the daemon in the foreground.
     Daemon {
@@ -118,7 +132,7 @@ enum Command {
     },
     /// Tell every sink that takes it to forget a session, and forget it here.
     Forget {
-        /// `harness:session-id`
+        /// `harness:session-id` (or a unique start of the id)
         #[arg(value_name = "HARNESS:ID")]
         session: String,
     },
@@ -287,15 +301,22 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             json,
             no_follow,
             session,
+            harness,
             lines,
+            all,
         } => {
+            let session = match session {
+                Some(given) => Some(session_arg::qualified(&paths, &given)?),
+                None => None,
+            };
             let opts = crate::tail::TailOptions {
                 tier,
                 pii,
                 json,
                 follow: !no_follow,
                 session,
-                last: Some(lines),
+                harness,
+                last: (!all).then_some(lines),
             };
             crate::tail::run(&paths.outbox(), &opts)?;
             Ok(ExitCode::SUCCESS)
@@ -436,6 +457,12 @@ fn hooks_command(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--harness`'s values: every harness sessionpipe has an adapter for (so
+/// `--help` lists them, and a misspelt one is refused with the list).
+fn harness_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(adapters::REGISTRY.iter().map(|a| a.name()))
 }
 
 /// Where the UI's built files are when no `--ui` is given (the app's embedded

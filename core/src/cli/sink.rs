@@ -139,15 +139,12 @@ fn test(paths: &StatePaths, id: &str) -> anyhow::Result<ExitCode> {
 /// it, and the session's events and record removed here (the forgotten event
 /// itself stays until every sink has had it).
 pub fn forget(paths: &StatePaths, which: &str) -> anyhow::Result<ExitCode> {
-    let (harness, id) = which
-        .split_once(':')
-        .filter(|(h, i)| adapters::lookup(h).is_some() && protocol::valid_session_id(i))
-        .with_context(|| format!("{which:?} is not harness:session-id"))?;
-    let removed = sinks::forget_session(paths, harness, id)?;
+    let (harness, id) = super::session_arg::resolve(paths, which)?;
+    let removed = sinks::forget_session(paths, &harness, &id)?;
     if removed == 0 {
-        bail!("no session {which} in the outbox");
+        bail!("no session {harness}:{id} in the outbox");
     }
-    outln!("forgot {which}: {removed} events removed here; sinks that take forget are told");
+    outln!("forgot {harness}:{id}: {removed} events removed here; sinks that take forget are told");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -297,7 +297,11 @@ fn json_output_and_usage_errors() {
     assert_eq!(v[0]["files"][0]["state"], "installed");
     let (_, out) = run(&sb, &["install", "--harness", "nonesuch"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown harness \"nonesuch\""));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("nonesuch") && err.contains("claude-code, codex"),
+        "refused with the names it knows: {err}"
+    );
     let (_, out) = run(&sb, &["tail", "--tier", "7"]);
     assert_eq!(out.status.code(), Some(2));
 }

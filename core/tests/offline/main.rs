@@ -10,6 +10,7 @@ mod api_hardening;
 mod backfill;
 mod chaos;
 mod cli_output;
+mod cli_sessions;
 mod conformance;
 mod control;
 mod control_acp;
