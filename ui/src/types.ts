@@ -38,6 +38,8 @@ export interface SessionAccount {
   id: string;
   email: string | null;
   window: { id: string; used_percent: number; resets_at: string | null } | null;
+  /** The window reached `pool_alert_percent`, where the pool asks for attention. */
+  near: boolean;
 }
 
 export type AttentionKind = "permission" | "question" | "elicitation" | "idle" | "error";

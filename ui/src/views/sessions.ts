@@ -302,8 +302,7 @@ function renderSession(s: SessionView, selected: boolean): HTMLElement {
 /** The account a session runs on and the window it burns most (`a@x · 5h 93%`). */
 function renderAccount(a: SessionAccount): HTMLElement {
   const w = a.window;
-  // 90: where the pool's alert starts by default (`pool_alert_percent`).
-  const near = w !== null && w.used_percent >= 90;
+  const near = a.near;
   const title = w === null ? `Account ${a.id}` : `Account ${a.id}: its fullest window, ${w.id}, is ${w.used_percent}% used${w.resets_at ? `; it resets ${when(w.resets_at)}` : ""}`;
   return h("span", { class: `account${near ? " near" : ""}`, "data-account": a.id, title }, accountText(a));
 }

@@ -61,8 +61,9 @@ pub async fn overview(State(ctx): State<Ctx>) -> Answer {
         .map(|h| h.waiting_permissions())
         .unwrap_or_default();
     blocking(move || {
-        let local = Config::load(&paths).unwrap_or_default().local_approvals;
         let config = Config::load(&paths).unwrap_or_default();
+        let local = config.local_approvals;
+        let alert = config.pool_alert_percent();
         let machine = config.machine();
         let outbox = Outbox::open_readonly(&paths.outbox())?;
         let records = match &outbox {
@@ -76,7 +77,7 @@ pub async fn overview(State(ctx): State<Ctx>) -> Answer {
             .filter(|(_, _, r)| r.last_ms > 0)
             .map(|(h, id, r)| {
                 let mut v = session_view(h, id, r, now);
-                v["account"] = session_account(r, &emails);
+                v["account"] = session_account(r, &emails, alert);
                 v
             })
             .filter(|v| v["state"] != "done" || now - v["last_ms"].as_i64().unwrap_or(0) < BOARD_MS)
@@ -150,6 +151,7 @@ fn session_view(harness: &str, id: &str, r: &SessionRecord, now: i64) -> Value {
         "state": r.glance().as_str(),
         "ended": r.ended,
         "last_ms": r.last_ms,
+        "first_ms": (r.first_ms > 0).then_some(r.first_ms),
         "age_s": (now - r.last_ms).max(0) / 1000,
         "attentions": attentions,
     })
@@ -169,9 +171,11 @@ fn account_emails(paths: &StatePaths) -> Vec<(String, String)> {
 }
 
 /// A session's account, from its latest `limits.observed` when that names
-/// one: `{id, email?, window: {id, used_percent, resets_at?}?}`, the window
-/// being the fullest it reported (the one it burns most). Null otherwise.
-fn session_account(r: &SessionRecord, emails: &[(String, String)]) -> Value {
+/// one: `{id, email?, window: {id, used_percent, resets_at?}?, near}`, the
+/// window being the fullest it reported (the one it burns most) and `near`
+/// whether it reached `alert` percent (`pool_alert_percent`, where the pool
+/// asks for attention). Null otherwise.
+fn session_account(r: &SessionRecord, emails: &[(String, String)], alert: u8) -> Value {
     let Some(limits) = &r.limits else {
         return Value::Null;
     };
@@ -179,9 +183,11 @@ fn session_account(r: &SessionRecord, emails: &[(String, String)]) -> Value {
         return Value::Null;
     };
     let email = emails.iter().find(|(a, _)| a == id).map(|(_, e)| e);
-    let window = sessionpipe_pool::limits::fullest(&limits.windows)
+    let fullest = sessionpipe_pool::limits::fullest(&limits.windows);
+    let near = fullest.is_some_and(|w| w.used_percent >= f64::from(alert));
+    let window = fullest
         .map(|w| json!({"id": w.id, "used_percent": w.used_percent, "resets_at": w.resets_at}));
-    json!({"id": id, "email": email, "window": window})
+    json!({"id": id, "email": email, "window": window, "near": near})
 }
 
 /// Fills each open attention of a session with what its `attention.needed` said
@@ -382,11 +388,13 @@ pub async fn settings(State(ctx): State<Ctx>) -> Answer {
     blocking(move || Ok(Json(settings_view(&Config::load(&paths)?)))).await
 }
 
-/// The settings as GET and PUT answer them: the stored keys, with the tier in
-/// effect and the hostname (what an empty machine name falls back to).
+/// The settings as GET and PUT answer them: the stored keys, with the tier
+/// and the retention in effect and the hostname (what an empty machine name
+/// falls back to).
 fn settings_view(c: &Config) -> Value {
     let mut v = serde_json::to_value(c).expect("config serialises");
     v["notify_tier"] = json!(c.notify_tier());
+    v["retention_days"] = json!(c.retention_days());
     v["hostname"] = json!(crate::state::config::hostname());
     v
 }
@@ -476,21 +484,26 @@ mod tests {
     #[test]
     fn a_sessions_account_is_named_by_the_pools_email_with_its_fullest_window() {
         let mut r = SessionRecord::default();
-        assert_eq!(session_account(&r, &[]), Value::Null);
+        assert_eq!(session_account(&r, &[], 90), Value::Null);
         r.limits = Some(LimitsObserved {
             account_id: Some("acct-1".into()),
             status: None,
             windows: vec![window("seven_day", 41.5), window("five_hour", 93.0)],
         });
         assert_eq!(
-            session_account(&r, &[]),
-            json!({"id": "acct-1", "email": null, "window": {
+            session_account(&r, &[], 90),
+            json!({"id": "acct-1", "email": null, "near": true, "window": {
                 "id": "five_hour", "used_percent": 93.0, "resets_at": "2026-12-03T15:00:00.000Z"}})
         );
+        assert_eq!(
+            session_account(&r, &[], 95)["near"],
+            false,
+            "the person's threshold"
+        );
         let emails = [("acct-1".to_string(), "a@x.example".to_string())];
-        assert_eq!(session_account(&r, &emails)["email"], "a@x.example");
+        assert_eq!(session_account(&r, &emails, 90)["email"], "a@x.example");
         // Limits that name no account (Codex's) show none.
         r.limits.as_mut().unwrap().account_id = None;
-        assert_eq!(session_account(&r, &emails), Value::Null);
+        assert_eq!(session_account(&r, &emails, 90), Value::Null);
     }
 }
