@@ -69,6 +69,18 @@ grep -q '^Exec=sessionpipe-app' "$desktop" || fail "desktop entry Exec: $(grep ^
 icons=$(dpkg -L sessionpipe | grep -c '^/usr/share/icons/.*\.png$' || true)
 ((icons > 0)) || fail "no icons"
 ok "binaries in /usr/bin, UI in /usr/share/sessionpipe/ui, $desktop, $icons icons"
+# The man pages and completions the CLI generated from its own definition.
+zcat /usr/share/man/man1/sessionpipe.1.gz | grep -q '^\.TH sessionpipe 1' || fail "no sessionpipe(1)"
+pages=$(dpkg -L sessionpipe | grep -c '^/usr/share/man/man1/sessionpipe-.*\.1\.gz$' || true)
+((pages > 20)) || fail "only $pages command man pages"
+zcat /usr/share/man/man1/sessionpipe-pool-on.1.gz | grep -q 'Point every Claude Code config dir at the pool' ||
+  fail "sessionpipe-pool-on(1) does not say what the command does"
+bash -c 'source /usr/share/bash-completion/completions/sessionpipe && complete -p sessionpipe' >/dev/null ||
+  fail "the bash completion does not register"
+for f in /usr/share/zsh/vendor-completions/_sessionpipe /usr/share/fish/vendor_completions.d/sessionpipe.fish; do
+  [ -s "$f" ] || fail "no $f"
+done
+ok "sessionpipe(1) and $pages command pages; bash, zsh and fish completions"
 /usr/bin/sessionpipe-app --version
 /usr/bin/sessionpipe-app --help | head -n 1
 /usr/bin/sessionpipe --version

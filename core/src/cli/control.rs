@@ -31,6 +31,7 @@ pub enum ControlAction {
     },
     /// The paired receivers, their keys and whether they are polled.
     Status {
+        /// Print JSON instead of lines (its shape is in the README).
         #[arg(long)]
         json: bool,
     },
@@ -41,7 +42,10 @@ pub enum ControlAction {
     },
     /// Unpair: tell the receiver and forget its keys and token (every
     /// receiver when none is named).
-    Off { receiver: Option<String> },
+    Off {
+        /// The receiver's URL (default: every paired receiver).
+        receiver: Option<String>,
+    },
     /// The folders commands may act in.
     Folders {
         #[command(subcommand)]
@@ -49,11 +53,13 @@ pub enum ControlAction {
     },
     /// Set what the machine says of itself: safe, auto or inherit.
     Mode {
+        /// `safe` (no edits without asking), `auto`, or `inherit` (the harness's own).
         #[arg(value_parser = clap::builder::PossibleValuesParser::new(CONTROL_MODES))]
         mode: String,
     },
     /// Answer permission prompts from the tray and its notifications.
     Approvals {
+        /// `on` or `off`.
         #[arg(value_parser = ["on", "off"])]
         state: String,
     },
@@ -61,13 +67,26 @@ pub enum ControlAction {
 
 #[derive(Subcommand)]
 pub enum KeysAction {
-    Remove { id: String },
+    /// Stop trusting one passkey.
+    Remove {
+        /// The key's id (`control keys` lists them).
+        id: String,
+    },
 }
 
 #[derive(Subcommand)]
 pub enum FoldersAction {
-    Add { folder: String },
-    Remove { folder: String },
+    /// Let commands act in this folder and the folders under it.
+    Add {
+        /// An absolute path (or `~/…`).
+        folder: String,
+    },
+    /// Take a folder off the list.
+    Remove {
+        /// The folder as listed.
+        folder: String,
+    },
+    /// The folders commands may act in.
     List,
 }
 

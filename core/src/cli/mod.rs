@@ -9,6 +9,7 @@ mod backfill;
 mod channel;
 mod control;
 mod doctor;
+mod generate;
 pub mod out;
 mod pool;
 mod session_arg;
@@ -50,6 +51,7 @@ enum Command {
         /// hides most of Claude Code's footer hints). Later installs keep it.
         #[arg(long)]
         status_line: bool,
+        /// Print JSON instead of lines (its shape is in the README).
         #[arg(long)]
         json: bool,
     },
@@ -58,13 +60,16 @@ enum Command {
         /// Only this harness (repeatable).
         #[arg(long = "harness", value_name = "NAME", value_parser = harness_names())]
         harnesses: Vec<String>,
+        /// Say what would be removed and write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Print JSON instead of lines (its shape is in the README).
         #[arg(long)]
         json: bool,
     },
     /// Hooks per harness, the daemon, the outbox.
     Status {
+        /// Print JSON instead of lines (its shape is in the README).
         #[arg(long)]
         json: bool,
     },
@@ -119,6 +124,19 @@ enum Command {
     },
     /// Print the address of the running daemon's UI (with its token).
     Ui,
+    /// Print a shell's completion script (`sessionpipe completions bash >
+    /// ~/.local/share/bash-completion/completions/sessionpipe`).
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (sessionpipe.1 and one per command) into DIR.
+    Man {
+        /// Where the pages go (made when missing).
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+    },
     /// What is wrong, and what to do about it.
     Doctor {
         /// One JSON document: `{"problems": N, "checks": [{"level", "what"}]}`.
@@ -141,6 +159,7 @@ enum Command {
         /// How far back, in days.
         #[arg(long, default_value_t = 30)]
         days: u32,
+        /// Print JSON instead of lines (its shape is in the README).
         #[arg(long)]
         json: bool,
     },
@@ -179,6 +198,7 @@ enum Command {
     /// it runs at `safe` at most. Run from inside a Claude Code session, the
     /// asker is that session; elsewhere name it with --from.
     Ask {
+        /// `harness:session-id` (or a unique start of the id), or a harness alone.
         #[arg(value_name = "TO")]
         to: String,
         /// The task, in words.
@@ -194,17 +214,22 @@ enum Command {
     /// Hand a task to another session and return at once; its answer comes
     /// back into the asking session as a message (`Answer from …`).
     Handoff {
+        /// `harness:session-id` (or a unique start of the id), or a harness alone.
         #[arg(value_name = "TO")]
         to: String,
+        /// The task, in words.
         #[arg(required = true, num_args = 1.., value_name = "TASK")]
         task: Vec<String>,
+        /// The asking session, `harness:session-id`.
         #[arg(long, value_name = "HARNESS:ID")]
         from: Option<String>,
+        /// The folder a new session runs in (default: this one).
         #[arg(long)]
         cwd: Option<String>,
     },
     /// Set this machine up with a receiver in one go: a sink, pairing, hooks.
     Connect {
+        /// The receiver's base URL.
         receiver: String,
         /// Read the sink's bearer token from stdin (not needed where the
         /// receiver offers open pairing).
@@ -234,6 +259,7 @@ enum Command {
     },
     /// Run conformance fixtures, vectors and delivery scenarios (files or folders).
     Conformance {
+        /// Fixture files or folders (harness payloads, vectors, scenarios).
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
         /// Run the delivery scenarios against this receiver (its base URL).
@@ -346,6 +372,15 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Backfill { days, json } => backfill::run(&paths, days, json),
         Command::Sink { action } => sink::run(&paths, action),
         Command::Doctor { json } => doctor::run(&paths, json),
+        Command::Completions { shell } => {
+            generate::completions(<Cli as clap::CommandFactory>::command(), shell);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { dir } => {
+            let pages = generate::man_pages(<Cli as clap::CommandFactory>::command(), &dir)?;
+            outln!("{pages} man pages in {}", dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Forget { session } => sink::forget(&paths, &session),
         Command::Control { action } => control::run(&paths, action),
         Command::Titles { action } => titles::run(&paths, action),
@@ -474,4 +509,30 @@ pub fn default_ui_dir() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?.join("../share/sessionpipe/ui");
     dir.join("index.html").is_file().then_some(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every flag and argument of every command, as `path: --name`, that
+    /// `--help` (and the man pages made from it) would show without a word.
+    fn unexplained(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+            if !builtin && arg.get_help().is_none() && arg.get_long_help().is_none() {
+                out.push(format!("{path}: {}", arg.get_id()));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            unexplained(sub, &format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn every_flag_says_what_it_does() {
+        let mut missing = Vec::new();
+        unexplained(&super::Cli::command(), "sessionpipe", &mut missing);
+        assert!(missing.is_empty(), "no help text:\n{}", missing.join("\n"));
+    }
 }

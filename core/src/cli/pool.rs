@@ -18,35 +18,50 @@ pub enum PoolAction {
     /// where it is); `--login` signs one in (open the link, paste the
     /// `code#state` the page shows).
     Add {
+        /// Copy Claude Code's own sign-in of each config dir (or `--config-dir`'s).
         #[arg(long, conflicts_with = "login", required_unless_present = "login")]
         import: bool,
+        /// Sign an account in: open the link printed, paste the `code#state` shown.
         #[arg(long)]
         login: bool,
         /// Only this config dir (default: every one with a sign-in).
         #[arg(long, value_name = "DIR")]
         config_dir: Option<PathBuf>,
+        /// Print JSON instead of lines (its shape is in the README).
         #[arg(long)]
         json: bool,
     },
     /// Remove an account (by id or email) and its sign-in.
-    Remove { account: String },
+    Remove {
+        /// The account's id or email.
+        account: String,
+    },
     /// Let an account take requests again.
-    Enable { account: String },
+    Enable {
+        /// The account's id or email.
+        account: String,
+    },
     /// Keep an account out of the pool without removing it.
-    Disable { account: String },
+    Disable {
+        /// The account's id or email.
+        account: String,
+    },
     /// Point every Claude Code config dir at the pool (three `env` keys in
     /// its settings.json; a daemon must be running).
     On {
+        /// Print JSON instead of lines (its shape is in the README).
         #[arg(long)]
         json: bool,
     },
     /// Take those keys out again.
     Off {
+        /// Print JSON instead of lines (its shape is in the README).
         #[arg(long)]
         json: bool,
     },
     /// Each account's windows, status, reset times and pinned sessions.
     Status {
+        /// Print JSON instead of lines (its shape is in the README).
         #[arg(long)]
         json: bool,
     },

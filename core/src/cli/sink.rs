@@ -13,6 +13,7 @@ use std::process::ExitCode;
 pub enum SinkAction {
     /// Add a sink: an https URL (http on localhost), `file:/abs/path.jsonl`, or `stdout`.
     Add {
+        /// Where events go: `https://…` (http on localhost), `file:/abs/path.jsonl` or `stdout`.
         target: String,
         /// Privacy tier 0–3 (lowered to what the receiver takes).
         #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=3))]
@@ -30,14 +31,21 @@ pub enum SinkAction {
     },
     /// List the sinks.
     List {
+        /// Print JSON instead of lines (its shape is in the README).
         #[arg(long)]
         json: bool,
     },
     /// Remove a sink and its token.
-    Remove { id: String },
+    Remove {
+        /// The sink's id (`sink list` shows it).
+        id: String,
+    },
     /// Check a sink without sending anything: its discovery, and what the last
     /// events would look like at its tier.
-    Test { id: String },
+    Test {
+        /// The sink's id (`sink list` shows it).
+        id: String,
+    },
 }
 
 pub fn run(paths: &StatePaths, action: SinkAction) -> anyhow::Result<ExitCode> {
