@@ -31,6 +31,7 @@ pub mod logging;
 pub mod notify;
 pub mod pipeline;
 pub mod pool;
+pub mod retention;
 pub mod runtime;
 pub mod sinks;
 pub mod state;

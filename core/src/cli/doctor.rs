@@ -92,6 +92,7 @@ pub fn run(paths: &StatePaths, json: bool) -> anyhow::Result<ExitCode> {
         sessionpipe_pool::endpoints::API_VAR,
         sessionpipe_pool::endpoints::OAUTH_VAR,
         crate::pool::service::LOOK_VAR,
+        crate::retention::NOW_VAR,
         "SESSIONPIPE_JOB_ARCHIVE",
     ] {
         if std::env::var_os(var).is_some_and(|v| !v.is_empty()) {

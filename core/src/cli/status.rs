@@ -24,6 +24,13 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
         Some(o) => Some(o.counts()?),
         None => None,
     };
+    let on_disk = crate::pipeline::outbox::size_on_disk(&paths.outbox());
+    // An unreadable config.json is `doctor`'s to report; here it shows as
+    // the default, which retention does not act on until the file reads.
+    let retention_days = crate::state::config::Config::load(paths)
+        .unwrap_or_default()
+        .retention_days();
+    let now = crate::retention::now_ms();
     let sinks: Vec<serde_json::Value> = crate::sinks::SinkList::load(paths)?
         .sinks
         .iter()
@@ -34,7 +41,12 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
                 .as_ref()
                 .and_then(|o| o.sink_cursor(&s.id).and_then(|c| o.count_after(c)).ok())
                 .unwrap_or(0);
-            json!({"sink": s.shown(), "behind": behind, "line": s.describe()})
+            // Of those, the ones past the window: kept only for this sink.
+            let held = reader
+                .as_ref()
+                .and_then(|o| crate::retention::held_back(o, &s.id, retention_days, now).ok())
+                .unwrap_or(0);
+            json!({"sink": s.shown(), "behind": behind, "holds_back": held, "line": s.describe()})
         })
         .collect();
 
@@ -61,7 +73,12 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
                 "quarantined_bytes": quarantined.bytes,
                 "lost": lost.as_ref().map(crate::state::losses::json),
             },
-            "outbox": outbox.as_ref().map(|c| json!({"events": c.events, "sessions": c.sessions})),
+            "outbox": outbox.as_ref().map(|c| json!({
+                "events": c.events,
+                "sessions": c.sessions,
+                "bytes": on_disk,
+                "retention_days": retention_days,
+            })),
             "sinks": sinks,
             "state_dir": paths.root,
         });
@@ -87,7 +104,12 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
         outln!("spool: {}", crate::state::losses::line(l));
     }
     match outbox {
-        Some(c) => outln!("outbox: {} events from {} sessions", c.events, c.sessions),
+        Some(c) => outln!(
+            "outbox: {} events from {} sessions, {} on disk; events older than {retention_days} days go once every sink has them",
+            c.events,
+            c.sessions,
+            out::bytes(on_disk)
+        ),
         None => outln!("outbox: empty"),
     }
     if sinks.is_empty() {
@@ -98,8 +120,13 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
             .as_str()
             .map(|e| format!("; last error: {e}"))
             .unwrap_or_default();
+        let held = match s["holds_back"].as_i64().unwrap_or(0) {
+            0 => String::new(),
+            1 => format!("; holds back 1 event older than {retention_days} days"),
+            n => format!("; holds back {n} events older than {retention_days} days"),
+        };
         outln!(
-            "sink {}: {} events behind{error}",
+            "sink {}: {} events behind{held}{error}",
             s["line"].as_str().unwrap_or(""),
             s["behind"]
         );

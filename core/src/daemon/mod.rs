@@ -228,6 +228,10 @@ async fn serve(
         crate::pool::service::PoolService::start(paths, events)
     });
 
+    // Retention: events every sink took and past the window go, in small
+    // batches. Not in a drain worker: it lives for seconds.
+    let retention = (!opts.drain).then(|| tokio::spawn(crate::retention::run(paths.clone())));
+
     // A drain worker has no terminal: stdout sinks wait for a daemon.
     let sinks = Arc::new(tokio::sync::Mutex::new(Manager::new(
         paths.clone(),
@@ -318,6 +322,10 @@ async fn serve(
     }
     refresher.abort();
     signals.abort();
+    if let Some(r) = retention {
+        // A batch cut off rolls back whole; the next start prunes it.
+        r.abort();
+    }
     if let Some(p) = pool {
         p.stop();
     }

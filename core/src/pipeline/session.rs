@@ -55,6 +55,11 @@ pub struct SessionRecord {
     /// When the session last did anything (its last event), epoch ms.
     #[serde(default)]
     pub last_ms: i64,
+    /// When sessionpipe first saw the session do anything (its first live
+    /// event), epoch ms; 0 for one only backfilled. Kept here because
+    /// retention prunes the events and never the record.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub first_ms: i64,
     /// The session reported its end (and has not started again since).
     #[serde(default)]
     pub ended: bool,
@@ -68,6 +73,10 @@ pub struct SessionRecord {
     /// it was asked (remote titles; see `titles`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_title: Option<RemoteTitle>,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 /// What was last heard of a session's remote name (remote titles), kept in
@@ -87,6 +96,9 @@ impl SessionRecord {
     /// the session.
     pub fn saw(&mut self, events: &[EventData], time_ms: i64) {
         self.last_ms = self.last_ms.max(time_ms);
+        if self.first_ms == 0 || time_ms < self.first_ms {
+            self.first_ms = time_ms;
+        }
         for ev in events {
             match ev {
                 EventData::SessionEnded(_) => self.ended = true,

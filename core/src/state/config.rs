@@ -66,6 +66,32 @@ pub struct Config {
     /// The account pool: a window of a live session's account this full
     /// (percent, 90 when unset) notifies and asks for attention.
     pub pool_alert_percent: Option<u8>,
+    /// Days an event is kept in the outbox once every sink has taken it
+    /// (`RETENTION_DAYS` when unset or 0); an event some sink has not taken
+    /// is kept whatever its age. Session records are never pruned.
+    #[serde(deserialize_with = "retention_days")]
+    pub retention_days: Option<u32>,
+}
+
+/// How long events are kept once every sink has them, unless the person
+/// chose another `retention_days`.
+pub const RETENTION_DAYS: u32 = 30;
+/// The longest `retention_days` taken (a hundred years: "keep them").
+pub const RETENTION_DAYS_MAX: u32 = 36_500;
+
+/// `retention_days`: null, or a whole number of days from 0 (the default)
+/// to `RETENTION_DAYS_MAX`; anything else is refused with what it should be.
+fn retention_days<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let v = Option::<serde_json::Value>::deserialize(d)?;
+    let Some(v) = v.filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    match v.as_u64() {
+        Some(n) if n <= u64::from(RETENTION_DAYS_MAX) => Ok(Some(n as u32)),
+        _ => Err(serde::de::Error::custom(format!(
+            "retention_days is a whole number of days from 1 to {RETENTION_DAYS_MAX} (0 or null: the default, {RETENTION_DAYS}), not {v}"
+        ))),
+    }
 }
 
 /// The local receiver's port unless the person chose another.
@@ -165,6 +191,14 @@ impl Config {
         self.pool_alert_percent.unwrap_or(90).clamp(1, 100)
     }
 
+    /// The days events are kept once every sink has them.
+    pub fn retention_days(&self) -> u32 {
+        match self.retention_days {
+            Some(d) if d > 0 => d.min(RETENTION_DAYS_MAX),
+            _ => RETENTION_DAYS,
+        }
+    }
+
     pub fn notify_tier(&self) -> u8 {
         self.notify_tier.unwrap_or(1).min(3)
     }
@@ -191,5 +225,49 @@ impl Config {
 
     pub fn save(&self, paths: &StatePaths) -> Result<(), FileError> {
         file::save(&paths.config(), self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Result<Config, String> {
+        serde_json::from_str(json).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn retention_days_is_a_whole_number_of_days_and_0_or_absent_is_the_default() {
+        assert_eq!(parse("{}").unwrap().retention_days(), RETENTION_DAYS);
+        let null = parse(r#"{"retention_days": null}"#).unwrap();
+        assert_eq!(
+            (null.retention_days, null.retention_days()),
+            (None, RETENTION_DAYS)
+        );
+        assert_eq!(
+            parse(r#"{"retention_days": 0}"#).unwrap().retention_days(),
+            RETENTION_DAYS
+        );
+        assert_eq!(
+            parse(r#"{"retention_days": 7}"#).unwrap().retention_days(),
+            7
+        );
+        assert_eq!(
+            parse(r#"{"retention_days": 36500}"#)
+                .unwrap()
+                .retention_days(),
+            RETENTION_DAYS_MAX
+        );
+        for bad in ["-1", "1.5", "\"30\"", "36501", "true", "[7]"] {
+            let why = parse(&format!(r#"{{"retention_days": {bad}}}"#)).unwrap_err();
+            assert!(
+                why.starts_with("retention_days is a whole number of days from 1 to 36500"),
+                "{bad}: {why}"
+            );
+        }
+        // Saved and read back as it was given.
+        let seven = parse(r#"{"retention_days": 7}"#).unwrap();
+        let text = serde_json::to_string(&seven).unwrap();
+        assert_eq!(parse(&text).unwrap(), seven);
     }
 }

@@ -36,6 +36,7 @@ mod outbox_schema;
 mod pool;
 mod pool_api;
 mod remote_titles;
+mod retention;
 mod secrets_at_rest;
 mod sinks_file;
 mod sinks_hardening;

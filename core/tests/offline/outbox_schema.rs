@@ -2,8 +2,9 @@
 //! sessionpipe 0.1.0, commit a1e3398, from the recorded Claude Code, Codex and
 //! Gemini CLI payloads of `conformance/harness/`, delivered once to a file sink:
 //! `data/outbox-0.1.0.db`, no `user_version`). Opening it to write migrates it
-//! and keeps every event, session, cursor and committed job; a file newer than
-//! this build is refused and left as it was.
+//! and keeps every event, session, cursor and committed job (a session seen
+//! live gains when it was first seen); a file newer than this build is
+//! refused and left as it was.
 
 use rusqlite::Connection;
 use sessionpipe_core::pipeline::outbox::{Outbox, OutboxError};
@@ -70,8 +71,47 @@ fn an_outbox_of_the_first_release_migrates_and_keeps_everything() {
     assert_eq!(user_version(&path), 0);
 
     let mut ob = Outbox::open(&path).unwrap();
-    assert_eq!(ob.schema_version().unwrap(), 5);
-    assert_eq!(contents(&path), before, "every row kept as it was");
+    assert_eq!(ob.schema_version().unwrap(), 6);
+    let after = contents(&path);
+    assert_eq!(after.len(), before.len());
+    let mut first_seen = 0;
+    for (was, is) in before.iter().zip(&after) {
+        // Step 6: a session seen live keeps when it was first seen, the
+        // time of its first event; the record is otherwise as it was.
+        let is_record = was.len() == 4 && was[3].starts_with('{');
+        if !is_record || was == is {
+            assert_eq!(was, is, "every row kept as it was");
+            continue;
+        }
+        assert_eq!(was[..3], is[..3]);
+        let mut record: serde_json::Value = serde_json::from_str(&is[3]).unwrap();
+        let first_ms = record
+            .as_object_mut()
+            .unwrap()
+            .remove("first_ms")
+            .and_then(|v| v.as_i64())
+            .unwrap();
+        let old: serde_json::Value = serde_json::from_str(&was[3]).unwrap();
+        assert_eq!(record, old, "only first_ms added");
+        let seq1 = before
+            .iter()
+            .find(|r| r.len() == 7 && r[1] == was[0] && r[2] == was[1] && r[3] == "1")
+            .unwrap();
+        assert_eq!(
+            Some(first_ms),
+            sessionpipe_core::protocol::time::parse_rfc3339_ms(&seq1[5])
+        );
+        first_seen += 1;
+    }
+    assert!(first_seen > 0, "the sessions seen live have it");
+    let stored = Outbox::open_readonly(&path).unwrap().unwrap();
+    for (harness, session, record) in stored.sessions().unwrap() {
+        assert!(
+            record.first_ms > 0 || !record.started,
+            "{harness}:{session}"
+        );
+    }
+    drop(stored);
     let cursor = ob.sink_cursor("s_qh80nb9e").unwrap();
     assert_eq!(cursor, 36);
     assert_eq!(ob.count_after(cursor).unwrap(), 0);
@@ -93,7 +133,7 @@ fn an_outbox_of_the_first_release_migrates_and_keeps_everything() {
     drop(ob);
     // A second open has nothing left to do.
     Outbox::open(&path).unwrap();
-    assert_eq!(user_version(&path), 5);
+    assert_eq!(user_version(&path), 6);
     // Steps 3 and 4 made control's tables, empty.
     let conn = Connection::open(&path).unwrap();
     for table in [
@@ -133,7 +173,7 @@ fn an_outbox_from_a_newer_sessionpipe_is_refused_and_left_alone() {
         Outbox::open_readonly(&path).err(),
     ] {
         match opened {
-            Some(OutboxError::Newer { found: 99, known }) => assert_eq!(known, 5),
+            Some(OutboxError::Newer { found: 99, known }) => assert_eq!(known, 6),
             other => panic!("{other:?}"),
         }
     }

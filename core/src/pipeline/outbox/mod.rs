@@ -24,6 +24,51 @@ const JOBS_DONE_KEEP_MS: i64 = 7 * 24 * 3600 * 1000;
 
 pub use error::{OutboxError, Result};
 
+/// How far ahead of the clock an event's time may be and still count as a
+/// time (`prune_batch`): a day, for clocks a little off.
+pub const FUTURE_SLACK_MS: i64 = 24 * 3600 * 1000;
+
+/// What one `prune_batch` did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PruneStep {
+    /// Events deleted.
+    pub deleted: usize,
+    /// It stopped at its limit, not at an event it keeps: another may delete more.
+    pub more: bool,
+}
+
+/// The outbox file's pages (`Outbox::pages`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pages {
+    pub page_size: i64,
+    pub page_count: i64,
+    /// Pages holding nothing, waiting to be reused or given back.
+    pub free: i64,
+    /// The file gives free pages back with `incremental_vacuum`.
+    pub incremental: bool,
+}
+
+impl Pages {
+    /// Bytes in pages that hold something: what a VACUUM copies.
+    pub fn used_bytes(&self) -> i64 {
+        (self.page_count - self.free) * self.page_size
+    }
+}
+
+/// The outbox's size on disk: the file and its WAL (0 for what is not there).
+pub fn size_on_disk(path: &Path) -> u64 {
+    let wal = {
+        let mut p = path.as_os_str().to_owned();
+        p.push("-wal");
+        std::path::PathBuf::from(p)
+    };
+    [path, wal.as_path()]
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
 pub struct Outbox {
     conn: Connection,
 }
@@ -52,6 +97,11 @@ impl Outbox {
             let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
         }
         conn.busy_timeout(Duration::from_secs(10))?;
+        // Pages that retention frees go back to the file system a few at a
+        // time (`incremental_vacuum`). Only a file without tables yet takes
+        // this at once; an older file switches at its next VACUUM (`retention`
+        // runs one when that is cheap).
+        conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         // FULL: a commit is on disk before its job file is unlinked.
         conn.pragma_update(None, "synchronous", "FULL")?;
@@ -66,6 +116,13 @@ impl Outbox {
         let ob = Outbox::open(path)?;
         ob.conn.pragma_update(None, "synchronous", "NORMAL")?;
         Ok(ob)
+    }
+
+    /// Opens the outbox for retention's own thread: it only deletes what every
+    /// sink took, and a delete lost to a power cut is done again at the next
+    /// pass, so its commits skip the fsync too.
+    pub fn open_for_retention(path: &Path) -> Result<Outbox> {
+        Outbox::open_for_sink(path)
     }
 
     /// A connection of its own to the outbox file, migrated, for a service whose
@@ -191,6 +248,123 @@ impl Outbox {
             params![rowid],
             |r| r.get(0),
         )?)
+    }
+
+    /// How many events stored after `rowid` are older than `before_ms`: what
+    /// a sink whose cursor is at `rowid` keeps from retention.
+    pub fn count_older_after(&self, rowid: i64, before_ms: i64) -> Result<i64> {
+        // `time` is always `rfc3339_ms`'s fixed form, which sorts as it reads.
+        Ok(self.conn.query_row(
+            "SELECT count(*) FROM events WHERE rowid > ?1 AND time < ?2",
+            params![rowid, protocol::time::rfc3339_ms(before_ms)],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Deletes from the oldest end of the outbox up to `limit` events that
+    /// every sink has taken (rowid at most `taken`) and that are older than
+    /// `before_ms`, in one short write transaction, and says whether more
+    /// may follow.
+    ///
+    /// It walks in rowid (append) order and stops at the first event younger
+    /// than `before_ms`, so what it reads is what it deletes, whatever the
+    /// outbox's size: an older event appended after a younger one (a
+    /// backfill of past sessions) waits until the younger one is old too. An
+    /// event whose time cannot be read, or lies more than `FUTURE_SLACK_MS`
+    /// ahead of `now_ms` (a clock set wrong for a while), holds nothing up:
+    /// it goes with the first old event appended after it, and stays while
+    /// none is. The newest event always stays: rowids are SQLite's largest
+    /// plus one, and a cursor past a deleted newest rowid would skip the next
+    /// event given that rowid again.
+    pub fn prune_batch(
+        &mut self,
+        taken: i64,
+        before_ms: i64,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<PruneStep> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let newest: i64 = tx.query_row("SELECT coalesce(max(rowid), 0) FROM events", [], |r| {
+            r.get(0)
+        })?;
+        let bound = taken.min(newest - 1);
+        if bound <= 0 {
+            return Ok(PruneStep::default());
+        }
+        let rows: Vec<(i64, String)> = {
+            let mut stmt = tx.prepare_cached(
+                "SELECT rowid, time FROM events WHERE rowid <= ?1 ORDER BY rowid LIMIT ?2",
+            )?;
+            let rows =
+                stmt.query_map(params![bound, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        let mut through = None;
+        let mut young = false;
+        for (rowid, time) in &rows {
+            match protocol::time::parse_rfc3339_ms(time) {
+                Some(t) if t < before_ms => through = Some(*rowid),
+                Some(t) if t <= now_ms + FUTURE_SLACK_MS => {
+                    young = true;
+                    break;
+                }
+                _ => {} // no age to keep it by: it goes with what follows
+            }
+        }
+        let Some(through) = through else {
+            return Ok(PruneStep::default());
+        };
+        // Everything below `through` is in `rows` (the walk starts at the
+        // oldest event), so the range is exactly what was judged old.
+        let deleted = tx.execute("DELETE FROM events WHERE rowid <= ?1", params![through])?;
+        tx.commit()?;
+        Ok(PruneStep {
+            deleted,
+            more: !young && rows.len() == limit,
+        })
+    }
+
+    /// The file's pages: its size, what is free in it, how it gives pages back.
+    pub fn pages(&self) -> Result<Pages> {
+        let get = |pragma: &str| -> Result<i64> {
+            Ok(self.conn.pragma_query_value(None, pragma, |r| r.get(0))?)
+        };
+        Ok(Pages {
+            page_size: get("page_size")?,
+            page_count: get("page_count")?,
+            free: get("freelist_count")?,
+            incremental: get("auto_vacuum")? == 2,
+        })
+    }
+
+    /// Gives up to `pages` free pages back to the file system (a file in
+    /// incremental auto-vacuum; a no-op otherwise). One short write.
+    pub fn incremental_vacuum(&self, pages: i64) -> Result<()> {
+        // It frees a page per step: stepped to its end, not run once.
+        let mut stmt = self
+            .conn
+            .prepare(&format!("PRAGMA incremental_vacuum({})", pages.max(1)))?;
+        let mut rows = stmt.query([])?;
+        while rows.next()?.is_some() {}
+        Ok(())
+    }
+
+    /// Rewrites the whole file once, in incremental auto-vacuum from then on.
+    /// Holds the write lock for as long as copying what the file holds takes.
+    pub fn vacuum_to_incremental(&self) -> Result<()> {
+        self.conn
+            .execute_batch("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")?;
+        Ok(())
+    }
+
+    /// Copies the WAL into the file and empties it (best effort: a reader in
+    /// the middle of a read leaves it for the next time).
+    pub fn checkpoint(&self) -> Result<()> {
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
     }
 
     /// One session's record, when the outbox knows the session.
@@ -465,6 +639,198 @@ mod tests {
             0,
             EventData::TurnEnded(TurnEnded::new(None, TurnEndReason::Stop)),
         )
+    }
+
+    /// A `turn.ended` of `session` stamped `time_ms`.
+    fn at(session: &str, time_ms: i64) -> Envelope {
+        let block = SessionBlock::default();
+        let stamp = Stamp {
+            harness: "claude-code",
+            harness_event: None,
+            version: None,
+            session_id: session,
+            block: &block,
+            time_ms,
+        };
+        envelope(
+            &stamp,
+            0,
+            EventData::TurnEnded(TurnEnded::new(None, TurnEndReason::Stop)),
+        )
+    }
+
+    const DAY: i64 = 86_400_000;
+    const NOW: i64 = 1_796_000_000_000; // 2026-11-29
+
+    fn rowids(ob: &Outbox) -> Vec<i64> {
+        ob.events_after(0, 1000)
+            .unwrap()
+            .iter()
+            .map(|e| e.rowid)
+            .collect()
+    }
+
+    /// Every batch `prune_batch` gives, as a pass runs them.
+    fn prune_all(ob: &mut Outbox, taken: i64, keep_days: i64, limit: usize) -> usize {
+        let mut deleted = 0;
+        loop {
+            let step = ob
+                .prune_batch(taken, NOW - keep_days * DAY, NOW, limit)
+                .unwrap();
+            deleted += step.deleted;
+            if !step.more {
+                return deleted;
+            }
+        }
+    }
+
+    #[test]
+    fn prune_takes_the_old_end_that_every_sink_took_and_stops_at_the_first_young_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ob = Outbox::open(&dir.path().join("o.db")).unwrap();
+        for (s, days_ago) in [
+            ("a", 40),
+            ("a", 39),
+            ("b", 35),
+            ("b", 10),
+            ("c", 38),
+            ("b", 1),
+        ] {
+            ob.append(&mut at(s, NOW - days_ago * DAY)).unwrap();
+        }
+        // A sink that took only the first two holds the rest back.
+        assert_eq!(prune_all(&mut ob, 2, 30, 500), 2);
+        assert_eq!(rowids(&ob), [3, 4, 5, 6]);
+        // Every sink took all: the old end goes, up to the first event
+        // younger than 30 days; the older one appended after it waits.
+        assert_eq!(prune_all(&mut ob, i64::MAX, 30, 500), 1);
+        assert_eq!(rowids(&ob), [4, 5, 6]);
+        // Nothing at all is older than 60 days now.
+        assert_eq!(prune_all(&mut ob, i64::MAX, 60, 500), 0);
+        // Once the young one is old too (a shorter window), both go; the
+        // newest event stays whatever its age.
+        assert_eq!(prune_all(&mut ob, i64::MAX, 0, 500), 2);
+        assert_eq!(rowids(&ob), [6]);
+        // Sessions keep their records and their seq goes on.
+        for s in ["a", "b", "c"] {
+            assert!(ob.session("claude-code", s).unwrap().is_some(), "{s}");
+        }
+        assert_eq!(ob.append(&mut at("a", NOW)).unwrap(), 3);
+        assert_eq!(ob.append(&mut at("c", NOW)).unwrap(), 2);
+        assert_eq!(ob.counts().unwrap().last_rowid, 8, "rowids never go back");
+    }
+
+    #[test]
+    fn prune_goes_in_batches_of_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ob = Outbox::open(&dir.path().join("o.db")).unwrap();
+        for i in 0..7 {
+            ob.append(&mut at("a", NOW - (50 - i) * DAY)).unwrap();
+        }
+        let step = ob.prune_batch(i64::MAX, NOW - 30 * DAY, NOW, 3).unwrap();
+        assert_eq!(
+            step,
+            PruneStep {
+                deleted: 3,
+                more: true
+            }
+        );
+        let step = ob.prune_batch(i64::MAX, NOW - 30 * DAY, NOW, 3).unwrap();
+        assert_eq!(
+            step,
+            PruneStep {
+                deleted: 3,
+                more: true
+            }
+        );
+        // The last one is the newest: it stays, and the pass ends.
+        let step = ob.prune_batch(i64::MAX, NOW - 30 * DAY, NOW, 3).unwrap();
+        assert_eq!(
+            step,
+            PruneStep {
+                deleted: 0,
+                more: false
+            }
+        );
+        assert_eq!(rowids(&ob), [7]);
+    }
+
+    #[test]
+    fn an_event_from_the_future_goes_with_the_old_ones_after_it_and_stays_without() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ob = Outbox::open(&dir.path().join("o.db")).unwrap();
+        for t in [
+            NOW - 40 * DAY,
+            NOW + 900 * DAY,
+            NOW - 39 * DAY,
+            NOW + 900 * DAY,
+        ] {
+            ob.append(&mut at("a", t)).unwrap();
+        }
+        ob.append(&mut at("a", NOW - DAY)).unwrap();
+        assert_eq!(prune_all(&mut ob, i64::MAX, 30, 500), 3);
+        assert_eq!(rowids(&ob), [4, 5], "no old event after it: it stays");
+    }
+
+    #[test]
+    fn a_sink_keeps_what_it_has_not_taken_and_status_counts_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ob = Outbox::open(&dir.path().join("o.db")).unwrap();
+        for days_ago in [40, 39, 38, 2] {
+            ob.append(&mut at("a", NOW - days_ago * DAY)).unwrap();
+        }
+        // The paused sink took the first event only.
+        assert_eq!(ob.count_older_after(1, NOW - 30 * DAY).unwrap(), 2);
+        assert_eq!(ob.count_older_after(4, NOW - 30 * DAY).unwrap(), 0);
+        assert_eq!(prune_all(&mut ob, 1, 30, 500), 1);
+        assert_eq!(rowids(&ob), [2, 3, 4]);
+    }
+
+    #[test]
+    fn a_new_outbox_gives_freed_pages_back_and_an_old_one_switches_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = dir.path().join("new.db");
+        let mut ob = Outbox::open(&fresh).unwrap();
+        assert!(ob.pages().unwrap().incremental, "set at creation");
+        let mut big = at("a", NOW - 40 * DAY);
+        big.session.title = Some("x".repeat(3000));
+        for _ in 0..300 {
+            ob.append(&mut big.clone()).unwrap();
+        }
+        ob.append(&mut at("a", NOW)).unwrap();
+        ob.checkpoint().unwrap();
+        let before = ob.pages().unwrap();
+        assert_eq!(prune_all(&mut ob, i64::MAX, 30, 100), 300);
+        let before_free = ob.pages().unwrap().free;
+        assert!(before_free > 100);
+        ob.incremental_vacuum(64).unwrap();
+        assert_eq!(
+            ob.pages().unwrap().free,
+            before_free - 64,
+            "64 pages a step"
+        );
+        while ob.pages().unwrap().free > 0 {
+            ob.incremental_vacuum(64).unwrap();
+        }
+        let after = ob.pages().unwrap();
+        assert!(
+            after.page_count * 4 < before.page_count,
+            "{before:?} -> {after:?}"
+        );
+        ob.checkpoint().unwrap();
+        assert!(size_on_disk(&fresh) < (before.page_count * before.page_size) as u64 / 4);
+
+        // A file made before: no auto-vacuum, until one VACUUM switches it.
+        let old = dir.path().join("old.db");
+        {
+            let c = Connection::open(&old).unwrap();
+            c.execute_batch("PRAGMA auto_vacuum = NONE; CREATE TABLE t (x);")
+                .unwrap();
+        }
+        let ob = Outbox::open(&old).unwrap();
+        assert!(!ob.pages().unwrap().incremental);
+        ob.vacuum_to_incremental().unwrap();
+        assert!(ob.pages().unwrap().incremental);
     }
 
     #[test]

@@ -134,6 +134,32 @@ const STEPS: &[Step] = &[
     CREATE INDEX control_sessions_by_id ON control_sessions (harness, id);
     ",
     ),
+    // 6: retention prunes old events but never a session's record, so the
+    // record keeps when the session was first seen (`first_ms`, epoch ms):
+    // a session seen live before this version takes the time of its first
+    // live event (seq 1 or the lowest left), while it is still there. The
+    // record's other keys are left as they are (`json_set`), and a time that
+    // does not read leaves the record alone.
+    Step::Sql(
+        "
+    UPDATE sessions SET record = json_set(sessions.record, '$.first_ms', f.ms)
+    FROM (
+        SELECT s.harness, s.session, (
+            SELECT CAST(round(unixepoch(e.time, 'subsec') * 1000) AS INTEGER)
+            FROM events e
+            WHERE e.harness = s.harness AND e.session = s.session AND e.seq > 0
+            ORDER BY e.seq LIMIT 1
+        ) AS ms
+        FROM sessions s
+    ) AS f
+    WHERE f.harness = sessions.harness AND f.session = sessions.session
+      AND f.ms IS NOT NULL
+      AND json_valid(sessions.record)
+      AND json_type(sessions.record) = 'object'
+      AND json_extract(sessions.record, '$.started') = 1
+      AND coalesce(json_extract(sessions.record, '$.first_ms'), 0) = 0;
+    ",
+    ),
 ];
 
 /// The schema version this build writes.

@@ -1,0 +1,353 @@
+//! Layer 3, retention: the outbox keeps an event until every sink has taken
+//! it and it is older than `retention_days` (config.json; 30 by default),
+//! then deletes it. An event some sink has not taken stays whatever its age
+//! (a paused sink's cursor counts; `status` says how much each one holds
+//! back). With no sink at all, every event counts as taken: the outbox is then
+//! this machine's own view (the board, `tail`), and keeps the window. A sink
+//! added later gets what is still there. Session records (titles, folder,
+//! first and last seen, the next seq) are never deleted: the board, backfill
+//! and control still know a session whose events went, and its seq goes on.
+//!
+//! The daemon runs it on its own task: a pass a minute after start, then
+//! hourly; each pass deletes in batches of `BATCH` events, one short write
+//! transaction each with `PAUSE` between, so ingest never waits more than a
+//! batch. After a pass the file gives its free pages back a few at a time
+//! (`incremental_vacuum`). An outbox made before this version has no
+//! auto-vacuum: once what it holds is at most `SWITCH_MAX_BYTES` (usually
+//! right after its first pass), one VACUUM switches it; a larger one reuses
+//! its free pages for new events instead, and is switched once it is small.
+//!
+//! `SESSIONPIPE_RETENTION_NOW_MS` (tests only; `doctor` notes it, the daemon
+//! warns) sets the clock ages are measured by, and makes the passes come
+//! every second, so a test can age events without waiting for them.
+
+use crate::pipeline::outbox::{Outbox, OutboxError};
+use crate::runtime::blocking;
+use crate::sinks::SinkList;
+use crate::state::config::Config;
+use spool::StatePaths;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The test-only clock retention measures ages by, epoch ms.
+pub const NOW_VAR: &str = "SESSIONPIPE_RETENTION_NOW_MS";
+/// Events deleted per write transaction.
+pub const BATCH: usize = 500;
+/// The wait between two batches (and two vacuum steps): ingest goes first.
+const PAUSE: Duration = Duration::from_millis(25);
+/// The first pass after the daemon starts (its first drain goes first).
+const FIRST_PASS: Duration = Duration::from_secs(60);
+/// Then a pass this often.
+const EVERY: Duration = Duration::from_secs(3600);
+/// Both, with the test clock set.
+const TEST_EVERY: Duration = Duration::from_secs(1);
+/// Free pages given back per step of an incremental vacuum (1 MiB at the
+/// default page size).
+const VACUUM_PAGES: i64 = 256;
+/// An outbox without auto-vacuum is switched (one full VACUUM, the write lock
+/// held while it copies) only when it holds at most this much.
+pub const SWITCH_MAX_BYTES: i64 = 64 << 20;
+
+const DAY_MS: i64 = 86_400_000;
+
+/// The clock ages are measured by: the test setting when it is set.
+pub fn now_ms() -> i64 {
+    test_now().unwrap_or_else(protocol::time::now_ms)
+}
+
+fn test_now() -> Option<i64> {
+    std::env::var(NOW_VAR).ok()?.trim().parse().ok()
+}
+
+/// Events older than this (epoch ms) are past the window of `days`.
+pub fn cutoff_ms(now_ms: i64, days: u32) -> i64 {
+    now_ms.saturating_sub(i64::from(days) * DAY_MS)
+}
+
+/// The rowid through which every sink has taken the outbox (`i64::MAX` with
+/// no sink); a sink that never sent has taken nothing (0).
+pub fn taken_by_all(ob: &Outbox, sinks: &SinkList) -> Result<i64, OutboxError> {
+    let mut taken = i64::MAX;
+    for s in &sinks.sinks {
+        taken = taken.min(ob.sink_cursor(&s.id)?);
+    }
+    Ok(taken)
+}
+
+/// What one pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pass {
+    pub deleted: usize,
+    pub batches: usize,
+    /// Bytes given back to the file system (file and WAL).
+    pub freed_bytes: i64,
+    /// The outbox was switched to incremental auto-vacuum in this pass.
+    pub switched: bool,
+}
+
+type Shared = Arc<Mutex<Outbox>>;
+
+fn lock(ob: &Shared) -> std::sync::MutexGuard<'_, Outbox> {
+    ob.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The daemon's retention task, until aborted.
+pub async fn run(paths: StatePaths) {
+    let every = match test_now() {
+        Some(now) => {
+            tracing::warn!(
+                "{NOW_VAR} is set: retention measures ages as if it were {} and looks every second (for tests only)",
+                protocol::time::rfc3339_ms(now)
+            );
+            TEST_EVERY
+        }
+        None => EVERY,
+    };
+    let path = paths.outbox();
+    let ob = match blocking(move || Outbox::open_for_retention(&path)).await {
+        Ok(ob) => Arc::new(Mutex::new(ob)),
+        Err(e) => {
+            tracing::warn!("retention: cannot open the outbox: {e}");
+            return;
+        }
+    };
+    tokio::time::sleep(if every == EVERY { FIRST_PASS } else { every }).await;
+    loop {
+        match pass(&paths, &ob).await {
+            Ok(p) if p.deleted > 0 || p.freed_bytes > 0 || p.switched => tracing::info!(
+                "retention: {} events pruned in {} batches; {} bytes given back{}",
+                p.deleted,
+                p.batches,
+                p.freed_bytes,
+                if p.switched {
+                    "; the outbox now gives free pages back as it goes"
+                } else {
+                    ""
+                }
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!("retention: {e}"),
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// One pass: batches until nothing more goes, then the file is compacted.
+/// A setting or sink list that cannot be read skips the pass (nothing is
+/// deleted on a guess).
+pub async fn pass(paths: &StatePaths, ob: &Shared) -> Result<Pass, OutboxError> {
+    let p = paths.clone();
+    let days = match blocking(move || Config::load(&p)).await {
+        Ok(c) => c.retention_days(),
+        Err(e) => {
+            tracing::warn!("retention: {e}; nothing pruned until it reads");
+            return Ok(Pass::default());
+        }
+    };
+    let mut done = Pass::default();
+    loop {
+        // The sinks and their cursors are read again for every batch: a
+        // sink added meanwhile holds back what it has not taken.
+        let (p, o) = (paths.clone(), ob.clone());
+        let step = blocking(move || -> Result<Option<_>, OutboxError> {
+            let sinks = match SinkList::load(&p) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!("retention: {e}; nothing pruned until it reads");
+                    return Ok(None);
+                }
+            };
+            let mut ob = lock(&o);
+            let taken = taken_by_all(&ob, &sinks)?;
+            let now = now_ms();
+            ob.prune_batch(taken, cutoff_ms(now, days), now, BATCH)
+                .map(Some)
+        })
+        .await?;
+        let Some(step) = step else {
+            break;
+        };
+        done.batches += 1;
+        done.deleted += step.deleted;
+        if !step.more {
+            break;
+        }
+        tokio::time::sleep(PAUSE).await;
+    }
+    compact(paths, ob, &mut done).await?;
+    Ok(done)
+}
+
+/// Gives free pages back: step by step in an incremental file, or by
+/// switching a small enough older file once.
+async fn compact(paths: &StatePaths, ob: &Shared, done: &mut Pass) -> Result<(), OutboxError> {
+    let outbox = paths.outbox();
+    let size = crate::pipeline::outbox::size_on_disk(&outbox);
+    let o = ob.clone();
+    let pages = blocking(move || lock(&o).pages()).await?;
+    if pages.free == 0 {
+        return Ok(());
+    }
+    if pages.incremental {
+        // Bounded: each step gives back up to VACUUM_PAGES of what was free.
+        for _ in 0..=pages.free / VACUUM_PAGES {
+            let o = ob.clone();
+            let free = blocking(move || {
+                let ob = lock(&o);
+                ob.incremental_vacuum(VACUUM_PAGES)?;
+                ob.pages().map(|p| p.free)
+            })
+            .await?;
+            if free == 0 {
+                break;
+            }
+            tokio::time::sleep(PAUSE).await;
+        }
+    } else if pages.used_bytes() <= SWITCH_MAX_BYTES {
+        let o = ob.clone();
+        blocking(move || lock(&o).vacuum_to_incremental()).await?;
+        done.switched = true;
+    } else {
+        // New events reuse the free pages; the file stops growing.
+        return Ok(());
+    }
+    let o = ob.clone();
+    if let Err(e) = blocking(move || lock(&o).checkpoint()).await {
+        tracing::debug!("retention: checkpoint: {e}");
+    }
+    done.freed_bytes = (size as i64 - crate::pipeline::outbox::size_on_disk(&outbox) as i64).max(0);
+    Ok(())
+}
+
+/// What a sink keeps from retention: events past the window it has not
+/// taken (`status`).
+pub fn held_back(ob: &Outbox, sink: &str, days: u32, now_ms: i64) -> Result<i64, OutboxError> {
+    ob.count_older_after(ob.sink_cursor(sink)?, cutoff_ms(now_ms, days))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::session::{Stamp, envelope};
+    use protocol::{EventData, SessionBlock, TurnEndReason, TurnEnded};
+
+    fn append(ob: &mut Outbox, session: &str, time_ms: i64) {
+        let block = SessionBlock::default();
+        let stamp = Stamp {
+            harness: "claude-code",
+            harness_event: None,
+            version: None,
+            session_id: session,
+            block: &block,
+            time_ms,
+        };
+        let mut env = envelope(
+            &stamp,
+            0,
+            EventData::TurnEnded(TurnEnded::new(None, TurnEndReason::Stop)),
+        );
+        env.session.title = Some("t".repeat(2000));
+        ob.append(&mut env).unwrap();
+    }
+
+    fn sinks(paths: &StatePaths, ids: &[&str]) {
+        let list: Vec<_> = ids
+            .iter()
+            .map(|id| serde_json::json!({"id": id, "kind": "file", "path": format!("/x/{id}"), "tier": 3, "added_at": 0}))
+            .collect();
+        std::fs::write(
+            paths.sinks(),
+            serde_json::json!({ "sinks": list }).to_string(),
+        )
+        .unwrap();
+    }
+
+    fn sessions_left(ob: &Outbox) -> Vec<String> {
+        ob.events_after(0, 10_000)
+            .unwrap()
+            .iter()
+            .map(|e| {
+                serde_json::from_str::<protocol::Envelope>(&e.envelope)
+                    .unwrap()
+                    .session
+                    .id
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_pass_prunes_what_every_sink_took_past_the_window_and_compacts() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(dir.path());
+        paths.ensure().unwrap();
+        std::fs::write(paths.config(), r#"{"retention_days": 7}"#).unwrap();
+        let now = protocol::time::now_ms();
+        let mut ob = Outbox::open(&paths.outbox()).unwrap();
+        for _ in 0..600 {
+            append(&mut ob, "old", now - 9 * DAY_MS);
+        }
+        for _ in 0..3 {
+            append(&mut ob, "held", now - 8 * DAY_MS);
+        }
+        append(&mut ob, "young", now - DAY_MS);
+        sinks(&paths, &["s_all", "s_paused"]);
+        ob.set_sink_cursor("s_all", 604).unwrap();
+        ob.set_sink_cursor("s_paused", 600).unwrap();
+        let ob = Arc::new(Mutex::new(ob));
+
+        // An unreadable setting prunes nothing.
+        std::fs::write(paths.config(), "{not json").unwrap();
+        let p = crate::runtime::block_on(pass(&paths, &ob)).unwrap();
+        assert_eq!(p, Pass::default());
+        std::fs::write(paths.config(), r#"{"retention_days": 7}"#).unwrap();
+
+        let p = crate::runtime::block_on(pass(&paths, &ob)).unwrap();
+        assert_eq!((p.deleted, p.batches), (600, 2), "{p:?}");
+        assert!(p.freed_bytes > 0, "{p:?}");
+        assert_eq!(lock(&ob).pages().unwrap().free, 0);
+        let left = sessions_left(&lock(&ob));
+        assert_eq!(left, ["held", "held", "held", "young"]);
+        for s in ["old", "held", "young"] {
+            assert!(lock(&ob).session("claude-code", s).unwrap().is_some());
+        }
+        let ahead = |id: &str| held_back(&lock(&ob), id, 7, now).unwrap();
+        assert_eq!((ahead("s_all"), ahead("s_paused")), (0, 3));
+
+        // A sink added now has taken nothing: it holds everything back.
+        sinks(&paths, &["s_all", "s_paused", "s_new"]);
+        lock(&ob).set_sink_cursor("s_paused", 604).unwrap();
+        let p = crate::runtime::block_on(pass(&paths, &ob)).unwrap();
+        assert_eq!(p.deleted, 0);
+        // Once it has them too (or with no sink at all), they go; the young
+        // one stays.
+        sinks(&paths, &[]);
+        let p = crate::runtime::block_on(pass(&paths, &ob)).unwrap();
+        assert_eq!(p.deleted, 3);
+        assert_eq!(sessions_left(&lock(&ob)), ["young"]);
+    }
+
+    #[test]
+    fn an_older_outbox_without_auto_vacuum_is_switched_once_it_is_small() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(dir.path());
+        paths.ensure().unwrap();
+        {
+            let c = rusqlite::Connection::open(paths.outbox()).unwrap();
+            c.execute_batch("PRAGMA auto_vacuum = NONE; CREATE TABLE t (x);")
+                .unwrap();
+        }
+        let now = protocol::time::now_ms();
+        let mut ob = Outbox::open(&paths.outbox()).unwrap();
+        assert!(!ob.pages().unwrap().incremental);
+        for _ in 0..200 {
+            append(&mut ob, "old", now - 40 * DAY_MS);
+        }
+        append(&mut ob, "young", now);
+        let ob = Arc::new(Mutex::new(ob));
+        let p = crate::runtime::block_on(pass(&paths, &ob)).unwrap();
+        assert_eq!(p.deleted, 200);
+        assert!(p.switched && p.freed_bytes > 0, "{p:?}");
+        let pages = lock(&ob).pages().unwrap();
+        assert!(pages.incremental && pages.free == 0, "{pages:?}");
+    }
+}
