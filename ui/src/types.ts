@@ -210,11 +210,15 @@ export interface StoredSettings {
   muted: string[];
   notifications_paused: boolean;
   open_at_login: boolean;
+  /** Days an event is kept once every destination has it (null or 0: 30). */
+  retention_days: number | null;
 }
 
-/** `GET /api/settings`: the stored settings, the effective tier and the hostname. */
+/** `GET /api/settings`: the stored settings, the effective tier and
+ * retention, and the hostname. */
 export interface Settings extends StoredSettings {
   notify_tier: number;
+  retention_days: number;
   hostname: string;
 }
 
@@ -222,7 +226,7 @@ export interface Settings extends StoredSettings {
 export type SettingsChange = Partial<
   Pick<
     StoredSettings,
-    "machine" | "notify_tier" | "notify_turn_end" | "muted" | "notifications_paused" | "open_at_login"
+    "machine" | "notify_tier" | "notify_turn_end" | "muted" | "notifications_paused" | "open_at_login" | "retention_days"
   >
 >;
 

@@ -238,6 +238,37 @@ test("settings change, are stored, and hold across a reload", async (t) => {
   await page.getByText("Machine ann-laptop").waitFor();
 });
 
+test("how long events are kept: a wrong number is said at once, a right one is stored", async (t) => {
+  const sb = await sandbox(t, { hash: "&view=settings" });
+  const { page } = sb;
+  const days = page.getByLabel("Keep events for (days)");
+  await days.waitFor();
+  assert.equal(await days.inputValue(), "30", "the default shown");
+  const puts = [];
+  page.on("request", (r) => {
+    if (r.method() === "PUT" && r.url().endsWith("/api/settings")) puts.push(JSON.parse(r.postData() ?? "{}"));
+  });
+  await days.fill("two weeks");
+  await page.getByRole("button", { name: "Save settings" }).click();
+  await page.getByText(/Keep events for a whole number of days, 1 to 36500/).waitFor();
+  assert.equal(await days.getAttribute("aria-invalid"), "true");
+  assert.equal(puts.length, 0, "nothing sent");
+  await days.fill("14");
+  await page.getByRole("button", { name: "Save settings" }).click();
+  await page.getByText("Saved: days events are kept.").waitFor();
+  assert.deepEqual(puts, [{ retention_days: 14 }]);
+  assert.equal(JSON.parse(fs.readFileSync(path.join(sb.state, "config.json"), "utf8")).retention_days, 14);
+  await page.reload();
+  await days.waitFor();
+  assert.equal(await days.inputValue(), "14");
+  // Empty is the default again.
+  await days.fill("");
+  await page.getByRole("button", { name: "Save settings" }).click();
+  await page.getByText("Saved: days events are kept.").waitFor();
+  assert.equal(await days.inputValue(), "30");
+  assert.deepEqual(puts[1], { retention_days: 30 });
+});
+
 test("a wrong token, or none, says so and how to get a fresh link", async (t) => {
   const sb = await sandbox(t);
   const { page, context } = sb;

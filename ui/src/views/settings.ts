@@ -1,5 +1,6 @@
 // Settings: machine name, open at login, notifications (tier, turn ends, muted
-// harnesses, pause). Saving sends only the keys that changed.
+// harnesses, pause), how long events are kept. Saving sends only the keys
+// that changed.
 
 import { ApiError, describeError } from "../api";
 import { h, message, uid } from "../dom";
@@ -14,6 +15,20 @@ const NOTIFY_TIERS: readonly { name: string; text: string }[] = [
   { name: "conversation", text: "Shows what tier 1 shows: notifications carry no prompt or reply text." },
   { name: "full", text: "Shows what tier 1 shows: a tool's input and output never go into a notification." },
 ];
+
+/** `retention_days` when unset, and the most it takes (core/src/state/config.rs). */
+const RETENTION_DEFAULT = 30;
+const RETENTION_MAX = 36500;
+
+/** The days typed, or why they are not days. Empty is the default. */
+export function parseRetention(text: string): { days: number } | { error: string } {
+  const t = text.trim();
+  if (t === "") return { days: RETENTION_DEFAULT };
+  if (!/^[0-9]+$/.test(t)) return { error: `Keep events for a whole number of days, 1 to ${RETENTION_MAX}, not “${t}”.` };
+  const n = Number(t);
+  if (n > RETENTION_MAX) return { error: `Keep events for at most ${RETENTION_MAX} days.` };
+  return { days: n === 0 ? RETENTION_DEFAULT : n };
+}
 
 /** Harnesses listed for muting when the daemon's list cannot be read. */
 const FALLBACK_HARNESSES = ["claude-code", "codex", "gemini-cli", "antigravity", "devin", "grok-build", "cursor", "copilot-cli", "droid", "kiro", "opencode"];
@@ -64,6 +79,7 @@ const LABELS: Record<keyof SettingsChange, string> = {
   notify_turn_end: "notify on turn end",
   muted: "muted harnesses",
   notifications_paused: "pause notifications",
+  retention_days: "days events are kept",
 };
 
 function renderForm(
@@ -79,6 +95,8 @@ function renderForm(
     loginHelp: uid("login-help"),
     turnEnd: uid("turn-end"),
     paused: uid("paused"),
+    retention: uid("retention"),
+    retentionHelp: uid("retention-help"),
   };
   const machine = h("input", {
     id: ids.machine,
@@ -110,6 +128,17 @@ function renderForm(
       h("span", null, harnessName(name)),
     ),
   );
+  const retention = h("input", {
+    id: ids.retention,
+    name: "retention_days",
+    type: "text",
+    inputmode: "numeric",
+    maxlength: 5,
+    autocomplete: "off",
+    placeholder: String(RETENTION_DEFAULT),
+    value: String(initial.retention_days),
+    "aria-describedby": ids.retentionHelp,
+  });
   const status = h("div", { class: "save-status" });
   const button = h("button", { type: "submit", class: "primary" }, "Save settings");
 
@@ -138,12 +167,24 @@ function renderForm(
       h("fieldset", { class: "muted-harnesses" }, h("legend", null, "Muted harnesses: no notifications from these"), h("div", { class: "inline-checks" }, muted)),
       h("div", { class: "field check" }, paused, h("label", { for: ids.paused }, "Pause all notifications (until you turn this off)")),
     ),
+    h(
+      "section",
+      { class: "panel", "aria-labelledby": "keep-h" },
+      h("h2", { id: "keep-h" }, "Keeping events"),
+      h("div", { class: "field" }, h("label", { for: ids.retention }, "Keep events for (days)"), retention),
+      h(
+        "p",
+        { id: ids.retentionHelp, class: "help muted" },
+        `Events older than this are deleted from this machine once every destination has them (${RETENTION_DEFAULT} days when left empty). An event a destination has not taken yet is kept whatever its age, so a paused destination holds them back (sessionpipe status says how many). Sessions themselves stay: their title, folder, and when they were first and last seen.`,
+      ),
+    ),
     h("div", { class: "actions" }, button),
     status,
   );
 
   function current(): Required<SettingsChange> {
     const name = machine.value.trim();
+    const kept = parseRetention(retention.value);
     const tier = form.querySelector<HTMLInputElement>("input[name=notify_tier]:checked");
     return {
       machine: name === "" ? null : name,
@@ -152,6 +193,7 @@ function renderForm(
       notify_turn_end: turnEnd.checked,
       muted: Array.from(form.querySelectorAll<HTMLInputElement>("input[name=muted]:checked")).map((i) => i.value),
       notifications_paused: paused.checked,
+      retention_days: "days" in kept ? kept.days : saved.retention_days,
     };
   }
 
@@ -165,11 +207,20 @@ function renderForm(
     if (now.notify_turn_end !== saved.notify_turn_end) out.notify_turn_end = now.notify_turn_end;
     if (!sameSet(now.muted, saved.muted)) out.muted = now.muted;
     if (now.notifications_paused !== saved.notifications_paused) out.notifications_paused = now.notifications_paused;
+    if (now.retention_days !== saved.retention_days) out.retention_days = now.retention_days;
     return out;
   }
 
   form.addEventListener("submit", (e) => {
     e.preventDefault();
+    const kept = parseRetention(retention.value);
+    if ("error" in kept) {
+      retention.setAttribute("aria-invalid", "true");
+      status.replaceChildren(message("error", h("p", null, kept.error)));
+      retention.focus();
+      return;
+    }
+    retention.removeAttribute("aria-invalid");
     const change = changes();
     const keys = Object.keys(change) as (keyof SettingsChange)[];
     if (keys.length === 0) {
@@ -181,6 +232,7 @@ function renderForm(
     put(change)
       .then((now) => {
         saved = now;
+        retention.value = String(now.retention_days);
         status.replaceChildren(message("ok", h("p", null, `Saved: ${keys.map((k) => LABELS[k]).join(", ")}.`)));
       })
       .catch((err: unknown) => {
