@@ -6,6 +6,7 @@
 
 mod ask;
 mod backfill;
+mod browser;
 mod channel;
 mod control;
 mod doctor;
@@ -123,7 +124,11 @@ enum Command {
         ui: Option<PathBuf>,
     },
     /// Print the address of the running daemon's UI (with its token).
-    Ui,
+    Ui {
+        /// Open it in the browser instead (`$BROWSER`, else the desktop's own).
+        #[arg(long)]
+        open: bool,
+    },
     /// Print a shell's completion script (`sessionpipe completions bash >
     /// ~/.local/share/bash-completion/completions/sessionpipe`).
     Completions {
@@ -363,10 +368,17 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             crate::daemon::run(&paths, &opts)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Ui => {
+        Command::Ui { open } => {
             let address = crate::state::ui_file::current(&paths)
                 .context("no daemon serves the UI: start `sessionpipe daemon` (or the app)")?;
-            outln!("{}", address.page(None));
+            if open {
+                let file = crate::state::ui_file::open_page_file(&paths, &address.page(None))
+                    .context("writing the page to open")?;
+                browser::open(&file)?;
+                outln!("opened {} in the browser", address.url);
+            } else {
+                outln!("{}", address.page(None));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Backfill { days, json } => backfill::run(&paths, days, json),

@@ -50,6 +50,22 @@ impl UiAddress {
     }
 }
 
+/// Writes `ui-open.html` (0600 in the 0700 state dir): a page that goes on to
+/// `page` at once, for a browser to be opened on. The page's token rides in
+/// the file, not on a command line another user's `ps` would show.
+pub fn open_page_file(paths: &StatePaths, page: &str) -> std::io::Result<std::path::PathBuf> {
+    let html_escaped = page
+        .replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;");
+    let html = format!(
+        "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={html_escaped}\"><title>sessionpipe</title><a href=\"{html_escaped}\">Open sessionpipe</a>\n"
+    );
+    let path = paths.root.join("ui-open.html");
+    spool::files::write_private_file(&path, html.as_bytes())?;
+    Ok(path)
+}
+
 /// Removes a file left by a daemon that did not exit cleanly: called by the
 /// daemon that holds the lock now, before its API starts.
 pub fn remove_stale(paths: &StatePaths) {

@@ -61,3 +61,71 @@ fn a_closed_stdout_ends_the_output_not_the_command() {
     let settings = std::fs::read_to_string(sb.home.join(".claude/settings.json")).unwrap();
     assert!(settings.contains("sessionpipe-hook"), "{settings}");
 }
+
+#[cfg(unix)]
+#[test]
+fn ui_open_hands_the_browser_a_private_file_not_the_token() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let _daemon = sb.start_daemon();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let page = loop {
+        let out = sb.sessionpipe(&["ui"]);
+        if out.status.success() {
+            break String::from_utf8_lossy(&out.stdout).trim().to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "the daemon's UI");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    // A stand-in for the person's browser: it notes what it was given.
+    let given = sb.home.join("browser-was-given");
+    let browser = sb.home.join("browser");
+    std::fs::write(
+        &browser,
+        format!("#!/bin/sh\nprintf '%s' \"$*\" > '{}'\n", given.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = sb
+        .command(bin("sessionpipe"))
+        .args(["ui", "--open"])
+        .env("BROWSER", &browser)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("token="));
+    let arg = std::fs::read_to_string(&given).unwrap();
+    let token = page.split("token=").nth(1).unwrap();
+    assert!(
+        !arg.contains(token),
+        "the token is not on the browser's command line: {arg}"
+    );
+    let file = std::path::Path::new(&arg);
+    assert!(file.starts_with(&sb.state), "{arg}");
+    assert_eq!(
+        std::fs::metadata(file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert!(
+        std::fs::read_to_string(file)
+            .unwrap()
+            .contains(&page.replace('&', "&amp;"))
+    );
+    // No opener at all: said plainly, and how to go on.
+    let out = sb
+        .command(bin("sessionpipe"))
+        .args(["ui", "--open"])
+        .env("BROWSER", sb.home.join("no-such-browser"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("open the address `sessionpipe ui` prints"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
