@@ -3,8 +3,10 @@
 # binaries and the UI, copies them to stable folders ($SESSIONPIPE_BIN_DIR,
 # default ~/.local/bin, and the UI beside it in ../share/sessionpipe/ui, so the
 # hooks keep working whatever happens to this checkout), installs hooks for every
-# harness found, then starts the tray app on a desktop (it runs the daemon) or the
-# daemon alone elsewhere, prints the UI's link, and follows the events.
+# harness found, then starts the tray app on a desktop (it runs the daemon), or
+# elsewhere the daemon as a user service (`sessionpipe service install`: systemd
+# --user, launchd), or where no service manager answers the daemon alone,
+# detached; prints the UI's link, and follows the events.
 # Usage: scripts/run.sh        (scripts/test.sh installs the apt packages the app needs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +32,18 @@ desktop=false
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ] && pkg-config --exists webkit2gtk-4.1 2>/dev/null; then
   desktop=true
 fi
+# Starts "$@" detached: a child of a process that exits at once (so not of
+# this script, which becomes `tail` below, a parent that never reaps: a killed
+# child would stay a zombie), in a session (setsid) or at least a process
+# group (job control, where there is no setsid: macOS) of its own, out of the
+# terminal's Ctrl-C.
+detach() {
+  if command -v setsid >/dev/null; then
+    setsid -f "$@" </dev/null >/dev/null 2>&1
+  else
+    (set -m; nohup "$@" </dev/null >/dev/null 2>&1 &)
+  fi
+}
 # Asked whole, then read: `status | grep -q` would close the pipe mid-output.
 state=$("$sp" status --json 2>/dev/null || true)
 if ! grep -q '"mode": "daemon"' <<<"$state"; then
@@ -37,11 +51,13 @@ if ! grep -q '"mode": "daemon"' <<<"$state"; then
     # Tauri's custom protocol: the release app's own pages come from the binary.
     cargo build --release --quiet -p sessionpipe-app --features tauri/custom-protocol
     install -m 0755 "$target/release/sessionpipe-app" "$bin_dir/"
-    nohup "$bin_dir/sessionpipe-app" --hidden >/dev/null 2>&1 &
-    echo "tray app started (pid $!); it runs the daemon"
+    detach "$bin_dir/sessionpipe-app" --hidden
+    echo "tray app started; it runs the daemon"
+  elif "$sp" service install; then
+    echo "the daemon runs as a user service (\`sessionpipe service status\`); no desktop here, so no tray"
   else
-    nohup "$sp" daemon >/dev/null 2>&1 &
-    echo "daemon started (pid $!); no desktop here, so no tray"
+    detach "$sp" daemon
+    echo "daemon started on its own (no service manager answers here; it stops at the next reboot)"
   fi
 fi
 for _ in $(seq 50); do

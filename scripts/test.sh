@@ -16,13 +16,15 @@ say() { printf '\n== [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS 
 
 # apt: the Tauri shell's build dependencies (see the README), then what the
 # tests run: a headless desktop (Xvfb, D-Bus, dunst, a Secret Service), the
-# screenshot and window tools, and Chromium for the UI's tests.
+# screenshot and window tools, Chromium for the UI's tests, and systemd (for
+# `systemd-analyze verify` on the unit `sessionpipe service` writes; nothing
+# here boots it).
 APT_PACKAGES=(build-essential pkg-config file libwebkit2gtk-4.1-dev
   libayatana-appindicator3-dev librsvg2-dev libssl-dev libxdo-dev libsoup-3.0-dev
   libgtk-3-dev
   curl xvfb xauth x11-utils xdotool imagemagick fonts-dejavu-core dbus dbus-bin
   dbus-x11 dunst libnotify-bin gnome-keyring python3 python3-gi chromium
-  postgresql)
+  postgresql systemd)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

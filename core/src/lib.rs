@@ -10,8 +10,9 @@
 //! 2. `pipeline`: spool → adapter → session rules → secrets@1 → outbox; the
 //!    privacy filter readers apply.
 //! 3. services over the pipeline: `installers`, `backfill`, `sinks`, `notify`,
-//!    `tail`, `conformance`, `titles`. Control, the ACP driver and the account pool join
-//!    this layer, each in a folder of its own, run by the daemon.
+//!    `tail`, `conformance`, `titles`, `service` (the daemon as a user service).
+//!    Control, the ACP driver and the account pool join this layer, each in a
+//!    folder of its own, run by the daemon.
 //! 4. `daemon`: the daemon's life (lock, wake socket, runtime) and its local API.
 //! 5. `cli`: the `sessionpipe` command.
 //!
@@ -33,6 +34,7 @@ pub mod pipeline;
 pub mod pool;
 pub mod retention;
 pub mod runtime;
+pub mod service;
 pub mod sinks;
 pub mod state;
 pub mod tail;

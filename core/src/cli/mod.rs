@@ -13,6 +13,7 @@ mod doctor;
 mod generate;
 pub mod out;
 mod pool;
+mod service;
 mod session_arg;
 mod sink;
 mod status;
@@ -122,6 +123,13 @@ enum Command {
         /// binary in `../share/sessionpipe/ui`).
         #[arg(long, value_name = "DIR")]
         ui: Option<PathBuf>,
+    },
+    /// The daemon as a user service where no tray runs it: `install
+    /// [--dry-run]`, `uninstall`, `status [--json]` (systemd --user on Linux,
+    /// launchd on macOS, a logon task on Windows).
+    Service {
+        #[command(subcommand)]
+        action: service::ServiceAction,
     },
     /// Print the address of the running daemon's UI (with its token).
     Ui {
@@ -368,6 +376,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             crate::daemon::run(&paths, &opts)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Service { action } => service::run(&paths, action),
         Command::Ui { open } => {
             let address = crate::state::ui_file::current(&paths)
                 .context("no daemon serves the UI: start `sessionpipe daemon` (or the app)")?;
@@ -436,7 +445,11 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 json: false,
                 opt_in: &[],
             };
-            hooks_command(&paths, &[], &options, Action::Install)
+            let code = hooks_command(&paths, &[], &options, Action::Install)?;
+            // Commands from the receiver reach a running daemon: start one
+            // as a service where no tray runs it.
+            service::after_connect(&paths);
+            Ok(code)
         }
         Command::Conformance {
             paths: files,

@@ -38,6 +38,7 @@ mod pool_api;
 mod remote_titles;
 mod retention;
 mod secrets_at_rest;
+mod service;
 mod sinks_file;
 mod sinks_hardening;
 mod sinks_http;
