@@ -35,6 +35,18 @@ pub enum SinkAction {
         #[arg(long)]
         json: bool,
     },
+    /// Give an HTTP sink a new bearer token (from stdin), keeping its place;
+    /// a sink paused by a refused token sends again.
+    Token {
+        /// The sink's id (`sink list` shows it).
+        id: String,
+        /// Read the new token from stdin (never from the command line).
+        #[arg(long, required = true)]
+        token_stdin: bool,
+        /// Also a new Standard Webhooks secret, from stdin after the token.
+        #[arg(long)]
+        webhook_secret_stdin: bool,
+    },
     /// Remove a sink and its token.
     Remove {
         /// The sink's id (`sink list` shows it).
@@ -99,6 +111,24 @@ pub fn run(paths: &StatePaths, action: SinkAction) -> anyhow::Result<ExitCode> {
                 for s in &list.sinks {
                     outln!("{}", s.describe());
                 }
+            }
+        }
+        SinkAction::Token {
+            id,
+            token_stdin,
+            webhook_secret_stdin,
+        } => {
+            let (token, webhook) = read_secrets(token_stdin, webhook_secret_stdin)?;
+            let token = token.context("--token-stdin: no token on stdin")?;
+            let renewed = sinks::set_secrets(paths, &id, &token, webhook.as_deref())?;
+            outln!(
+                "sink {}: new token kept in {}",
+                renewed.sink.id,
+                renewed.kept_in
+            );
+            match renewed.unpaused {
+                Some(why) => outln!("it was paused ({why}) and sends again"),
+                None => outln!("its next batch bears it"),
             }
         }
         SinkAction::Remove { id } => {

@@ -124,6 +124,7 @@ impl Manager {
                         &w.id == *id
                             && w.target == r.sink.target
                             && w.pii == r.sink.pii
+                            && w.secrets_at == r.sink.secrets_at
                             && w.paused.is_none()
                     })
             })
@@ -551,9 +552,10 @@ impl Sender {
                 Step::Advance
             }
             Answer::Unsupported => Step::Pause("the receiver does not speak protocol 1".into()),
-            Answer::Unauthorized => {
-                Step::Pause("401: the token was refused (sink add again with a new token)".into())
-            }
+            Answer::Unauthorized => Step::Pause(format!(
+                "401: the token was refused (`sessionpipe sink token {} --token-stdin` gives it a new one)",
+                sink.id
+            )),
             Answer::TierAboveMax(t) => Step::LowerTier(t),
             Answer::TooLarge if batch.lines.len() > 1 => {
                 self.max_events_cap = Some(batch.lines.len() / 2);

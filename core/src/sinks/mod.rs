@@ -59,6 +59,8 @@ pub enum SinkError {
     NoSuch(String),
     #[error("unknown harness {0:?}")]
     UnknownHarness(String),
+    #[error("sink {0} is not an HTTP sink: it has no token")]
+    NoSecrets(String),
     /// `sinks.json` or the secrets fallback could not be read or written.
     #[error(transparent)]
     File(#[from] FileError),
@@ -87,7 +89,7 @@ pub struct Sink {
     #[serde(default)]
     pub discovery: Option<Discovery>,
     /// Why the sink stopped sending (401, a protocol it does not speak); the
-    /// person fixes it and runs `sink add` again.
+    /// person fixes it (`sink token` for a refused token).
     #[serde(default)]
     pub paused: Option<String>,
     /// The last error seen, for `status` (cleared by a success).
@@ -100,6 +102,10 @@ pub struct Sink {
     pub has_token: bool,
     #[serde(default)]
     pub has_webhook_secret: bool,
+    /// When `sink token` last replaced its secrets (ms): a running sink is
+    /// restarted on it, so its next batch bears them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets_at: Option<i64>,
 }
 
 impl Sink {
@@ -274,6 +280,7 @@ pub async fn add(paths: &StatePaths, new: NewSink) -> Result<Added, SinkError> {
         added_at: protocol::time::now_ms(),
         has_token: new.token.is_some(),
         has_webhook_secret: new.webhook_secret.is_some(),
+        secrets_at: None,
     };
     let mut lowered_from = None;
     if let Target::Http { url } = &sink.target {
@@ -450,6 +457,60 @@ fn dry_run(paths: &StatePaths, sink: &Sink) -> Result<Vec<String>, SinkError> {
         }
     }
     Ok(lines)
+}
+
+/// What `set_secrets` did.
+#[derive(Clone, Debug)]
+pub struct Renewed {
+    pub sink: Sink,
+    pub kept_in: Backend,
+    /// The pause it lifted (a refused token's); none when it was sending.
+    pub unpaused: Option<String>,
+}
+
+/// `sink token`: replaces an HTTP sink's bearer token (and its webhook
+/// secret when one is given), keeping its place in the outbox, and lifts a
+/// pause a refused token caused; the running daemon restarts the sink on it.
+pub fn set_secrets(
+    paths: &StatePaths,
+    id: &str,
+    token: &str,
+    webhook_secret: Option<&str>,
+) -> Result<Renewed, SinkError> {
+    if let Some(w) = webhook_secret
+        && http::webhook_headers(w, "").is_none()
+    {
+        return Err(SinkError::WebhookSecret);
+    }
+    let mut list = SinkList::load(paths)?;
+    let sink = list
+        .sinks
+        .iter_mut()
+        .find(|s| s.id == id)
+        .ok_or_else(|| SinkError::NoSuch(id.to_string()))?;
+    if !matches!(sink.target, Target::Http { .. }) {
+        return Err(SinkError::NoSecrets(id.to_string()));
+    }
+    let secrets = Secrets::new(&paths.root);
+    let kept_in = secrets.set(&sink.token_key(), token)?;
+    if let Some(w) = webhook_secret {
+        secrets.set(&sink.webhook_key(), w)?;
+        sink.has_webhook_secret = true;
+    }
+    sink.has_token = true;
+    sink.secrets_at = Some(protocol::time::now_ms());
+    // Only a pause the token explains: a protocol the receiver does not speak
+    // or another origin stays until the person fixes that.
+    let unpaused = sink
+        .paused
+        .take_if(|p| p.starts_with("401") || p.contains("cannot be read"));
+    let sink = sink.clone();
+    list.save(paths)?;
+    Ok(Renewed {
+        sink,
+        kept_in,
+        unpaused,
+    })
 }
 
 /// Removes a sink, its token and its cursor.

@@ -362,3 +362,50 @@ fn a_retried_batch_says_the_same_webhook_id() {
     assert_eq!(id(0), id(1), "its retry reuses the webhook-id");
     assert!(id(0).starts_with("msg_"));
 }
+
+#[test]
+fn a_refused_token_is_replaced_with_sink_token_and_nothing_is_lost() {
+    let sb = Sandbox::new();
+    let r = receiver(3);
+    let mut c = sb.command(sessionpipe_testkit::sandbox::bin("sessionpipe"));
+    c.args(["sink", "add", &r.url(), "--tier", "0", "--token-stdin"]);
+    let out = sessionpipe_testkit::sandbox::run_with_stdin(c, b"an-old-token\n");
+    assert!(out.status.success());
+    let id = sink_list(&sb)[0]["id"].as_str().unwrap().to_string();
+    let _d = sb.start_daemon();
+    a_turn(&sb, 0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while sink_list(&sb)[0]["paused"].is_null() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let paused = sink_list(&sb)[0]["paused"].as_str().unwrap().to_string();
+    assert!(
+        paused.contains(&format!("sessionpipe sink token {id} --token-stdin")),
+        "the pause says what to do: {paused}"
+    );
+    // `sink add` on the same URL is refused; `sink token` is the way.
+    let mut c = sb.command(sessionpipe_testkit::sandbox::bin("sessionpipe"));
+    c.args(["sink", "token", &id, "--token-stdin"]);
+    let out = sessionpipe_testkit::sandbox::run_with_stdin(c, format!("{TOKEN}\n").as_bytes());
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("sends again"), "{said}");
+    assert!(!said.contains(TOKEN), "the token is never printed: {said}");
+    // Every event held back while paused arrives, once.
+    let got = wait_stored(&r, 3, Duration::from_secs(20));
+    assert_eq!(got.len(), 3, "{got:#?}");
+    assert!(sink_list(&sb)[0]["paused"].is_null());
+    // A file sink has no token to replace.
+    let file = format!("file:{}", sb.home.join("events.jsonl").display());
+    assert!(sb.sessionpipe(&["sink", "add", &file]).status.success());
+    let file_id = sink_list(&sb)[1]["id"].as_str().unwrap().to_string();
+    let mut c = sb.command(sessionpipe_testkit::sandbox::bin("sessionpipe"));
+    c.args(["sink", "token", &file_id, "--token-stdin"]);
+    let out = sessionpipe_testkit::sandbox::run_with_stdin(c, b"x\n");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not an HTTP sink"));
+}

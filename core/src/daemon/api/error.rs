@@ -72,9 +72,10 @@ impl From<SinkError> for ApiError {
     fn from(e: SinkError) -> Self {
         let text = e.to_string();
         match e {
-            SinkError::Target(_) | SinkError::WebhookSecret | SinkError::UnknownHarness(_) => {
-                ApiError::BadRequest(text)
-            }
+            SinkError::Target(_)
+            | SinkError::WebhookSecret
+            | SinkError::UnknownHarness(_)
+            | SinkError::NoSecrets(_) => ApiError::BadRequest(text),
             SinkError::Exists { .. } => ApiError::Conflict(text),
             SinkError::NoSuch(_) => ApiError::NotFound(text),
             SinkError::Discovery { .. } => ApiError::BadGateway(text),
