@@ -47,7 +47,12 @@ pub fn run(paths: &StatePaths, json: bool) -> anyhow::Result<ExitCode> {
     };
     check_state_dir(paths, &mut r);
     match crate::state::lock::holder(paths) {
-        Some(h) => r.ok(&format!("a {} runs (pid {})", h.mode, h.pid)),
+        Some(h) => {
+            r.ok(&format!("a {} runs (pid {})", h.mode, h.pid));
+            if crate::state::ui_file::current(paths).is_some_and(|a| !a.ui) {
+                r.note(crate::state::ui_file::NO_UI_FILES);
+            }
+        }
         None => r.note("no daemon runs: hooks start a worker that drains the spool and exits; `sessionpipe daemon` (or the app) keeps one running"),
     }
     let spool = Spool::of(paths);

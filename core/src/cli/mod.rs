@@ -136,6 +136,10 @@ enum Command {
         /// Open it in the browser instead (`$BROWSER`, else the desktop's own).
         #[arg(long)]
         open: bool,
+        /// Replace the token (the daemon keeps its port and token across
+        /// restarts, so a bookmarked link keeps working until you do).
+        #[arg(long, conflicts_with = "open")]
+        new_token: bool,
     },
     /// Print a shell's completion script (`sessionpipe completions bash >
     /// ~/.local/share/bash-completion/completions/sessionpipe`).
@@ -377,9 +381,15 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Service { action } => service::run(&paths, action),
-        Command::Ui { open } => {
+        Command::Ui {
+            new_token: true, ..
+        } => ui_new_token(&paths),
+        Command::Ui { open, .. } => {
             let address = crate::state::ui_file::current(&paths)
                 .context("no daemon serves the UI: start `sessionpipe daemon` (or the app)")?;
+            if !address.ui {
+                eprintln!("note: {}", crate::state::ui_file::NO_UI_FILES);
+            }
             if open {
                 let file = crate::state::ui_file::open_page_file(&paths, &address.page(None))
                     .context("writing the page to open")?;
@@ -517,6 +527,44 @@ fn hooks_command(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `ui --new-token`: the running daemon takes a new token at once; with no
+/// daemon, the next one starts with it.
+fn ui_new_token(paths: &StatePaths) -> anyhow::Result<ExitCode> {
+    use crate::state::ui_file::{self, SavedAddress};
+    if let Some(address) = ui_file::current(paths) {
+        let url = format!("{}/api/ui-token", address.url);
+        let answer = crate::runtime::block_on(async {
+            reqwest::Client::builder()
+                .no_proxy()
+                .timeout(std::time::Duration::from_secs(5))
+                .build()?
+                .post(&url)
+                .bearer_auth(&address.token)
+                .send()
+                .await?
+                .error_for_status()?
+                .text()
+                .await
+        })
+        .context("asking the daemon for a new token")?;
+        let answer: serde_json::Value =
+            serde_json::from_str(&answer).context("the daemon's answer")?;
+        outln!("new token; the old link no longer opens the UI. The new one:");
+        outln!("{}", answer["page"].as_str().unwrap_or_default());
+    } else {
+        let port = SavedAddress::load(paths).map_or(0, |s| s.port);
+        SavedAddress {
+            port,
+            token: crate::daemon::api::new_token(),
+        }
+        .save(paths)?;
+        outln!(
+            "new token: the daemon's next start uses it (`sessionpipe ui` then prints the link)"
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `--harness`'s values: every harness sessionpipe has an adapter for (so

@@ -251,12 +251,16 @@ async fn serve(
     // A drain worker serves no UI: it lives for seconds.
     let api = if opts.api && !opts.drain {
         match api::start(paths, opts.ui_dir.clone(), opts.api_port, Some(hub.clone())) {
-            Ok(api) => {
+            Ok(api) if opts.ui_dir.is_some() => {
                 tracing::info!(
                     "UI and API at {} (the token is in {})",
                     api.url,
                     paths.ui_file().display()
                 );
+                Some(api)
+            }
+            Ok(api) => {
+                tracing::warn!("API at {}; {}", api.url, crate::state::ui_file::NO_UI_FILES);
                 Some(api)
             }
             Err(e) => {

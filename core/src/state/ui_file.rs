@@ -3,6 +3,10 @@
 //! tray and window read it. Owns that file's shape and when it is believed: only
 //! while a daemon (not a drain worker) holds the lock, and only when written
 //! after that daemon took it (an older file is a previous daemon's).
+//!
+//! Also `ui-saved.json` (0600): the port and token the API had, so the next
+//! daemon answers at the same address with the same token and a bookmarked
+//! link keeps working; `sessionpipe ui --new-token` replaces the token.
 
 use super::lock::{self, Mode};
 use serde::{Deserialize, Serialize};
@@ -10,12 +14,45 @@ use spool::StatePaths;
 use std::path::Path;
 use std::time::SystemTime;
 
+/// What a daemon without the UI's files serves, and how to get them.
+pub const NO_UI_FILES: &str = "this daemon serves the API only: the UI's files were not found (build them with `cd ui && npm ci && npm run build` and start the daemon with `--ui ui/dist`, or install the package, which has them)";
+
 /// Where the daemon's UI is.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UiAddress {
     /// `http://127.0.0.1:PORT`
     pub url: String,
     pub token: String,
+    /// Whether the daemon serves the UI's files there (else the API alone).
+    #[serde(default = "serves_ui")]
+    pub ui: bool,
+}
+
+fn serves_ui() -> bool {
+    true
+}
+
+/// The address the API keeps across restarts (`ui-saved.json`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedAddress {
+    pub port: u16,
+    pub token: String,
+}
+
+impl SavedAddress {
+    fn path(paths: &StatePaths) -> std::path::PathBuf {
+        paths.root.join("ui-saved.json")
+    }
+
+    /// The kept address; none when there is none (or it is damaged: a new
+    /// token is no loss, only a link to make again).
+    pub fn load(paths: &StatePaths) -> Option<SavedAddress> {
+        super::file::load(&SavedAddress::path(paths)).ok().flatten()
+    }
+
+    pub fn save(&self, paths: &StatePaths) -> Result<(), super::file::FileError> {
+        super::file::save(&SavedAddress::path(paths), self)
+    }
 }
 
 impl UiAddress {
@@ -107,6 +144,7 @@ mod tests {
         let addr = UiAddress {
             url: "http://127.0.0.1:4000".into(),
             token: "ab12".into(),
+            ui: true,
         };
         assert_eq!(addr.page(None), "http://127.0.0.1:4000/#token=ab12");
         assert_eq!(
@@ -126,6 +164,7 @@ mod tests {
         let addr = UiAddress {
             url: "http://127.0.0.1:1/".into(),
             token: "t".into(),
+            ui: true,
         };
         addr.save(&paths).unwrap();
         assert_eq!(current(&paths), None, "nobody holds the lock");

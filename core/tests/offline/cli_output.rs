@@ -129,3 +129,64 @@ fn ui_open_hands_the_browser_a_private_file_not_the_token() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The status of `GET {base}/api/overview` bearing `token`, over plain HTTP.
+fn api_status(base: &str, token: &str) -> u16 {
+    use std::io::{Read, Write};
+    let host = base.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        s,
+        "GET /api/overview HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = String::new();
+    s.read_to_string(&mut head).unwrap();
+    head.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+fn ui_page(sb: &Sandbox) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let out = sb.sessionpipe(&["ui"]);
+        if out.status.success() {
+            return String::from_utf8_lossy(&out.stdout).trim().to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "the daemon's UI");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn the_ui_keeps_its_address_across_restarts_until_a_new_token() {
+    let sb = Sandbox::new();
+    let daemon = sb.start_daemon();
+    let first = ui_page(&sb);
+    let (base, token) = first.split_once("/#token=").unwrap();
+    assert_eq!(api_status(base, token), 200);
+    // Without the UI's files it says so, and how to get them.
+    let out = sb.sessionpipe(&["ui"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("serves the API only"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doctor = String::from_utf8_lossy(&sb.sessionpipe(&["doctor"]).stdout).into_owned();
+    assert!(doctor.contains("npm run build"), "{doctor}");
+    daemon.terminate();
+    let daemon = sb.start_daemon();
+    assert_eq!(ui_page(&sb), first, "a bookmarked link still opens the UI");
+    assert_eq!(api_status(base, token), 200);
+
+    let out = sb.sessionpipe(&["ui", "--new-token"]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{said}");
+    let fresh = said.lines().last().unwrap().trim().to_string();
+    let (fresh_base, fresh_token) = fresh.split_once("/#token=").unwrap();
+    assert_eq!(fresh_base, base, "the same port");
+    assert_ne!(fresh_token, token);
+    assert_eq!(api_status(base, token), 401, "the old token opens nothing");
+    assert_eq!(api_status(base, fresh_token), 200);
+    assert_eq!(ui_page(&sb), fresh);
+    drop(daemon);
+}

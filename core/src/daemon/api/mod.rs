@@ -20,7 +20,7 @@ mod views;
 pub use error::ApiError;
 use views::Ctx;
 
-use crate::state::ui_file::UiAddress;
+use crate::state::ui_file::{SavedAddress, UiAddress};
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, header};
@@ -37,7 +37,9 @@ use tower_http::services::{ServeDir, ServeFile};
 /// A running API.
 pub struct Api {
     pub url: String,
-    pub token: String,
+    /// The token, which `POST /api/ui-token` replaces while it runs.
+    token: Arc<std::sync::RwLock<String>>,
+    serves_ui: bool,
     paths: StatePaths,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
@@ -52,39 +54,58 @@ impl Api {
         let _ = (&mut self.task).await;
         let address = UiAddress {
             url: self.url.clone(),
-            token: self.token.clone(),
+            token: read_token(&self.token),
+            ui: self.serves_ui,
         };
         address.remove_if_current(&self.paths);
     }
 }
 
-/// Starts the API on `127.0.0.1:port` (0: any free port) on the current runtime
-/// and writes `ui.json` (URL and token, 0600) to the state dir.
+/// Starts the API on `127.0.0.1:port` on the current runtime and writes
+/// `ui.json` (URL and token, 0600) to the state dir. With `port` 0 it takes
+/// the port and token it had last time (`ui-saved.json`), so a bookmarked
+/// link keeps working; any free port when that one is taken.
 pub fn start(
     paths: &StatePaths,
     ui_dir: Option<PathBuf>,
     port: u16,
     hub: Option<Arc<crate::control::hub::Hub>>,
 ) -> std::io::Result<Api> {
-    let token = new_token();
-    let listener = std::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port)))?;
+    let saved = SavedAddress::load(paths);
+    let token = saved
+        .as_ref()
+        .map(|s| s.token.clone())
+        .filter(|t| t.len() >= 32 && t.bytes().all(|b| b.is_ascii_hexdigit()))
+        .unwrap_or_else(new_token);
+    let listener = bind(port, saved.map(|s| s.port))?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     let listener = tokio::net::TcpListener::from_std(listener)?;
     let url = format!("http://127.0.0.1:{}", addr.port());
+    let kept = SavedAddress {
+        port: addr.port(),
+        token: token.clone(),
+    };
+    if let Err(e) = kept.save(paths) {
+        tracing::warn!("the UI's address is not kept for the next start: {e}");
+    }
+    let token = Arc::new(std::sync::RwLock::new(token));
     let ctx = Ctx {
         paths: paths.clone(),
-        token: Arc::new(token.clone()),
+        token: token.clone(),
         host: Arc::new(format!("127.0.0.1:{}", addr.port())),
         pairing: Arc::default(),
         hub,
+        serves_ui: ui_dir.is_some(),
     };
     let address = UiAddress {
         url: url.clone(),
-        token: token.clone(),
+        token: read_token(&token),
+        ui: ui_dir.is_some(),
     };
     address.save(paths).map_err(std::io::Error::other)?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let serves_ui = ui_dir.is_some();
     let app = router(ctx, ui_dir);
     let limits = sessionpipe_listener::Limits::LOCAL_API;
     let task = tokio::spawn(sessionpipe_listener::serve(listener, app, limits, async {
@@ -93,10 +114,25 @@ pub fn start(
     Ok(Api {
         url,
         token,
+        serves_ui,
         paths: paths.clone(),
         shutdown: Some(tx),
         task,
     })
+}
+
+/// `port` when one is asked for; else the port of last time when it is
+/// free, else any free one. Loopback only.
+fn bind(port: u16, last: Option<u16>) -> std::io::Result<std::net::TcpListener> {
+    let on = |p: u16| std::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], p)));
+    match (port, last) {
+        (0, Some(last)) if last != 0 => on(last).or_else(|_| on(0)),
+        (port, _) => on(port),
+    }
+}
+
+fn read_token(token: &std::sync::RwLock<String>) -> String {
+    token.read().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
 /// 128 bits from the OS's random source, as hex.
@@ -120,6 +156,7 @@ fn router(ctx: Ctx, ui_dir: Option<PathBuf>) -> Router {
         .route("/sinks/{id}/test", post(views::test_sink))
         .route("/settings", get(views::settings).put(views::put_settings))
         .route("/titles", get(views::titles).put(views::put_titles))
+        .route("/ui-token", post(new_ui_token))
         .route("/pool", get(pool::view))
         .route("/pool/on", post(pool::on))
         .route("/pool/off", post(pool::off))
@@ -157,6 +194,40 @@ fn router(ctx: Ctx, ui_dir: Option<PathBuf>) -> Router {
         .with_state(ctx)
 }
 
+/// `POST /api/ui-token` (`sessionpipe ui --new-token`): a new token, at
+/// once; the old one opens nothing from the next request on. Answers the
+/// new page's address (the caller held the old token, so may see the new).
+async fn new_ui_token(State(ctx): State<Ctx>) -> Result<axum::Json<serde_json::Value>, ApiError> {
+    let token = new_token();
+    let port = ctx
+        .host
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    let (paths, t) = (ctx.paths.clone(), token.clone());
+    let serves_ui = ctx.serves_ui;
+    let address = crate::runtime::blocking(move || {
+        SavedAddress {
+            port,
+            token: t.clone(),
+        }
+        .save(&paths)?;
+        let address = UiAddress {
+            url: format!("http://127.0.0.1:{port}"),
+            token: t,
+            ui: serves_ui,
+        };
+        address.save(&paths).map(|()| address)
+    })
+    .await
+    .map_err(|e| ApiError::Internal(e.to_string()))?;
+    *ctx.token.write().unwrap_or_else(|p| p.into_inner()) = token;
+    Ok(axum::Json(
+        serde_json::json!({"url": address.url, "page": address.page(None)}),
+    ))
+}
+
 /// Nothing the daemon serves is cached: the board changes, the UI is rebuilt.
 async fn no_store(mut resp: Response) -> Response {
     resp.headers_mut().insert(
@@ -192,7 +263,7 @@ async fn require_token(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
-    if !bool::from(given.as_bytes().ct_eq(ctx.token.as_bytes())) {
+    if !bool::from(given.as_bytes().ct_eq(read_token(&ctx.token).as_bytes())) {
         return ApiError::Unauthorized.into_response();
     }
     next.run(req).await

@@ -94,10 +94,11 @@ impl Api {
         Api {
             ctx: Ctx {
                 paths,
-                token: Arc::new("t0ken".into()),
+                token: Arc::new(std::sync::RwLock::new("t0ken".into())),
                 host: Arc::new("127.0.0.1:1".into()),
                 pairing: Arc::default(),
                 hub: None,
+                serves_ui: false,
             },
             _dir: dir,
             rt: tokio::runtime::Builder::new_current_thread()

@@ -23,7 +23,9 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Ctx {
     pub paths: StatePaths,
-    pub token: Arc<String>,
+    pub token: Arc<std::sync::RwLock<String>>,
+    /// The UI's files are served (else the API alone).
+    pub serves_ui: bool,
     /// `127.0.0.1:<port>`: the only `Host` answered.
     pub host: Arc<String>,
     /// The pairing the UI started, while it runs and after it ended.
