@@ -167,7 +167,7 @@ function lock(error: ApiError | null): void {
           null,
           error === null
             ? "This page was opened without the token it needs to talk to the sessionpipe daemon."
-            : `The daemon refused this page's token (401: ${error.message}). The daemon keeps its token across restarts, so this link was made before someone ran `sessionpipe ui --new-token`, or for another state dir.`,
+            : `The daemon refused this page's token (401: ${error.message}). The daemon keeps its token across restarts, so this link was made before someone ran \`sessionpipe ui --new-token\`, or for another state dir.`,
         ),
       ),
       h("p", null, ...prose("To get a fresh link, run `sessionpipe ui` in a terminal on this machine and open the link it prints, or open this window again from the sessionpipe tray icon.")),
