@@ -13,9 +13,10 @@
 //! transaction each with `PAUSE` between, so ingest never waits more than a
 //! batch. After a pass the file gives its free pages back a few at a time
 //! (`incremental_vacuum`). An outbox made before this version has no
-//! auto-vacuum: once what it holds is at most `SWITCH_MAX_BYTES` (usually
-//! right after its first pass), one VACUUM switches it; a larger one reuses
-//! its free pages for new events instead, and is switched once it is small.
+//! auto-vacuum: once what it holds is at most `SWITCH_MAX_BYTES` (256 MiB,
+//! about 180 000 events; usually right after its first pass), one VACUUM
+//! switches it; a larger one reuses its free pages for new events instead,
+//! and is switched once it is small enough.
 //!
 //! `SESSIONPIPE_RETENTION_NOW_MS` (tests only; `doctor` notes it, the daemon
 //! warns) sets the clock ages are measured by, and makes the passes come
@@ -34,7 +35,7 @@ pub const NOW_VAR: &str = "SESSIONPIPE_RETENTION_NOW_MS";
 /// Events deleted per write transaction.
 pub const BATCH: usize = 500;
 /// The wait between two batches (and two vacuum steps): ingest goes first.
-const PAUSE: Duration = Duration::from_millis(25);
+pub const PAUSE: Duration = Duration::from_millis(25);
 /// The first pass after the daemon starts (its first drain goes first).
 const FIRST_PASS: Duration = Duration::from_secs(60);
 /// Then a pass this often.
@@ -43,10 +44,12 @@ const EVERY: Duration = Duration::from_secs(3600);
 const TEST_EVERY: Duration = Duration::from_secs(1);
 /// Free pages given back per step of an incremental vacuum (1 MiB at the
 /// default page size).
-const VACUUM_PAGES: i64 = 256;
+pub const VACUUM_PAGES: i64 = 256;
 /// An outbox without auto-vacuum is switched (one full VACUUM, the write lock
-/// held while it copies) only when it holds at most this much.
-pub const SWITCH_MAX_BYTES: i64 = 64 << 20;
+/// held while it copies) only when it holds at most this much: 55 MiB took
+/// 0.3 s on the CI machine kind (`bench_retention`), so this is about 1.5 s
+/// of ingest waiting once (the hooks never wait: they write the spool).
+pub const SWITCH_MAX_BYTES: i64 = 256 << 20;
 
 const DAY_MS: i64 = 86_400_000;
 

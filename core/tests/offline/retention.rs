@@ -233,3 +233,51 @@ fn events_every_sink_took_past_the_window_go_and_the_rest_stay() {
     );
     drop(daemon);
 }
+
+#[test]
+fn retention_days_is_a_setting_the_api_checks() {
+    let sb = Sandbox::new();
+    let _d = sb.start_daemon();
+    let ui = crate::api::Ui::of(&sb);
+    assert_eq!(ui.get("/api/settings")["retention_days"], 30, "the default");
+    let (status, v) = ui.send(
+        reqwest::Method::PUT,
+        "/api/settings",
+        json!({"retention_days": 7}),
+    );
+    assert_eq!((status, &v["retention_days"]), (200, &json!(7)), "{v}");
+    let config = std::fs::read(sb.state.join("config.json")).unwrap();
+    for bad in [
+        json!(-1),
+        json!(1.5),
+        json!("7"),
+        json!(36_501),
+        json!(true),
+    ] {
+        let (status, why) = ui.send(
+            reqwest::Method::PUT,
+            "/api/settings",
+            json!({"retention_days": bad}),
+        );
+        assert_eq!(status, 400, "{bad}: {why}");
+        let text = why["error"].as_str().unwrap();
+        assert!(
+            text.contains("retention_days is a whole number of days from 1 to 36500"),
+            "{bad}: {text}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(sb.state.join("config.json")).unwrap(),
+        config,
+        "a refused change leaves the file as it was"
+    );
+    // 0 and null are the default.
+    for default in [json!(0), Value::Null] {
+        let (status, v) = ui.send(
+            reqwest::Method::PUT,
+            "/api/settings",
+            json!({"retention_days": default}),
+        );
+        assert_eq!((status, &v["retention_days"]), (200, &json!(30)), "{v}");
+    }
+}
