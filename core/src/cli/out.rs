@@ -59,6 +59,12 @@ macro_rules! outln {
 }
 pub(crate) use outln;
 
+/// `n` things for people: `1 session`, `2 sessions`, `0 events`.
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// A byte count for people: `0 B`, `12.3 KiB`, `64.0 MiB`.
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
@@ -76,6 +82,13 @@ pub fn bytes(n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn one_is_singular() {
+        assert_eq!(super::count(1u64, "session", "sessions"), "1 session");
+        assert_eq!(super::count(0u64, "event", "events"), "0 events");
+        assert_eq!(super::count(2u64, "day", "days"), "2 days");
+    }
+
     #[test]
     fn byte_counts_read_as_people_say_them() {
         assert_eq!(super::bytes(0), "0 B");

@@ -105,10 +105,11 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
     }
     match outbox {
         Some(c) => outln!(
-            "outbox: {} events from {} sessions, {} on disk; events older than {retention_days} days go once every sink has them",
-            c.events,
-            c.sessions,
-            out::bytes(on_disk)
+            "outbox: {} from {}, {} on disk; events older than {} go once every sink has them",
+            out::count(c.events as u64, "event", "events"),
+            out::count(c.sessions as u64, "session", "sessions"),
+            out::bytes(on_disk),
+            out::count(u64::from(retention_days), "day", "days")
         ),
         None => outln!("outbox: empty"),
     }
@@ -120,15 +121,18 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
             .as_str()
             .map(|e| format!("; last error: {e}"))
             .unwrap_or_default();
-        let held = match s["holds_back"].as_i64().unwrap_or(0) {
+        let held = match s["holds_back"].as_u64().unwrap_or(0) {
             0 => String::new(),
-            1 => format!("; holds back 1 event older than {retention_days} days"),
-            n => format!("; holds back {n} events older than {retention_days} days"),
+            n => format!(
+                "; holds back {} older than {}",
+                out::count(n, "event", "events"),
+                out::count(u64::from(retention_days), "day", "days")
+            ),
         };
         outln!(
-            "sink {}: {} events behind{held}{error}",
+            "sink {}: {} behind{held}{error}",
             s["line"].as_str().unwrap_or(""),
-            s["behind"]
+            out::count(s["behind"].as_u64().unwrap_or(0), "event", "events")
         );
     }
     for c in &control {
