@@ -61,12 +61,24 @@ fn call(_: &StatePaths, _: &serde_json::Value) -> anyhow::Result<serde_json::Val
 }
 
 /// `TO` or `--from` as given: a harness alone stays one (a new session);
-/// `harness:id` may be a unique start of the id.
+/// `harness:id` may be a unique start of the id. A whole id the outbox does
+/// not know yet (a session whose first event is still on its way) goes to
+/// the daemon as given: it decides.
 fn named(paths: &StatePaths, given: &str) -> anyhow::Result<String> {
-    if given.contains(':') {
-        Ok(super::session_arg::qualified(paths, given)?)
-    } else {
-        Ok(given.to_string())
+    use super::session_arg::{SessionArgError, qualified};
+    if !given.contains(':') {
+        return Ok(given.to_string());
+    }
+    match qualified(paths, given) {
+        Ok(q) => Ok(q),
+        Err(SessionArgError::NoMatch(_) | SessionArgError::NoOutbox(_))
+            if given
+                .split_once(':')
+                .is_some_and(|(_, id)| protocol::valid_session_id(id)) =>
+        {
+            Ok(given.to_string())
+        }
+        Err(e) => Err(e.into()),
     }
 }
 

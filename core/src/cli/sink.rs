@@ -69,6 +69,16 @@ pub fn run(paths: &StatePaths, action: SinkAction) -> anyhow::Result<ExitCode> {
             token_stdin,
             webhook_secret_stdin,
         } => {
+            if target == "stdout"
+                && let Some(h) = crate::state::lock::holder(paths)
+                && h.mode == crate::state::lock::Mode::Daemon
+                && !h.stdout_sinks
+            {
+                bail!(
+                    "the running daemon (pid {}) writes its stdout nowhere anyone reads (it runs detached, in the app or as a service), so a stdout sink would get nothing: run `sessionpipe daemon` in a terminal or a pipe for one, or add `file:/abs/path.jsonl` to keep events in a file",
+                    h.pid
+                );
+            }
             let (token, webhook_secret) = read_secrets(token_stdin, webhook_secret_stdin)?;
             let new = NewSink {
                 target,
@@ -87,6 +97,11 @@ pub fn run(paths: &StatePaths, action: SinkAction) -> anyhow::Result<ExitCode> {
                 );
             }
             outln!("added {}", added.sink.describe());
+            if added.sink.target == Target::Stdout && crate::state::lock::holder(paths).is_none() {
+                eprintln!(
+                    "note: a stdout sink is written by `sessionpipe daemon` started in a terminal or a pipe; a daemon started detached, by the app or as a service leaves it waiting"
+                );
+            }
             if let Some(b) = added.kept_in {
                 outln!("secret kept in {b}");
             }

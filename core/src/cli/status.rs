@@ -9,6 +9,9 @@ use serde_json::json;
 use spool::{Spool, StatePaths};
 use std::process::ExitCode;
 
+/// Why a stdout sink sends nothing under the running daemon.
+pub const STDOUT_WAITS: &str = "not sent: the running daemon's stdout goes nowhere anyone reads (it runs detached, in the app or as a service); stdout sinks run in `sessionpipe daemon` started in a terminal or a pipe";
+
 pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
     let harnesses: Vec<_> = Installers::from_env(paths)?
         .act(Action::Status, &[], true, &[])?
@@ -31,6 +34,7 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
         .unwrap_or_default()
         .retention_days();
     let now = crate::retention::now_ms();
+    let holder = crate::state::lock::holder(paths);
     let sinks: Vec<serde_json::Value> = crate::sinks::SinkList::load(paths)?
         .sinks
         .iter()
@@ -46,7 +50,14 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
                 .as_ref()
                 .and_then(|o| crate::retention::held_back(o, &s.id, retention_days, now).ok())
                 .unwrap_or(0);
-            json!({"sink": s.shown(), "behind": behind, "holds_back": held, "line": s.describe()})
+            let mut v = json!({"sink": s.shown(), "behind": behind, "holds_back": held, "line": s.describe()});
+            // A stdout sink waits for a daemon whose stdout is read.
+            if s.target == crate::sinks::Target::Stdout
+                && holder.is_some_and(|h| h.mode == crate::state::lock::Mode::Daemon && !h.stdout_sinks)
+            {
+                v["waiting"] = json!(STDOUT_WAITS);
+            }
+            v
         })
         .collect();
 
@@ -129,8 +140,12 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
                 out::count(u64::from(retention_days), "day", "days")
             ),
         };
+        let waiting = s["waiting"]
+            .as_str()
+            .map(|w| format!("; {w}"))
+            .unwrap_or_default();
         outln!(
-            "sink {}: {} behind{held}{error}",
+            "sink {}: {} behind{held}{waiting}{error}",
             s["line"].as_str().unwrap_or(""),
             out::count(s["behind"].as_u64().unwrap_or(0), "event", "events")
         );

@@ -232,11 +232,11 @@ async fn serve(
     // batches. Not in a drain worker: it lives for seconds.
     let retention = (!opts.drain).then(|| tokio::spawn(crate::retention::run(paths.clone())));
 
-    // A drain worker has no terminal: stdout sinks wait for a daemon.
+    // Stdout sinks only where stdout is read (`stdout_sinks`).
     let sinks = Arc::new(tokio::sync::Mutex::new(Manager::new(
         paths.clone(),
         ring,
-        !opts.drain,
+        stdout_sinks(opts),
     )));
     sinks.lock().await.refresh().await;
     let settled = Arc::new(AtomicBool::new(false));
@@ -437,6 +437,38 @@ fn ingest_until_done(
     }
 }
 
+/// Whether this process runs stdout sinks: not a drain worker (it has no
+/// terminal and lives for seconds), and only when its stdout goes where a
+/// person or a program reads it: a terminal, a pipe or a file. A daemon
+/// started detached (stdout on /dev/null), by the app, or as a service (the
+/// journal's socket) leaves them waiting rather than writing events away.
+pub fn stdout_sinks(opts: &Options) -> bool {
+    !opts.drain && stdout_is_read()
+}
+
+#[cfg(unix)]
+fn stdout_is_read() -> bool {
+    use std::io::IsTerminal;
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    let out = std::io::stdout();
+    if out.is_terminal() {
+        return true;
+    }
+    let Ok(fd) = out.as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    std::fs::File::from(fd)
+        .metadata()
+        .is_ok_and(|m| m.file_type().is_fifo() || m.file_type().is_file())
+}
+
+#[cfg(not(unix))]
+fn stdout_is_read() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal()
+}
+
 /// Takes the daemon lock. `Ok(None)`: a drain worker that need not run.
 fn acquire_lock(paths: &StatePaths, opts: &Options) -> Result<Option<Lock>, DaemonError> {
     let mode = if opts.drain {
@@ -446,7 +478,7 @@ fn acquire_lock(paths: &StatePaths, opts: &Options) -> Result<Option<Lock>, Daem
     };
     let started = Instant::now();
     loop {
-        match lock::try_acquire(paths, mode) {
+        match lock::try_acquire(paths, mode, stdout_sinks(opts)) {
             Ok(Some(lock)) => return Ok(Some(lock)),
             Ok(None) => {}
             Err(source) => {

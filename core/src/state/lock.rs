@@ -44,6 +44,9 @@ impl std::fmt::Display for Mode {
 pub struct Holder {
     pub pid: u32,
     pub mode: Mode,
+    /// It runs stdout sinks: its stdout goes to a terminal, a pipe or a file
+    /// (not /dev/null, a journal or nowhere).
+    pub stdout_sinks: bool,
 }
 
 /// Who holds the daemon lock, if anyone.
@@ -60,7 +63,12 @@ pub fn holder(paths: &StatePaths) -> Option<Holder> {
             let mut parts = text.split_whitespace();
             let pid = parts.next()?.parse().ok()?;
             let mode = Mode::parse(parts.next().unwrap_or("daemon"));
-            Some(Holder { pid, mode })
+            let stdout_sinks = parts.next() == Some("stdout");
+            Some(Holder {
+                pid,
+                mode,
+                stdout_sinks,
+            })
         }
     }
 }
@@ -71,7 +79,12 @@ pub struct Lock {
 }
 
 /// One attempt at the lock: `Ok(None)` when someone else holds it.
-pub fn try_acquire(paths: &StatePaths, mode: Mode) -> std::io::Result<Option<Lock>> {
+/// `stdout_sinks`: the holder says it runs stdout sinks (`Holder`).
+pub fn try_acquire(
+    paths: &StatePaths,
+    mode: Mode,
+    stdout_sinks: bool,
+) -> std::io::Result<Option<Lock>> {
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
     #[cfg(unix)]
@@ -87,7 +100,8 @@ pub fn try_acquire(paths: &StatePaths, mode: Mode) -> std::io::Result<Option<Loc
     }
     let _ = file.set_len(0);
     let _ = file.rewind();
-    let _ = writeln!(file, "{} {mode}", std::process::id());
+    let stdout = if stdout_sinks { " stdout" } else { "" };
+    let _ = writeln!(file, "{} {mode}{stdout}", std::process::id());
     let _ = file.flush();
     Ok(Some(Lock { _file: file }))
 }
@@ -101,8 +115,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let paths = StatePaths::new(dir.path());
         assert_eq!(holder(&paths), None);
-        let lock = try_acquire(&paths, Mode::Drain).unwrap().unwrap();
-        assert!(try_acquire(&paths, Mode::Daemon).unwrap().is_none());
+        let lock = try_acquire(&paths, Mode::Drain, false).unwrap().unwrap();
+        assert!(try_acquire(&paths, Mode::Daemon, true).unwrap().is_none());
         let h = holder(&paths).unwrap();
         assert_eq!((h.pid, h.mode), (std::process::id(), Mode::Drain));
         drop(lock);

@@ -168,10 +168,14 @@ mod tests {
         };
         addr.save(&paths).unwrap();
         assert_eq!(current(&paths), None, "nobody holds the lock");
-        let drain = lock::try_acquire(&paths, Mode::Drain).unwrap().unwrap();
+        let drain = lock::try_acquire(&paths, Mode::Drain, false)
+            .unwrap()
+            .unwrap();
         assert_eq!(current(&paths), None, "a drain worker serves no UI");
         drop(drain);
-        let _daemon = lock::try_acquire(&paths, Mode::Daemon).unwrap().unwrap();
+        let _daemon = lock::try_acquire(&paths, Mode::Daemon, false)
+            .unwrap()
+            .unwrap();
         assert_eq!(
             current(&paths),
             None,

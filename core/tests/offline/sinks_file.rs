@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 use sessionpipe_testkit::Sandbox;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const S: &str = "7f1c2d3e-0000-4000-8000-0000000000aa";
 
@@ -169,4 +169,53 @@ fn sink_commands_refuse_what_they_cannot_take() {
     assert!(out.status.success());
     let out = sb.sessionpipe(&["sink", "add", "stdout"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("already"));
+}
+
+#[test]
+fn a_stdout_sink_is_written_where_stdout_is_read_and_refused_where_it_is_not() {
+    use std::io::BufRead;
+    let sb = Sandbox::new();
+    // A daemon whose stdout goes to /dev/null: a stdout sink is refused, and
+    // one added before it started waits, and status says why.
+    let detached = sb.start_daemon();
+    let out = sb.sessionpipe(&["sink", "add", "stdout"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("stdout nowhere anyone reads"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    detached.terminate();
+    assert!(sb.sessionpipe(&["sink", "add", "stdout"]).status.success());
+    let detached = sb.start_daemon();
+    let status = String::from_utf8_lossy(&sb.sessionpipe(&["status"]).stdout).into_owned();
+    assert!(
+        status.contains("not sent: the running daemon's stdout"),
+        "{status}"
+    );
+    detached.terminate();
+    // A daemon in a pipe (`sessionpipe daemon | jq`): the events come out.
+    let mut daemon = sb
+        .command(sessionpipe_testkit::sandbox::bin("sessionpipe"))
+        .arg("daemon")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = std::io::BufReader::new(daemon.stdout.take().unwrap()).lines();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !sb.state.join("wake.sock").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let p = json!({"session_id": S, "transcript_path": "/nowhere.jsonl", "cwd": "/w", "hook_event_name": "UserPromptSubmit", "prompt": "go", "prompt_id": "p1"});
+    assert!(
+        sb.hook("claude-code", "UserPromptSubmit", p.to_string().as_bytes())
+            .status
+            .success()
+    );
+    let first: Value = serde_json::from_str(&lines.into_iter().next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["session"]["id"], S);
+    let _ = daemon.kill();
+    let _ = daemon.wait();
 }
