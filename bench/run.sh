@@ -96,5 +96,9 @@ echo
 # upstream, interleaved; 100 at once; RSS over 10 000 requests (this build only).
 echo
 "$rel"/examples/bench_proxy 1000
+# Retention: a pass over 100 000 events, 60 % past the window, with appends
+# beside it against appends alone; the incremental vacuum (this build only).
+echo
+"$rel"/examples/bench_retention 100000
 echo
 echo "\`sessionpipe daemon\` resident memory after 30 s idle: $(idle_rss "$rel")${base:+ (baseline: $(idle_rss "$base"))}"
