@@ -8,6 +8,7 @@ mod ask;
 mod backfill;
 mod browser;
 mod channel;
+mod config;
 mod control;
 mod doctor;
 mod generate;
@@ -153,6 +154,12 @@ enum Command {
         /// Where the pages go (made when missing).
         #[arg(long, value_name = "DIR")]
         dir: PathBuf,
+    },
+    /// Read and change the settings (config.json, what the UI's Settings
+    /// page changes): `get [KEY] [--json]`, `set KEY VALUE`.
+    Config {
+        #[command(subcommand)]
+        action: config::ConfigAction,
     },
     /// What is wrong, and what to do about it.
     Doctor {
@@ -403,6 +410,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Backfill { days, json } => backfill::run(&paths, days, json),
         Command::Sink { action } => sink::run(&paths, action),
         Command::Doctor { json } => doctor::run(&paths, json),
+        Command::Config { action } => config::run(&paths, action),
         Command::Completions { shell } => {
             generate::completions(<Cli as clap::CommandFactory>::command(), shell);
             Ok(ExitCode::SUCCESS)

@@ -124,9 +124,73 @@ pub enum ConfigError {
     Folder(String),
     #[error("control mode is safe, auto or inherit, not {0:?}")]
     Mode(String),
+    #[error("no setting {0:?} (`sessionpipe config get` lists them)")]
+    Unknown(String),
+    #[error(
+        "remote titles are turned on and off with `sessionpipe titles on|off` or the Titles page (PUT /api/titles): turning them on re-sends the last 30 days"
+    )]
+    TitlesElsewhere,
+    #[error("{key}: {why}")]
+    Value { key: String, why: String },
 }
 
 impl Config {
+    /// This config with `changes` (setting → JSON value; null is the
+    /// default) applied and checked: what the UI's Settings and `sessionpipe
+    /// config set` both change it by. Nothing is saved.
+    pub fn with_changes(
+        &self,
+        changes: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Config, ConfigError> {
+        let current = serde_json::to_value(self).expect("config serialises");
+        let mut merged = current.as_object().cloned().unwrap_or_default();
+        for (k, v) in changes {
+            let Some(was) = merged.get(&k) else {
+                return Err(ConfigError::Unknown(k));
+            };
+            // Turning it on is more than a setting (it re-sends the last 30
+            // days): only `titles on|off` changes it.
+            if k == "remote_titles" && *was != v {
+                return Err(ConfigError::TitlesElsewhere);
+            }
+            // Null is the default: a flag's is false, a list's is empty.
+            let v = match (v, was) {
+                (serde_json::Value::Null, serde_json::Value::Bool(_)) => false.into(),
+                (serde_json::Value::Null, serde_json::Value::Array(_)) => {
+                    serde_json::Value::Array(Vec::new())
+                }
+                (v, _) => v,
+            };
+            // Each setting alone, so an error names the one that is wrong.
+            let mut one = serde_json::Map::new();
+            one.insert(k.clone(), v.clone());
+            if let Err(e) = serde_json::from_value::<Config>(serde_json::Value::Object(one)) {
+                return Err(ConfigError::Value {
+                    key: k,
+                    why: e.to_string(),
+                });
+            }
+            merged.insert(k, v);
+        }
+        let config: Config =
+            serde_json::from_value(serde_json::Value::Object(merged)).map_err(|e| {
+                ConfigError::Value {
+                    key: "settings".into(),
+                    why: e.to_string(),
+                }
+            })?;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Every setting's name, as config.json spells it.
+    pub fn names() -> Vec<String> {
+        match serde_json::to_value(Config::default()) {
+            Ok(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Checks every field against what it is; the API refuses a change that
     /// fails, and the daemon ignores a hand-edited value that does.
     pub fn check(&self) -> Result<(), ConfigError> {

@@ -190,3 +190,60 @@ fn the_ui_keeps_its_address_across_restarts_until_a_new_token() {
     assert_eq!(ui_page(&sb), fresh);
     drop(daemon);
 }
+
+#[test]
+fn config_get_and_set_check_as_the_settings_page_does() {
+    let sb = Sandbox::new();
+    let text = |out: &std::process::Output| String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = |out: &std::process::Output| String::from_utf8_lossy(&out.stderr).into_owned();
+    // The defaults in effect, every setting named.
+    let all: serde_json::Value =
+        serde_json::from_slice(&sb.sessionpipe(&["config", "get", "--json"]).stdout).unwrap();
+    assert_eq!(all["retention_days"], 30);
+    assert_eq!(all["transcripts"], false);
+    let out = sb.sessionpipe(&["config", "set", "retention_days", "14"]);
+    assert_eq!(text(&out), "retention_days = 14\n", "{}", err(&out));
+    let out = sb.sessionpipe(&["config", "set", "machine", "studio mac"]);
+    assert!(out.status.success(), "{}", err(&out));
+    assert_eq!(
+        text(&sb.sessionpipe(&["config", "get", "machine"])),
+        "studio mac\n"
+    );
+    let stored: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sb.state.join("config.json")).unwrap()).unwrap();
+    assert_eq!(
+        (&stored["retention_days"], &stored["machine"]),
+        (&serde_json::json!(14), &serde_json::json!("studio mac"))
+    );
+    // What the page refuses, this refuses, saying why; nothing stored changes.
+    for (args, why) in [
+        (
+            &["config", "set", "retention_days", "-3"][..],
+            "retention_days",
+        ),
+        (
+            &["config", "set", "notify_tier", "9"],
+            "notify_tier is 0 to 3",
+        ),
+        (&["config", "set", "transcripts", "yes"], "transcripts"),
+        (
+            &["config", "set", "nonesuch", "1"],
+            "no setting \"nonesuch\"",
+        ),
+        (&["config", "set", "remote_titles", "true"], "titles on|off"),
+        (&["config", "get", "nonesuch"], "no setting"),
+    ] {
+        let out = sb.sessionpipe(args);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err(&out).contains(why), "{args:?}: {}", err(&out));
+    }
+    let after: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sb.state.join("config.json")).unwrap()).unwrap();
+    assert_eq!(after, stored);
+    // null is the default again.
+    sb.sessionpipe(&["config", "set", "retention_days", "null"]);
+    assert_eq!(
+        text(&sb.sessionpipe(&["config", "get", "retention_days"])),
+        "30\n"
+    );
+}

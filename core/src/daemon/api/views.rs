@@ -412,25 +412,8 @@ pub async fn put_settings(
     };
     let paths = ctx.paths.clone();
     blocking(move || {
-        let current = serde_json::to_value(Config::load(&paths)?).expect("config serialises");
-        let mut merged = current.as_object().cloned().unwrap_or_default();
-        for (k, v) in changes {
-            if !merged.contains_key(&k) {
-                return Err(ApiError::BadRequest(format!("no setting {k:?}")));
-            }
-            // Turning it on is more than a setting (it re-sends the last 30
-            // days): only `PUT /api/titles` changes it.
-            if k == "remote_titles" && merged.get(&k) != Some(&v) {
-                return Err(ApiError::BadRequest(
-                    "remote titles are turned on and off at /api/titles".into(),
-                ));
-            }
-            merged.insert(k, v);
-        }
-        let config: Config = serde_json::from_value(Value::Object(merged))
-            .map_err(|e| ApiError::BadRequest(format!("settings: {e}")))?;
-        config
-            .check()
+        let config = Config::load(&paths)?
+            .with_changes(changes)
             .map_err(|e| ApiError::BadRequest(e.to_string()))?;
         config.save(&paths)?;
         Ok(Json(settings_view(&config)))
