@@ -226,7 +226,7 @@ export interface Settings extends StoredSettings {
 export type SettingsChange = Partial<
   Pick<
     StoredSettings,
-    "machine" | "notify_tier" | "notify_turn_end" | "muted" | "notifications_paused" | "open_at_login" | "retention_days"
+    "machine" | "notify_tier" | "notify_turn_end" | "muted" | "notifications_paused" | "open_at_login" | "retention_days" | "transcripts"
   >
 >;
 

@@ -269,6 +269,22 @@ test("how long events are kept: a wrong number is said at once, a right one is s
   assert.deepEqual(puts[1], { retention_days: 30 });
 });
 
+test("transcripts: the switch says what turning it on sends, and is stored", async (t) => {
+  const sb = await sandbox(t, { hash: "&view=settings" });
+  const { page } = sb;
+  const sw = page.getByLabel("Read what was asked and answered from the transcripts");
+  await sw.waitFor();
+  assert.equal(await sw.isChecked(), false, "off by default");
+  await page.getByText(/a tier-2 event: only destinations at tier 2 or 3 receive it/).waitFor();
+  await sw.check();
+  await page.getByRole("button", { name: "Save settings" }).click();
+  await page.getByText("Saved: transcripts.").waitFor();
+  assert.equal(JSON.parse(fs.readFileSync(path.join(sb.state, "config.json"), "utf8")).transcripts, true);
+  await page.reload();
+  await sw.waitFor();
+  assert.equal(await sw.isChecked(), true);
+});
+
 test("a wrong token, or none, says so and how to get a fresh link", async (t) => {
   const sb = await sandbox(t);
   const { page, context } = sb;

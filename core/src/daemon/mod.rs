@@ -176,10 +176,9 @@ async fn serve(
     let spool = Spool::of(paths);
     spool.sweep_stale_temps();
     let _ = outbox.prune_jobs_done(protocol::time::now_ms());
-    let config = crate::state::config::Config::load(paths).unwrap_or_else(|e| {
+    if let Err(e) = crate::state::config::Config::load(paths) {
         tracing::warn!("{e}; using the defaults");
-        Default::default()
-    });
+    }
     let machine = crate::state::machine_name::MachineName::follow(paths);
     let mut ingest = Ingest::new(outbox, spool, machine);
     ingest.stop_when(stopping.clone());
@@ -187,9 +186,8 @@ async fn serve(
     // hook call, so `titles on|off` needs no restart).
     sessionpipe_pool::endpoints::warn_if_pointed_elsewhere("remote titles and the account pool");
     ingest.ask_titles(Arc::new(crate::titles::Titles::new(paths)));
-    if config.transcripts {
-        ingest.send_turns(paths.outbox());
-    }
+    // Followed, so turning them on or off needs no restart.
+    ingest.send_turns_as_configured(paths);
     if let Some(dir) = std::env::var_os("SESSIONPIPE_JOB_ARCHIVE").filter(|d| !d.is_empty()) {
         let dir = std::path::PathBuf::from(dir);
         tracing::warn!(

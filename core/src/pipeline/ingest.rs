@@ -47,6 +47,9 @@ pub struct Ingest {
     /// the project records fixtures from real harnesses).
     archive: Option<std::path::PathBuf>,
     turns: Turns,
+    /// `transcripts` in config.json, followed: turned on or off in the UI
+    /// or with `config set`, it applies from the next batch.
+    transcripts: Option<FollowedTranscripts>,
     busy: Arc<Busy>,
     /// Real transcript paths the records keep redacted (shared with the worker).
     live: Arc<LivePaths>,
@@ -148,6 +151,26 @@ enum Taken {
     Asking(TitleTask),
 }
 
+/// `transcripts` in config.json, read again only when the file changed.
+struct FollowedTranscripts {
+    paths: spool::StatePaths,
+    stamp: Option<(std::time::SystemTime, u64)>,
+    on: bool,
+}
+
+impl FollowedTranscripts {
+    fn on(&mut self) -> bool {
+        let stamp = crate::state::machine_name::stamp_of(&self.paths.config());
+        if stamp != self.stamp || stamp.is_none() {
+            self.stamp = stamp;
+            self.on = crate::state::config::Config::load(&self.paths)
+                .map(|c| c.transcripts)
+                .unwrap_or(self.on);
+        }
+        self.on
+    }
+}
+
 impl Ingest {
     pub fn new(outbox: Outbox, spool: Spool, machine: impl Into<MachineName>) -> Ingest {
         Ingest {
@@ -156,6 +179,7 @@ impl Ingest {
             machine: machine.into(),
             archive: None,
             turns: Turns::FactsOnly,
+            transcripts: None,
             busy: Arc::new(Busy::default()),
             live: Arc::new(LivePaths::default()),
             holds: None,
@@ -203,12 +227,50 @@ impl Ingest {
     /// worker that waits for a turn's words to reach the transcript file.
     pub fn send_turns(&mut self, outbox_path: std::path::PathBuf) {
         self.turns = Turns::Send;
-        self.holds = Some(HoldWorker::start(
-            outbox_path,
-            self.busy.clone(),
-            self.live.clone(),
-            self.machine.clone(),
-        ));
+        if self.holds.is_none() {
+            self.holds = Some(HoldWorker::start(
+                outbox_path,
+                self.busy.clone(),
+                self.live.clone(),
+                self.machine.clone(),
+            ));
+        }
+    }
+
+    /// Sends `turn.transcript` events while `transcripts` in `paths`'s
+    /// config.json is on, looked at (one `stat`) before each batch.
+    pub fn send_turns_as_configured(&mut self, paths: &spool::StatePaths) {
+        let mut followed = FollowedTranscripts {
+            paths: paths.clone(),
+            stamp: None,
+            on: false,
+        };
+        if followed.on() {
+            self.send_turns(paths.outbox());
+        }
+        self.transcripts = Some(followed);
+    }
+
+    /// Follows `transcripts` before a batch: the worker starts the first
+    /// time it is on; off, turns are read for their facts alone.
+    fn follow_transcripts(&mut self) {
+        let Some(on) = self.transcripts.as_mut().map(FollowedTranscripts::on) else {
+            return;
+        };
+        match (on, self.turns) {
+            (true, Turns::FactsOnly) => {
+                let outbox = self.transcripts.as_ref().map(|t| t.paths.outbox());
+                if let Some(outbox) = outbox {
+                    tracing::info!("transcripts turned on: turns are read into turn.transcript");
+                    self.send_turns(outbox);
+                }
+            }
+            (false, Turns::Send) => {
+                tracing::info!("transcripts turned off: turns are read for their facts alone");
+                self.turns = Turns::FactsOnly;
+            }
+            _ => {}
+        }
     }
 
     /// Where the daemon adds its own events of any tier to sessions (the
@@ -336,6 +398,7 @@ impl Ingest {
         names: &[String],
         deferred: &mut HashSet<SessionKey>,
     ) -> Result<(Vec<(String, Outcome)>, usize), OutboxError> {
+        self.follow_transcripts();
         let machine = self.machine.get();
         let ctx = Ctx {
             machine: &machine,

@@ -74,7 +74,9 @@ impl From<&str> for MachineName {
     }
 }
 
-fn stamp_of(path: &std::path::Path) -> Option<(SystemTime, u64)> {
+/// What a file looks like (modification time and length), for the caches
+/// that follow `config.json` without reading it each time.
+pub(crate) fn stamp_of(path: &std::path::Path) -> Option<(SystemTime, u64)> {
     let meta = std::fs::metadata(path).ok()?;
     Some((meta.modified().ok()?, meta.len()))
 }

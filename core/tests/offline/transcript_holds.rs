@@ -292,3 +292,43 @@ fn a_daemon_catching_up_reads_ahead_and_keeps_the_order() {
     assert_eq!(evs[5]["data"]["reason"], "stop");
     assert_eq!(evs[6]["data"]["assistant"], "Done.");
 }
+
+/// One whole turn (prompt `p`, words in the file before its Stop).
+fn a_turn(s: &Session, p: &str, asked: &str, answer: &str) {
+    s.hook("UserPromptSubmit", json!({"prompt_id": p, "prompt": asked}));
+    s.write(&[ask(asked, p), says(answer)]);
+    s.hook(
+        "Stop",
+        json!({"prompt_id": p, "last_assistant_message": answer}),
+    );
+}
+
+#[test]
+fn turning_transcripts_on_and_off_applies_without_a_restart() {
+    let mut s = stalled_session();
+    std::fs::write(s.sb.state.join("config.json"), r#"{"transcripts": false}"#).unwrap();
+    s.start();
+    s.hook("SessionStart", json!({"source": "startup"}));
+    a_turn(&s, "p1", "first", "One.");
+    s.wait(|evs| evs.iter().filter(|e| e["type"] == "turn.ended").count() == 1);
+    // On, as the Settings page or `config set` does it: the next turn is read.
+    assert!(
+        s.sb.sessionpipe(&["config", "set", "transcripts", "true"])
+            .status
+            .success()
+    );
+    a_turn(&s, "p2", "second", "Two.");
+    let evs = s.wait(|evs| !transcripts(evs).is_empty());
+    let sent = transcripts(&evs);
+    assert_eq!(sent.len(), 1, "only the turn after it was turned on");
+    assert_eq!(sent[0]["data"]["user"], "second");
+    // Off again: the next turn ends without its words.
+    assert!(
+        s.sb.sessionpipe(&["config", "set", "transcripts", "false"])
+            .status
+            .success()
+    );
+    a_turn(&s, "p3", "third", "Three.");
+    let evs = s.wait(|evs| evs.iter().filter(|e| e["type"] == "turn.ended").count() == 3);
+    assert_eq!(transcripts(&evs).len(), 1, "{:#?}", kinds(&evs));
+}

@@ -1,5 +1,5 @@
 // Settings: machine name, open at login, notifications (tier, turn ends, muted
-// harnesses, pause), how long events are kept. Saving sends only the keys
+// harnesses, pause), transcripts, how long events are kept. Saving sends only the keys
 // that changed.
 
 import { ApiError, describeError } from "../api";
@@ -80,6 +80,7 @@ const LABELS: Record<keyof SettingsChange, string> = {
   muted: "muted harnesses",
   notifications_paused: "pause notifications",
   retention_days: "days events are kept",
+  transcripts: "transcripts",
 };
 
 function renderForm(
@@ -97,7 +98,16 @@ function renderForm(
     paused: uid("paused"),
     retention: uid("retention"),
     retentionHelp: uid("retention-help"),
+    transcripts: uid("transcripts"),
+    transcriptsHelp: uid("transcripts-help"),
   };
+  const transcripts = h("input", {
+    id: ids.transcripts,
+    name: "transcripts",
+    type: "checkbox",
+    checked: initial.transcripts,
+    "aria-describedby": ids.transcriptsHelp,
+  });
   const machine = h("input", {
     id: ids.machine,
     name: "machine",
@@ -169,6 +179,17 @@ function renderForm(
     ),
     h(
       "section",
+      { class: "panel", "aria-labelledby": "transcripts-h" },
+      h("h2", { id: "transcripts-h" }, "Transcripts"),
+      h("div", { class: "field check" }, transcripts, h("label", { for: ids.transcripts }, "Read what was asked and answered from the transcripts")),
+      h(
+        "p",
+        { id: ids.transcriptsHelp, class: "help muted" },
+        "On, each turn's words (the prompt and the agent's answer, secrets removed) become a turn.transcript event, a tier-2 event: only destinations at tier 2 or 3 receive it, and this machine's board shows it. Off, the transcripts are still read for a session's title and model, never for its words. It applies from the next turn.",
+      ),
+    ),
+    h(
+      "section",
       { class: "panel", "aria-labelledby": "keep-h" },
       h("h2", { id: "keep-h" }, "Keeping events"),
       h("div", { class: "field" }, h("label", { for: ids.retention }, "Keep events for (days)"), retention),
@@ -194,6 +215,7 @@ function renderForm(
       muted: Array.from(form.querySelectorAll<HTMLInputElement>("input[name=muted]:checked")).map((i) => i.value),
       notifications_paused: paused.checked,
       retention_days: "days" in kept ? kept.days : saved.retention_days,
+      transcripts: transcripts.checked,
     };
   }
 
@@ -208,6 +230,7 @@ function renderForm(
     if (!sameSet(now.muted, saved.muted)) out.muted = now.muted;
     if (now.notifications_paused !== saved.notifications_paused) out.notifications_paused = now.notifications_paused;
     if (now.retention_days !== saved.retention_days) out.retention_days = now.retention_days;
+    if (now.transcripts !== saved.transcripts) out.transcripts = now.transcripts;
     return out;
   }
 
