@@ -14,17 +14,31 @@ bin_dir="${SESSIONPIPE_BIN_DIR:-$HOME/.local/bin}"
 ui_dir="$bin_dir/../share/sessionpipe/ui"
 
 target=${CARGO_TARGET_DIR:-target}
-cargo build --release --quiet -p sessionpipe-core -p sessionpipe-hook
+if command -v cargo >/dev/null; then
+  # Incremental: when the release binaries are up to date this only checks.
+  cargo build --release --quiet -p sessionpipe-core -p sessionpipe-hook
+elif [ -x "$target/release/sessionpipe" ] && [ -x "$target/release/sessionpipe-hook" ]; then
+  echo "cargo is missing: using the release binaries already in $target/release" >&2
+else
+  echo "cargo is missing and there are no release binaries in $target/release: install a Rust toolchain (1.89 or newer, https://rustup.rs), then run this again" >&2
+  exit 1
+fi
 mkdir -p "$bin_dir"
 install -m 0755 "$target/release/sessionpipe" "$target/release/sessionpipe-hook" "$bin_dir/"
 sp="$bin_dir/sessionpipe"
 
-if command -v npm >/dev/null; then
-  (cd ui && npm ci --no-audit --no-fund --loglevel=error --no-update-notifier && npm run build --silent) >/dev/null
+# The UI is the one part that needs Node: without it (or when its build
+# fails) everything else still runs, and this says so.
+ui_log=$(mktemp)
+if ! command -v npm >/dev/null; then
+  echo "npm is missing: no UI (the daemon and the hooks work without it; install Node 20 and npm, then run this again)" >&2
+elif (cd ui && npm ci --no-audit --no-fund --loglevel=error --no-update-notifier && npm run build --silent) >"$ui_log" 2>&1; then
   rm -rf "$ui_dir" && mkdir -p "$ui_dir" && cp -r ui/dist/. "$ui_dir/"
 else
-  echo "npm is missing: no UI (the daemon and the hooks work without it)" >&2
+  echo "the UI did not build, so there is none this time (the daemon and the hooks work without it); npm said:" >&2
+  tail -n 5 "$ui_log" >&2
 fi
+rm -f "$ui_log"
 
 "$sp" install || true   # a skipped file is reported, and the rest still runs
 
