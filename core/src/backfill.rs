@@ -6,10 +6,13 @@
 //! Idempotent: a session the outbox already knows (live or backfilled) is passed
 //! over, and seq 0 is unique per (harness, session). It never touches a session's
 //! live seq. With remote titles on, a session its harness's service names
-//! is backfilled under that name (the asker is handed in).
+//! is backfilled under that name (the asker is handed in). How far it is goes
+//! to an observer the caller hands in (`state::progress::Progress`); this
+//! module draws and files nothing.
 
 use crate::pipeline::outbox::{Outbox, OutboxError};
 use crate::pipeline::titles::RemoteTitles;
+use crate::state::progress::{Progress, Stage, Work};
 use harness::Adapter;
 use harness::backfill::Backfilled;
 use harness::install::Host;
@@ -25,33 +28,56 @@ pub struct HarnessCount {
 }
 
 /// Appends a `session.backfill` for every session of the last `days` days that
-/// the outbox does not know. `progress` is told (harness, done, total).
-/// `titles`, when on, names each new one its harness's service names.
+/// the outbox does not know. Every harness's files are read first (so the
+/// sessions to send are counted before the first is sent), then the sessions
+/// are appended in the order each harness lists them. `progress` is told each
+/// step (`Stage::Reading`: before each harness and after the last;
+/// `Stage::Sending`: before the first session and after each); it is the
+/// caller's to show or file. `titles`, when on, names each new one its
+/// harness's service names.
 pub fn run(
     outbox: &mut Outbox,
     host: &Host,
     days: u32,
     machine: &str,
     titles: Option<&dyn RemoteTitles>,
-    progress: &mut dyn FnMut(&str, usize, usize),
+    progress: &mut dyn FnMut(&Progress),
 ) -> Result<Vec<HarnessCount>, OutboxError> {
     let titles = titles.filter(|t| t.on());
     let since = protocol::time::now_ms() - i64::from(days) * 86_400_000;
+    let step = |stage, done, total, harness: &str| {
+        Progress::new(Work::Backfill, stage, done, total, harness)
+    };
+    let harnesses = adapters::REGISTRY.len();
+    let mut read = Vec::with_capacity(harnesses);
+    for (i, adapter) in adapters::REGISTRY.iter().copied().enumerate() {
+        progress(&step(Stage::Reading, i, harnesses, adapter.name()));
+        read.push((adapter, adapter.backfill(host, since)));
+    }
+    let last = read.last().map_or("", |(a, _)| a.name());
+    progress(&step(Stage::Reading, harnesses, harnesses, last));
+    let total: usize = read.iter().map(|(_, found)| found.len()).sum();
+    let first = read
+        .iter()
+        .find(|(_, found)| !found.is_empty())
+        .map_or("", |(a, _)| a.name());
+    progress(&step(Stage::Sending, 0, total, first));
+    let mut done = 0;
     let mut counts = Vec::new();
-    for adapter in adapters::REGISTRY.iter().copied() {
-        let found = adapter.backfill(host, since);
+    for (adapter, found) in read {
         let mut count = HarnessCount {
             harness: adapter.name().into(),
             found: found.len(),
             ..Default::default()
         };
-        for (i, b) in found.iter().enumerate() {
+        for b in &found {
             if append(outbox, adapter, b, machine, titles)? {
                 count.added += 1;
             } else {
                 count.known += 1;
             }
-            progress(adapter.name(), i + 1, found.len());
+            done += 1;
+            progress(&step(Stage::Sending, done, total, adapter.name()));
         }
         counts.push(count);
     }

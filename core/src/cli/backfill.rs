@@ -1,16 +1,20 @@
 //! `sessionpipe backfill [--days N] [--json]`, and the one backfill `install` runs.
+//! Its progress goes to stderr (`progress`: a bar, plain lines, or `--json`
+//! records) and to `progress.json` for the UI and the tray; stdout has the
+//! report alone.
 
 use crate::cli::out::outln;
+use crate::cli::progress::{Show, Shown};
 
 use crate::pipeline::outbox::Outbox;
+use crate::state::progress::{Progress, Publisher};
 use anyhow::Context;
 use harness::install::Host;
 use spool::StatePaths;
-use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 pub fn run(paths: &StatePaths, days: u32, json: bool) -> anyhow::Result<ExitCode> {
-    let counts = backfill(paths, days, !json)?;
+    let counts = backfill(paths, days, Show::for_stderr(json))?;
     if json {
         outln!(
             "{}",
@@ -33,11 +37,11 @@ pub fn run(paths: &StatePaths, days: u32, json: bool) -> anyhow::Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs the backfill, with a progress line on stderr when it is a terminal.
+/// Runs the backfill, its progress shown as `show` says and filed.
 pub fn backfill(
     paths: &StatePaths,
     days: u32,
-    show: bool,
+    show: Show,
 ) -> anyhow::Result<Vec<crate::backfill::HarnessCount>> {
     paths
         .ensure()
@@ -46,27 +50,24 @@ pub fn backfill(
     let host = Host::from_env().context("HOME is not set")?;
     let config = crate::state::config::Config::load(paths)?;
     let machine = config.machine();
-    let tty = show && std::io::stderr().is_terminal();
-    let mut progress = |harness: &str, done: usize, total: usize| {
-        if tty && (done == total || done.is_multiple_of(25)) {
-            let width = 30;
-            let filled = done * width / total.max(1);
-            let bar = format!("{}{}", "#".repeat(filled), "-".repeat(width - filled));
-            let _ = write!(std::io::stderr(), "\r{harness:<12} [{bar}] {done}/{total}");
-            if done == total {
-                let _ = writeln!(std::io::stderr());
-            }
-        }
+    let mut shown = Shown::new(show);
+    let mut filed = Publisher::start(paths);
+    let mut progress = |p: &Progress| {
+        shown.tell(p);
+        filed.tell(p);
     };
     let titles = crate::titles::Titles::new(paths);
-    Ok(crate::backfill::run(
+    let counts = crate::backfill::run(
         &mut outbox,
         &host,
         days,
         &machine,
         Some(&titles),
         &mut progress,
-    )?)
+    );
+    drop(filed);
+    shown.finish();
+    Ok(counts?)
 }
 
 /// `install` backfills once per state dir: the marker says it did.
@@ -75,7 +76,7 @@ pub fn once_after_install(paths: &StatePaths) {
     if marker.exists() {
         return;
     }
-    match backfill(paths, 30, true) {
+    match backfill(paths, 30, Show::for_stderr(false)) {
         Ok(counts) => {
             let added: usize = counts.iter().map(|c| c.added).sum();
             eprintln!("backfill: {added} past sessions of the last 30 days queued");

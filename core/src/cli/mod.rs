@@ -14,6 +14,7 @@ mod doctor;
 mod generate;
 pub mod out;
 mod pool;
+mod progress;
 mod service;
 mod session_arg;
 mod sink;
@@ -178,12 +179,14 @@ enum Command {
         #[arg(value_name = "HARNESS:ID")]
         session: String,
     },
-    /// Send one `session.backfill` per past session the harnesses' files hold.
+    /// Send one `session.backfill` per past session the harnesses' files hold
+    /// (how far it is goes to stderr: a bar on a terminal, lines otherwise).
     Backfill {
         /// How far back, in days.
         #[arg(long, default_value_t = 30)]
         days: u32,
-        /// Print JSON instead of lines (its shape is in the README).
+        /// Print JSON instead of lines, and the progress as one JSON record
+        /// per line on stderr (the shapes are in the README).
         #[arg(long)]
         json: bool,
     },

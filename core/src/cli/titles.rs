@@ -4,6 +4,8 @@
 //! says is counts, never a title, a session's words or a sign-in.
 
 use crate::cli::out::outln;
+use crate::cli::progress::{Show, Shown};
+use crate::state::progress::Progress;
 use crate::titles::{self, resend::Resent};
 use anyhow::Context;
 use clap::Subcommand;
@@ -37,18 +39,29 @@ pub enum TitlesAction {
 
 pub fn run(paths: &StatePaths, action: TitlesAction) -> anyhow::Result<ExitCode> {
     let host = || Host::from_env().context("HOME is not set");
-    let (resent, json) = match action {
-        TitlesAction::On { json } => (titles::set(paths, true, &host()?)?, json),
-        TitlesAction::Off { json } => (titles::set(paths, false, &host()?)?, json),
-        TitlesAction::Refresh { json } => match titles::refresh(paths, &host()?) {
-            Ok(r) => (Some(r), json),
+    let json = match action {
+        TitlesAction::On { json } | TitlesAction::Off { json } | TitlesAction::Refresh { json } => {
+            json
+        }
+    };
+    // The re-send's progress, on stderr (`progress`); stdout has the report.
+    let mut shown = Shown::new(Show::for_stderr(json));
+    let mut progress = |p: &Progress| shown.tell(p);
+    let resent = match action {
+        TitlesAction::On { .. } => titles::set(paths, true, &host()?, &mut progress),
+        TitlesAction::Off { .. } => titles::set(paths, false, &host()?, &mut progress),
+        TitlesAction::Refresh { .. } => match titles::refresh(paths, &host()?, &mut progress) {
+            Ok(r) => Ok(Some(r)),
             Err(e @ titles::TitlesError::Off) => {
+                shown.finish();
                 eprintln!("sessionpipe: {e}");
                 return Ok(ExitCode::from(1));
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => Err(e),
         },
     };
+    shown.finish();
+    let resent = resent?;
     if json {
         let doc = serde_json::json!({
             "remote_titles": resent.is_some(),

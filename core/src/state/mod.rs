@@ -2,8 +2,9 @@
 //! The person's settings (`config`), secrets in the keychain or a 0600 file
 //! (`secrets`), the daemon lock (`lock`), where its UI answers (`ui_file`) and
 //! when hook calls were lost (`losses`), the machine name as the config changes
-//! (`machine_name`); `file` reads and writes them, `socket_file` places the
-//! daemon's sockets, private from their first moment.
+//! (`machine_name`), how far a long work is (`progress`); `file` reads and
+//! writes them, `socket_file` places the daemon's sockets, private from their
+//! first moment.
 //!
 //! Uses only the crates below the core (spool, protocol, adapters for the
 //! harness names); never a module of this crate above it.
@@ -13,6 +14,7 @@ pub mod file;
 pub mod lock;
 pub mod losses;
 pub mod machine_name;
+pub mod progress;
 pub mod secrets;
 pub mod socket_file;
 pub mod ui_file;

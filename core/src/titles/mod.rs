@@ -17,6 +17,7 @@ pub mod resend;
 pub use asker::Titles;
 
 use crate::state::config::Config;
+use crate::state::progress::{Progress, Publisher};
 use spool::StatePaths;
 
 /// Why `titles on|off|refresh` did not finish.
@@ -33,11 +34,13 @@ pub enum TitlesError {
 }
 
 /// Turns remote titles on or off. On, it then asks about the last 30 days'
-/// sessions and re-sends each one sent under another name (`resend`).
+/// sessions and re-sends each one sent under another name (`resend`), telling
+/// `progress` how far it is (and filing it: `refresh`).
 pub fn set(
     paths: &StatePaths,
     on: bool,
     host: &harness::install::Host,
+    progress: &mut dyn FnMut(&Progress),
 ) -> Result<Option<resend::Resent>, TitlesError> {
     paths.ensure().map_err(TitlesError::StateDir)?;
     let mut config = Config::load(paths)?;
@@ -47,14 +50,17 @@ pub fn set(
     if !on {
         return Ok(None);
     }
-    refresh(paths, host).map(Some)
+    refresh(paths, host, progress).map(Some)
 }
 
 /// Asks again about the last 30 days' sessions (`titles refresh`, and what
-/// turning it on does).
+/// turning it on does). How far it is goes to `progress` and to
+/// `progress.json` while it runs (the UI and the tray show it, whichever
+/// process runs it).
 pub fn refresh(
     paths: &StatePaths,
     host: &harness::install::Host,
+    progress: &mut dyn FnMut(&Progress),
 ) -> Result<resend::Resent, TitlesError> {
     let config = Config::load(paths)?;
     if !config.remote_titles {
@@ -63,11 +69,17 @@ pub fn refresh(
     sessionpipe_pool::endpoints::warn_if_pointed_elsewhere("remote titles");
     paths.ensure().map_err(TitlesError::StateDir)?;
     let mut outbox = crate::pipeline::outbox::Outbox::open(&paths.outbox())?;
+    let mut filed = Publisher::start(paths);
+    let mut told = |p: &Progress| {
+        filed.tell(p);
+        progress(p);
+    };
     Ok(resend::resend(
         &mut outbox,
         host,
         &Titles::new(paths),
         resend::DAYS,
         &config.machine(),
+        &mut told,
     )?)
 }

@@ -14,6 +14,7 @@ use super::asker::Titles;
 use crate::pipeline::outbox::{Outbox, OutboxError};
 use crate::pipeline::session::RemoteTitle;
 use crate::pipeline::titles::{self as rules, RemoteTitles};
+use crate::state::progress::{Progress, Stage, Work};
 use harness::Adapter as _;
 use harness::backfill::Backfilled;
 use harness::install::Host;
@@ -34,29 +35,27 @@ pub struct Resent {
 }
 
 /// Asks about every Claude Code session of the last `days` days and re-sends
-/// the ones already sent under another name.
+/// the ones already sent under another name. `progress` is told each step
+/// (reading Claude Code's files, then each session of them looked at).
 pub fn resend(
     outbox: &mut Outbox,
     host: &Host,
     titles: &Titles,
     days: u32,
     machine: &str,
+    progress: &mut dyn FnMut(&Progress),
 ) -> Result<Resent, OutboxError> {
     let claude = &adapters::claude_code::ClaudeCode;
     let since = protocol::time::now_ms() - i64::from(days) * 86_400_000;
     let mut done = Resent::default();
-    for past in claude.backfill(host, since) {
-        let Some(remote) = titles.remote_id(claude.name(), &past.block) else {
-            continue;
-        };
-        done.asked += 1;
-        let Some(title) = titles.ask_past(&past, &remote) else {
-            continue;
-        };
-        done.named += 1;
-        if resend_one(outbox, &past, title, machine)? {
-            done.resent += 1;
-        }
+    let step = |stage, done, total| Progress::new(Work::Titles, stage, done, total, claude.name());
+    progress(&step(Stage::Reading, 0, 1));
+    let found = claude.backfill(host, since);
+    progress(&step(Stage::Reading, 1, 1));
+    progress(&step(Stage::Sending, 0, found.len()));
+    for (i, past) in found.iter().enumerate() {
+        look_at(outbox, titles, past, machine, &mut done)?;
+        progress(&step(Stage::Sending, i + 1, found.len()));
     }
     tracing::info!(
         "remote titles: {} sessions asked about, {} named, {} sent again under their name",
@@ -65,6 +64,30 @@ pub fn resend(
         done.resent
     );
     Ok(done)
+}
+
+/// Asks about `past` when it has a claude.ai link, and sends it again when
+/// it was sent under another name; `done` counts what happened.
+fn look_at(
+    outbox: &mut Outbox,
+    titles: &Titles,
+    past: &Backfilled,
+    machine: &str,
+    done: &mut Resent,
+) -> Result<(), OutboxError> {
+    let claude = &adapters::claude_code::ClaudeCode;
+    let Some(remote) = titles.remote_id(claude.name(), &past.block) else {
+        return Ok(());
+    };
+    done.asked += 1;
+    let Some(title) = titles.ask_past(past, &remote) else {
+        return Ok(());
+    };
+    done.named += 1;
+    if resend_one(outbox, past, title, machine)? {
+        done.resent += 1;
+    }
+    Ok(())
 }
 
 /// Sends `past` again under `title` when the outbox sent it under another

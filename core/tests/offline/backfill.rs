@@ -1,7 +1,9 @@
 //! `sessionpipe backfill`: past sessions from the harnesses' own files become one
 //! `session.backfill` each, at seq 0; running it again adds nothing; `install`
 //! runs it once; a session a control start named over ACP is backfilled by
-//! that name.
+//! that name. Its progress goes to stderr (plain lines off a terminal, one
+//! JSON record per line with `--json`; stdout keeps its one document) and to
+//! the daemon's `GET /api/progress` while it runs.
 
 use serde_json::Value;
 use sessionpipe_testkit::Sandbox;
@@ -9,8 +11,6 @@ use sessionpipe_testkit::Sandbox;
 fn write_claude_transcript(sb: &Sandbox, session: &str, ask: &str) {
     let dir = sb.home.join(".claude/projects/-home-work");
     std::fs::create_dir_all(&dir).unwrap();
-    let now = std::time::SystemTime::now();
-    let _ = now;
     let lines = [
         format!(r#"{{"type":"user","promptId":"p1","timestamp":"2026-11-20T09:00:00.000Z","cwd":"{}","gitBranch":"dev","message":{{"content":"{ask}"}}}}"#, sb.home.join("work").display()),
         r#"{"type":"assistant","timestamp":"2026-11-20T09:00:09.000Z","message":{"model":"claude-opus-5-5","content":[{"type":"text","text":"ok"}]}}"#.to_string(),
@@ -161,4 +161,200 @@ fn a_session_started_over_acp_is_backfilled_under_the_starts_name() {
     );
     assert_eq!(gemini(sb.sessionpipe(&["backfill", "--json"])), (1, 0, 1));
     assert_eq!(sb.events().len(), 1);
+}
+
+/// `n` small Claude Code transcripts, each its own session.
+fn write_claude_transcripts(sb: &Sandbox, n: usize) {
+    for i in 0..n {
+        write_claude_transcript(sb, &format!("{i:08x}-2222-4333-8444-555555555555"), "go");
+    }
+}
+
+#[test]
+fn progress_goes_to_stderr_as_plain_lines_off_a_terminal() {
+    let sb = Sandbox::new();
+    write_claude_transcripts(&sb, 25);
+    let out = sb.sessionpipe(&["backfill"]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        stdout, "claude-code: 25 sessions, 25 added, 0 already known\n",
+        "stdout is the report alone"
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("backfill: "))
+        .collect();
+    // A line at each tenth of the sessions (25: at 3, 5, 8, 10, ...), and at the end.
+    assert_eq!(
+        lines.first(),
+        Some(&"backfill: 3/25 sessions (12%)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        lines.last(),
+        Some(&"backfill: 25/25 sessions (100%)"),
+        "{stderr}"
+    );
+    assert!(lines.len() >= 10, "{stderr}");
+    assert!(
+        !stderr.contains('\r') && !stderr.contains('\u{1b}'),
+        "no bar: {stderr:?}"
+    );
+    assert!(
+        !sb.state.join("progress.json").exists(),
+        "the progress file goes at the end"
+    );
+
+    // Nothing to send: nothing said.
+    let empty = Sandbox::new().sessionpipe(&["backfill"]);
+    assert!(empty.status.success());
+    assert_eq!(String::from_utf8_lossy(&empty.stderr), "");
+}
+
+/// On a terminal: a bar on stderr, cleared before the report; no colour under
+/// `NO_COLOR` (the sandbox sets it), colour without.
+#[test]
+fn progress_is_a_bar_on_a_terminal() {
+    let Some(script) = sessionpipe_testkit::terminal::script_program() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    write_claude_transcripts(&sb, 300);
+    let mut command = sb.command(sessionpipe_testkit::sandbox::bin("sessionpipe"));
+    command.args(["backfill", "--days", "1"]);
+    let term = sessionpipe_testkit::Terminal::start(&script, &command);
+    term.wait_for_text(
+        "claude-code:300sessions,300added",
+        std::time::Duration::from_secs(60),
+    );
+    let screen = term.screen();
+    assert!(screen.contains("backfill: ["), "{screen:?}");
+    assert!(screen.contains("/300 sessions"), "{screen:?}");
+    assert!(!screen.contains("\u{1b}[36m"), "NO_COLOR: {screen:?}");
+    drop(term);
+
+    let sb = Sandbox::new();
+    write_claude_transcripts(&sb, 300);
+    let mut command = sb.command(sessionpipe_testkit::sandbox::bin("sessionpipe"));
+    command.arg("backfill").env_remove("NO_COLOR");
+    let term = sessionpipe_testkit::Terminal::start(&script, &command);
+    term.wait_for_text(
+        "claude-code:300sessions,300added",
+        std::time::Duration::from_secs(60),
+    );
+    assert!(term.screen().contains("\u{1b}[36m"), "{:?}", term.screen());
+}
+
+#[test]
+fn with_json_progress_is_records_on_stderr_and_stdout_keeps_its_document() {
+    let sb = Sandbox::new();
+    write_claude_transcripts(&sb, 40);
+    let out = sb.sessionpipe(&["backfill", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let counts: Value = serde_json::from_slice(&out.stdout).expect("stdout: one JSON document");
+    let claude = counts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["harness"] == "claude-code")
+        .unwrap();
+    assert_eq!(
+        claude,
+        &serde_json::json!({"harness": "claude-code", "found": 40, "added": 40, "known": 0})
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let records: Vec<Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect();
+    let p = |r: &Value| r["progress"].clone();
+    let harnesses = sessionpipe_core::adapters::REGISTRY.len() as u64;
+    assert_eq!(
+        p(&records[0]),
+        serde_json::json!({"what": "backfill", "stage": "reading", "done": 0,
+            "total": harnesses, "harness": "claude-code"}),
+        "{stderr}"
+    );
+    let sending: Vec<Value> = records
+        .iter()
+        .map(p)
+        .filter(|r| r["stage"] == "sending")
+        .collect();
+    assert_eq!(
+        sending[0]["done"], 0,
+        "the sending stage opens with its total"
+    );
+    assert!(
+        sending
+            .iter()
+            .all(|r| r["total"] == 40 && r["what"] == "backfill")
+    );
+    assert_eq!(
+        sending.last().unwrap()["done"],
+        40,
+        "and closes with it done"
+    );
+    let dones: Vec<u64> = sending
+        .iter()
+        .map(|r| r["done"].as_u64().unwrap())
+        .collect();
+    assert!(dones.is_sorted(), "{dones:?}");
+}
+
+/// A backfill the CLI runs shows in the daemon's API while it runs: 3000
+/// sessions take long enough to be seen; when it ends the API says none.
+#[test]
+fn the_daemons_api_shows_a_backfill_while_it_runs() {
+    let sb = Sandbox::new();
+    write_claude_transcripts(&sb, 3000);
+    let _d = sb.start_daemon();
+    let ui = crate::api::Ui::of(&sb);
+    assert_eq!(
+        ui.get("/api/progress"),
+        serde_json::json!({"progress": null})
+    );
+    let mut child = sb
+        .command(sessionpipe_testkit::sandbox::bin("sessionpipe"))
+        .arg("backfill")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut seen = Vec::new();
+    while child.try_wait().unwrap().is_none() {
+        let now = ui.get("/api/progress")["progress"].clone();
+        if now["stage"] == "sending" {
+            seen.push(now);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(child.wait().unwrap().success());
+    assert!(!seen.is_empty(), "the backfill was never seen in the API");
+    let first = &seen[0];
+    assert_eq!(
+        (
+            first["what"].as_str(),
+            first["total"].as_u64(),
+            first["pid"].as_u64()
+        ),
+        (Some("backfill"), Some(3000), Some(u64::from(child.id())))
+    );
+    assert!(first["started_at"].as_str().unwrap().ends_with('Z'));
+    assert!(seen.iter().all(|p| p["done"].as_u64().unwrap() <= 3000));
+    assert_eq!(
+        ui.get("/api/progress"),
+        serde_json::json!({"progress": null})
+    );
+
+    // A file its writer left (killed before it could remove it) is stale:
+    // nobody holds the lock.
+    let left = serde_json::json!({"what": "backfill", "stage": "sending", "done": 5,
+        "total": 9, "pid": 1, "started_at": "x", "updated_at": "x"});
+    std::fs::write(sb.state.join("progress.json"), left.to_string()).unwrap();
+    assert_eq!(
+        ui.get("/api/progress"),
+        serde_json::json!({"progress": null})
+    );
 }

@@ -680,3 +680,44 @@ fn a_slow_answer_holds_only_its_own_session_and_its_name_still_arrives() {
     assert_eq!(title(&turn), (Some(NAME), Some("harness")));
     assert_eq!(api.server.requests().len(), 2);
 }
+
+/// The daemon's own long work shows in `GET /api/progress` while it runs:
+/// turning titles on in the page, its re-send's ask held by a slow claude.ai,
+/// is filed as the daemon's; when it ends the API says none.
+#[test]
+fn the_pages_titles_resend_shows_its_progress_while_it_runs() {
+    use std::sync::atomic::Ordering;
+    let sb = Sandbox::new();
+    home(&sb);
+    let api = Gated::start();
+    api.armed.store(true, Ordering::SeqCst);
+    let daemon = sb.start_daemon_with(&[(
+        "SESSIONPIPE_ANTHROPIC_API",
+        std::ffi::OsStr::new(&api.server.base_url()),
+    )]);
+    let ui = crate::api::Ui::of(&sb);
+    assert_eq!(ui.get("/api/progress"), json!({"progress": null}));
+    let turning_on = std::thread::spawn({
+        let ui = crate::api::Ui::of(&sb);
+        move || ui.send(reqwest::Method::PUT, "/api/titles", json!({"on": true}))
+    });
+    api.held
+        .lock()
+        .unwrap()
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the re-send's ask came in");
+    let mut now = ui.get("/api/progress")["progress"].clone();
+    for k in ["started_at", "updated_at"] {
+        assert!(now[k].as_str().unwrap().ends_with('Z'), "{now}");
+        now.as_object_mut().unwrap().remove(k);
+    }
+    assert_eq!(
+        now,
+        json!({"what": "titles", "stage": "sending", "done": 0, "total": 1,
+            "harness": "claude-code", "pid": daemon.pid()})
+    );
+    api.release.send(()).unwrap();
+    let (status, on) = turning_on.join().unwrap();
+    assert_eq!((status, &on["resent"]["asked"]), (200, &json!(1)), "{on}");
+    assert_eq!(ui.get("/api/progress"), json!({"progress": null}));
+}

@@ -156,6 +156,7 @@ fn router(ctx: Ctx, ui_dir: Option<PathBuf>) -> Router {
         .route("/sinks/{id}/test", post(views::test_sink))
         .route("/settings", get(views::settings).put(views::put_settings))
         .route("/titles", get(views::titles).put(views::put_titles))
+        .route("/progress", get(views::progress))
         .route("/ui-token", post(new_ui_token))
         .route("/pool", get(pool::view))
         .route("/pool/on", post(pool::on))

@@ -1,6 +1,7 @@
 //! The API's handlers: what the UI shows (the live board, approvals, harnesses,
-//! sinks, settings, remote titles; a session's pool account) and the few things it
-//! changes, each through the library (the Pool page's are `pool`'s).
+//! sinks, settings, remote titles, a long work's progress; a session's pool
+//! account) and the few things it changes, each through the library (the Pool
+//! page's are `pool`'s).
 //! Blocking reads and writes (SQLite, the state files, the keychain) run on the
 //! runtime's blocking pool; a failure is an `ApiError` with its status.
 
@@ -445,9 +446,23 @@ pub async fn put_titles(
     blocking(move || {
         let host = harness::install::Host::from_env()
             .ok_or_else(|| ApiError::Internal("HOME is not set".into()))?;
-        let resent =
-            crate::titles::set(&paths, on, &host).map_err(|e| ApiError::Internal(e.to_string()))?;
+        // Its progress is filed by `titles` (`GET /api/progress` shows it).
+        let resent = crate::titles::set(&paths, on, &host, &mut |_| {})
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
         Ok(Json(json!({"remote_titles": on, "resent": resent})))
+    })
+    .await
+}
+
+/// The long work running now on this machine (a backfill, remote titles'
+/// re-send), whichever process runs it: `{"progress": null}`, or `{"progress":
+/// {what, stage, done, total, harness?, pid, started_at, updated_at}}`
+/// (`state::progress`).
+pub async fn progress(State(ctx): State<Ctx>) -> Answer {
+    let paths = ctx.paths.clone();
+    blocking(move || {
+        let now = crate::state::progress::current(&paths);
+        Ok(Json(json!({ "progress": now })))
     })
     .await
 }
