@@ -19,6 +19,7 @@ import type {
   PoolRemoved,
   PoolState,
   PoolSwitched,
+  ProgressView,
   Settings,
   SettingsChange,
   SinkAdded,
@@ -88,6 +89,11 @@ export class Api {
 
   overview(): Promise<Overview> {
     return this.#call("GET", "/api/overview");
+  }
+
+  /** The long work running now (a backfill...), or `{progress: null}`. */
+  progress(): Promise<ProgressView> {
+    return this.#call("GET", "/api/progress");
   }
 
   events(harness: string, id: string, limit = 50): Promise<EventEnvelope[]> {

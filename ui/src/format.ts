@@ -22,6 +22,11 @@ export function harnessName(name: string): string {
   return HARNESS_NAMES[name] ?? name;
 }
 
+/** `3400` → `3 400` (a no-break space between groups of three, as the tray writes it). */
+export function grouped(n: number): string {
+  return String(Math.trunc(n)).replace(/\B(?=(\d{3})+(?!\d))/g, "\u00a0");
+}
+
 /** Seconds since, in a few characters: `just now`, `42 s`, `5 min`, `3 h`, `2 d`. */
 export function age(seconds: number): string {
   if (seconds < 5) return "just now";

@@ -13,6 +13,7 @@ import { mountPairing } from "./views/pairing";
 import { mountPool } from "./views/pool";
 import { mountSettings } from "./views/settings";
 import { mountTitles } from "./views/titles";
+import { mountProgress } from "./progress";
 
 const TOKEN_KEY = "sessionpipe.token";
 
@@ -50,6 +51,8 @@ if (app === null) throw new Error("sessionpipe: #app is missing from index.html"
 
 const nav = h("nav", { class: "tabs", "aria-label": "Sections" });
 const content = h("main", { id: "content", class: "content", tabindex: "-1" });
+// A long work's banner (a backfill...), on every screen while it runs.
+const banner = h("div", { class: "progress-banner", hidden: true });
 app.replaceChildren(
   h(
     "header",
@@ -58,6 +61,7 @@ app.replaceChildren(
     h("span", { class: "brand" }, h("span", { class: "mark", "aria-hidden": "true" }, "s"), "sessionpipe"),
     nav,
   ),
+  banner,
   content,
 );
 
@@ -188,3 +192,4 @@ window.addEventListener("hashchange", () => {
 
 takeHash();
 show(false);
+mountProgress(banner, () => (state.locked ? null : state.api));

@@ -9,6 +9,27 @@ export interface Overview {
   approvals: Approval[];
 }
 
+/**
+ * `GET /api/progress`: the long work running now on this machine (a backfill,
+ * remote titles' re-send), whichever process runs it; null when none.
+ */
+export interface ProgressView {
+  progress: LongWork | null;
+}
+
+export interface LongWork {
+  what: "backfill" | "titles";
+  /** `reading`: `done` of `total` harnesses' files read; `sending`: `done` of `total` sessions. */
+  stage: "reading" | "sending";
+  done: number;
+  total: number;
+  /** The harness being read, or whose session was just sent. */
+  harness?: string;
+  pid: number;
+  started_at: string;
+  updated_at: string;
+}
+
 export type SessionState = "needs_you" | "working" | "done";
 
 export interface SessionView {

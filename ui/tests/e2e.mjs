@@ -153,6 +153,61 @@ test("an attention from a real hook shows on the board and in approvals, then St
   await sb.shot("session-events-narrow");
 });
 
+test("a backfill running shows its progress bar, and it goes when the backfill ends", async (t) => {
+  // Enough past sessions (small real-shaped Claude Code transcripts) that the
+  // real `sessionpipe backfill` runs for seconds, not milliseconds.
+  const SESSIONS = 4000;
+  const sb = await sandbox(t, {
+    prepare: (home) => {
+      const dir = path.join(home, ".claude", "projects", "-home-work");
+      fs.mkdirSync(dir, { recursive: true });
+      for (let i = 0; i < SESSIONS; i += 1) {
+        const id = `${i.toString(16).padStart(8, "0")}-2222-4333-8444-555555555555`;
+        const lines = [
+          { type: "user", promptId: "p1", timestamp: "2026-11-20T09:00:00.000Z", cwd: path.join(home, "work"), message: { content: `ask ${i}` } },
+          { type: "assistant", timestamp: "2026-11-20T09:00:09.000Z", message: { model: "claude-opus-5-5", content: [{ type: "text", text: "ok" }] } },
+        ];
+        fs.writeFileSync(path.join(dir, `${id}.jsonl`), lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
+      }
+    },
+  });
+  const { page } = sb;
+  await page.getByText("Nothing needs you right now.").waitFor();
+  const bar = page.getByRole("progressbar", { name: "Backfill progress" });
+  assert.equal(await bar.count(), 0, "no banner while nothing runs");
+
+  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: sb.home, SESSIONPIPE_STATE_DIR: sb.state, LANG: "C.UTF-8", NO_COLOR: "1" };
+  const backfill = spawn(path.join(BIN_DIR, "sessionpipe"), ["backfill"], { env, cwd: sb.home, stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  backfill.stderr.on("data", (d) => (stderr += d));
+  let ended = null;
+  const exited = new Promise((r) => backfill.on("exit", (code) => r((ended = code))));
+  t.after(() => backfill.kill());
+
+  // The sending stage: a determinate bar, its max the sessions found.
+  const seen = await waitFor(
+    "the backfill's progress bar",
+    async () => {
+      if (ended !== null) throw new Error(`the backfill ended (${ended}) before its bar was seen`);
+      if ((await bar.count()) === 0 || (await bar.getAttribute("value")) === null) return null;
+      return { value: Number(await bar.getAttribute("value")), max: Number(await bar.getAttribute("max")), text: await page.locator(".progress-banner").innerText() };
+    },
+    60_000,
+  );
+  assert.equal(seen.max, SESSIONS);
+  assert.ok(seen.value >= 0 && seen.value <= SESSIONS, JSON.stringify(seen));
+  assert.match(seen.text, /^Backfilling past sessions: [\d\u00a0]+ \/ 4\u00a0000$/, JSON.stringify(seen));
+  assert.equal(await bar.getAttribute("aria-describedby"), "progress-text");
+  await sb.shot("backfill-progress");
+
+  assert.equal(await exited, 0, stderr);
+  assert.match(stderr, /backfill: 4000\/4000 sessions \(100%\)/, "the CLI's own plain lines, off a terminal");
+  await waitFor("the banner to go", async () => (await bar.count()) === 0);
+  assert.equal(await page.locator(".progress-banner").isHidden(), true);
+  const events = await daemonApi(sb, "GET", "/api/progress");
+  assert.deepEqual(events.body, { progress: null });
+});
+
 test("sinks: add a file sink, see its tier, test it, remove it", async (t) => {
   const sb = await sandbox(t, { hash: "&view=sinks" });
   const { page } = sb;
