@@ -122,6 +122,8 @@ const QUIT_GRACE: Duration = Duration::from_millis(200);
 
 /// How often the menu's sessions and ages are read again.
 const REFRESH: Duration = Duration::from_secs(3);
+/// How often while a long work (a backfill) runs.
+const REFRESH_BUSY: Duration = Duration::from_secs(1);
 
 /// Starts the thread that keeps the tray current: every `REFRESH`, and at once
 /// on a message from `Shared::refresh_now`. It reads off the main thread and
@@ -143,13 +145,14 @@ fn spawn_refresher(
                     Ok(()) | Err(RecvTimeoutError::Timeout) => {}
                     Err(RecvTimeoutError::Disconnected) => return,
                 }
-                wait = REFRESH;
                 shared
                     .window
                     .follow(backend::ui_address(&shared.paths).as_ref());
                 let config = crate::prefs::load(&shared.paths);
                 let phone = shared.local_receiver.follow(&shared.paths, &config);
                 let view = View::read(&shared.paths).with_phone(phone);
+                // A long work's line moves: looked at more often while it runs.
+                wait = if view.busy() { REFRESH_BUSY } else { REFRESH };
                 if proxy.send_event(UserEvent::View(Box::new(view))).is_err() {
                     return;
                 }

@@ -2,7 +2,10 @@
 //!
 //! The icon shows the state at a glance (idle, working, needs you: the three PNGs
 //! in `icons/tray/`, drawn by `icons/tray/draw.sh`). The menu has its summary
-//! line and a line when hook calls were lost to a full disk (the core's words);
+//! line, a line while a long work runs (a backfill, remote titles' re-send:
+//! "Backfilling 1 200 / 3 400 sessions", the core's `state::progress` words,
+//! in the tooltip too) and a line when hook calls were lost to a full disk
+//! (the core's words);
 //! then, when local approvals are on, the permission prompts this machine may
 //! answer now across every session and harness (`approvals`, from the daemon's
 //! overview): who asks (harness, title, folder; it opens the window on the
@@ -108,6 +111,8 @@ pub struct View {
     asking: Vec<Asking>,
     more_asking: usize,
     link: Link,
+    /// The long work running now (a backfill...), as the core words it.
+    progress: Option<String>,
     /// Hook calls lost before the spool, as the core tells it.
     lost: Option<String>,
     /// A paired receiver no longer polled (a 401), as the core tells it.
@@ -148,6 +153,8 @@ impl View {
                 .collect(),
             more_asking: prompts.len().saturating_sub(approvals::MAX_PROMPTS),
             link: backend::link(paths),
+            progress: sessionpipe_core::state::progress::current(paths)
+                .map(|f| sessionpipe_core::state::progress::line(&f.progress)),
             lost: sessionpipe_core::state::losses::current(paths)
                 .map(|l| sessionpipe_core::state::losses::line(&l)),
             control_stopped: sessionpipe_core::control::store::Store::stopped_line(&paths.outbox()),
@@ -158,6 +165,11 @@ impl View {
         }
     }
 
+    /// True while a long work runs: the refresher looks again sooner.
+    pub fn busy(&self) -> bool {
+        self.progress.is_some()
+    }
+
     /// This view with the local receiver's status.
     pub fn with_phone(mut self, phone: Status) -> View {
         self.phone = phone;
@@ -166,7 +178,7 @@ impl View {
 
     /// The menu's shape: which lines exist. Same shape: the items are updated in
     /// place; another shape: the menu is built again.
-    fn shape(&self) -> (Vec<&str>, Vec<&str>, [bool; 7]) {
+    fn shape(&self) -> (Vec<&str>, Vec<&str>, [bool; 8]) {
         (
             self.asking.iter().map(|a| a.key.as_str()).collect(),
             self.board.rows.iter().map(|r| r.key.as_str()).collect(),
@@ -178,6 +190,7 @@ impl View {
                 self.control_stopped.is_some(),
                 matches!(self.phone, Status::Serving { .. }),
                 matches!(self.phone, Status::Failed { .. }),
+                self.progress.is_some(),
             ],
         )
     }
@@ -205,7 +218,15 @@ impl View {
         } else {
             ""
         };
-        format!("sessionpipe: {}{paused}{lost}", self.board.summary())
+        let progress = self
+            .progress
+            .as_deref()
+            .map(|p| format!("; {p}"))
+            .unwrap_or_default();
+        format!(
+            "sessionpipe: {}{paused}{progress}{lost}",
+            self.board.summary()
+        )
     }
 }
 
@@ -214,6 +235,7 @@ struct Items {
     menu: Menu,
     header: MenuItem,
     link: Option<MenuItem>,
+    progress: Option<MenuItem>,
     lost: Option<MenuItem>,
     control_stopped: Option<MenuItem>,
     asking_header: Option<MenuItem>,
@@ -234,6 +256,7 @@ impl Items {
         let disabled = |text: &str| MenuItem::new(text, false, None);
         let header = disabled(&view.board.summary());
         let link = view.link_line().map(|l| disabled(&l));
+        let progress = view.progress.as_deref().map(disabled);
         let lost = view.lost.as_deref().map(|l| disabled(&capitalised(l)));
         let control_stopped = view
             .control_stopped
@@ -282,6 +305,9 @@ impl Items {
         if let Some(l) = &link {
             all.push(l);
         }
+        if let Some(l) = &progress {
+            all.push(l);
+        }
         if let Some(l) = &lost {
             all.push(l);
         }
@@ -314,6 +340,7 @@ impl Items {
             menu,
             header,
             link,
+            progress,
             lost,
             control_stopped,
             asking_header,
@@ -332,6 +359,9 @@ impl Items {
     fn update(&self, view: &View) {
         self.header.set_text(view.board.summary());
         if let (Some(item), Some(text)) = (&self.link, view.link_line()) {
+            item.set_text(text);
+        }
+        if let (Some(item), Some(text)) = (&self.progress, &view.progress) {
             item.set_text(text);
         }
         if let (Some(item), Some(text)) = (&self.lost, &view.lost) {
@@ -620,6 +650,43 @@ mod tests {
         assert!(view.tooltip().contains("lost"));
         assert!(view.shape().2[2], "the menu has the line");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_backfill_running_gets_a_line_and_the_tooltip_says_so_until_it_ends() {
+        use sessionpipe_core::state::progress::{Progress, Publisher, Stage, Work};
+        let dir = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(dir.path());
+        paths.ensure().unwrap();
+        let idle = View::read(&paths);
+        assert_eq!((idle.progress.clone(), idle.busy()), (None, false));
+        // What `sessionpipe backfill` (another process, or the daemon) files.
+        let mut filed = Publisher::start(&paths);
+        filed.tell(&Progress::new(
+            Work::Backfill,
+            Stage::Sending,
+            1200,
+            3400,
+            "claude-code",
+        ));
+        let view = View::read(&paths);
+        let line = "Backfilling 1\u{a0}200 / 3\u{a0}400 sessions";
+        assert_eq!(view.progress.as_deref(), Some(line));
+        assert!(view.busy());
+        assert_eq!(
+            view.tooltip(),
+            format!("sessionpipe: No live sessions; {line}")
+        );
+        assert!(view.shape().2[7], "the menu has the line");
+        assert_ne!(
+            view.shape(),
+            idle.shape(),
+            "the line comes: the menu is rebuilt"
+        );
+        drop(filed);
+        let after = View::read(&paths);
+        assert_eq!(after.progress, None, "gone when the backfill ends");
+        assert_eq!(after.tooltip(), "sessionpipe: No live sessions");
     }
 
     #[test]

@@ -37,7 +37,10 @@
 #      session through the pool's listener, answered at 95 % of the five-hour
 #      window, makes a Notify "Claude Code is near a usage limit" naming the
 #      window, the account and the reset; a second answer at 97 % of the same
-#      window and reset notifies no more; `pool off` gives the settings back.
+#      window and reset notifies no more; `pool off` gives the settings back;
+#  16. a real `sessionpipe backfill` of 8000 small Claude Code transcripts
+#      shows in the tray's menu while it runs (the core's words, "Backfilling
+#      1 200 / 8 000 sessions"), and the line goes when it ends.
 # Installs nothing; a missing tool fails with the apt package to install.
 # Usage: src-tauri/tests/xvfb.sh   (binaries from $SESSIONPIPE_BIN_DIR, default
 # target/debug: cargo build -p sessionpipe-app -p sessionpipe-core -p sessionpipe-hook;
@@ -626,6 +629,37 @@ cmp -s "$W/settings-before-pool.json" "$HOME/.claude/settings.json" ||
 not_listening() { ! listening; }
 wait_for 15 "the pool's listener to close" not_listening
 ok "pool off: ~/.claude/settings.json is as it was before pool on, byte for byte; the listener closed"
+
+step "16. a backfill running shows in the menu, and its line goes when it ends"
+# Enough past sessions that the real backfill runs for seconds: the tray looks
+# every 3 s, every second while a long work runs.
+/usr/bin/python3 - "$HOME/.claude/projects/-work-backfill" 8000 <<'PY'
+import json, os, sys
+folder, n = sys.argv[1], int(sys.argv[2])
+os.makedirs(folder, exist_ok=True)
+for i in range(n):
+    lines = [
+        {"type": "user", "promptId": "p1", "timestamp": "2026-11-20T09:00:00.000Z",
+         "cwd": "/work/backfill", "message": {"content": f"ask {i}"}},
+        {"type": "assistant", "timestamp": "2026-11-20T09:00:09.000Z",
+         "message": {"model": "claude-opus-5-5", "content": [{"type": "text", "text": "ok"}]}},
+    ]
+    with open(os.path.join(folder, f"{i:08x}-2222-4333-8444-555555555555.jsonl"), "w") as f:
+        f.write("".join(json.dumps(l) + "\n" for l in lines))
+PY
+"$SP_BIN/sessionpipe" backfill >"$W/backfill.out" 2>"$W/backfill.err" &
+BACKFILL=$!
+pids+=("$BACKFILL")
+seen_or_ended() { menu_has "Backfilling" || ! kill -0 "$BACKFILL" 2>/dev/null; }
+wait_for 60 "the backfill's line in the menu" seen_or_ended
+line=$(menu | cut -f3 | grep -F "Backfilling" | head -n 1 || true)
+[ -n "$line" ] || fail "the backfill ended before the menu showed it: $(tail -n 3 "$W/backfill.err")"
+ok "while the backfill ran the menu said \"$line\""
+wait "$BACKFILL" || fail "the backfill failed: $(tail -n 5 "$W/backfill.err")"
+grep -q "claude-code: 80[0-9][0-9] sessions" "$W/backfill.out" || fail "backfill: $(cat "$W/backfill.out")"
+no_backfill_line() { ! menu_has "Backfilling"; }
+wait_for 10 "the backfill's line to go" no_backfill_line
+ok "the line went when the backfill ended ($(head -n 1 "$W/backfill.out"))"
 click "Quit"
 wait_for 15 "the app to quit" bash -c "! kill -0 $APP 2>/dev/null"
 
