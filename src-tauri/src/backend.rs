@@ -60,7 +60,7 @@ fn supervise(paths: &StatePaths, opts: &daemon::Options) {
         }
     };
     loop {
-        if let Some(Holder { pid, mode }) = lock::holder(paths)
+        if let Some(Holder { pid, mode, .. }) = lock::holder(paths)
             && mode == Mode::Daemon
             && pid != me
         {
@@ -87,6 +87,7 @@ pub fn link(paths: &StatePaths) -> Link {
         Some(Holder {
             pid,
             mode: Mode::Daemon,
+            ..
         }) => {
             if pid == std::process::id() {
                 Link::Embedded

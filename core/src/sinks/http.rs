@@ -54,6 +54,22 @@ pub enum Answer {
     Transient(String),
 }
 
+impl Answer {
+    /// The answer in words, for `sink test`.
+    pub fn describe(&self) -> String {
+        match self {
+            Answer::Accepted { .. } => "taken".into(),
+            Answer::Malformed(why) => format!("400: refused as malformed ({why})"),
+            Answer::Unsupported => "400: the receiver does not speak protocol 1".into(),
+            Answer::Unauthorized => "401: the token was refused".into(),
+            Answer::TierAboveMax(t) => format!("403: the receiver takes tier {t} at most"),
+            Answer::TooLarge => "413: too large".into(),
+            Answer::RetryAfter(d) => format!("429: asked to wait {}s", d.as_secs()),
+            Answer::Transient(why) => why.clone(),
+        }
+    }
+}
+
 /// Why a receiver's discovery document could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoveryError {

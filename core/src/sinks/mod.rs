@@ -370,8 +370,11 @@ pub fn forget_session(paths: &StatePaths, harness: &str, id: &str) -> Result<usi
     Ok(removed)
 }
 
-/// `sink test`: the receiver's discovery, and a dry run of the filter over the
-/// last events (what this sink would get). Sends nothing. `(ok, lines)`.
+/// `sink test`: the receiver's discovery, a round trip (a heartbeat of a test
+/// session, then its `session.forgotten`, posted as the daemon posts, with
+/// the sink's token and signature: the receiver keeps nothing of it), and a
+/// dry run of the filter over the last events (what this sink would get).
+/// Nothing goes into the outbox. `(ok, lines)`.
 pub async fn test_report(paths: &StatePaths, id: &str) -> Result<(bool, Vec<String>), SinkError> {
     let p = paths.clone();
     let list = crate::runtime::blocking(move || SinkList::load(&p)).await?;
@@ -403,14 +406,19 @@ pub async fn test_report(paths: &StatePaths, id: &str) -> Result<(bool, Vec<Stri
     }
     if let Target::Http { url } = &sink.target {
         match http::discover(url).await {
-            Ok(d) => lines.push(format!(
-                "discovery: events at {}, max tier {}, batches of {} events / {} bytes, capabilities {}",
-                http::shown_url(&d.events),
-                d.max_tier,
-                d.max_events,
-                d.max_bytes,
-                d.capabilities.join(", ")
-            )),
+            Ok(d) => {
+                lines.push(format!(
+                    "discovery: events at {}, max tier {}, batches of {} events / {} bytes, capabilities {}",
+                    http::shown_url(&d.events),
+                    d.max_tier,
+                    d.max_events,
+                    d.max_bytes,
+                    d.capabilities.join(", ")
+                ));
+                let (said, took) = round_trip(paths, sink, &d.events).await;
+                ok &= took;
+                lines.push(said);
+            }
             Err(e) => {
                 ok = false;
                 lines.push(format!("discovery failed: {e}"));
@@ -420,6 +428,89 @@ pub async fn test_report(paths: &StatePaths, id: &str) -> Result<(bool, Vec<Stri
     let (p, s) = (paths.clone(), sink.clone());
     lines.extend(crate::runtime::blocking(move || dry_run(&p, &s)).await?);
     Ok((ok, lines))
+}
+
+/// Posts a heartbeat of a throwaway session and its `session.forgotten` to
+/// `events_url` as the daemon would (the sink's token and webhook secret),
+/// and says how the receiver took them. True when it took both.
+async fn round_trip(paths: &StatePaths, sink: &Sink, events_url: &str) -> (String, bool) {
+    let (p, s) = (paths.clone(), sink.clone());
+    let (token, webhook, machine) = crate::runtime::blocking(move || {
+        let secrets = Secrets::new(&p.root);
+        (
+            s.has_token.then(|| secrets.get(&s.token_key())).flatten(),
+            s.has_webhook_secret
+                .then(|| secrets.get(&s.webhook_key()))
+                .flatten(),
+            crate::state::config::Config::load(&p)
+                .unwrap_or_default()
+                .machine(),
+        )
+    })
+    .await;
+    let session = format!(
+        "sessionpipe-test-{}",
+        ulid::Ulid::generate().to_string().to_lowercase()
+    );
+    let block = protocol::SessionBlock {
+        machine: Some(machine),
+        ..Default::default()
+    };
+    let stamp = crate::pipeline::session::Stamp {
+        harness: "sessionpipe",
+        harness_event: None,
+        version: Some(env!("CARGO_PKG_VERSION")),
+        session_id: &session,
+        block: &block,
+        time_ms: protocol::time::now_ms(),
+    };
+    let lines: Vec<String> = [
+        protocol::EventData::SessionHeartbeat(protocol::Empty {}),
+        protocol::EventData::SessionForgotten(protocol::Empty {}),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, e)| {
+        let env = crate::pipeline::session::envelope(&stamp, i as u64 + 1, e);
+        serde_json::to_string(&env).expect("an envelope serialises")
+    })
+    .collect();
+    let answer = http::send(
+        &http::client(),
+        events_url,
+        token.as_deref(),
+        webhook.as_deref(),
+        http::batch_body(&lines),
+    )
+    .await;
+    match answer {
+        http::Answer::Accepted { rejected, .. } if rejected.is_empty() => (
+            format!(
+                "round trip: the receiver took a heartbeat of {session} and its session.forgotten"
+            ),
+            true,
+        ),
+        http::Answer::Accepted { rejected, .. } => (
+            format!(
+                "round trip: the receiver refused {} of the 2 test events: {}",
+                rejected.len(),
+                rejected
+                    .iter()
+                    .map(|(_, why)| why.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            false,
+        ),
+        http::Answer::Unauthorized => (
+            format!(
+                "round trip: 401, the token was refused (`sessionpipe sink token {} --token-stdin` gives it a new one)",
+                sink.id
+            ),
+            false,
+        ),
+        other => (format!("round trip failed: {}", other.describe()), false),
+    }
 }
 
 /// What the last events would look like at the sink's tier, as lines.

@@ -409,3 +409,50 @@ fn a_refused_token_is_replaced_with_sink_token_and_nothing_is_lost() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not an HTTP sink"));
 }
+
+#[test]
+fn sink_test_is_a_round_trip_that_leaves_nothing_behind() {
+    let sb = Sandbox::new();
+    let r = receiver(3);
+    let id = add_sink(&sb, &r.url(), "1", None);
+    let out = sb.sessionpipe(&["sink", "test", &id]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{said}");
+    let line = said
+        .lines()
+        .find(|l| l.starts_with("round trip: the receiver took a heartbeat of sessionpipe-test-"))
+        .unwrap_or_else(|| panic!("{said}"));
+    let session = line.split_whitespace().nth(6).unwrap();
+    assert_eq!(
+        r.stats().posts,
+        1,
+        "one batch: the heartbeat and its forget"
+    );
+    assert!(
+        r.events("sessionpipe", session)
+            .unwrap()
+            .unwrap_or_default()
+            .iter()
+            .all(|e| e["type"] == "session.forgotten"),
+        "the receiver keeps nothing of the test session"
+    );
+    assert!(sb.events().is_empty(), "nothing went into the outbox");
+    // A refused token: said, with what to do.
+    let other = Sandbox::new();
+    let mut c = other.command(sessionpipe_testkit::sandbox::bin("sessionpipe"));
+    c.args(["sink", "add", &r.url(), "--token-stdin"]);
+    assert!(
+        sessionpipe_testkit::sandbox::run_with_stdin(c, b"wrong-token\n")
+            .status
+            .success()
+    );
+    let wrong = sink_list(&other)[0]["id"].as_str().unwrap().to_string();
+    let out = other.sessionpipe(&["sink", "test", &wrong]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains(&format!("sessionpipe sink token {wrong} --token-stdin")),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
