@@ -35,10 +35,12 @@ pub struct HarnessCount {
 /// `Stage::Sending`: before the first session and after each); it is the
 /// caller's to show or file. `titles`, when on, names each new one its
 /// harness's service names.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     outbox: &mut Outbox,
     host: &Host,
     days: u32,
+    only: &[String],
     machine: &str,
     titles: Option<&dyn RemoteTitles>,
     progress: &mut dyn FnMut(&Progress),
@@ -48,9 +50,15 @@ pub fn run(
     let step = |stage, done, total, harness: &str| {
         Progress::new(Work::Backfill, stage, done, total, harness)
     };
-    let harnesses = adapters::REGISTRY.len();
+    // `only` (empty: every harness) names harnesses the CLI checked.
+    let adapters: Vec<&dyn Adapter> = adapters::REGISTRY
+        .iter()
+        .copied()
+        .filter(|a| only.is_empty() || only.iter().any(|o| o == a.name()))
+        .collect();
+    let harnesses = adapters.len();
     let mut read = Vec::with_capacity(harnesses);
-    for (i, adapter) in adapters::REGISTRY.iter().copied().enumerate() {
+    for (i, adapter) in adapters.into_iter().enumerate() {
         progress(&step(Stage::Reading, i, harnesses, adapter.name()));
         read.push((adapter, adapter.backfill(host, since)));
     }

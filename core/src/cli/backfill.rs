@@ -13,8 +13,8 @@ use harness::install::Host;
 use spool::StatePaths;
 use std::process::ExitCode;
 
-pub fn run(paths: &StatePaths, days: u32, json: bool) -> anyhow::Result<ExitCode> {
-    let counts = backfill(paths, days, Show::for_stderr(json))?;
+pub fn run(paths: &StatePaths, days: u32, only: &[String], json: bool) -> anyhow::Result<ExitCode> {
+    let counts = backfill(paths, days, only, Show::for_stderr(json))?;
     if json {
         outln!(
             "{}",
@@ -23,9 +23,9 @@ pub fn run(paths: &StatePaths, days: u32, json: bool) -> anyhow::Result<ExitCode
     } else {
         for c in counts.iter().filter(|c| c.found > 0) {
             outln!(
-                "{}: {} sessions, {} added, {} already known",
+                "{}: {}, {} added, {} already known",
                 c.harness,
-                c.found,
+                crate::cli::out::count(c.found as u64, "session", "sessions"),
                 c.added,
                 c.known
             );
@@ -41,6 +41,7 @@ pub fn run(paths: &StatePaths, days: u32, json: bool) -> anyhow::Result<ExitCode
 pub fn backfill(
     paths: &StatePaths,
     days: u32,
+    only: &[String],
     show: Show,
 ) -> anyhow::Result<Vec<crate::backfill::HarnessCount>> {
     paths
@@ -61,6 +62,7 @@ pub fn backfill(
         &mut outbox,
         &host,
         days,
+        only,
         &machine,
         Some(&titles),
         &mut progress,
@@ -70,16 +72,22 @@ pub fn backfill(
     Ok(counts?)
 }
 
-/// `install` backfills once per state dir: the marker says it did.
-pub fn once_after_install(paths: &StatePaths) {
+/// `install` backfills once per state dir (30 days; `days` when asked,
+/// which runs even after the first): the marker says it did.
+pub fn once_after_install(paths: &StatePaths, days: Option<u32>) {
     let marker = paths.backfilled_marker();
-    if marker.exists() {
+    if marker.exists() && days.is_none() {
         return;
     }
-    match backfill(paths, 30, Show::for_stderr(false)) {
+    let days = days.unwrap_or(30);
+    match backfill(paths, days, &[], Show::for_stderr(false)) {
         Ok(counts) => {
             let added: usize = counts.iter().map(|c| c.added).sum();
-            eprintln!("backfill: {added} past sessions of the last 30 days queued");
+            eprintln!(
+                "backfill: {} of the last {} queued",
+                crate::cli::out::count(added as u64, "past session", "past sessions"),
+                crate::cli::out::count(u64::from(days), "day", "days")
+            );
             let _ = std::fs::write(
                 &marker,
                 protocol::time::rfc3339_ms(protocol::time::now_ms()),

@@ -55,6 +55,22 @@ enum Command {
         /// hides most of Claude Code's footer hints). Later installs keep it.
         #[arg(long)]
         status_line: bool,
+        /// Also add this sink first (a receiver's URL, `file:/abs/path.jsonl`
+        /// or `stdout`), unless there is one for it: one step for a new machine.
+        #[arg(long, value_name = "URL", conflicts_with = "dry_run")]
+        sink: Option<String>,
+        /// The sink's bearer token, from stdin.
+        #[arg(long, requires = "sink")]
+        token_stdin: bool,
+        /// The sink's privacy tier 0–3.
+        #[arg(long, requires = "sink", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=3))]
+        tier: u8,
+        /// Backfill this many days (default: 30, the first time only).
+        #[arg(long, value_name = "DAYS", conflicts_with = "dry_run")]
+        backfill: Option<u32>,
+        /// The name events carry for this machine (`config set machine`).
+        #[arg(long, value_name = "NAME", conflicts_with = "dry_run")]
+        machine: Option<String>,
         /// Print JSON instead of lines (its shape is in the README).
         #[arg(long)]
         json: bool,
@@ -185,6 +201,9 @@ enum Command {
         /// How far back, in days.
         #[arg(long, default_value_t = 30)]
         days: u32,
+        /// Only this harness's past sessions (repeatable).
+        #[arg(long = "harness", value_name = "NAME", value_parser = harness_names())]
+        harnesses: Vec<String>,
         /// Print JSON instead of lines, and the progress as one JSON record
         /// per line on stderr (the shapes are in the README).
         #[arg(long)]
@@ -318,7 +337,24 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             dry_run,
             status_line,
             json,
+            sink,
+            token_stdin,
+            tier,
+            backfill: backfill_days,
+            machine,
         } => {
+            // The machine's name and the sink first: a wrong one is said
+            // before any harness's file is written.
+            if let Some(name) = machine {
+                let mut change = serde_json::Map::new();
+                change.insert("machine".into(), name.into());
+                let config = crate::state::config::Config::load(&paths)?.with_changes(change)?;
+                config.save(&paths)?;
+                eprintln!("machine: {}", config.machine());
+            }
+            if let Some(url) = sink {
+                sink::add_once(&paths, &url, tier, token_stdin)?;
+            }
             let opt_in: &[&str] = if status_line {
                 &[adapters::claude_code::STATUS_LINE_ENTRY]
             } else {
@@ -331,7 +367,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             };
             let code = hooks_command(&paths, &harnesses, &options, Action::Install)?;
             if !dry_run {
-                backfill::once_after_install(&paths);
+                backfill::once_after_install(&paths, backfill_days);
             }
             Ok(code)
         }
@@ -410,7 +446,11 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Backfill { days, json } => backfill::run(&paths, days, json),
+        Command::Backfill {
+            days,
+            harnesses,
+            json,
+        } => backfill::run(&paths, days, &harnesses, json),
         Command::Sink { action } => sink::run(&paths, action),
         Command::Doctor { json } => doctor::run(&paths, json),
         Command::Config { action } => config::run(&paths, action),
@@ -449,7 +489,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             mode,
         } => {
             if token_stdin {
-                sink::add_with_token_from_stdin(&paths, &receiver, tier)?;
+                sink::add_once(&paths, &receiver, tier, true)?;
             }
             let request = crate::control::pair::PairRequest {
                 receiver,

@@ -201,10 +201,15 @@ pub fn forget(paths: &StatePaths, which: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `connect --token-stdin`: a sink for the receiver with the token from stdin,
-/// unless one for it exists already.
-pub fn add_with_token_from_stdin(paths: &StatePaths, url: &str, tier: u8) -> anyhow::Result<()> {
-    let (token, _) = read_secrets(true, false)?;
+/// `connect --token-stdin` and `install --sink`: a sink for the receiver
+/// (with the token from stdin when asked), unless one for it exists already.
+pub fn add_once(
+    paths: &StatePaths,
+    url: &str,
+    tier: u8,
+    token_from_stdin: bool,
+) -> anyhow::Result<()> {
+    let (token, _) = read_secrets(token_from_stdin, false)?;
     let origin = reqwest::Url::parse(url)
         .map(|u| u.origin().ascii_serialization())
         .with_context(|| format!("{} is not a URL", sinks::http::shown_url(url)))?;
@@ -213,6 +218,10 @@ pub fn add_with_token_from_stdin(paths: &StatePaths, url: &str, tier: u8) -> any
             .is_ok_and(|u| u.origin().ascii_serialization() == origin))
     });
     if have {
+        eprintln!(
+            "note: a sink for {} is there already; kept as it is",
+            sinks::http::shown_url(url)
+        );
         return Ok(());
     }
     let new = NewSink {

@@ -80,8 +80,8 @@ pub fn run(paths: &StatePaths, action: TitlesAction) -> anyhow::Result<ExitCode>
 fn say(r: &Resent) {
     outln!("remote titles: on");
     outln!(
-        "{} sessions of the last {} days with a claude.ai link asked about: {} named, {} sent again under that name",
-        r.asked,
+        "{} of the last {} days with a claude.ai link asked about: {} named, {} sent again under that name",
+        crate::cli::out::count(r.asked as u64, "session", "sessions"),
         titles::resend::DAYS,
         r.named,
         r.resent

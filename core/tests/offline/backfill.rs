@@ -96,7 +96,7 @@ fn install_backfills_once() {
     write_claude_transcript(&sb, "aaaaaaaa-2222-4333-8444-555555555555", "first");
     let out = sb.sessionpipe(&["install"]);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("backfill: 1 past sessions"),
+        String::from_utf8_lossy(&out.stderr).contains("backfill: 1 past session of the last 30 days queued"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -357,4 +357,60 @@ fn the_daemons_api_shows_a_backfill_while_it_runs() {
         ui.get("/api/progress"),
         serde_json::json!({"progress": null})
     );
+}
+
+#[test]
+fn one_install_sets_a_new_machine_up_and_backfill_takes_one_harness() {
+    let sb = Sandbox::new();
+    write_claude_transcript(&sb, "11111111-2222-4333-8444-5555555555aa", "first");
+    let r =
+        sessionpipe_receiver::Receiver::start(sessionpipe_receiver::Options::new("tok-1")).unwrap();
+    let mut c = sb.command(sessionpipe_testkit::sandbox::bin("sessionpipe"));
+    c.args([
+        "install",
+        "--harness",
+        "claude-code",
+        "--sink",
+        &r.url(),
+        "--token-stdin",
+        "--tier",
+        "1",
+        "--backfill",
+        "30",
+        "--machine",
+        "new-box",
+    ]);
+    let out = sessionpipe_testkit::sandbox::run_with_stdin(c, b"tok-1\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("claude-code: installed"));
+    let sinks: Value =
+        serde_json::from_slice(&sb.sessionpipe(&["sink", "list", "--json"]).stdout).unwrap();
+    assert_eq!(sinks[0]["tier"], 1);
+    assert_eq!(sinks[0]["has_token"], true);
+    let evs = sb.events();
+    assert_eq!(evs.len(), 1, "backfilled");
+    assert_eq!(evs[0]["session"]["machine"], "new-box");
+    // Again: the sink is kept (not added twice), a bad name is said before anything.
+    let mut c = sb.command(sessionpipe_testkit::sandbox::bin("sessionpipe"));
+    c.args(["install", "--sink", &r.url(), "--token-stdin"]);
+    let out = sessionpipe_testkit::sandbox::run_with_stdin(c, b"tok-1\n");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is there already"));
+    let out = sb.sessionpipe(&["install", "--machine", " "]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a name"));
+
+    // backfill --harness: only that harness's files are read.
+    let out = sb.sessionpipe(&["backfill", "--json", "--harness", "codex"]);
+    let counts: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = counts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["harness"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["codex"]);
 }
