@@ -189,6 +189,23 @@ enum Command {
         #[command(subcommand)]
         action: sink::SinkAction,
     },
+    /// Send the outbox again to a sink (a new receiver), from the start of
+    /// what it holds or from a time; receivers take each event once.
+    Replay {
+        /// Only this sink (repeatable; default: every sink).
+        #[arg(long = "sink", value_name = "ID")]
+        sinks: Vec<String>,
+        /// Everything the outbox still holds.
+        #[arg(long, conflicts_with = "since", required_unless_present = "since")]
+        from_start: bool,
+        /// From the first event at or after this time (RFC 3339, or a date:
+        /// `2026-11-01`, midnight UTC).
+        #[arg(long, value_name = "TIME")]
+        since: Option<String>,
+        /// Print JSON instead of lines (its shape is in the README).
+        #[arg(long)]
+        json: bool,
+    },
     /// Tell every sink that takes it to forget a session, and forget it here.
     Forget {
         /// `harness:session-id` (or a unique start of the id)
@@ -464,6 +481,12 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Forget { session } => sink::forget(&paths, &session),
+        Command::Replay {
+            sinks,
+            from_start: _,
+            since,
+            json,
+        } => sink::replay(&paths, &sinks, since.as_deref(), json),
         Command::Control { action } => control::run(&paths, action),
         Command::Titles { action } => titles::run(&paths, action),
         Command::Pool { action } => pool::run(&paths, action),

@@ -201,6 +201,54 @@ pub fn forget(paths: &StatePaths, which: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `sessionpipe replay`: the outbox again to the sinks named (all when none),
+/// from the start or from `since`.
+pub fn replay(
+    paths: &StatePaths,
+    ids: &[String],
+    since: Option<&str>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let from = match since {
+        None => sinks::ReplayFrom::Start,
+        Some(t) => {
+            let whole = if t.len() == 10 {
+                format!("{t}T00:00:00Z")
+            } else {
+                t.to_string()
+            };
+            let ms = protocol::time::parse_rfc3339_ms(&whole).with_context(|| {
+                format!(
+                    "--since {t:?} is not a time (2026-11-01, or RFC 3339: 2026-11-01T09:30:00Z)"
+                )
+            })?;
+            sinks::ReplayFrom::Since(protocol::time::rfc3339_ms(ms))
+        }
+    };
+    let done = sinks::replay(paths, ids, &from)?;
+    if json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&done).expect("replays serialise")
+        );
+    } else if done.is_empty() {
+        outln!("no sinks: nothing to send again (`sink add` adds one)");
+    }
+    for d in done.iter().filter(|_| !json) {
+        let when = if d.by_daemon {
+            "the daemon sends them now"
+        } else {
+            "the daemon sends them when it runs"
+        };
+        outln!(
+            "sink {}: {} again; {when}",
+            d.sink,
+            crate::cli::out::count(d.events as u64, "event", "events")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `connect --token-stdin` and `install --sink`: a sink for the receiver
 /// (with the token from stdin when asked), unless one for it exists already.
 pub fn add_once(

@@ -125,6 +125,9 @@ impl Manager {
                             && w.target == r.sink.target
                             && w.pii == r.sink.pii
                             && w.secrets_at == r.sink.secrets_at
+                            // A new replay asked: the task starts over on it
+                            // (one it already took is cleared by the task).
+                            && (w.replay_from.is_none() || w.replay_from == r.sink.replay_from)
                             && w.paused.is_none()
                     })
             })
@@ -208,6 +211,25 @@ async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: wat
             return;
         }
     };
+    // A replay asked for: the cursor goes back before anything is read, and
+    // the request is cleared (only if it is still this one).
+    if let Some(from) = sink.replay_from.take() {
+        let (o, id) = (ob.clone(), sink.id.clone());
+        match blocking(move || lock(&o).rewind_sink_cursor(&id, from)).await {
+            Ok(()) => {
+                tracing::info!(sink = %sink.id, "sending again everything after event {from}");
+                update(&paths, &sink.id, move |s| {
+                    if s.replay_from == Some(from) {
+                        s.replay_from = None;
+                    }
+                })
+                .await;
+            }
+            Err(e) => {
+                tracing::warn!(sink = %sink.id, "the replay did not start (asked again at the next start): {e}");
+            }
+        }
+    }
     let secrets = Arc::new(Secrets::new(&paths.root));
     let (token, webhook) = {
         let (s, t, w) = (secrets.clone(), sink.token_key(), sink.webhook_key());

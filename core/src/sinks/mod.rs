@@ -106,6 +106,11 @@ pub struct Sink {
     /// restarted on it, so its next batch bears them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secrets_at: Option<i64>,
+    /// `replay` asked a running daemon to send again everything after this
+    /// rowid: the sink's task puts its cursor there when it starts, then
+    /// clears this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_from: Option<i64>,
 }
 
 impl Sink {
@@ -281,6 +286,7 @@ pub async fn add(paths: &StatePaths, new: NewSink) -> Result<Added, SinkError> {
         has_token: new.token.is_some(),
         has_webhook_secret: new.webhook_secret.is_some(),
         secrets_at: None,
+        replay_from: None,
     };
     let mut lowered_from = None;
     if let Target::Http { url } = &sink.target {
@@ -602,6 +608,72 @@ pub fn set_secrets(
         kept_in,
         unpaused,
     })
+}
+
+/// Where `replay` starts.
+#[derive(Clone, Debug)]
+pub enum ReplayFrom {
+    /// Everything the outbox still holds.
+    Start,
+    /// The first event stored at or after this time (RFC 3339).
+    Since(String),
+}
+
+/// What `replay` did for one sink.
+#[derive(Clone, Debug, Serialize)]
+pub struct Replayed {
+    pub sink: String,
+    /// Events the sink gets again (an upper bound: some are filtered out
+    /// at its tier).
+    pub events: i64,
+    /// A running daemon sends them (else the next one does).
+    pub by_daemon: bool,
+}
+
+/// `replay`: sends the outbox again to `ids` (every sink when empty) from
+/// `from`. With a daemon running, each sink's task is restarted on the
+/// request (it rewinds its own cursor, so no batch in flight moves it
+/// past); else the cursor is put back here.
+pub fn replay(
+    paths: &StatePaths,
+    ids: &[String],
+    from: &ReplayFrom,
+) -> Result<Vec<Replayed>, SinkError> {
+    let mut list = SinkList::load(paths)?;
+    for id in ids {
+        if !list.sinks.iter().any(|s| &s.id == id) {
+            return Err(SinkError::NoSuch(id.clone()));
+        }
+    }
+    let mut ob = crate::pipeline::outbox::Outbox::open(&paths.outbox())?;
+    let rowid = match from {
+        ReplayFrom::Start => 0,
+        ReplayFrom::Since(t) => ob.rowid_before_time(t)?,
+    };
+    let events = ob.count_after(rowid)?;
+    let daemon = crate::state::lock::holder(paths)
+        .is_some_and(|h| h.mode == crate::state::lock::Mode::Daemon);
+    let mut done = Vec::new();
+    for s in list
+        .sinks
+        .iter_mut()
+        .filter(|s| ids.is_empty() || ids.contains(&s.id))
+    {
+        if daemon {
+            s.replay_from = Some(rowid);
+        } else {
+            ob.rewind_sink_cursor(&s.id, rowid)?;
+        }
+        done.push(Replayed {
+            sink: s.id.clone(),
+            events,
+            by_daemon: daemon,
+        });
+    }
+    if daemon {
+        list.save(paths)?;
+    }
+    Ok(done)
 }
 
 /// Removes a sink, its token and its cursor.

@@ -456,3 +456,61 @@ fn sink_test_is_a_round_trip_that_leaves_nothing_behind() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+#[test]
+fn replay_sends_the_outbox_again_and_the_receiver_takes_each_event_once() {
+    let sb = Sandbox::new();
+    let r = receiver(3);
+    let id = add_sink(&sb, &r.url(), "0", None);
+    // No daemon: the cursor goes back here, and status says what waits.
+    a_turn(&sb, 0);
+    let d = sb.start_daemon();
+    assert_eq!(wait_stored(&r, 3, Duration::from_secs(20)).len(), 3);
+    d.terminate();
+    let out = sb.sessionpipe(&["replay", "--from-start"]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!(
+            "sink {id}: 3 events again; the daemon sends them when it runs"
+        )),
+        "{said}"
+    );
+    let status = String::from_utf8_lossy(&sb.sessionpipe(&["status"]).stdout).into_owned();
+    assert!(status.contains("3 events behind"), "{status}");
+    // With a daemon: its sink starts over, the receiver counts them as known.
+    let _d = sb.start_daemon();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while r.stats().duplicates < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(r.stats().duplicates, 3);
+    let out = sb.sessionpipe(&["replay", "--sink", &id, "--since", "2020-01-01", "--json"]);
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done[0]["by_daemon"], true);
+    assert_eq!(done[0]["events"], 3);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while r.stats().duplicates < 6 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(r.stats().duplicates, 6, "sent once more, not twice");
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(r.stats().duplicates, 6, "and not again at the next look");
+    assert!(
+        sink_list(&sb)[0].get("replay_from").is_none(),
+        "the request is cleared"
+    );
+    assert_eq!(stored(&r).len(), 3, "each event once");
+    // Nothing that new, a wrong time or sink: said.
+    let out = sb.sessionpipe(&["replay", "--since", "2999-01-01"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("0 events again"));
+    let out = sb.sessionpipe(&["replay", "--since", "yesterday"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a time"));
+    let out = sb.sessionpipe(&["replay", "--sink", "s_nope", "--from-start"]);
+    assert!(!out.status.success());
+    assert!(
+        sb.sessionpipe(&["replay"]).status.code() == Some(2),
+        "from where is asked"
+    );
+}

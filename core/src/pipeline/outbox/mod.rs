@@ -235,6 +235,32 @@ impl Outbox {
         Ok(())
     }
 
+    /// Puts a sink's cursor back to `rowid` (`replay`: the events after it
+    /// go again; receivers take each event once, by its id).
+    pub fn rewind_sink_cursor(&mut self, sink: &str, rowid: i64) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO sink_cursors (sink, rowid, at_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT (sink) DO UPDATE SET rowid = excluded.rowid, at_ms = excluded.at_ms",
+            params![sink, rowid.max(0), protocol::time::now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// The rowid before the first event stored at or after `time` (RFC 3339,
+    /// as events carry it): where a replay `--since` starts. The last rowid
+    /// when none is that new.
+    pub fn rowid_before_time(&self, time: &str) -> Result<i64> {
+        let first: Option<i64> = self.conn.query_row(
+            "SELECT min(rowid) FROM events WHERE time >= ?1",
+            params![time],
+            |r| r.get(0),
+        )?;
+        match first {
+            Some(r) => Ok(r - 1),
+            None => Ok(self.counts()?.last_rowid),
+        }
+    }
+
     pub fn forget_cursor(&mut self, sink: &str) -> Result<()> {
         self.conn
             .execute("DELETE FROM sink_cursors WHERE sink = ?1", params![sink])?;
