@@ -164,6 +164,8 @@ export interface HarnessReport {
    */
   summary: string;
   files: FileReport[];
+  /** Not found: where it was looked for (folders, `cmd` on PATH). */
+  looked_for?: string[];
   note: string | null;
   line: string;
   /** It reports through hooks (an adapter of its own); false: an ACP agent only. */

@@ -154,6 +154,14 @@ impl HookInstall for Antigravity {
     /// `antigravity-cli`, `antigravity-ide`, …) or its CLI (`agy`) or app launcher
     /// (`antigravity`) is on `PATH`. `~/.gemini` alone is Gemini CLI's too, and
     /// is no sign of Antigravity.
+    fn looked_for(&self, host: &Host) -> Vec<String> {
+        vec![
+            host.show(&host.home.join(".gemini/config")),
+            host.show(&host.home.join(".gemini/antigravity*")),
+            "`agy` or `antigravity` on PATH".into(),
+        ]
+    }
+
     fn targets(&self, host: &Host) -> Vec<Target> {
         let gemini = host.home.join(".gemini");
         let config = gemini.join("config");

@@ -354,6 +354,18 @@ fn background(p: &Map<String, Value>, except_agent: Option<&str>) -> Option<Vec<
 impl HookInstall for ClaudeCode {
     /// `settings.json` of every config dir. Not found when none exists and
     /// `claude` is not on `PATH`.
+    fn looked_for(&self, host: &Host) -> Vec<String> {
+        let mut places = vec![
+            host.show(&host.home.join(".claude")),
+            host.show(&host.home.join(".claude-*")),
+        ];
+        if let Some(dir) = host.var("CLAUDE_CONFIG_DIR") {
+            places.push(host.show(std::path::Path::new(dir)));
+        }
+        places.push("`claude` on PATH".into());
+        places
+    }
+
     fn targets(&self, host: &Host) -> Vec<Target> {
         config_dirs(host)
             .into_iter()

@@ -298,6 +298,16 @@ impl HookInstall for Codex {
     /// `hooks.json` and `config.toml` in `$CODEX_HOME` (default `~/.codex`). Not
     /// found when neither that folder nor `~/.codex` exists and `codex` is not on
     /// `PATH`.
+    fn looked_for(&self, host: &Host) -> Vec<String> {
+        let default = host.home.join(".codex");
+        let mut places = vec![host.show(&default)];
+        if codex_home(host) != default {
+            places.push(host.show(&codex_home(host)));
+        }
+        places.push("`codex` on PATH".into());
+        places
+    }
+
     fn targets(&self, host: &Host) -> Vec<Target> {
         let default = host.home.join(".codex");
         let dir = codex_home(host);

@@ -35,6 +35,10 @@ fn handler(command: String, timeout: u64, _: &HookEvent) -> Value {
 impl HookInstall for CopilotCli {
     /// `<copilot home>/hooks/sessionpipe.json`, a file of our own. Not found
     /// when Copilot's folder does not exist and `copilot` is not on `PATH`.
+    fn looked_for(&self, host: &Host) -> Vec<String> {
+        vec![host.show(&copilot_home(host)), "`copilot` on PATH".into()]
+    }
+
     fn targets(&self, host: &Host) -> Vec<Target> {
         let dir = copilot_home(host);
         if !dir.is_dir() && !host.on_path("copilot") {

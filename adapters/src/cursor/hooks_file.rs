@@ -59,6 +59,13 @@ impl HookInstall for Cursor {
     /// `~/.cursor/hooks.json`, the person's user-level hooks file. Found when
     /// `~/.cursor` exists or `cursor-agent` (Cursor's CLI) or `cursor` is on
     /// `PATH`.
+    fn looked_for(&self, host: &Host) -> Vec<String> {
+        vec![
+            host.show(&host.home.join(".cursor")),
+            "`cursor-agent` or `cursor` on PATH".into(),
+        ]
+    }
+
     fn targets(&self, host: &Host) -> Vec<Target> {
         let dir = host.home.join(".cursor");
         if !dir.is_dir() && !host.on_path("cursor-agent") && !host.on_path("cursor") {

@@ -215,6 +215,15 @@ impl HookInstall for Devin {
     /// The user config file, the only place a user-wide Devin hook lives
     /// (`.devin/hooks.v1.json` is per project). Not found when Devin's config
     /// folder does not exist and `devin` is not on `PATH`.
+    fn looked_for(&self, host: &Host) -> Vec<String> {
+        vec![
+            host.show(&store::config_dir(&host.home, &|k| {
+                host.var(k).map(str::to_string)
+            })),
+            "`devin` on PATH".into(),
+        ]
+    }
+
     fn targets(&self, host: &Host) -> Vec<Target> {
         let dir = store::config_dir(&host.home, &|k| host.var(k).map(str::to_string));
         if !dir.is_dir() && !host.on_path("devin") {

@@ -170,6 +170,10 @@ impl ConfigFormat for DroidHooks {
 impl HookInstall for Droid {
     /// `~/.factory/hooks.json`, shared with the person's own hooks. Not found
     /// when `~/.factory` does not exist and `droid` is not on `PATH`.
+    fn looked_for(&self, host: &Host) -> Vec<String> {
+        vec![host.show(&factory_dir(host)), "`droid` on PATH".into()]
+    }
+
     fn targets(&self, host: &Host) -> Vec<Target> {
         let dir = factory_dir(host);
         if !dir.is_dir() && !host.on_path("droid") {

@@ -336,6 +336,13 @@ impl HookInstall for GeminiCli {
     /// `gemini` is on `PATH`; the `.gemini` folder alone is no sign of Gemini CLI,
     /// since Antigravity keeps its own hooks and data there too
     /// (`config/hooks.json`, `antigravity/`).
+    fn looked_for(&self, host: &Host) -> Vec<String> {
+        vec![
+            host.show(&gemini_dir(host).join("settings.json")),
+            "`gemini` on PATH".into(),
+        ]
+    }
+
     fn targets(&self, host: &Host) -> Vec<Target> {
         let settings = gemini_dir(host).join("settings.json");
         if !settings.is_file() && !host.on_path("gemini") {

@@ -245,6 +245,10 @@ fn grok_home(host: &Host) -> PathBuf {
 impl HookInstall for GrokBuild {
     /// `<grok home>/hooks/sessionpipe.json`, a file of our own. Not found when
     /// Grok's home does not exist and `grok` is not on `PATH`.
+    fn looked_for(&self, host: &Host) -> Vec<String> {
+        vec![host.show(&grok_home(host)), "`grok` on PATH".into()]
+    }
+
     fn targets(&self, host: &Host) -> Vec<Target> {
         let home = grok_home(host);
         if !home.is_dir() && !host.on_path("grok") {

@@ -201,6 +201,13 @@ impl HookInstall for Kiro {
     /// `~/.kiro/hooks/sessionpipe.json`, a file of our own among the person's
     /// hooks files. Found when `~/.kiro` exists or `kiro-cli` or `kiro` is on
     /// `PATH`.
+    fn looked_for(&self, host: &Host) -> Vec<String> {
+        vec![
+            host.show(&host.home.join(".kiro")),
+            "`kiro-cli` or `kiro` on PATH".into(),
+        ]
+    }
+
     fn targets(&self, host: &Host) -> Vec<Target> {
         let dir = host.home.join(".kiro");
         if !dir.is_dir() && !host.on_path("kiro-cli") && !host.on_path("kiro") {

@@ -186,6 +186,10 @@ fn config_dir(host: &Host) -> PathBuf {
 impl HookInstall for OpenCode {
     /// `<config>/plugins/sessionpipe.js`, a file of our own. Found when
     /// OpenCode's config folder exists or `opencode` is on `PATH`.
+    fn looked_for(&self, host: &Host) -> Vec<String> {
+        vec![host.show(&config_dir(host)), "`opencode` on PATH".into()]
+    }
+
     fn targets(&self, host: &Host) -> Vec<Target> {
         let dir = config_dir(host);
         if !dir.is_dir() && !host.on_path("opencode") {

@@ -270,7 +270,7 @@ fn not_found_writes_nothing_and_dry_run_writes_nothing() {
         .unwrap();
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        "claude-code: not found\n"
+        "claude-code: not found (looked for ~/.claude, ~/.claude-* and `claude` on PATH)\n"
     );
     assert!(out.status.success());
     assert!(!sb.home.join(".claude").exists());

@@ -307,7 +307,10 @@ fn codex_home_is_where_the_files_go_and_nothing_is_found_without_codex() {
         .args(["install", "--harness", "codex"])
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "codex: not found\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "codex: not found (looked for ~/.codex and `codex` on PATH)\n"
+    );
     assert!(!codex_dir(&sb).exists());
 
     let custom = sb.root().join("elsewhere/codex");

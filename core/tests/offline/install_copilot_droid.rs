@@ -47,7 +47,10 @@ fn droid_file(sb: &Sandbox) -> PathBuf {
 fn copilot_gets_a_file_of_its_own_and_loses_it_again() {
     let sb = Sandbox::new();
     let (said, _) = run(&sb, &["install", "--harness", "copilot-cli"]);
-    assert_eq!(said, "copilot-cli: not found\n");
+    assert_eq!(
+        said,
+        "copilot-cli: not found (looked for ~/.copilot and `copilot` on PATH)\n"
+    );
     std::fs::create_dir_all(sb.home.join(".copilot")).unwrap();
     let (said, out) = run(&sb, &["install", "--harness", "copilot-cli"]);
     assert!(out.status.success(), "{said}");
@@ -162,7 +165,10 @@ const THEIRS: &str = "{\n    \"PreToolUse\": [\n        {\n            \"matcher
 fn droid_entries_go_at_the_top_level_beside_theirs_and_uninstall_restores_the_bytes() {
     let sb = Sandbox::new();
     let (said, _) = run(&sb, &["install", "--harness", "droid"]);
-    assert_eq!(said, "droid: not found\n");
+    assert_eq!(
+        said,
+        "droid: not found (looked for ~/.factory and `droid` on PATH)\n"
+    );
     write(&droid_file(&sb), THEIRS);
     let (said, out) = run(&sb, &["install", "--harness", "droid"]);
     assert!(out.status.success(), "{said}");

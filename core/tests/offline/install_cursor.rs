@@ -182,7 +182,10 @@ fn not_found_without_its_folder_or_cli() {
     let sb = Sandbox::new();
     let (said, out) = run(&sb, &["install", "--harness", "cursor"]);
     assert!(out.status.success());
-    assert_eq!(said, "cursor: not found\n");
+    assert_eq!(
+        said,
+        "cursor: not found (looked for ~/.cursor and `cursor-agent` or `cursor` on PATH)\n"
+    );
     assert!(!sb.home.join(".cursor").exists());
 }
 

@@ -264,7 +264,10 @@ fn found_by_settings_or_path_never_by_antigravitys_folder() {
     std::fs::create_dir_all(sb.home.join(".gemini/antigravity")).unwrap();
     let (said, notes, out) = run(&sb, &["install", "--harness", "gemini-cli"]);
     assert!(out.status.success());
-    assert_eq!(said, "gemini-cli: not found\n");
+    assert_eq!(
+        said,
+        "gemini-cli: not found (looked for ~/.gemini/settings.json and `gemini` on PATH)\n"
+    );
     assert_eq!(notes, "");
     assert!(!settings(&sb).exists());
 

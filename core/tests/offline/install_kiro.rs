@@ -143,7 +143,10 @@ fn a_file_that_is_not_plain_json_is_left_alone() {
 fn not_found_without_its_folder_or_cli() {
     let sb = Sandbox::new();
     let (said, _) = run(&sb, &["install", "--harness", "kiro"]);
-    assert_eq!(said, "kiro: not found\n");
+    assert_eq!(
+        said,
+        "kiro: not found (looked for ~/.kiro and `kiro-cli` or `kiro` on PATH)\n"
+    );
     assert!(!sb.home.join(".kiro").exists());
 }
 

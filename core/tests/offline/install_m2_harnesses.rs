@@ -195,7 +195,10 @@ fn devin_is_found_by_its_config_dir_or_path_and_follows_xdg() {
     let sb = Sandbox::new();
     let none = path_with(&sb, &[]);
     let (said, _) = cli(&sb, &none, &[], &["install", "--harness", "devin"]);
-    assert_eq!(said, "devin: not found\n");
+    assert_eq!(
+        said,
+        "devin: not found (looked for ~/.config/devin and `devin` on PATH)\n"
+    );
     assert!(!sb.home.join(".config").exists());
 
     let xdg = sb.root().join("xdg");
@@ -409,7 +412,10 @@ fn grok_is_not_found_without_its_home_or_binary() {
     let none = path_with(&sb, &[]);
     let (said, out) = cli(&sb, &none, &[], &["install", "--harness", "grok-build"]);
     assert!(out.status.success());
-    assert_eq!(said, "grok-build: not found\n");
+    assert_eq!(
+        said,
+        "grok-build: not found (looked for ~/.grok and `grok` on PATH)\n"
+    );
     assert!(!sb.home.join(".grok").exists());
 }
 
@@ -553,7 +559,10 @@ fn antigravity_is_found_by_its_own_traces_not_by_gemini_cli() {
     let none = path_with(&sb, &[]);
     write(&sb.home.join(".gemini/settings.json"), "{}\n");
     let (said, _) = cli(&sb, &none, &[], &["install", "--harness", "antigravity"]);
-    assert_eq!(said, "antigravity: not found\n");
+    assert_eq!(
+        said,
+        "antigravity: not found (looked for ~/.gemini/config, ~/.gemini/antigravity* and `agy` or `antigravity` on PATH)\n"
+    );
     assert!(!sb.home.join(".gemini/config").exists());
 
     std::fs::create_dir_all(sb.home.join(".gemini/antigravity")).unwrap();

@@ -47,7 +47,7 @@ fn install_writes_our_plugin_and_uninstall_takes_exactly_it_away() {
     let sb = Sandbox::new();
     assert_eq!(
         run(&sb, &["install", "--harness", "opencode"]),
-        "opencode: not found\n"
+        "opencode: not found (looked for ~/.config/opencode and `opencode` on PATH)\n"
     );
     person(&sb);
     let said = run(&sb, &["install", "--harness", "opencode"]);

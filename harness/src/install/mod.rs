@@ -128,6 +128,12 @@ pub trait HookInstall: Sync {
     fn note(&self) -> Option<&'static str> {
         None
     }
+    /// Where `targets` looks for the harness, as a person reads it (folders
+    /// with `host.show`, commands as `` `name` on PATH ``): what a "not found"
+    /// says it looked for.
+    fn looked_for(&self, _host: &Host) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The state of one file, for `status`, or what `install`/`uninstall` did to it.
@@ -202,6 +208,9 @@ pub struct HarnessReport {
     pub harness: String,
     pub summary: String,
     pub files: Vec<FileReport>,
+    /// Not found: where it was looked for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub looked_for: Vec<String>,
 }
 
 impl HarnessReport {
@@ -211,13 +220,22 @@ impl HarnessReport {
             harness: harness.to_string(),
             summary,
             files,
+            looked_for: Vec::new(),
         }
     }
 
     /// One line: `claude-code: installed (~/.claude/settings.json)`.
     pub fn line(&self) -> String {
         if self.files.is_empty() {
-            return format!("{}: not found", self.harness);
+            return match self.looked_for.as_slice() {
+                [] => format!("{}: not found", self.harness),
+                [one] => format!("{}: not found (looked for {one})", self.harness),
+                [rest @ .., last] => format!(
+                    "{}: not found (looked for {} and {last})",
+                    self.harness,
+                    rest.join(", ")
+                ),
+            };
         }
         let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
         for f in &self.files {
@@ -368,7 +386,11 @@ impl Installer<'_> {
                 }
             })
             .collect();
-        HarnessReport::new(harness, files)
+        let mut report = HarnessReport::new(harness, files);
+        if report.files.is_empty() {
+            report.looked_for = hooks.looked_for(self.host);
+        }
+        report
     }
 
     /// True when `target`'s file holds an entry of ours, current or not (a

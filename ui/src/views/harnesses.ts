@@ -215,6 +215,7 @@ function renderHarness(
             r.acp !== null
               ? `${name}'s settings were not found, so no hooks are written for it.`
               : `${name} was not found on this machine, so nothing is written for it.`,
+            r.looked_for !== undefined && r.looked_for.length > 0 ? ` Looked for: ${r.looked_for.join(", ")}.` : "",
           ),
       found ? h("ul", { class: "files" }, r.files.map(renderFile)) : null,
       r.acp !== null ? renderAcp(r.acp) : null,
