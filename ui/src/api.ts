@@ -10,6 +10,7 @@ import type {
   ControlView,
   EventEnvelope,
   KeyRemoved,
+  HarnessOffer,
   HarnessReport,
   NewSink,
   Overview,
@@ -103,6 +104,14 @@ export class Api {
 
   harnesses(): Promise<HarnessReport[]> {
     return this.#call("GET", "/api/harnesses");
+  }
+
+  offers(): Promise<{ offers: HarnessOffer[] }> {
+    return this.#call("GET", "/api/offers");
+  }
+
+  declineOffer(name: string): Promise<unknown> {
+    return this.#call("POST", `/api/offers/${encodeURIComponent(name)}/decline`);
   }
 
   setHarness(name: string, installed: boolean): Promise<HarnessReport[]> {

@@ -174,6 +174,14 @@ export interface HarnessReport {
   acp: AcpAgent | null;
 }
 
+/** `GET /api/offers`: a harness found here whose hooks are not installed
+ * and that the person has not declined. */
+export interface HarnessOffer {
+  harness: string;
+  /** Where its hooks would go. */
+  files: string[];
+}
+
 /** `GET /api/sinks`: a sink and how far behind it is. */
 export interface SinkView {
   id: string;

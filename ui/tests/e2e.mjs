@@ -324,6 +324,31 @@ test("how long events are kept: a wrong number is said at once, a right one is s
   assert.deepEqual(puts[1], { retention_days: 30 });
 });
 
+test("a harness found after setup is offered on the board: Watch it installs its hooks, Not now is remembered", async (t) => {
+  const sb = await sandbox(t);
+  const { page } = sb;
+  await page.getByText(/Machine /).waitFor();
+  // Codex and Gemini CLI appear after the daemon started (their folders made).
+  fs.mkdirSync(path.join(sb.home, ".codex"), { recursive: true });
+  fs.mkdirSync(path.join(sb.home, ".gemini"), { recursive: true });
+  fs.writeFileSync(path.join(sb.home, ".gemini", "settings.json"), "{}\n");
+  await page.reload();
+  const codex = page.locator("[data-offer=codex]");
+  await codex.getByText("Codex is on this machine, and sessionpipe does not watch it yet.").waitFor();
+  await codex.getByText(/~\/\.codex\/hooks\.json/).waitFor();
+  await codex.getByRole("button", { name: "Watch Codex" }).click();
+  await codex.waitFor({ state: "detached" });
+  assert.ok(fs.existsSync(path.join(sb.home, ".codex", "hooks.json")), "the hooks are written");
+  const gemini = page.locator("[data-offer=gemini-cli]");
+  await gemini.getByRole("button", { name: "Not now" }).click();
+  await gemini.waitFor({ state: "detached" });
+  assert.equal(fs.readFileSync(path.join(sb.home, ".gemini", "settings.json"), "utf8"), "{}\n", "nothing written");
+  await page.reload();
+  await page.getByText(/Machine /).waitFor();
+  await page.waitForTimeout(500);
+  assert.equal(await page.locator("[data-offer]").count(), 0, "neither is offered again");
+});
+
 test("transcripts: the switch says what turning it on sends, and is stored", async (t) => {
   const sb = await sandbox(t, { hash: "&view=settings" });
   const { page } = sb;

@@ -509,3 +509,66 @@ fn local_approvals_answer_only_a_waiting_prompt_and_only_when_turned_on() {
         );
     });
 }
+
+#[test]
+fn a_harness_found_after_setup_is_offered_until_watched_or_declined() {
+    let sb = Sandbox::new();
+    let _d = sb.start_daemon();
+    let ui = Ui::of(&sb);
+    let offered = |ui: &Ui| -> Vec<String> {
+        ui.get("/api/offers")["offers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["harness"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(offered(&ui).is_empty(), "nothing here yet");
+    // Codex and Droid appear after setup.
+    std::fs::create_dir_all(sb.home.join(".codex")).unwrap();
+    std::fs::create_dir_all(sb.home.join(".factory")).unwrap();
+    assert_eq!(offered(&ui), ["codex", "droid"]);
+    let offer = &ui.get("/api/offers")["offers"][0];
+    assert_eq!(offer["files"][0], "~/.codex/hooks.json");
+    // Watched from the API (as the banner's button does): no longer offered.
+    let (status, _) = ui.send(
+        reqwest::Method::POST,
+        "/api/harnesses/codex",
+        json!({"installed": true}),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(offered(&ui), ["droid"]);
+    // Declined: never again; taken out by name: not offered back either.
+    let (status, _) = ui.send(
+        reqwest::Method::POST,
+        "/api/offers/droid/decline",
+        json!({}),
+    );
+    assert_eq!(status, 200);
+    assert!(offered(&ui).is_empty());
+    assert!(
+        sb.sessionpipe(&["uninstall", "--harness", "codex"])
+            .status
+            .success()
+    );
+    assert!(
+        offered(&ui).is_empty(),
+        "what the person took out stays out"
+    );
+    // Installed again by name: it is theirs again to take out or keep.
+    assert!(
+        sb.sessionpipe(&["install", "--harness", "droid"])
+            .status
+            .success()
+    );
+    let declined: Value =
+        serde_json::from_slice(&std::fs::read(sb.state.join("harness-declined.json")).unwrap())
+            .unwrap();
+    assert_eq!(declined["harnesses"], json!(["codex"]));
+    let (status, body) = ui.send(
+        reqwest::Method::POST,
+        "/api/offers/nonesuch/decline",
+        json!({}),
+    );
+    assert_eq!(status, 404, "{body}");
+}

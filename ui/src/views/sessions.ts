@@ -4,7 +4,8 @@
 // most (`a@x · 5h 93%`).
 // An approval the daemon says is answerable (local approvals on, its hook waits)
 // has Allow and Deny buttons: the person's click posts /api/approvals and the
-// answer, or why it was not taken, shows under it.
+// answer, or why it was not taken, shows under it. A harness found after
+// setup is offered above the board (`offers`).
 
 import { ApiError, describeError } from "../api";
 import { h, message, patch, type Child } from "../dom";
@@ -12,6 +13,7 @@ import { STATE_WORDS, accountText, age, attentionText, clock, harnessName, kindW
 import { href, splitKey, type Route } from "../route";
 import type { Approval, ApprovalDecision, EventEnvelope, Overview, SessionAccount, SessionState, SessionView } from "../types";
 import type { Mounted, ViewContext } from "../view";
+import { mountOffers } from "../offers";
 
 const REFRESH_MS = 2000;
 const EVENT_LIMIT = 50;
@@ -71,11 +73,13 @@ export function mountSessions(root: HTMLElement, ctx: ViewContext): Mounted {
   };
 
   const live = h("div", { class: "live" }, h("p", { class: "muted" }, "Loading the board…"));
+  const offers = mountOffers(api);
   root.replaceChildren(
     h(
       "section",
       { class: "view sessions", "aria-labelledby": "sessions-h" },
       h("h1", { id: "sessions-h", tabindex: "-1" }, "Sessions"),
+      offers.element,
       live,
     ),
   );
@@ -147,6 +151,7 @@ export function mountSessions(root: HTMLElement, ctx: ViewContext): Mounted {
     },
     unmount() {
       stopped = true;
+      offers.stop();
       window.clearInterval(timer);
       window.removeEventListener("focus", onFocus);
       document.removeEventListener("visibilitychange", onVisible);

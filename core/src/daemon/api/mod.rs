@@ -151,6 +151,8 @@ fn router(ctx: Ctx, ui_dir: Option<PathBuf>) -> Router {
         )
         .route("/harnesses", get(views::harnesses))
         .route("/harnesses/{name}", post(views::set_harness))
+        .route("/offers", get(views::offers))
+        .route("/offers/{name}/decline", post(views::decline_offer))
         .route("/sinks", get(views::sinks).post(views::add_sink))
         .route("/sinks/{id}", axum::routing::delete(views::remove_sink))
         .route("/sinks/{id}/test", post(views::test_sink))

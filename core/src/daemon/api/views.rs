@@ -292,6 +292,33 @@ pub async fn harnesses(State(ctx): State<Ctx>) -> Answer {
     blocking(move || harness_reports(&ctx, &[], Action::Status)).await
 }
 
+/// `GET /api/offers`: harnesses found here whose hooks are not installed
+/// and that the person has not declined (installed after setup, say):
+/// `{"offers": [{"harness", "files": [where its hooks would go]}]}`.
+pub async fn offers(State(ctx): State<Ctx>) -> Answer {
+    let paths = ctx.paths.clone();
+    blocking(move || {
+        let offers: Vec<Value> = crate::installers::offers(&paths)?
+            .into_iter()
+            .map(|r| {
+                json!({"harness": r.harness, "files": r.files.iter().map(|f| f.path.clone()).collect::<Vec<_>>()})
+            })
+            .collect();
+        Ok(Json(json!({"offers": offers})))
+    })
+    .await
+}
+
+/// `POST /api/offers/{name}/decline`: not offered again.
+pub async fn decline_offer(State(ctx): State<Ctx>, Path(name): Path<String>) -> Answer {
+    let paths = ctx.paths.clone();
+    blocking(move || {
+        crate::installers::decline(&paths, &name)?;
+        Ok(Json(json!({"declined": name})))
+    })
+    .await
+}
+
 /// Installs (`{"installed": true}`) or removes a harness's hooks.
 pub async fn set_harness(
     State(ctx): State<Ctx>,
