@@ -231,24 +231,9 @@ pub fn held_back(ob: &Outbox, sink: &str, days: u32, now_ms: i64) -> Result<i64,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::session::{Stamp, envelope};
-    use protocol::{EventData, SessionBlock, TurnEndReason, TurnEnded};
 
     fn append(ob: &mut Outbox, session: &str, time_ms: i64) {
-        let block = SessionBlock::default();
-        let stamp = Stamp {
-            harness: "claude-code",
-            harness_event: None,
-            version: None,
-            session_id: session,
-            block: &block,
-            time_ms,
-        };
-        let mut env = envelope(
-            &stamp,
-            0,
-            EventData::TurnEnded(TurnEnded::new(None, TurnEndReason::Stop)),
-        );
+        let mut env = crate::pipeline::session::turn_ended_at(session, time_ms);
         env.session.title = Some("t".repeat(2000));
         ob.append(&mut env).unwrap();
     }

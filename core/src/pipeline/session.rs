@@ -344,6 +344,29 @@ pub fn envelope(stamp: &Stamp<'_>, seq: u64, event: EventData) -> Envelope {
     }
 }
 
+/// A `turn.ended` of a Claude Code `session` stamped `time_ms`: the
+/// outbox's and retention's tests' event.
+#[cfg(test)]
+pub fn turn_ended_at(session: &str, time_ms: i64) -> Envelope {
+    let block = SessionBlock::default();
+    let stamp = Stamp {
+        harness: "claude-code",
+        harness_event: None,
+        version: None,
+        session_id: session,
+        block: &block,
+        time_ms,
+    };
+    envelope(
+        &stamp,
+        0,
+        EventData::TurnEnded(protocol::TurnEnded::new(
+            None,
+            protocol::TurnEndReason::Stop,
+        )),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -647,42 +647,14 @@ impl OutboxTx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::session::{Stamp, envelope};
-    use protocol::{EventData, SessionBlock, TurnEndReason, TurnEnded};
 
     fn sample(session: &str) -> Envelope {
-        let block = SessionBlock::default();
-        let stamp = Stamp {
-            harness: "claude-code",
-            harness_event: None,
-            version: None,
-            session_id: session,
-            block: &block,
-            time_ms: 0,
-        };
-        envelope(
-            &stamp,
-            0,
-            EventData::TurnEnded(TurnEnded::new(None, TurnEndReason::Stop)),
-        )
+        at(session, 0)
     }
 
     /// A `turn.ended` of `session` stamped `time_ms`.
     fn at(session: &str, time_ms: i64) -> Envelope {
-        let block = SessionBlock::default();
-        let stamp = Stamp {
-            harness: "claude-code",
-            harness_event: None,
-            version: None,
-            session_id: session,
-            block: &block,
-            time_ms,
-        };
-        envelope(
-            &stamp,
-            0,
-            EventData::TurnEnded(TurnEnded::new(None, TurnEndReason::Stop)),
-        )
+        crate::pipeline::session::turn_ended_at(session, time_ms)
     }
 
     const DAY: i64 = 86_400_000;
