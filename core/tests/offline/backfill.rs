@@ -96,7 +96,8 @@ fn install_backfills_once() {
     write_claude_transcript(&sb, "aaaaaaaa-2222-4333-8444-555555555555", "first");
     let out = sb.sessionpipe(&["install"]);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("backfill: 1 past session of the last 30 days queued"),
+        String::from_utf8_lossy(&out.stderr)
+            .contains("backfill: 1 past session of the last 30 days queued"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
