@@ -1,8 +1,9 @@
 //! The tray's view of the sessions: which are live, in what order, the one line
 //! each shows in the menu, and the state the icon shows at a glance.
 //!
-//! Reads the outbox read-only (`Outbox::sessions`). A session's state is the
-//! core's (`SessionRecord::glance`), a harness's name the core's
+//! Reads the outbox read-only (`Outbox::board_sessions`: the menu's window and
+//! the sessions still live, not every record a year of use keeps). A session's
+//! state is the core's (`SessionRecord::glance`), a harness's name the core's
 //! (`notify::display_name`); this module only picks, orders and words the lines.
 //! Must not write the outbox or derive anything from events itself.
 
@@ -39,11 +40,12 @@ pub struct Board {
 
 /// The board from the outbox now; empty when there is no outbox yet.
 pub fn read(paths: &StatePaths) -> Board {
+    let now = sessionpipe_core::protocol::time::now_ms();
     let records = match Outbox::open_readonly(&paths.outbox()) {
-        Ok(Some(outbox)) => outbox.sessions().unwrap_or_default(),
+        Ok(Some(outbox)) => outbox.board_sessions(now - LIVE_MS).unwrap_or_default(),
         _ => Vec::new(),
     };
-    build(&records, sessionpipe_core::protocol::time::now_ms())
+    build(&records, now)
 }
 
 /// The board of `records` at `now_ms`: live sessions, those needing the person

@@ -44,9 +44,8 @@ pub fn resolve(paths: &StatePaths, given: &str) -> Result<(String, String), Sess
         return Err(SessionArgError::NoOutbox(given.to_string()));
     };
     let known: Vec<(String, String)> = outbox
-        .sessions()?
+        .sessions_starting(start)?
         .into_iter()
-        .map(|(h, id, _)| (h, id))
         .filter(|(h, _)| harness.is_none_or(|want| want == h))
         .collect();
     pick(given, start, known)

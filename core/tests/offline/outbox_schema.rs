@@ -3,8 +3,8 @@
 //! Gemini CLI payloads of `conformance/harness/`, delivered once to a file sink:
 //! `data/outbox-0.1.0.db`, no `user_version`). Opening it to write migrates it
 //! and keeps every event, session, cursor and committed job (a session seen
-//! live gains when it was first seen); a file newer than this build is
-//! refused and left as it was.
+//! live gains when it was first seen, and the board reads only the sessions
+//! it shows); a file newer than this build is refused and left as it was.
 
 use rusqlite::Connection;
 use sessionpipe_core::pipeline::outbox::{Outbox, OutboxError};
@@ -71,7 +71,7 @@ fn an_outbox_of_the_first_release_migrates_and_keeps_everything() {
     assert_eq!(user_version(&path), 0);
 
     let mut ob = Outbox::open(&path).unwrap();
-    assert_eq!(ob.schema_version().unwrap(), 6);
+    assert_eq!(ob.schema_version().unwrap(), 7);
     let after = contents(&path);
     assert_eq!(after.len(), before.len());
     let mut first_seen = 0;
@@ -133,7 +133,7 @@ fn an_outbox_of_the_first_release_migrates_and_keeps_everything() {
     drop(ob);
     // A second open has nothing left to do.
     Outbox::open(&path).unwrap();
-    assert_eq!(user_version(&path), 6);
+    assert_eq!(user_version(&path), 7);
     // Steps 3 and 4 made control's tables, empty.
     let conn = Connection::open(&path).unwrap();
     for table in [
@@ -173,10 +173,84 @@ fn an_outbox_from_a_newer_sessionpipe_is_refused_and_left_alone() {
         Outbox::open_readonly(&path).err(),
     ] {
         match opened {
-            Some(OutboxError::Newer { found: 99, known }) => assert_eq!(known, 6),
+            Some(OutboxError::Newer { found: 99, known }) => assert_eq!(known, 7),
             other => panic!("{other:?}"),
         }
     }
     assert_eq!(contents(&path), before);
     assert_eq!(user_version(&path), 99);
+}
+
+#[test]
+fn step_7_lets_the_board_read_only_its_window_and_the_live_sessions() {
+    use sessionpipe_core::pipeline::session::{Glance, OpenAttention, SessionRecord};
+    let (_dir, path) = copy_of_old();
+    // A record that is not JSON (none was ever written so) stops nothing.
+    Connection::open(&path)
+        .unwrap()
+        .execute(
+            "INSERT INTO sessions (harness, session, next_seq, record) VALUES ('codex', 'bad', 1, 'not json')",
+            [],
+        )
+        .unwrap();
+    // Before the daemon migrates it, a reader reads every record.
+    let keys = |ob: &Outbox, since: i64| -> Vec<(String, String)> {
+        ob.board_sessions(since)
+            .unwrap()
+            .into_iter()
+            .map(|(h, s, _)| (h, s))
+            .collect()
+    };
+    let ro = Outbox::open_readonly(&path).unwrap().unwrap();
+    let (board, names) = (keys(&ro, 0), ro.sessions_starting("").unwrap());
+    drop(ro);
+    assert!(board.len() > 3, "{board:?}");
+    let mut ob = Outbox::open(&path).unwrap();
+    // (Step 6 adds first_ms to the records; the board's sessions are the same.)
+    assert_eq!(keys(&ob, 0), board, "the same board after");
+    assert_eq!(ob.sessions_starting("").unwrap(), names);
+    // The columns are the records' own last_ms and glance.
+    let conn = Connection::open(&path).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT record, last_ms, live FROM sessions")
+        .unwrap();
+    let rows: Vec<(String, i64, bool)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(rows.len(), names.len());
+    for (json, last_ms, live) in &rows {
+        let r: SessionRecord = serde_json::from_str(json).unwrap_or_default();
+        assert_eq!(
+            (r.last_ms, r.glance() != Glance::Done),
+            (*last_ms, *live),
+            "{json}"
+        );
+    }
+    // A write keeps them: a prompt opened years ago is on the board until it
+    // is answered.
+    let (harness, session) = &board[0];
+    let tx = ob.begin().unwrap();
+    let mut r = tx.load_session(harness, session).unwrap();
+    r.open = vec![OpenAttention {
+        id: "perm-1".into(),
+        agent_id: None,
+        permission: true,
+    }];
+    r.running_turn = None;
+    tx.save_session(harness, session, &r).unwrap();
+    tx.commit().unwrap();
+    let on = |ob: &Outbox| {
+        ob.board_sessions(i64::MAX)
+            .unwrap()
+            .iter()
+            .any(|(h, s, _)| h == harness && s == session)
+    };
+    assert!(on(&ob));
+    let tx = ob.begin().unwrap();
+    r.open.clear();
+    tx.save_session(harness, session, &r).unwrap();
+    tx.commit().unwrap();
+    assert!(!on(&ob));
 }

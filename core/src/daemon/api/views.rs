@@ -69,11 +69,12 @@ pub async fn overview(State(ctx): State<Ctx>) -> Answer {
         let alert = config.pool_alert_percent();
         let machine = config.machine();
         let outbox = Outbox::open_readonly(&paths.outbox())?;
+        let now = protocol::time::now_ms();
+        // The board's window and the live ones, not every record kept.
         let records = match &outbox {
-            Some(ob) => ob.sessions()?,
+            Some(ob) => ob.board_sessions(now - BOARD_MS)?,
             None => Vec::new(),
         };
-        let now = protocol::time::now_ms();
         let emails = account_emails(&paths);
         let mut sessions: Vec<Value> = records
             .iter()
@@ -200,13 +201,14 @@ fn describe_attentions(ob: &Outbox, session: &mut Value) {
     let (Some(harness), Some(id)) = (session["harness"].as_str(), session["id"].as_str()) else {
         return;
     };
-    let Ok(rows) = ob.events_of(harness, id, 200) else {
+    // Its last 200 events, of which only the attentions are read whole.
+    let Ok(rows) = ob.recent_of_type(harness, id, "attention.needed", 200) else {
         return;
     };
     let Some(attentions) = session["attentions"].as_array_mut() else {
         return;
     };
-    for row in rows.iter().rev() {
+    for row in &rows {
         let Ok(env) = serde_json::from_str::<Value>(&row.envelope) else {
             continue;
         };

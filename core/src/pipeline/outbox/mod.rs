@@ -12,7 +12,7 @@
 mod error;
 mod schema;
 
-use crate::pipeline::session::SessionRecord;
+use crate::pipeline::session::{Glance, SessionRecord};
 use protocol::Envelope;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use std::path::Path;
@@ -79,6 +79,14 @@ pub struct StoredEvent {
     pub rowid: i64,
     pub envelope: String,
 }
+
+/// `Outbox::board_sessions`'s read: the window by `last_ms`, the live ones
+/// through their own (partial) index (by `last_ms`, SQLite would read every
+/// older record to compute `live`).
+const BOARD_SQL: &str = "SELECT harness, session, record FROM sessions WHERE last_ms >= ?1
+     UNION ALL
+     SELECT harness, session, record FROM sessions INDEXED BY sessions_live
+     WHERE live AND last_ms < ?1";
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -434,6 +442,60 @@ impl Outbox {
         Ok(all)
     }
 
+    /// The sessions a board shows from `since_ms` (epoch ms) on: each one
+    /// active since then, and any older one still live (an attention open, or
+    /// a turn running in a session that has not ended); most recently active
+    /// first. Only those records are read (`sessions.last_ms` and `live`,
+    /// indexed); a file the daemon has not migrated yet is read whole.
+    pub fn board_sessions(&self, since_ms: i64) -> Result<Vec<(String, String, SessionRecord)>> {
+        let keep = |r: &SessionRecord| r.last_ms >= since_ms || r.glance() != Glance::Done;
+        if self.schema_version()? < schema::BOARD_COLUMNS {
+            let mut all = self.sessions()?;
+            all.retain(|(_, _, r)| keep(r));
+            return Ok(all);
+        }
+        let mut stmt = self.conn.prepare_cached(BOARD_SQL)?;
+        let rows = stmt.query_map(params![since_ms], |r| {
+            let json: String = r.get(2)?;
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                serde_json::from_str(&json).unwrap_or_default(),
+            ))
+        })?;
+        let mut found: Vec<(String, String, SessionRecord)> =
+            rows.collect::<rusqlite::Result<_>>()?;
+        found.retain(|(_, _, r)| keep(r));
+        found.sort_by(|a, b| {
+            (std::cmp::Reverse(a.2.last_ms), &a.0, &a.1).cmp(&(
+                std::cmp::Reverse(b.2.last_ms),
+                &b.0,
+                &b.1,
+            ))
+        });
+        Ok(found)
+    }
+
+    /// The sessions whose id starts with `start` (harness, id), most recently
+    /// active first: how a session named by the start of its id is found.
+    /// Only those records are read (a file not migrated yet: all of them).
+    pub fn sessions_starting(&self, start: &str) -> Result<Vec<(String, String)>> {
+        if self.schema_version()? < schema::BOARD_COLUMNS {
+            return Ok(self
+                .sessions()?
+                .into_iter()
+                .filter(|(_, id, _)| id.starts_with(start))
+                .map(|(h, id, _)| (h, id))
+                .collect());
+        }
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT harness, session FROM sessions WHERE substr(session, 1, length(?1)) = ?1
+             ORDER BY last_ms DESC, harness, session",
+        )?;
+        let rows = stmt.query_map(params![start], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// A session's last `limit` events, oldest first.
     pub fn events_of(
         &self,
@@ -454,6 +516,32 @@ impl Outbox {
         let mut v: Vec<StoredEvent> = rows.collect::<rusqlite::Result<_>>()?;
         v.reverse();
         Ok(v)
+    }
+
+    /// The session's events of type `kind` among its last `within`, newest
+    /// first. Only their envelopes are read: the board looks for a few
+    /// `attention.needed` among events that carry whole tool outputs.
+    pub fn recent_of_type(
+        &self,
+        harness: &str,
+        session: &str,
+        kind: &str,
+        within: usize,
+    ) -> Result<Vec<StoredEvent>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT e.rowid, e.envelope FROM (
+                 SELECT rowid AS r, seq, type FROM events
+                 WHERE harness = ?1 AND session = ?2 ORDER BY seq DESC LIMIT ?4
+             ) AS recent JOIN events e ON e.rowid = recent.r
+             WHERE recent.type = ?3 ORDER BY recent.seq DESC",
+        )?;
+        let rows = stmt.query_map(params![harness, session, kind, within as i64], |r| {
+            Ok(StoredEvent {
+                rowid: r.get(0)?,
+                envelope: r.get(1)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// Forgets committed job names older than a week.
@@ -829,6 +917,135 @@ mod tests {
         assert!(!ob.pages().unwrap().incremental);
         ob.vacuum_to_incremental().unwrap();
         assert!(ob.pages().unwrap().incremental);
+    }
+
+    /// A session record of `session` last active at `last_ms`, in `state`.
+    fn record(ob: &mut Outbox, session: &str, last_ms: i64, state: &str) {
+        use crate::pipeline::session::OpenAttention;
+        let tx = ob.begin().unwrap();
+        let mut r = tx.load_session("claude-code", session).unwrap();
+        r.started = true;
+        r.last_ms = last_ms;
+        match state {
+            "needs_you" => r.open.push(OpenAttention {
+                id: "perm-1".into(),
+                agent_id: None,
+                permission: true,
+            }),
+            "working" => r.running_turn = Some(String::new()),
+            // A turn left running by a session that ended: done.
+            "ended" => {
+                r.running_turn = Some("t1".into());
+                r.ended = true;
+            }
+            _ => {}
+        }
+        tx.save_session("claude-code", session, &r).unwrap();
+        tx.commit().unwrap();
+    }
+
+    #[test]
+    fn the_board_reads_its_window_and_the_live_sessions_and_a_start_finds_its_sessions() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ob = Outbox::open(&dir.path().join("o.db")).unwrap();
+        for (s, days_ago, state) in [
+            ("recent", 0, "done"),
+            ("yesterday", 2, "done"),
+            ("stuck", 200, "working"),
+            ("asking", 90, "needs_you"),
+            ("gone", 300, "ended"),
+            ("recent-asking", 0, "needs_you"),
+        ] {
+            record(&mut ob, s, NOW - days_ago * DAY - 1000, state);
+        }
+        // A record that is not JSON is no session of the board's.
+        ob.conn
+            .execute(
+                "INSERT INTO sessions (harness, session, record) VALUES ('claude-code', 'bad', 'not json')",
+                [],
+            )
+            .unwrap();
+        let board: Vec<String> = ob
+            .board_sessions(NOW - DAY)
+            .unwrap()
+            .into_iter()
+            .map(|(_, s, _)| s)
+            .collect();
+        assert_eq!(board, ["recent", "recent-asking", "asking", "stuck"]);
+        let starting = |start: &str| -> Vec<String> {
+            ob.sessions_starting(start)
+                .unwrap()
+                .into_iter()
+                .map(|(_, s)| s)
+                .collect()
+        };
+        let by_records: Vec<String> = ob
+            .sessions()
+            .unwrap()
+            .into_iter()
+            .map(|(_, s, _)| s)
+            .collect();
+        assert_eq!(
+            starting(""),
+            by_records,
+            "the same order, most recent first"
+        );
+        assert_eq!(by_records.len(), 7);
+        assert_eq!(starting("rec"), ["recent", "recent-asking"]);
+        assert_eq!(starting("recent-"), ["recent-asking"]);
+        assert!(starting("x").is_empty());
+        // Through the indexes, not a scan of every record.
+        let mut stmt = ob
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {BOARD_SQL}"))
+            .unwrap();
+        let plan: Vec<String> = stmt
+            .query_map([NOW], |r| r.get(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        drop(stmt);
+        let plan = plan.join("; ");
+        assert!(
+            plan.contains("sessions_by_last") && plan.contains("sessions_live"),
+            "{plan}"
+        );
+        // The columns follow every write: answered, the prompt is not live.
+        let tx = ob.begin().unwrap();
+        let mut r = tx.load_session("claude-code", "asking").unwrap();
+        r.open.clear();
+        tx.save_session("claude-code", "asking", &r).unwrap();
+        tx.commit().unwrap();
+        let board: Vec<String> = ob
+            .board_sessions(NOW - DAY)
+            .unwrap()
+            .into_iter()
+            .map(|(_, s, _)| s)
+            .collect();
+        assert_eq!(board, ["recent", "recent-asking", "stuck"]);
+    }
+
+    #[test]
+    fn recent_of_type_reads_only_the_kind_asked_among_the_last_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ob = Outbox::open(&dir.path().join("o.db")).unwrap();
+        for i in 0..12 {
+            let mut env = at(if i % 4 == 3 { "b" } else { "a" }, NOW + i);
+            if i % 3 == 0 {
+                env.kind = "attention.needed".into();
+            }
+            ob.append(&mut env).unwrap();
+        }
+        // Session a: rows 1, 2, 3, 5, 6, 7, 9, 10, 11; attentions at 1, 7, 10.
+        let ids = |v: Vec<StoredEvent>| v.iter().map(|e| e.rowid).collect::<Vec<_>>();
+        let of = |within| {
+            ids(ob
+                .recent_of_type("claude-code", "a", "attention.needed", within)
+                .unwrap())
+        };
+        assert_eq!(of(100), [10, 7, 1]);
+        assert_eq!(of(4), [10, 7], "among a's last 4: 11, 10, 9, 7");
+        assert_eq!(of(1), Vec::<i64>::new());
     }
 
     #[test]

@@ -160,7 +160,37 @@ const STEPS: &[Step] = &[
       AND coalesce(json_extract(sessions.record, '$.first_ms'), 0) = 0;
     ",
     ),
+    // 7: the board reads the sessions active in its window and those still
+    // working or waiting on the person, not every record the outbox has kept
+    // (a year of use is 20 000 of them). Two columns SQLite computes from the
+    // record itself, so every writer keeps them right: `last_ms` (the
+    // record's, 0 when it has none) and `live` (1 while an attention is open,
+    // or a turn runs in a session that has not ended: what `glance` calls
+    // needs_you or working). A record that is not JSON is 0 in both. Indexed:
+    // `last_ms` for the window, `live` (partial) for the few live ones.
+    Step::Sql(
+        "
+    ALTER TABLE sessions ADD COLUMN last_ms INTEGER GENERATED ALWAYS AS (
+        CASE WHEN json_valid(record)
+             THEN coalesce(json_extract(record, '$.last_ms'), 0) ELSE 0 END
+    ) VIRTUAL;
+    ALTER TABLE sessions ADD COLUMN live INTEGER GENERATED ALWAYS AS (
+        CASE WHEN json_valid(record) THEN (
+            coalesce(json_array_length(record, '$.open'), 0) > 0
+            OR (json_type(record, '$.running_turn') = 'text'
+                AND coalesce(json_extract(record, '$.ended'), 0) = 0)
+        ) ELSE 0 END
+    ) VIRTUAL;
+    CREATE INDEX sessions_by_last ON sessions (last_ms);
+    CREATE INDEX sessions_live ON sessions (live) WHERE live;
+    ",
+    ),
 ];
+
+/// The first version with `sessions.last_ms` and `sessions.live` (step 7):
+/// a reader of an older file (one the daemon has not opened since) reads
+/// every record instead.
+pub const BOARD_COLUMNS: i64 = 7;
 
 /// The schema version this build writes.
 pub const CURRENT: i64 = STEPS.len() as i64;
