@@ -5,7 +5,7 @@
 //! writes), so it works with or without a daemon. Follows by polling SQLite's
 //! change counter, which costs nothing while nothing changes.
 
-use crate::pipeline::outbox::{Outbox, OutboxError};
+use crate::pipeline::outbox::{Only, Outbox, OutboxError};
 use crate::pipeline::privacy::filter;
 use protocol::Envelope;
 use serde_json::Value;
@@ -22,11 +22,15 @@ pub struct TailOptions {
     pub session: Option<String>,
     /// Only this harness's sessions.
     pub harness: Option<String>,
-    /// When following, how many earlier events to print first (`None`: all).
+    /// How many earlier events to print first (`None`: all), the newest
+    /// ones; read from the end of the outbox back, so a long outbox costs
+    /// no more than a short one.
     pub last: Option<usize>,
 }
 
 const POLL: Duration = Duration::from_millis(150);
+/// Events per read when reading back from the end.
+const BACK_BATCH: usize = 500;
 
 /// Prints events until done (or forever when following). A closed stdout ends it.
 pub fn run(outbox_path: &Path, opts: &TailOptions) -> Result<(), OutboxError> {
@@ -50,32 +54,79 @@ pub fn run(outbox_path: &Path, opts: &TailOptions) -> Result<(), OutboxError> {
         };
         writeln!(out, "{line}").and_then(|_| out.flush()).is_ok()
     };
-    let mut cursor = 0i64;
-    let mut version = -1;
-    let mut first = true;
+    // Read before the first read: whatever commits after it is read next.
+    let mut version = outbox.data_version()?;
+    let (mut cursor, events) = match opts.last {
+        Some(n) => newest_visible(&outbox, n, opts, home.as_deref())?,
+        None => visible_after(&outbox, 0, opts, home.as_deref())?,
+    };
+    for env in &events {
+        if !print(env) {
+            return Ok(()); // the reader went away (`| head`)
+        }
+    }
+    if !opts.follow {
+        return Ok(());
+    }
     loop {
+        std::thread::sleep(POLL);
         let v = outbox.data_version()?;
         if v != version {
             version = v;
             let (last, events) = visible_after(&outbox, cursor, opts, home.as_deref())?;
-            // The first read of a follow shows only the newest `last` events.
-            let skip = match (first, opts.follow, opts.last) {
-                (true, true, Some(n)) => events.len().saturating_sub(n),
-                _ => 0,
-            };
-            first = false;
             cursor = last;
-            for env in &events[skip..] {
+            for env in &events {
                 if !print(env) {
-                    return Ok(()); // the reader went away (`| head`)
+                    return Ok(());
                 }
             }
         }
-        if !opts.follow {
-            return Ok(());
-        }
-        std::thread::sleep(POLL);
     }
+}
+
+/// What a backward read can leave to SQLite: one session (`harness:id`),
+/// or one harness.
+fn only(opts: &TailOptions) -> Only<'_> {
+    let session = opts.session.as_deref().and_then(|s| {
+        s.split_once(':')
+            .filter(|(h, _)| adapters::lookup(h).is_some())
+    });
+    match (session, opts.harness.as_deref()) {
+        (Some((h, id)), want) if want.is_none_or(|w| w == h) => Only::Session(h, id),
+        (_, Some(h)) => Only::Harness(h),
+        _ => Only::All,
+    }
+}
+
+/// The newest `n` events this tail shows, oldest first, and the newest rowid
+/// there was (what follows is read after it). Reads back from the end in
+/// batches until it has them or reaches the start.
+fn newest_visible(
+    outbox: &Outbox,
+    n: usize,
+    opts: &TailOptions,
+    home: Option<&str>,
+) -> Result<(i64, Vec<Envelope>), OutboxError> {
+    let newest = outbox.newest_rowid()?;
+    let mut before = newest + 1;
+    let mut out = Vec::new();
+    while out.len() < n {
+        let batch = outbox.events_before(before, BACK_BATCH, only(opts))?;
+        let Some(oldest) = batch.last() else {
+            break;
+        };
+        before = oldest.rowid;
+        for r in &batch {
+            if let Some(env) = visible(&r.envelope, opts, home) {
+                out.push(env);
+                if out.len() == n {
+                    break;
+                }
+            }
+        }
+    }
+    out.reverse();
+    Ok((newest, out))
 }
 
 /// The events after `from` that this tail shows, and the last rowid read.

@@ -114,14 +114,10 @@ enum Command {
         /// Only this harness's sessions.
         #[arg(long, value_name = "NAME", value_parser = harness_names())]
         harness: Option<String>,
-        /// When following, how many earlier events to show first.
-        #[arg(
-            short = 'n',
-            long = "lines",
-            default_value_t = 20,
-            conflicts_with = "all"
-        )]
-        lines: usize,
+        /// How many earlier events to show first, the newest (following: 20
+        /// unless given; with --no-follow: all unless given).
+        #[arg(short = 'n', long = "lines", conflicts_with = "all")]
+        lines: Option<usize>,
         /// When following, show every earlier event first (not only the last `-n`).
         #[arg(long)]
         all: bool,
@@ -422,7 +418,11 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 follow: !no_follow,
                 session,
                 harness,
-                last: (!all).then_some(lines),
+                last: match (all, no_follow) {
+                    (true, _) => None,
+                    (false, true) => lines,
+                    (false, false) => Some(lines.unwrap_or(20)),
+                },
             };
             crate::tail::run(&paths.outbox(), &opts)?;
             Ok(ExitCode::SUCCESS)

@@ -88,6 +88,15 @@ const BOARD_SQL: &str = "SELECT harness, session, record FROM sessions WHERE las
      SELECT harness, session, record FROM sessions INDEXED BY sessions_live
      WHERE live AND last_ms < ?1";
 
+/// Which events a backward read (`Outbox::events_before`) takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Only<'a> {
+    All,
+    Harness(&'a str),
+    /// One session of one harness.
+    Session(&'a str, &'a str),
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
     pub events: i64,
@@ -189,6 +198,63 @@ impl Outbox {
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Up to `limit` events stored before `rowid` that `only` takes, newest
+    /// first: how a reader shows the end of a long outbox without reading the
+    /// rest. One session is found through its (harness, session, seq) index;
+    /// a harness, by walking back from `rowid` (an index of a harness holds
+    /// most of the outbox).
+    pub fn events_before(
+        &self,
+        rowid: i64,
+        limit: usize,
+        only: Only<'_>,
+    ) -> Result<Vec<StoredEvent>> {
+        let row = |r: &rusqlite::Row<'_>| {
+            Ok(StoredEvent {
+                rowid: r.get(0)?,
+                envelope: r.get(1)?,
+            })
+        };
+        let limit = limit as i64;
+        let rows = match only {
+            Only::All => self
+                .conn
+                .prepare_cached(
+                    "SELECT rowid, envelope FROM events WHERE rowid < ?1
+                     ORDER BY rowid DESC LIMIT ?2",
+                )?
+                .query_map(params![rowid, limit], row)?
+                .collect::<rusqlite::Result<_>>()?,
+            Only::Harness(harness) => self
+                .conn
+                .prepare_cached(
+                    "SELECT rowid, envelope FROM events WHERE rowid < ?1 AND +harness = ?3
+                     ORDER BY rowid DESC LIMIT ?2",
+                )?
+                .query_map(params![rowid, limit, harness], row)?
+                .collect::<rusqlite::Result<_>>()?,
+            Only::Session(harness, session) => self
+                .conn
+                .prepare_cached(
+                    "SELECT rowid, envelope FROM events
+                     WHERE harness = ?3 AND session = ?4 AND rowid < ?1
+                     ORDER BY rowid DESC LIMIT ?2",
+                )?
+                .query_map(params![rowid, limit, harness, session], row)?
+                .collect::<rusqlite::Result<_>>()?,
+        };
+        Ok(rows)
+    }
+
+    /// The rowid of the newest event (0 with none); no count.
+    pub fn newest_rowid(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("SELECT coalesce(max(rowid), 0) FROM events", [], |r| {
+                r.get(0)
+            })?)
     }
 
     /// SQLite's change counter for this connection's view; it moves when another
@@ -1023,6 +1089,38 @@ mod tests {
             .map(|(_, s, _)| s)
             .collect();
         assert_eq!(board, ["recent", "recent-asking", "stuck"]);
+    }
+
+    #[test]
+    fn a_backward_read_takes_the_newest_of_all_a_harness_or_a_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ob = Outbox::open(&dir.path().join("o.db")).unwrap();
+        for i in 0..30 {
+            let mut env = at(if i % 3 == 0 { "b" } else { "a" }, NOW + i);
+            if i % 5 == 0 {
+                env.harness.name = "codex".into();
+            }
+            ob.append(&mut env).unwrap();
+        }
+        assert_eq!(ob.newest_rowid().unwrap(), 30);
+        let ids = |v: Vec<StoredEvent>| v.iter().map(|e| e.rowid).collect::<Vec<_>>();
+        assert_eq!(
+            ids(ob.events_before(31, 3, Only::All).unwrap()),
+            [30, 29, 28]
+        );
+        assert_eq!(ids(ob.events_before(28, 2, Only::All).unwrap()), [27, 26]);
+        assert_eq!(
+            ids(ob.events_before(31, 4, Only::Harness("codex")).unwrap()),
+            [26, 21, 16, 11]
+        );
+        // Session b of claude-code: rows 4, 7, 10, ... but not 1, 16 (codex).
+        assert_eq!(
+            ids(ob
+                .events_before(20, 10, Only::Session("claude-code", "b"))
+                .unwrap()),
+            [19, 13, 10, 7, 4]
+        );
+        assert!(ob.events_before(1, 10, Only::All).unwrap().is_empty());
     }
 
     #[test]
