@@ -12,11 +12,18 @@
 //! hourly; each pass deletes in batches of `BATCH` events, one short write
 //! transaction each with `PAUSE` between, so ingest never waits more than a
 //! batch. After a pass the file gives its free pages back a few at a time
-//! (`incremental_vacuum`). An outbox made before this version has no
-//! auto-vacuum: once what it holds is at most `SWITCH_MAX_BYTES` (256 MiB,
-//! about 180 000 events; usually right after its first pass), one VACUUM
-//! switches it; a larger one reuses its free pages for new events instead,
-//! and is switched once it is small enough.
+//! (`incremental_vacuum`), while there are at most `STEP_MAX_FREE_PAGES` of
+//! them (32 MiB): SQLite walks its whole list of free pages for each page it
+//! gives back, so a step's cost grows with the list (after a pass that pruned
+//! a year's outbox to 30 days, 1.4 million free pages, a step of 256 pages
+//! held the write lock for 1.3 s, and all of them would have taken hours;
+//! `bench_year`). More free pages than that, and an outbox made before this
+//! version (no auto-vacuum), take one VACUUM instead, once what the file
+//! holds is at most `SWITCH_MAX_BYTES` (256 MiB, about 180 000 events;
+//! usually right after the pass that freed them): it copies what is held,
+//! not what is free. A larger one reuses its free pages for new events (the
+//! file stops growing) and is compacted once it is small enough or its free
+//! list short enough.
 //!
 //! `SESSIONPIPE_RETENTION_NOW_MS` (tests only; `doctor` notes it, the daemon
 //! warns) sets the clock ages are measured by, and makes the passes come
@@ -45,11 +52,16 @@ const TEST_EVERY: Duration = Duration::from_secs(1);
 /// Free pages given back per step of an incremental vacuum (1 MiB at the
 /// default page size).
 pub const VACUUM_PAGES: i64 = 256;
-/// An outbox without auto-vacuum is switched (one full VACUUM, the write lock
-/// held while it copies) only when it holds at most this much: 55 MiB took
-/// 0.3 s on the CI machine kind (`bench_retention`), so this is about 1.5 s
-/// of ingest waiting once (the hooks never wait: they write the spool).
+/// An outbox without auto-vacuum, or with more free pages than
+/// `STEP_MAX_FREE_PAGES`, is compacted (one full VACUUM, the write lock held
+/// while it copies) only when it holds at most this much: 55 MiB took 0.3 s
+/// on the CI machine kind (`bench_retention`), so this is about 1.5 s of
+/// ingest waiting once (the hooks never wait: they write the spool).
 pub const SWITCH_MAX_BYTES: i64 = 256 << 20;
+/// The longest free list given back step by step (`incremental_vacuum`): 32
+/// MiB at the default page size, a few pages of SQLite's list to walk for
+/// each page given back.
+pub const STEP_MAX_FREE_PAGES: i64 = 8192;
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -86,9 +98,36 @@ pub struct Pass {
     pub freed_bytes: i64,
     /// The outbox was switched to incremental auto-vacuum in this pass.
     pub switched: bool,
+    /// The file was rewritten whole (one VACUUM): more free pages than
+    /// `STEP_MAX_FREE_PAGES`, or a file without auto-vacuum.
+    pub vacuumed: bool,
 }
 
-type Shared = Arc<Mutex<Outbox>>;
+/// How a pass gives the file's free pages back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Compaction {
+    /// `incremental_vacuum`, a few pages a step.
+    Steps,
+    /// One VACUUM, which copies only what the file holds.
+    Vacuum,
+    /// Nothing now: new events reuse the free pages.
+    Keep,
+}
+
+fn compaction(pages: &crate::pipeline::outbox::Pages) -> Compaction {
+    if pages.free == 0 {
+        Compaction::Keep
+    } else if pages.incremental && pages.free <= STEP_MAX_FREE_PAGES {
+        Compaction::Steps
+    } else if pages.used_bytes() <= SWITCH_MAX_BYTES {
+        Compaction::Vacuum
+    } else {
+        Compaction::Keep
+    }
+}
+
+/// The outbox as retention's task holds it.
+pub type Shared = Arc<Mutex<Outbox>>;
 
 fn lock(ob: &Shared) -> std::sync::MutexGuard<'_, Outbox> {
     ob.lock().unwrap_or_else(|p| p.into_inner())
@@ -117,13 +156,15 @@ pub async fn run(paths: StatePaths) {
     tokio::time::sleep(if every == EVERY { FIRST_PASS } else { every }).await;
     loop {
         match pass(&paths, &ob).await {
-            Ok(p) if p.deleted > 0 || p.freed_bytes > 0 || p.switched => tracing::info!(
+            Ok(p) if p.deleted > 0 || p.freed_bytes > 0 || p.vacuumed => tracing::info!(
                 "retention: {} events pruned in {} batches; {} bytes given back{}",
                 p.deleted,
                 p.batches,
                 p.freed_bytes,
                 if p.switched {
                     "; the outbox now gives free pages back as it goes"
+                } else if p.vacuumed {
+                    " (the file rewritten once)"
                 } else {
                     ""
                 }
@@ -181,17 +222,18 @@ pub async fn pass(paths: &StatePaths, ob: &Shared) -> Result<Pass, OutboxError> 
     Ok(done)
 }
 
-/// Gives free pages back: step by step in an incremental file, or by
-/// switching a small enough older file once.
-async fn compact(paths: &StatePaths, ob: &Shared, done: &mut Pass) -> Result<(), OutboxError> {
+/// Gives free pages back after a pass's batches (`compaction` says how):
+/// step by step in an incremental file with a short free list, or by one
+/// VACUUM of a small enough file (switching an older one to incremental
+/// auto-vacuum); a larger one keeps them for new events. Public for
+/// `bench_year`, which times the batches itself.
+pub async fn compact(paths: &StatePaths, ob: &Shared, done: &mut Pass) -> Result<(), OutboxError> {
     let outbox = paths.outbox();
     let size = crate::pipeline::outbox::size_on_disk(&outbox);
     let o = ob.clone();
     let pages = blocking(move || lock(&o).pages()).await?;
-    if pages.free == 0 {
-        return Ok(());
-    }
-    if pages.incremental {
+    let how = compaction(&pages);
+    if how == Compaction::Steps {
         // Bounded: each step gives back up to VACUUM_PAGES of what was free.
         for _ in 0..=pages.free / VACUUM_PAGES {
             let o = ob.clone();
@@ -206,10 +248,11 @@ async fn compact(paths: &StatePaths, ob: &Shared, done: &mut Pass) -> Result<(),
             }
             tokio::time::sleep(PAUSE).await;
         }
-    } else if pages.used_bytes() <= SWITCH_MAX_BYTES {
+    } else if how == Compaction::Vacuum {
         let o = ob.clone();
         blocking(move || lock(&o).vacuum_to_incremental()).await?;
-        done.switched = true;
+        done.switched = !pages.incremental;
+        done.vacuumed = true;
     } else {
         // New events reuse the free pages; the file stops growing.
         return Ok(());
@@ -315,6 +358,66 @@ mod tests {
     }
 
     #[test]
+    fn a_long_free_list_is_given_back_by_one_vacuum_and_a_large_file_keeps_it() {
+        use crate::pipeline::outbox::Pages;
+        let p = |free: i64, count: i64, incremental: bool| Pages {
+            page_size: 4096,
+            page_count: count,
+            free,
+            incremental,
+        };
+        let held_max = SWITCH_MAX_BYTES / 4096;
+        assert_eq!(compaction(&p(0, 10, true)), Compaction::Keep);
+        assert_eq!(
+            compaction(&p(
+                STEP_MAX_FREE_PAGES,
+                STEP_MAX_FREE_PAGES + held_max * 4,
+                true
+            )),
+            Compaction::Steps,
+            "a short list is stepped through, whatever the file holds"
+        );
+        let long = STEP_MAX_FREE_PAGES + 1;
+        assert_eq!(
+            compaction(&p(long, long + held_max, true)),
+            Compaction::Vacuum
+        );
+        assert_eq!(
+            compaction(&p(long, long + held_max + 1, true)),
+            Compaction::Keep
+        );
+        assert_eq!(compaction(&p(1, 1 + held_max, false)), Compaction::Vacuum);
+        assert_eq!(compaction(&p(1, 2 + held_max, false)), Compaction::Keep);
+
+        // A pass that frees more than that: the file is rewritten once.
+        let dir = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(dir.path());
+        paths.ensure().unwrap();
+        let now = protocol::time::now_ms();
+        let mut ob = Outbox::open(&paths.outbox()).unwrap();
+        assert!(ob.pages().unwrap().incremental);
+        let big = "x".repeat(64 << 10);
+        let tx = ob.begin().unwrap();
+        for _ in 0..600 {
+            let mut env = crate::pipeline::session::turn_ended_at("old", now - 40 * DAY_MS);
+            env.data.insert("error".into(), big.clone().into());
+            tx.append(&mut env).unwrap();
+        }
+        tx.commit().unwrap();
+        append(&mut ob, "young", now);
+        let ob = Arc::new(Mutex::new(ob));
+        let p = crate::runtime::block_on(pass(&paths, &ob)).unwrap();
+        assert_eq!(p.deleted, 600);
+        assert!(
+            p.vacuumed && !p.switched && p.freed_bytes > 30 << 20,
+            "{p:?}"
+        );
+        let pages = lock(&ob).pages().unwrap();
+        assert!(pages.incremental && pages.free == 0, "{pages:?}");
+        assert_eq!(sessions_left(&lock(&ob)), ["young"]);
+    }
+
+    #[test]
     fn an_older_outbox_without_auto_vacuum_is_switched_once_it_is_small() {
         let dir = tempfile::tempdir().unwrap();
         let paths = StatePaths::new(dir.path());
@@ -334,7 +437,7 @@ mod tests {
         let ob = Arc::new(Mutex::new(ob));
         let p = crate::runtime::block_on(pass(&paths, &ob)).unwrap();
         assert_eq!(p.deleted, 200);
-        assert!(p.switched && p.freed_bytes > 0, "{p:?}");
+        assert!(p.switched && p.vacuumed && p.freed_bytes > 0, "{p:?}");
         let pages = lock(&ob).pages().unwrap();
         assert!(pages.incremental && pages.free == 0, "{pages:?}");
     }
