@@ -3,7 +3,8 @@
 # BENCHMARKS.md: the hook against /bin/true, hook -> outbox latency, ingest
 # throughput, delivery throughput, hook -> receiver latency, control's round
 # trip and starts (headless, and over ACP against the scripted test agent),
-# the account pool's proxy, and the daemon's idle memory.
+# the account pool's proxy, retention, a year of heavy use against a fresh
+# install, and the daemon's idle memory.
 #
 # With BASELINE (the release folder of an earlier build, holding its
 # sessionpipe, sessionpipe-hook and examples/), every benchmark runs for both
@@ -100,5 +101,13 @@ echo
 # beside it against appends alone; the incremental vacuum (this build only).
 echo
 "$rel"/examples/bench_retention 100000
+# A year of heavy use (20 000 sessions, 3 million events, 1 GB of Claude Code
+# and Codex transcripts) against a fresh install: the board, a timeline, tail
+# -n 100, start-up and memory, backfill, a retention pass (this build only).
+# The year is generated once into $BENCH_YEAR_DIR (default target/bench-year;
+# about 3 minutes and 8 GB) and kept; the retention pass works on a copy, so
+# about 15 GB free are needed.
+echo
+"$rel"/examples/bench_year "$rel/sessionpipe-hook" "$rel/sessionpipe" 100
 echo
 echo "\`sessionpipe daemon\` resident memory after 30 s idle: $(idle_rss "$rel")${base:+ (baseline: $(idle_rss "$base"))}"
