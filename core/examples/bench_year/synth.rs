@@ -231,6 +231,9 @@ fn tool_call(
     full: bool,
 ) -> (&'static str, Value, Value) {
     let claude = plan.harness == "claude-code";
+    // The deref picks `&'static str` out of the table (without it the
+    // table's type is inferred as `str`).
+    #[allow(clippy::explicit_auto_deref)]
     let tool: &'static str = match plan.harness {
         "claude-code" => *shape.weighted(&[
             ("Bash", 35),
@@ -413,7 +416,7 @@ fn push(events: &mut Vec<Option<Ev>>, ms: i64, hook: &'static str, titled: bool,
 /// The session as its hooks would have told it, and its record at the end.
 pub fn play(plan: &Plan, full: bool) -> Played {
     let mut s = Rng::new(plan.seed);
-    let mut w = Rng::new(plan.seed ^ 0x5EED_0F_0DD5);
+    let mut w = Rng::new(plan.seed ^ 0x005E_ED0F_0DD5);
     let limits_harness = matches!(plan.harness, "claude-code" | "codex");
     let account = limits_harness.then(|| ACCOUNTS[(plan.seed % 2) as usize].to_string());
     let mut events: Vec<Option<Ev>> = Vec::new();

@@ -300,7 +300,6 @@ fn codex(
             v["payload"]["last_agent_message"] = json!(reply);
         });
     }
-    drop(emit);
     (bytes, t)
 }
 

@@ -167,7 +167,8 @@ fn tail_n_prints_the_newest_it_shows_and_follows_on_from_there() {
             })
             .collect()
     };
-    let newest = |n: usize, keep: &dyn Fn(&(String, String, i64, &str)) -> bool| -> Vec<i64> {
+    type Kept<'a> = (String, String, i64, &'a str);
+    let newest = |n: usize, keep: &dyn Fn(&Kept) -> bool| -> Vec<i64> {
         let v: Vec<i64> = all.iter().filter(|e| keep(e)).map(|e| e.2).collect();
         v[v.len().saturating_sub(n)..].to_vec()
     };
