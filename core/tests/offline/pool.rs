@@ -14,16 +14,13 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::process::Output;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 const ACCESS: &str = "sk-ant-oat01-poolFAKEaccess0123456789";
 const SETTINGS: &str = "{\n\t\"model\": \"opus\"\r\n}";
 
 fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
+    protocol::time::now_ms()
 }
 
 /// `~/.claude` signed in as `acct-1`.

@@ -11,17 +11,14 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sessionpipe_testkit::Sandbox;
 use sessionpipe_testkit::http::{HttpServer, Response};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 const ACCESS: &str = "sk-ant-oat01-poolAPIaccess0123456789";
 const REFRESH: &str = "rt-pool-api-fake";
 const SETTINGS: &str = "{\n  \"model\": \"opus\"\n}\n";
 
 fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
+    protocol::time::now_ms()
 }
 
 /// `~/.claude` signed in as `acct-1`.
