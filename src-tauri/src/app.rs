@@ -1,7 +1,7 @@
 //! Builds and runs the tray process: one instance per user (`instance`), the
 //! daemon (`backend`), the tray (`tray`), notifications (`notices`), the local
 //! receiver when it is turned on (`local_receiver`, kept in step by the
-//! refresher) and, unless
+//! refresher), the app's own updates (`update`) and, unless
 //! started hidden, the window (`window`), around tao's event loop on the main
 //! thread (where the tray icon and its menu must live).
 //!
@@ -66,6 +66,12 @@ pub fn run(hidden: bool) -> anyhow::Result<()> {
         let _ = menu_proxy.send_event(UserEvent::Menu(e));
     }));
     crate::notices::spawn(shared.clone());
+    // An update, once in, ends the app as "Quit" does; the new one starts then.
+    let quit_proxy = proxy.clone();
+    crate::update::start(shared.clone(), move || {
+        let quit = MenuEvent { id: "quit".into() };
+        let _ = quit_proxy.send_event(UserEvent::Menu(quit));
+    });
     if !hidden {
         open_first_window(shared.clone());
     }

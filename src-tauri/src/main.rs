@@ -25,6 +25,7 @@ mod notices;
 mod prefs;
 mod shared;
 mod tray;
+mod update;
 mod window;
 
 use std::process::ExitCode;

@@ -15,7 +15,8 @@
 //! "Pause notifications", "Open at login" and "Phone page on this computer"
 //! (check items over `config.json`, through `prefs`), with the local receiver's
 //! line under the last (open its page, or why it cannot listen), "Open
-//! sessionpipe" and "Quit".
+//! sessionpipe" and "Quit", under the app's own update when one is out
+//! (`update`: "Update to 0.2.0 and restart", "Skip 0.2.0").
 //!
 //! Lives on the main thread (`app`'s event loop), which hands it each new `View`
 //! read by the refresher thread; it changes what changed in place (labels,
@@ -106,6 +107,8 @@ impl Asking {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct View {
     board: Board,
+    /// The app's own update's lines (`update`), mostly none.
+    update: Vec<crate::update::Line>,
     /// The prompts this machine may answer now (local approvals on), at most
     /// `MAX_PROMPTS`, and how many more there are.
     asking: Vec<Asking>,
@@ -146,6 +149,7 @@ impl View {
         };
         View {
             board: board::read(paths),
+            update: crate::update::lines(),
             asking: prompts
                 .iter()
                 .take(approvals::MAX_PROMPTS)
@@ -297,6 +301,11 @@ impl Items {
         );
         let phone_line = phone_line_text(view)
             .map(|(text, serving)| MenuItem::with_id("phone-open", text, serving, None));
+        let update: Vec<MenuItem> = view
+            .update
+            .iter()
+            .map(|l| MenuItem::with_id(l.id, &l.text, l.enabled, None))
+            .collect();
         let open = MenuItem::with_id("open", "Open sessionpipe", true, None);
         let quit = MenuItem::with_id("quit", "Quit", true, None);
         let sep = PredefinedMenuItem::separator;
@@ -334,7 +343,9 @@ impl Items {
         if let Some(l) = &phone_line {
             all.push(l);
         }
-        all.extend([&sep3 as &dyn IsMenuItem, &open, &quit]);
+        all.push(&sep3);
+        all.extend(update.iter().map(|i| i as &dyn IsMenuItem));
+        all.extend([&open as &dyn IsMenuItem, &quit]);
         let menu = Menu::with_items(&all)?;
         Ok(Items {
             menu,
@@ -475,7 +486,8 @@ impl Tray {
         if view == last {
             return Ok(());
         }
-        if view.shape() == last.shape() {
+        // An update's lines are few and change rarely: rebuilt.
+        if view.shape() == last.shape() && view.update == last.update {
             self.items.update(view);
             return Ok(());
         }
@@ -488,6 +500,9 @@ impl Tray {
 
 /// Acts on a menu item; `true` when it was "Quit".
 pub fn on_menu(shared: &Arc<Shared>, id: &str) -> bool {
+    if crate::update::on_menu(id) {
+        return false;
+    }
     if let Some((item, session, attention)) = approvals::from_item_id(id) {
         match item {
             Item::Open => shared.open_window(Some(session)),
