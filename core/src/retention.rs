@@ -22,8 +22,10 @@
 //! holds is at most `SWITCH_MAX_BYTES` (256 MiB, about 180 000 events;
 //! usually right after the pass that freed them): it copies what is held,
 //! not what is free. A larger one reuses its free pages for new events (the
-//! file stops growing) and is compacted once it is small enough or its free
-//! list short enough.
+//! file stops growing) until the machine is quiet, no session having done
+//! anything for `QUIET_FOR` (30 minutes), with room on the disk for the copy:
+//! then it takes the same VACUUM (the year's 880 MiB held took 14 s; the
+//! hooks write the spool meanwhile, and the daemon's drain catches up after).
 //!
 //! `SESSIONPIPE_RETENTION_NOW_MS` (tests only; `doctor` notes it, the daemon
 //! warns) sets the clock ages are measured by, and makes the passes come
@@ -114,12 +116,50 @@ enum Compaction {
     Keep,
 }
 
-fn compaction(pages: &crate::pipeline::outbox::Pages) -> Compaction {
+/// `compaction`'s answer for a file larger than `SWITCH_MAX_BYTES` with a
+/// long free list (or no auto-vacuum): rewritten only while the machine is
+/// quiet, no session having done anything for `QUIET_FOR` (the hooks write
+/// the spool meanwhile and never wait; the daemon's drain waits for the
+/// rewrite, or retries after its busy wait), and only with room on the disk
+/// for the copy and its WAL, so the rewrite never fills the disk the spool
+/// is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Quiet {
+    /// No session did anything for `QUIET_FOR`.
+    idle: bool,
+    /// Free bytes on the outbox's disk (`None`: unknown, no rewrite).
+    room: Option<u64>,
+}
+
+impl Quiet {
+    /// A large file may be rewritten now: quiet, worth it, room for the copy.
+    fn allows(self, pages: &crate::pipeline::outbox::Pages) -> bool {
+        let worth = !pages.incremental || pages.free * pages.page_size >= QUIET_MIN_FREE_BYTES;
+        let copy = (pages.used_bytes().max(0) as u64).saturating_mul(2);
+        self.idle
+            && worth
+            && self
+                .room
+                .is_some_and(|room| room >= copy + QUIET_ROOM_SPARE)
+    }
+}
+
+/// How long no session may have done anything before a large file is
+/// rewritten.
+pub const QUIET_FOR: Duration = Duration::from_secs(30 * 60);
+/// A large file is rewritten for at least this much of free pages (or to
+/// switch an older file to incremental auto-vacuum).
+pub const QUIET_MIN_FREE_BYTES: i64 = 64 << 20;
+/// What a rewrite leaves free on the disk at least, beyond twice what it
+/// copies (the copy and the WAL it goes through).
+pub const QUIET_ROOM_SPARE: u64 = 512 << 20;
+
+fn compaction(pages: &crate::pipeline::outbox::Pages, quiet: Quiet) -> Compaction {
     if pages.free == 0 {
         Compaction::Keep
     } else if pages.incremental && pages.free <= STEP_MAX_FREE_PAGES {
         Compaction::Steps
-    } else if pages.used_bytes() <= SWITCH_MAX_BYTES {
+    } else if pages.used_bytes() <= SWITCH_MAX_BYTES || quiet.allows(pages) {
         Compaction::Vacuum
     } else {
         Compaction::Keep
@@ -225,14 +265,23 @@ pub async fn pass(paths: &StatePaths, ob: &Shared) -> Result<Pass, OutboxError> 
 /// Gives free pages back after a pass's batches (`compaction` says how):
 /// step by step in an incremental file with a short free list, or by one
 /// VACUUM of a small enough file (switching an older one to incremental
-/// auto-vacuum); a larger one keeps them for new events. Public for
-/// `bench_year`, which times the batches itself.
+/// auto-vacuum) or of a larger one while the machine is quiet (`Quiet`); else
+/// new events reuse them. Public for `bench_year`, which times the batches
+/// itself.
 pub async fn compact(paths: &StatePaths, ob: &Shared, done: &mut Pass) -> Result<(), OutboxError> {
     let outbox = paths.outbox();
     let size = crate::pipeline::outbox::size_on_disk(&outbox);
     let o = ob.clone();
-    let pages = blocking(move || lock(&o).pages()).await?;
-    let how = compaction(&pages);
+    let (pages, last) = blocking(move || {
+        let ob = lock(&o);
+        Ok::<_, OutboxError>((ob.pages()?, ob.last_activity_ms()?))
+    })
+    .await?;
+    let quiet = Quiet {
+        idle: last.is_some_and(|t| now_ms() - t >= QUIET_FOR.as_millis() as i64),
+        room: fs4::available_space(paths.root.as_path()).ok(),
+    };
+    let how = compaction(&pages, quiet);
     if how == Compaction::Steps {
         // Bounded: each step gives back up to VACUUM_PAGES of what was free.
         for _ in 0..=pages.free / VACUUM_PAGES {
@@ -266,8 +315,13 @@ pub async fn compact(paths: &StatePaths, ob: &Shared, done: &mut Pass) -> Result
 }
 
 /// What a sink keeps from retention: events past the window it has not
-/// taken (`status`).
-pub fn held_back(ob: &Outbox, sink: &str, days: u32, now_ms: i64) -> Result<i64, OutboxError> {
+/// taken (`status`; exact up to `tally::EXACT_UP_TO` events after its cursor).
+pub fn held_back(
+    ob: &Outbox,
+    sink: &str,
+    days: u32,
+    now_ms: i64,
+) -> Result<crate::pipeline::outbox::tally::Tally, OutboxError> {
     ob.count_older_after(ob.sink_cursor(sink)?, cutoff_ms(now_ms, days))
 }
 
@@ -341,7 +395,7 @@ mod tests {
         for s in ["old", "held", "young"] {
             assert!(lock(&ob).session("claude-code", s).unwrap().is_some());
         }
-        let ahead = |id: &str| held_back(&lock(&ob), id, 7, now).unwrap();
+        let ahead = |id: &str| held_back(&lock(&ob), id, 7, now).unwrap().count;
         assert_eq!((ahead("s_all"), ahead("s_paused")), (0, 3));
 
         // A sink added now has taken nothing: it holds everything back.
@@ -367,9 +421,14 @@ mod tests {
             incremental,
         };
         let held_max = SWITCH_MAX_BYTES / 4096;
-        assert_eq!(compaction(&p(0, 10, true)), Compaction::Keep);
+        let busy = Quiet {
+            idle: false,
+            room: Some(u64::MAX),
+        };
+        let c = |pages: Pages| compaction(&pages, busy);
+        assert_eq!(c(p(0, 10, true)), Compaction::Keep);
         assert_eq!(
-            compaction(&p(
+            c(p(
                 STEP_MAX_FREE_PAGES,
                 STEP_MAX_FREE_PAGES + held_max * 4,
                 true
@@ -378,16 +437,35 @@ mod tests {
             "a short list is stepped through, whatever the file holds"
         );
         let long = STEP_MAX_FREE_PAGES + 1;
+        assert_eq!(c(p(long, long + held_max, true)), Compaction::Vacuum);
+        assert_eq!(c(p(long, long + held_max + 1, true)), Compaction::Keep);
+        assert_eq!(c(p(1, 1 + held_max, false)), Compaction::Vacuum);
+        assert_eq!(c(p(1, 2 + held_max, false)), Compaction::Keep);
+
+        // The year's file (6.7 GB, 880 MiB held): rewritten once the machine
+        // is quiet and the disk has room for the copy, else kept.
+        let held = 880 * 256;
+        let year = p(1_400_000, 1_400_000 + held, true);
+        let needs = (held as u64) * 4096 * 2 + QUIET_ROOM_SPARE;
+        let quiet = |room| Quiet { idle: true, room };
+        assert_eq!(compaction(&year, quiet(Some(needs))), Compaction::Vacuum);
+        assert_eq!(compaction(&year, quiet(Some(needs - 1))), Compaction::Keep);
+        assert_eq!(compaction(&year, quiet(None)), Compaction::Keep);
+        assert_eq!(compaction(&year, busy), Compaction::Keep);
+        // A little free in a large incremental file is not worth a rewrite;
+        // a large file without auto-vacuum is switched once.
+        let little = QUIET_MIN_FREE_BYTES / 4096 - 1;
+        assert!(little > STEP_MAX_FREE_PAGES);
+        let roomy = quiet(Some(u64::MAX));
         assert_eq!(
-            compaction(&p(long, long + held_max, true)),
-            Compaction::Vacuum
-        );
-        assert_eq!(
-            compaction(&p(long, long + held_max + 1, true)),
+            compaction(&p(little, held + little, true), roomy),
             Compaction::Keep
         );
-        assert_eq!(compaction(&p(1, 1 + held_max, false)), Compaction::Vacuum);
-        assert_eq!(compaction(&p(1, 2 + held_max, false)), Compaction::Keep);
+        assert_eq!(
+            compaction(&p(little + 1, held + little, true), roomy),
+            Compaction::Vacuum
+        );
+        assert_eq!(compaction(&p(1, held, false), roomy), Compaction::Vacuum);
 
         // A pass that frees more than that: the file is rewritten once.
         let dir = tempfile::tempdir().unwrap();

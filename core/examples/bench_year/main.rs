@@ -15,6 +15,8 @@
 //!   and one of ten months ago), over loopback;
 //! - `sessionpipe tail --no-follow -n 100`, the whole process and its peak
 //!   memory;
+//! - `sessionpipe status` and `status --json`, the whole process (a sink
+//!   paused six weeks ago has 350 000 events to tally);
 //! - `sessionpipe backfill --days 30 --json` into a new state dir, the whole
 //!   process and its peak memory;
 //! - one retention pass at the default 30 days (what the first pass after
@@ -22,7 +24,8 @@
 //!   `retention_days`): its batches as the daemon runs them (`prune_batch`
 //!   of `retention::BATCH`, `retention::PAUSE` between) with an append every
 //!   5 ms beside them as ingest makes, then the daemon's own compaction
-//!   (`retention::compact`), and a pass an hour on.
+//!   (`retention::compact`), a pass an hour on, and the compaction once the
+//!   machine is quiet (no session for `retention::QUIET_FOR`).
 //!
 //! The year is generated once (a few minutes) through the outbox's own write
 //! path into `$BENCH_YEAR_DIR` (default `target/bench-year`, beside the
@@ -31,7 +34,7 @@
 //! the board has today's sessions whenever it runs. Retention works on a copy.
 //!
 //! Usage: bench_year HOOK SESSIONPIPE [SAMPLES]. `BENCH_YEAR_SKIP` (a comma
-//! list of `api`, `tail`, `backfill`, `retention`) leaves phases out.
+//! list of `api`, `tail`, `status`, `backfill`, `retention`) leaves phases out.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -590,6 +593,24 @@ fn tail_phase(s: &Setup, samples: usize) -> TailRun {
     run
 }
 
+/// `sessionpipe status` (and `--json`), the whole process: the outbox's
+/// counts and each sink's tally.
+fn status_phase(s: &Setup, samples: usize, json: bool) -> Vec<f64> {
+    let mut ms = Vec::new();
+    let t = Instant::now();
+    while ms.len() < samples && (ms.is_empty() || t.elapsed() < Duration::from_secs(60)) {
+        let mut cmd = s.env.command(&s.env.sessionpipe);
+        cmd.arg("status");
+        if json {
+            cmd.arg("--json");
+        }
+        let (took, _, _, ok) = measured(cmd);
+        assert!(ok, "status failed");
+        ms.push(took);
+    }
+    ms
+}
+
 struct BackfillRun {
     ms: Vec<f64>,
     peak_kb: Vec<f64>,
@@ -638,6 +659,10 @@ struct RetentionRun {
     next_deleted: usize,
     appends_alone: Vec<f64>,
     appends_during: Vec<f64>,
+    /// Then the same once the machine is quiet (`retention::QUIET_FOR` on).
+    quiet: retention::Pass,
+    quiet_s: f64,
+    appends_quiet: Vec<f64>,
     before: u64,
     after: u64,
 }
@@ -757,8 +782,24 @@ fn retention_phase(s: &Setup, work: &Path) -> RetentionRun {
     // The next pass, an hour on: what a pass costs from then on.
     let mut ob = shared.lock().unwrap();
     let (next, next_deleted) = prune(&mut ob, &sinks, now + 3_600_000);
-    ob.checkpoint().unwrap();
     drop(ob);
+    // Then the machine goes quiet: no session for `QUIET_FOR`, as retention's
+    // clock says (the test-only setting, read by `retention::now_ms`).
+    let quiet_at = now + retention::QUIET_FOR.as_millis() as i64 + 60_000;
+    // SAFETY: no other thread of this process reads or writes the
+    // environment now (the appender is started after).
+    unsafe { std::env::set_var(retention::NOW_VAR, quiet_at.to_string()) };
+    let stop = Arc::new(AtomicBool::new(false));
+    let beside = appender(&path, stop.clone());
+    let mut quiet = retention::Pass::default();
+    let t = Instant::now();
+    sessionpipe_core::runtime::block_on(retention::compact(&paths, &shared, &mut quiet)).unwrap();
+    let quiet_s = t.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    let appends_quiet = beside.join().unwrap();
+    // SAFETY: as above; the appender has ended.
+    unsafe { std::env::remove_var(retention::NOW_VAR) };
+    shared.lock().unwrap().checkpoint().unwrap();
     drop(shared);
     let after = outbox::size_on_disk(&path);
     let _ = std::fs::remove_dir_all(&dir);
@@ -772,6 +813,9 @@ fn retention_phase(s: &Setup, work: &Path) -> RetentionRun {
         next_deleted,
         appends_alone,
         appends_during,
+        quiet,
+        quiet_s,
+        appends_quiet,
         before,
         after,
     }
@@ -966,6 +1010,21 @@ fn main() {
             ratio,
         );
     }
+    if !skips("status") {
+        say("status");
+        for json in [false, true] {
+            let mut f = status_phase(&fresh, samples.min(30), json);
+            let mut y = status_phase(&year, samples.min(30), json);
+            r.add_ms(
+                &format!(
+                    "`sessionpipe status{}`, whole process, p50 / p99 (runs)",
+                    if json { " --json" } else { "" }
+                ),
+                &mut f,
+                &mut y,
+            );
+        }
+    }
     if !skips("backfill") {
         say("backfill");
         let mut f = backfill_phase(&fresh, work.path(), 3);
@@ -1047,6 +1106,16 @@ fn main() {
             "an append during the pass, p50 / p99",
             &mut f.appends_during,
             &mut y.appends_during,
+        );
+        r.add(
+            "once quiet (no session for 30 min): given back",
+            how(&f.quiet, f.quiet_s),
+            how(&y.quiet, y.quiet_s),
+        );
+        r.add_ms(
+            "an append during that, p50 / p99",
+            &mut f.appends_quiet,
+            &mut y.appends_quiet,
         );
         r.add(
             "outbox on disk before / after",

@@ -5,6 +5,7 @@ use crate::cli::out::{self, outln};
 
 use crate::installers::{Action, Installers};
 use crate::pipeline::outbox::Outbox;
+use crate::pipeline::outbox::tally::Tally;
 use serde_json::json;
 use spool::{Spool, StatePaths};
 use std::process::ExitCode;
@@ -40,20 +41,28 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|s| {
             // Events stored after the cursor: an upper bound of what it still
-            // has to get (some are filtered out for its tier).
+            // has to get (some are filtered out for its tier); exact up to
+            // `tally::EXACT_UP_TO`, then an estimate the line says "about" of.
+            let unknown = Tally {
+                count: 0,
+                exact: true,
+            };
             let behind = reader
                 .as_ref()
                 .and_then(|o| o.sink_cursor(&s.id).and_then(|c| o.count_after(c)).ok())
-                .unwrap_or(0);
+                .unwrap_or(unknown);
             // Of those, the ones past the window: kept only for this sink.
             let held = reader
                 .as_ref()
                 .and_then(|o| crate::retention::held_back(o, &s.id, retention_days, now).ok())
-                .unwrap_or(0);
-            let mut v = json!({"sink": s.shown(), "behind": behind, "holds_back": held, "line": s.describe()});
+                .unwrap_or(unknown);
+            let mut v = json!({"sink": s.shown(), "behind": behind.count, "holds_back": held.count,
+                               "exact": {"behind": behind.exact, "holds_back": held.exact},
+                               "line": s.describe()});
             // A stdout sink waits for a daemon whose stdout is read.
             if s.target == crate::sinks::Target::Stdout
-                && holder.is_some_and(|h| h.mode == crate::state::lock::Mode::Daemon && !h.stdout_sinks)
+                && holder
+                    .is_some_and(|h| h.mode == crate::state::lock::Mode::Daemon && !h.stdout_sinks)
             {
                 v["waiting"] = json!(STDOUT_WAITS);
             }
@@ -132,10 +141,15 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
             .as_str()
             .map(|e| format!("; last error: {e}"))
             .unwrap_or_default();
+        let about = |field: &str| match s["exact"][field].as_bool() {
+            Some(false) => "about ",
+            _ => "",
+        };
         let held = match s["holds_back"].as_u64().unwrap_or(0) {
             0 => String::new(),
             n => format!(
-                "; holds back {} older than {}",
+                "; holds back {}{} older than {}",
+                about("holds_back"),
                 out::count(n, "event", "events"),
                 out::count(u64::from(retention_days), "day", "days")
             ),
@@ -145,8 +159,9 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
             .map(|w| format!("; {w}"))
             .unwrap_or_default();
         outln!(
-            "sink {}: {} behind{held}{waiting}{error}",
+            "sink {}: {}{} behind{held}{waiting}{error}",
             s["line"].as_str().unwrap_or(""),
+            about("behind"),
             out::count(s["behind"].as_u64().unwrap_or(0), "event", "events")
         );
     }

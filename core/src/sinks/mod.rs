@@ -650,7 +650,7 @@ pub fn replay(
         ReplayFrom::Start => 0,
         ReplayFrom::Since(t) => ob.rowid_before_time(t)?,
     };
-    let events = ob.count_after(rowid)?;
+    let events = ob.count_after(rowid)?.count;
     let daemon = crate::state::lock::holder(paths)
         .is_some_and(|h| h.mode == crate::state::lock::Mode::Daemon);
     let mut done = Vec::new();

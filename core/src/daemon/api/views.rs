@@ -350,12 +350,13 @@ pub async fn sinks(State(ctx): State<Ctx>) -> Answer {
             .sinks
             .iter()
             .map(|s| {
+                // Exact up to `tally::EXACT_UP_TO`, then an estimate.
                 let behind = ob
                     .as_ref()
-                    .and_then(|o| o.sink_cursor(&s.id).and_then(|c| o.count_after(c)).ok())
-                    .unwrap_or(0);
+                    .and_then(|o| o.sink_cursor(&s.id).and_then(|c| o.count_after(c)).ok());
                 let mut v = s.shown();
-                v["behind"] = json!(behind);
+                v["behind"] = json!(behind.map_or(0, |b| b.count));
+                v["behind_exact"] = json!(behind.is_none_or(|b| b.exact));
                 v["line"] = json!(s.describe());
                 v
             })

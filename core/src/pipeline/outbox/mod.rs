@@ -11,6 +11,7 @@
 
 mod error;
 mod schema;
+pub mod tally;
 
 use crate::pipeline::session::{Glance, SessionRecord};
 use protocol::Envelope;
@@ -341,26 +342,6 @@ impl Outbox {
         Ok(())
     }
 
-    /// How many events wait after `rowid`.
-    pub fn count_after(&self, rowid: i64) -> Result<i64> {
-        Ok(self.conn.query_row(
-            "SELECT count(*) FROM events WHERE rowid > ?1",
-            params![rowid],
-            |r| r.get(0),
-        )?)
-    }
-
-    /// How many events stored after `rowid` are older than `before_ms`: what
-    /// a sink whose cursor is at `rowid` keeps from retention.
-    pub fn count_older_after(&self, rowid: i64, before_ms: i64) -> Result<i64> {
-        // `time` is always `rfc3339_ms`'s fixed form, which sorts as it reads.
-        Ok(self.conn.query_row(
-            "SELECT count(*) FROM events WHERE rowid > ?1 AND time < ?2",
-            params![rowid, protocol::time::rfc3339_ms(before_ms)],
-            |r| r.get(0),
-        )?)
-    }
-
     /// Deletes from the oldest end of the outbox up to `limit` events that
     /// every sink has taken (rowid at most `taken`) and that are older than
     /// `before_ms`, in one short write transaction, and says whether more
@@ -506,6 +487,19 @@ impl Outbox {
             rows.collect::<rusqlite::Result<_>>()?;
         all.sort_by_key(|(_, _, r)| std::cmp::Reverse(r.last_ms));
         Ok(all)
+    }
+
+    /// When a session last did something here (epoch ms; `None` with no
+    /// session, or a file not migrated to the board's columns yet): one
+    /// lookup in `sessions_by_last`. Retention rewrites a large file only
+    /// when this is a while ago.
+    pub fn last_activity_ms(&self) -> Result<Option<i64>> {
+        if self.schema_version()? < schema::BOARD_COLUMNS {
+            return Ok(None);
+        }
+        Ok(self
+            .conn
+            .query_row("SELECT max(last_ms) FROM sessions", [], |r| r.get(0))?)
     }
 
     /// The sessions a board shows from `since_ms` (epoch ms) on: each one
@@ -932,8 +926,8 @@ mod tests {
             ob.append(&mut at("a", NOW - days_ago * DAY)).unwrap();
         }
         // The paused sink took the first event only.
-        assert_eq!(ob.count_older_after(1, NOW - 30 * DAY).unwrap(), 2);
-        assert_eq!(ob.count_older_after(4, NOW - 30 * DAY).unwrap(), 0);
+        assert_eq!(ob.count_older_after(1, NOW - 30 * DAY).unwrap().count, 2);
+        assert_eq!(ob.count_older_after(4, NOW - 30 * DAY).unwrap().count, 0);
         assert_eq!(prune_all(&mut ob, 1, 30, 500), 1);
         assert_eq!(rowids(&ob), [2, 3, 4]);
     }
