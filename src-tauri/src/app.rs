@@ -156,7 +156,9 @@ fn spawn_refresher(
                     .follow(backend::ui_address(&shared.paths).as_ref());
                 let config = crate::prefs::load(&shared.paths);
                 let phone = shared.local_receiver.follow(&shared.paths, &config);
-                let view = View::read(&shared.paths).with_phone(phone);
+                let view = View::read(&shared.paths)
+                    .with_phone(phone)
+                    .with_offers(shared.offers.current(&shared.paths));
                 // A long work's line moves: looked at more often while it runs.
                 wait = if view.busy() { REFRESH_BUSY } else { REFRESH };
                 if proxy.send_event(UserEvent::View(Box::new(view))).is_err() {

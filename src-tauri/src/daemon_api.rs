@@ -1,14 +1,18 @@
-//! The daemon's local API, from the tray's side: `GET /api/overview` (the board
-//! with its approvals) and `POST /api/approvals` (a person's answer to a waiting
-//! permission prompt), over loopback HTTP/1.1 to the address and token in
-//! `ui.json` (`backend::ui_address`), the same API the window's page calls.
+//! The daemon's local API, from the tray's side: `GET /api/overview` (the
+//! board with its approvals), `POST /api/approvals` (a person's answer to a
+//! waiting permission prompt), and the offers of a harness found later (`GET
+//! /api/offers`, watching one or declining it), over loopback HTTP/1.1 to the
+//! address and token in `ui.json` (`backend::ui_address`), the same API the
+//! window's page calls.
 //!
 //! Owns the calls only, through reqwest on a small runtime of the calling
 //! thread (the core's `runtime::block_on`): a bounded wait, the API's
 //! `{"error": ...}` as the error's words. Must not decide anything from what it
-//! reads, and must never answer a prompt on its own: `answer` is called only
-//! from a person's click (the menu's Allow / Deny, a notification's action),
-//! through `notices::answer_clicked`.
+//! reads, and must never answer a prompt or install hooks on its own: `answer`
+//! is called only from a person's click (the menu's Allow / Deny, a
+//! notification's action, through `notices::answer_clicked`), and
+//! `watch_harness` and `decline_offer` only from a click on an offer
+//! (`offers`).
 
 use crate::backend;
 use serde_json::{Value, json};
@@ -86,6 +90,40 @@ pub fn answer(
 ) -> Result<(), ApiError> {
     let body = json!({"session": session, "attention": attention, "decision": decision.as_str()});
     call(paths, "POST", "/api/approvals", Some(&body)).map(|_| ())
+}
+
+/// `GET /api/offers`: the harnesses found here and not watched, by name.
+pub fn offers(paths: &StatePaths) -> Result<Vec<String>, ApiError> {
+    let answer = call(paths, "GET", "/api/offers", None)?;
+    let offers = answer["offers"]
+        .as_array()
+        .ok_or(ApiError::Garbled("no offers"))?;
+    Ok(offers
+        .iter()
+        .filter_map(|o| o["harness"].as_str().map(str::to_string))
+        .collect())
+}
+
+/// `POST /api/harnesses/{name} {"installed": true}`: installs the harness's
+/// hooks; only ever a person's click (the tray's offer).
+pub fn watch_harness(paths: &StatePaths, harness: &str) -> Result<(), ApiError> {
+    let path = format!("/api/harnesses/{}", named(harness)?);
+    call(paths, "POST", &path, Some(&json!({"installed": true}))).map(|_| ())
+}
+
+/// `POST /api/offers/{name}/decline`: not offered again.
+pub fn decline_offer(paths: &StatePaths, harness: &str) -> Result<(), ApiError> {
+    let path = format!("/api/offers/{}/decline", named(harness)?);
+    call(paths, "POST", &path, Some(&json!({}))).map(|_| ())
+}
+
+/// A harness name as a path segment: the registry's form only.
+fn named(harness: &str) -> Result<&str, ApiError> {
+    if sessionpipe_core::protocol::valid_harness_name(harness) {
+        Ok(harness)
+    } else {
+        Err(ApiError::Garbled("a harness name"))
+    }
 }
 
 fn call(

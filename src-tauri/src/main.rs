@@ -22,6 +22,7 @@ mod daemon_api;
 mod instance;
 mod local_receiver;
 mod notices;
+mod offers;
 mod prefs;
 mod shared;
 mod tray;

@@ -1,9 +1,11 @@
-//! What every part of the shell shares: the state paths, the window's process,
-//! the local receiver, a way to ask the tray for a refresh, and the argument that starts the app in
-//! the tray only. Below `app` (which makes it) and the parts it wires (`tray`,
+//! What every part of the shell shares: the state paths, the window's
+//! process, the local receiver, the offers of a harness found later, a way to
+//! ask the tray for a refresh, and the argument that starts the app in the
+//! tray only. Below `app` (which makes it) and the parts it wires (`tray`,
 //! `notices`, `prefs`), so none of them imports `app`.
 
 use crate::local_receiver::LocalReceiver;
+use crate::offers::Offers;
 use crate::window::Window;
 use sessionpipe_core::spool::StatePaths;
 use std::sync::mpsc::Sender;
@@ -17,6 +19,8 @@ pub struct Shared {
     pub window: Window,
     /// The receiver with the phone page, when the person turned it on.
     pub local_receiver: LocalReceiver,
+    /// The harnesses found here and not watched, as the daemon last said.
+    pub offers: Offers,
     /// Asks the tray to refresh now (after a menu change).
     refresh: Sender<()>,
 }
@@ -27,6 +31,7 @@ impl Shared {
             paths,
             window,
             local_receiver: LocalReceiver::default(),
+            offers: Offers::default(),
             refresh,
         }
     }

@@ -6,6 +6,9 @@
 //! "Backfilling 1 200 / 3 400 sessions", the core's `state::progress` words,
 //! in the tooltip too) and a line when hook calls were lost to a full disk
 //! (the core's words);
+//! then each harness found on this machine after setup and not watched
+//! (`offers`: "Watch Droid (found on this machine)", "Don't offer Droid
+//! again", and the daemon's words when a click did not go through);
 //! then, when local approvals are on, the permission prompts this machine may
 //! answer now across every session and harness (`approvals`, from the daemon's
 //! overview): who asks (harness, title, folder; it opens the window on the
@@ -29,6 +32,7 @@ use crate::backend::{self, Link};
 use crate::board::{self, Board};
 use crate::daemon_api::Decision;
 use crate::local_receiver::{self, Status};
+use crate::offers::{self, Offer};
 use crate::shared::Shared;
 use crate::{daemon_api, notices, prefs};
 use anyhow::Context;
@@ -126,6 +130,8 @@ pub struct View {
     /// (the refresher's word: `with_phone`).
     local_receiver: bool,
     phone: Status,
+    /// Harnesses found here and not watched (the refresher's: `with_offers`).
+    offers: Vec<Offer>,
 }
 
 impl View {
@@ -166,6 +172,7 @@ impl View {
             open_at_login: config.open_at_login,
             local_receiver: config.local_receiver,
             phone: Status::Off,
+            offers: Vec::new(),
         }
     }
 
@@ -180,9 +187,15 @@ impl View {
         self
     }
 
+    /// This view with the harnesses to offer.
+    pub fn with_offers(mut self, offers: Vec<Offer>) -> View {
+        self.offers = offers;
+        self
+    }
+
     /// The menu's shape: which lines exist. Same shape: the items are updated in
-    /// place; another shape: the menu is built again.
-    fn shape(&self) -> (Vec<&str>, Vec<&str>, [bool; 8]) {
+    /// place; another shape: the menu is built again (an offer's lines too).
+    fn shape(&self) -> (Vec<&str>, Vec<&str>, [bool; 8], &[Offer]) {
         (
             self.asking.iter().map(|a| a.key.as_str()).collect(),
             self.board.rows.iter().map(|r| r.key.as_str()).collect(),
@@ -196,6 +209,7 @@ impl View {
                 matches!(self.phone, Status::Failed { .. }),
                 self.progress.is_some(),
             ],
+            &self.offers,
         )
     }
 
@@ -266,6 +280,17 @@ impl Items {
             .control_stopped
             .as_deref()
             .map(|l| disabled(&capitalised(l)));
+        let offers: Vec<_> = view
+            .offers
+            .iter()
+            .map(|o| {
+                (
+                    MenuItem::with_id(o.watch_id(), o.watch_label(), true, None),
+                    MenuItem::with_id(o.decline_id(), o.decline_label(), true, None),
+                    o.failed_label().map(|l| disabled(&l)),
+                )
+            })
+            .collect();
         let asking_header = (!view.asking.is_empty()).then(|| disabled(&view.asking_header()));
         let asking: Vec<[MenuItem; 4]> = view
             .asking
@@ -309,7 +334,7 @@ impl Items {
         let open = MenuItem::with_id("open", "Open sessionpipe", true, None);
         let quit = MenuItem::with_id("quit", "Quit", true, None);
         let sep = PredefinedMenuItem::separator;
-        let (sep1, sep2, sep3, sep4) = (sep(), sep(), sep(), sep());
+        let (sep1, sep2, sep3, sep4, sep5) = (sep(), sep(), sep(), sep(), sep());
         let mut all: Vec<&dyn IsMenuItem> = vec![&header];
         if let Some(l) = &link {
             all.push(l);
@@ -324,6 +349,15 @@ impl Items {
             all.push(l);
         }
         all.push(&sep1);
+        for (watch, decline, failed) in &offers {
+            all.extend([watch as &dyn IsMenuItem, decline]);
+            if let Some(f) = failed {
+                all.push(f);
+            }
+        }
+        if !offers.is_empty() {
+            all.push(&sep5);
+        }
         if let Some(h) = &asking_header {
             all.push(h);
             all.extend(asking.iter().flatten().map(|i| i as &dyn IsMenuItem));
@@ -520,6 +554,21 @@ pub fn on_menu(shared: &Arc<Shared>, id: &str) -> bool {
         shared.open_window(Some(key));
         return false;
     }
+    if let Some((act, harness)) = offers::from_item_id(id) {
+        // The daemon installs the hooks (or notes the no), off the main
+        // thread; the menu then shows what it says.
+        let (shared, harness) = (shared.clone(), harness.to_string());
+        let spawned = std::thread::Builder::new()
+            .name("tray-offer".into())
+            .spawn(move || {
+                shared.offers.act(&shared.paths, act, &harness);
+                shared.refresh_now();
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("the offer's click: {e}");
+        }
+        return false;
+    }
     match id {
         "open" | "more" | "more-approvals" => shared.open_window(None),
         "pause" => {
@@ -665,6 +714,30 @@ mod tests {
         assert!(view.tooltip().contains("lost"));
         assert!(view.shape().2[2], "the menu has the line");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_harness_offered_gets_its_lines_and_a_failed_click_rebuilds_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(dir.path());
+        paths.ensure().unwrap();
+        let none = View::read(&paths);
+        let droid = |failed: Option<&str>| Offer {
+            harness: "droid".into(),
+            failed: failed.map(str::to_string),
+        };
+        let offered = none.clone().with_offers(vec![droid(None)]);
+        assert_ne!(offered.shape(), none.shape(), "the lines come");
+        let failed = none.clone().with_offers(vec![droid(Some("HTTP 500"))]);
+        assert_ne!(failed.shape(), offered.shape(), "its failure line comes");
+        assert_eq!(
+            offers::from_item_id(&offered.offers[0].watch_id()),
+            Some((offers::Act::Watch, "droid"))
+        );
+        assert_eq!(
+            failed.offers[0].failed_label().as_deref(),
+            Some("Not done: HTTP 500")
+        );
     }
 
     #[test]

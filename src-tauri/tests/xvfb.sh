@@ -40,7 +40,11 @@
 #      window and reset notifies no more; `pool off` gives the settings back;
 #  16. a real `sessionpipe backfill` of 8000 small Claude Code transcripts
 #      shows in the tray's menu while it runs (the core's words, "Backfilling
-#      1 200 / 8 000 sessions"), and the line goes when it ends.
+#      1 200 / 8 000 sessions"), and the line goes when it ends;
+#  17. Droid and Kiro appearing after setup (their folders made) are offered
+#      in the menu; "Watch Droid" installs Droid's hooks (status says
+#      installed), "Don't offer Kiro again" declines Kiro without touching
+#      its files, and the lines go.
 # Installs nothing; a missing tool fails with the apt package to install.
 # Usage: src-tauri/tests/xvfb.sh   (binaries from $SESSIONPIPE_BIN_DIR, default
 # target/debug: cargo build -p sessionpipe-app -p sessionpipe-core -p sessionpipe-hook;
@@ -660,6 +664,26 @@ grep -q "claude-code: 80[0-9][0-9] sessions" "$W/backfill.out" || fail "backfill
 no_backfill_line() { ! menu_has "Backfilling"; }
 wait_for 10 "the backfill's line to go" no_backfill_line
 ok "the line went when the backfill ended ($(head -n 1 "$W/backfill.out"))"
+
+step "17. a harness found after setup is offered in the menu; Watch installs its hooks, Don't offer again declines"
+# Droid and Kiro "installed" now: their config folders appear (the daemon
+# finds a harness by its CLI on PATH or its folder). The tray asks every 30 s.
+mkdir -p "$HOME/.factory" "$HOME/.kiro"
+offered() { menu_has "Watch Droid (found on this machine)" && menu_has "Watch Kiro (found on this machine)"; }
+wait_for 45 "the menu to offer Droid and Kiro" offered
+ok "offered: $(menu | cut -f3 | grep -F -e "Watch " -e "Don't offer" | paste -sd ';' -)"
+click "Watch Droid (found on this machine)"
+droid_hooked() { grep -qs "sessionpipe-hook" "$HOME/.factory/hooks.json"; }
+wait_for 15 "Droid's hooks in ~/.factory/hooks.json" droid_hooked
+click "Don't offer Kiro again"
+kiro_declined() { grep -qs '"kiro"' "$SESSIONPIPE_STATE_DIR/harness-declined.json"; }
+wait_for 15 "Kiro declined in harness-declined.json" kiro_declined
+[ ! -e "$HOME/.kiro/hooks/sessionpipe.json" ] || fail "declining Kiro wrote its hooks"
+no_offers() { ! menu_has "Watch Droid" && ! menu_has "Kiro (found"; }
+wait_for 15 "the offers' lines to go" no_offers
+"$SP_BIN/sessionpipe" status >"$W/status-offers.txt" 2>&1 || true
+grep -q "droid: current" "$W/status-offers.txt" || fail "status after Watch Droid: $(cat "$W/status-offers.txt")"
+ok "Watch Droid installed its hooks (status: $(grep -F "droid:" "$W/status-offers.txt")); Kiro is declined and was not touched; the lines went"
 click "Quit"
 wait_for 15 "the app to quit" bash -c "! kill -0 $APP 2>/dev/null"
 
