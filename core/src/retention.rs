@@ -82,11 +82,14 @@ pub fn cutoff_ms(now_ms: i64, days: u32) -> i64 {
 }
 
 /// The rowid through which every sink has taken the outbox (`i64::MAX` with
-/// no sink); a sink that never sent has taken nothing (0).
+/// no sink); a sink that never sent has taken nothing (0), and a replay
+/// asked for and not yet started by the sink's task (`replay_from` in
+/// sinks.json) counts as where its cursor will go.
 pub fn taken_by_all(ob: &Outbox, sinks: &SinkList) -> Result<i64, OutboxError> {
     let mut taken = i64::MAX;
     for s in &sinks.sinks {
-        taken = taken.min(ob.sink_cursor(&s.id)?);
+        let cursor = ob.sink_cursor(&s.id)?;
+        taken = taken.min(s.replay_from.map_or(cursor, |from| from.min(cursor)));
     }
     Ok(taken)
 }
@@ -401,6 +404,17 @@ mod tests {
         // A sink added now has taken nothing: it holds everything back.
         sinks(&paths, &["s_all", "s_paused", "s_new"]);
         lock(&ob).set_sink_cursor("s_paused", 604).unwrap();
+        let p = crate::runtime::block_on(pass(&paths, &ob)).unwrap();
+        assert_eq!(p.deleted, 0);
+        // A replay asked for and not yet started holds back what it will
+        // send again, though the sink's cursor is past it.
+        let replaying = serde_json::json!({"sinks": [{"id": "s_all", "kind": "file",
+            "path": "/x/s_all", "tier": 3, "added_at": 0, "replay_from": 0}]});
+        std::fs::write(paths.sinks(), replaying.to_string()).unwrap();
+        assert_eq!(
+            SinkList::load(&paths).unwrap().sinks[0].replay_from,
+            Some(0)
+        );
         let p = crate::runtime::block_on(pass(&paths, &ob)).unwrap();
         assert_eq!(p.deleted, 0);
         // Once it has them too (or with no sink at all), they go; the young

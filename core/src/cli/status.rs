@@ -1,5 +1,6 @@
-//! `sessionpipe status`: hooks per harness, the daemon, the spool, the outbox,
-//! and each sink: how far behind it is and its last error.
+//! `sessionpipe status`: hooks per harness, the daemon and the service that
+//! runs it where no tray does, the spool, the outbox, and each sink: how far
+//! behind it is and its last error.
 
 use crate::cli::out::{self, outln};
 
@@ -82,8 +83,18 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
             })
             .collect();
 
+    // What the service manager says (systemctl, launchctl or schtasks);
+    // shown when the service is installed, a manager that cannot be asked
+    // said as such.
+    let service = crate::service::status(paths).ok();
+    let service_json = service.as_ref().map(|s| {
+        json!({"installed": s.installed, "manager": s.manager, "unit": s.unit,
+               "active": s.active, "enabled": s.enabled, "unreachable": s.unreachable})
+    });
+
     if as_json {
         let doc = json!({
+            "service": service_json,
             "control": control,
             "harnesses": harnesses,
             "daemon": daemon.as_ref().map(|h| json!({"pid": h.pid, "mode": h.mode.as_str()})),
@@ -114,6 +125,17 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
     match daemon {
         Some(h) => outln!("daemon: running (pid {}, {})", h.pid, h.mode),
         None => outln!("daemon: not running (hooks start a worker when they fire)"),
+    }
+    if let Some(s) = service.as_ref().filter(|s| s.installed) {
+        let state = match (&s.unreachable, &s.active) {
+            (Some(why), _) => format!("{} not reachable: {why}", s.manager),
+            (None, active) => {
+                let mut words = vec![s.manager, active.as_deref().unwrap_or("state unknown")];
+                words.extend(s.enabled.as_deref());
+                words.join(", ")
+            }
+        };
+        outln!("service: installed ({state})");
     }
     outln!(
         "spool: {pending} waiting, {} quarantined ({})",
