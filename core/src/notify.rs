@@ -123,7 +123,7 @@ impl Watcher {
     /// Starts after the last stored event: what happened before is not news.
     pub fn from_now(outbox: &Outbox) -> Watcher {
         Watcher {
-            cursor: outbox.counts().map(|c| c.last_rowid).unwrap_or(0),
+            cursor: outbox.newest_rowid().unwrap_or(0),
         }
     }
 

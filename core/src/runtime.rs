@@ -9,12 +9,34 @@ use std::future::Future;
 /// The daemon's runtime: two workers (the API, sinks, listeners) and a bounded
 /// blocking pool (ingest, the hold worker, SQLite reads and writes).
 pub fn daemon() -> std::io::Result<tokio::runtime::Runtime> {
+    cap_malloc_arenas();
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(16)
         .thread_name("sessionpipe")
         .enable_all()
         .build()
+}
+
+/// Caps glibc's malloc at two arenas for the threads made from now on. By
+/// default each thread that allocates may get an arena of its own (up to
+/// eight per core), and each keeps what it freed: the daemon's memory after
+/// 300 board requests on a year's outbox then ranged 23 to 30 MB from run to
+/// run; with two arenas, 22.5 to 22.9 MB at the same speed (`bench_year`).
+/// Elsewhere (musl, macOS, Windows) the allocator is left as it is.
+fn cap_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // glibc's <malloc.h>: `int mallopt(int param, int value)`.
+        unsafe extern "C" {
+            fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
+        }
+        const M_ARENA_MAX: std::ffi::c_int = -8;
+        // SAFETY: mallopt sets one of the allocator's tunables and may be
+        // called at any time; it takes plain integers and touches no memory
+        // of ours. A refusal (0) leaves the default, which only costs memory.
+        let _ = unsafe { mallopt(M_ARENA_MAX, 2) };
+    }
 }
 
 /// Runs one future to its end on a runtime of this thread (a CLI command's

@@ -783,9 +783,17 @@ fn retention_phase(s: &Setup, work: &Path) -> RetentionRun {
     let mut ob = shared.lock().unwrap();
     let (next, next_deleted) = prune(&mut ob, &sinks, now + 3_600_000);
     drop(ob);
-    // Then the machine goes quiet: no session for `QUIET_FOR`, as retention's
-    // clock says (the test-only setting, read by `retention::now_ms`).
-    let quiet_at = now + retention::QUIET_FOR.as_millis() as i64 + 60_000;
+    // Then the machine goes quiet: no session for `QUIET_FOR` after the last
+    // one did anything (today's working sessions run a little ahead of the
+    // generator's clock), as retention's clock says (the test-only setting,
+    // read by `retention::now_ms`).
+    let last = shared
+        .lock()
+        .unwrap()
+        .last_activity_ms()
+        .unwrap()
+        .unwrap_or(0);
+    let quiet_at = now_ms().max(last) + retention::QUIET_FOR.as_millis() as i64 + 60_000;
     // SAFETY: no other thread of this process reads or writes the
     // environment now (the appender is started after).
     unsafe { std::env::set_var(retention::NOW_VAR, quiet_at.to_string()) };

@@ -523,7 +523,7 @@ async fn round_trip(paths: &StatePaths, sink: &Sink, events_url: &str) -> (Strin
 fn dry_run(paths: &StatePaths, sink: &Sink) -> Result<Vec<String>, SinkError> {
     let mut lines = Vec::new();
     if let Some(ob) = crate::pipeline::outbox::Outbox::open_readonly(&paths.outbox())? {
-        let last = ob.counts()?.last_rowid;
+        let last = ob.newest_rowid()?;
         let rows = ob.events_after((last - 200).max(0), 200)?;
         let home = spool::paths::home_dir().map(|h| h.to_string_lossy().into_owned());
         let mut kinds: std::collections::BTreeMap<String, (usize, usize)> = Default::default();

@@ -332,7 +332,7 @@ impl Outbox {
         )?;
         match first {
             Some(r) => Ok(r - 1),
-            None => Ok(self.counts()?.last_rowid),
+            None => self.newest_rowid(),
         }
     }
 

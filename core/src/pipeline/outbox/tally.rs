@@ -1,6 +1,6 @@
-//! How much of the outbox a sink has still to take, and how much of that it
-//! keeps from retention, for `status` and the API's sink list: bounded reads,
-//! whatever the outbox's size.
+//! How much of the outbox a sink has still to take, how much of that it keeps
+//! from retention, and how many events the outbox holds, for `status` and the
+//! API's sink list: bounded reads, whatever the outbox's size.
 //!
 //! SQLite counts a range by reading every row in it, and a sink paused for
 //! six weeks on a year's outbox has 350 000 rows after its cursor, stored
@@ -42,8 +42,16 @@ impl Outbox {
                 exact: true,
             });
         }
+        // From the oldest event stored when the cursor is before it (the
+        // outbox's whole count is `count_after(0)`).
+        let oldest: i64 =
+            self.conn
+                .query_row("SELECT coalesce(min(rowid), 0) FROM events", [], |r| {
+                    r.get(0)
+                })?;
+        let from = rowid.max(oldest - 1);
         Ok(Tally {
-            count: (self.newest_rowid()? - rowid).max(counted),
+            count: (self.newest_rowid()? - from).max(counted),
             exact: false,
         })
     }
@@ -83,6 +91,13 @@ impl Outbox {
             count: (last_old - rowid).max(old),
             exact: false,
         })
+    }
+
+    /// How many sessions the outbox knows (one row each; never pruned).
+    pub fn session_count(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))?)
     }
 
     /// The first event at or after `rowid`: its rowid and time.
