@@ -239,6 +239,16 @@ fn available(check: Check) -> Update {
     }
 }
 
+/// A release whose `version` for `platform` is published and its archive
+/// served: what most tests start from.
+fn released(version: &str, platform: &str) -> (Release, Vec<u8>) {
+    let release = Release::start();
+    let archive = bundle_tar_gz();
+    release.serve(ARTIFACT, &archive);
+    release.publish(&release.manifest(version, platform, &archive, &release.artifact_url()));
+    (release, archive)
+}
+
 /// The bundle is not touched and nothing was left beside it.
 fn assert_untouched(app: &App, before: &BTreeMap<PathBuf, (Vec<u8>, u32)>) {
     assert_eq!(&app.snapshot(), before, "the installed bundle changed");
@@ -246,10 +256,7 @@ fn assert_untouched(app: &App, before: &BTreeMap<PathBuf, (Vec<u8>, u32)>) {
 
 #[test]
 fn a_newer_signed_version_is_found_downloaded_checked_and_swapped_in() {
-    let release = Release::start();
-    let archive = bundle_tar_gz();
-    release.serve(ARTIFACT, &archive);
-    release.publish(&release.manifest("0.2.0", PLATFORM, &archive, &release.artifact_url()));
+    let (release, _) = released("0.2.0", PLATFORM);
     let app = App::installed();
     let updater = app.updater(&release, "0.1.0");
 
@@ -401,15 +408,7 @@ fn the_same_or_an_older_version_is_never_offered() {
 
 #[test]
 fn a_manifest_for_another_platform_is_refused() {
-    let release = Release::start();
-    let archive = bundle_tar_gz();
-    release.serve(ARTIFACT, &archive);
-    release.publish(&release.manifest(
-        "0.2.0",
-        "windows-x86_64",
-        &archive,
-        &release.artifact_url(),
-    ));
+    let (release, _) = released("0.2.0", "windows-x86_64");
     let app = App::installed();
     let before = app.snapshot();
     let err = app.updater(&release, "0.1.0").check_now(now()).unwrap_err();
@@ -456,10 +455,7 @@ fn a_server_that_hangs_is_given_up_on_and_the_bundle_stays_as_it_was() {
 
 #[test]
 fn a_second_check_within_the_day_asks_nothing_and_a_skipped_version_is_not_offered() {
-    let release = Release::start();
-    let archive = bundle_tar_gz();
-    release.serve(ARTIFACT, &archive);
-    release.publish(&release.manifest("0.2.0", PLATFORM, &archive, &release.artifact_url()));
+    let (release, archive) = released("0.2.0", PLATFORM);
     let app = App::installed();
     let updater = app.updater(&release, "0.1.0");
 
@@ -497,10 +493,7 @@ fn a_linux_package_leaves_updates_to_apt_and_asks_nothing() {
     let installation =
         Installation::detect_for("linux", "x86_64", Path::new("/usr/bin/sessionpipe-app"));
     assert_eq!(installation, Installation::Apt);
-    let release = Release::start();
-    let archive = bundle_tar_gz();
-    release.serve(ARTIFACT, &archive);
-    release.publish(&release.manifest("0.2.0", "linux-x86_64", &archive, &release.artifact_url()));
+    let (release, _) = released("0.2.0", "linux-x86_64");
     let state = tempfile::tempdir().unwrap();
     let mut config = Config::new(
         Version::new(0, 1, 0),
