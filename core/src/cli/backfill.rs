@@ -73,14 +73,15 @@ pub fn backfill(
 }
 
 /// `install` backfills once per state dir (30 days; `days` when asked,
-/// which runs even after the first): the marker says it did.
-pub fn once_after_install(paths: &StatePaths, days: Option<u32>) {
+/// which runs even after the first): the marker says it did. Its progress
+/// is JSON records when `install --json` was asked for.
+pub fn once_after_install(paths: &StatePaths, days: Option<u32>, json: bool) {
     let marker = paths.backfilled_marker();
     if marker.exists() && days.is_none() {
         return;
     }
     let days = days.unwrap_or(30);
-    match backfill(paths, days, &[], Show::for_stderr(false)) {
+    match backfill(paths, days, &[], Show::for_stderr(json)) {
         Ok(counts) => {
             let added: usize = counts.iter().map(|c| c.added).sum();
             eprintln!(

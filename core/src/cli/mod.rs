@@ -380,7 +380,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             };
             let code = hooks_command(&paths, &harnesses, &options, Action::Install)?;
             if !dry_run {
-                backfill::once_after_install(&paths, backfill_days);
+                backfill::once_after_install(&paths, backfill_days, json);
             }
             Ok(code)
         }

@@ -404,6 +404,35 @@ fn one_install_sets_a_new_machine_up_and_backfill_takes_one_harness() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a name"));
 
+    // With --json, its backfill's progress is JSON records too (stderr), and
+    // stdout the install's document alone.
+    let out = sb.sessionpipe(&[
+        "install",
+        "--json",
+        "--harness",
+        "claude-code",
+        "--backfill",
+        "30",
+    ]);
+    assert!(out.status.success());
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc[0]["harness"], "claude-code");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let records: Vec<Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(
+        records.iter().any(|r| r["progress"]["what"] == "backfill"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr
+            .lines()
+            .any(|l| l.starts_with("backfill: ") && l.contains(" sessions (")),
+        "no plain progress lines: {stderr}"
+    );
+
     // backfill --harness: only that harness's files are read.
     let out = sb.sessionpipe(&["backfill", "--json", "--harness", "codex"]);
     let counts: Value = serde_json::from_slice(&out.stdout).unwrap();
