@@ -404,6 +404,17 @@ fn tool_call(
     }
 }
 
+/// A permission prompt for `tool`, as Claude Code's PermissionRequest maps.
+fn permission_asked(id: &str, tool: &str) -> EventData {
+    EventData::AttentionNeeded(AttentionNeeded {
+        attention_id: id.to_string(),
+        kind: AttentionKind::Permission,
+        tool: Some(tool.into()),
+        message: Some(format!("{tool} wants to run")),
+        agent_id: None,
+    })
+}
+
 fn push(events: &mut Vec<Option<Ev>>, ms: i64, hook: &'static str, titled: bool, data: EventData) {
     events.push(Some(Ev {
         ms,
@@ -528,13 +539,7 @@ pub fn play(plan: &Plan, full: bool) -> Played {
                         t + 200,
                         "PermissionRequest",
                         titled,
-                        EventData::AttentionNeeded(AttentionNeeded {
-                            attention_id: id.clone(),
-                            kind: AttentionKind::Permission,
-                            tool: Some(tool.into()),
-                            message: Some(format!("{tool} wants to run")),
-                            agent_id: None,
-                        }),
+                        permission_asked(&id, tool),
                     );
                     open.push(json!({"id": id, "agent_id": null, "permission": true}));
                 }
@@ -548,13 +553,7 @@ pub fn play(plan: &Plan, full: bool) -> Played {
                     t,
                     "PermissionRequest",
                     titled,
-                    EventData::AttentionNeeded(AttentionNeeded {
-                        attention_id: id.clone(),
-                        kind: AttentionKind::Permission,
-                        tool: Some(tool.into()),
-                        message: Some(format!("{tool} wants to run")),
-                        agent_id: None,
-                    }),
+                    permission_asked(&id, tool),
                 );
                 t += (s.lognormal(8_000.0, 1.0) as i64).min(600_000);
                 push(

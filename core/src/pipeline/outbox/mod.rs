@@ -89,6 +89,17 @@ const BOARD_SQL: &str = "SELECT harness, session, record FROM sessions WHERE las
      SELECT harness, session, record FROM sessions INDEXED BY sessions_live
      WHERE live AND last_ms < ?1";
 
+/// A `harness, session, record` row as the session readers return it (a
+/// record that does not read is an empty one).
+fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, String, SessionRecord)> {
+    let json: String = r.get(2)?;
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        serde_json::from_str(&json).unwrap_or_default(),
+    ))
+}
+
 /// Which events a backward read (`Outbox::events_before`) takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Only<'a> {
@@ -475,14 +486,7 @@ impl Outbox {
         let mut stmt = self
             .conn
             .prepare("SELECT harness, session, record FROM sessions")?;
-        let rows = stmt.query_map([], |r| {
-            let json: String = r.get(2)?;
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                serde_json::from_str(&json).unwrap_or_default(),
-            ))
-        })?;
+        let rows = stmt.query_map([], session_row)?;
         let mut all: Vec<(String, String, SessionRecord)> =
             rows.collect::<rusqlite::Result<_>>()?;
         all.sort_by_key(|(_, _, r)| std::cmp::Reverse(r.last_ms));
@@ -515,14 +519,7 @@ impl Outbox {
             return Ok(all);
         }
         let mut stmt = self.conn.prepare_cached(BOARD_SQL)?;
-        let rows = stmt.query_map(params![since_ms], |r| {
-            let json: String = r.get(2)?;
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                serde_json::from_str(&json).unwrap_or_default(),
-            ))
-        })?;
+        let rows = stmt.query_map(params![since_ms], session_row)?;
         let mut found: Vec<(String, String, SessionRecord)> =
             rows.collect::<rusqlite::Result<_>>()?;
         found.retain(|(_, _, r)| keep(r));
