@@ -103,7 +103,7 @@ else
 fi
 
 say "conformance: the project's fixtures, and the shared data when it is beside the repo"
-paths=(conformance/harness conformance/redaction)
+paths=(conformance/harness conformance/redaction conformance/control-vectors)
 for shared in ../shared/conformance/harness ../shared/conformance/redaction ../shared/conformance/control-vectors; do
   [ -d "$shared" ] && paths+=("$shared")
 done

@@ -3,11 +3,23 @@
 //! not_a_command, wrong_machine, unknown_kind, bad_session, bad_fields,
 //! bad_nonce. Nothing here looks at a signature or a clock; `verify` runs
 //! those after, on the same bytes.
+//!
+//! Each member's refusal is the code of the step that owns it. A member every
+//! command carries (`v`, `t`, `machine`, `kind`, `session`, `nonce`, `iat`)
+//! of the wrong JSON type makes the string no well-formed command, whatever
+//! its kind: `malformed`, step 1, before any value is judged. Its value (or
+//! its absence) is then its own step's: `v`/`t` `not_a_command`, `machine`
+//! `wrong_machine`, `kind` `unknown_kind`, `session` `bad_session` (the
+//! form, the key store, the harness's id rule: `session_ids`), `iat` outside
+//! 1..2^53 − 1 `bad_fields` (the schema's bounds), `nonce` `bad_nonce`. The
+//! members a kind adds and the optional `note` are content: `bad_fields`,
+//! their types included.
 
 use crate::files::{self, FileRef};
 use crate::json;
 use crate::keys::{ES256, RS256, TrustedKey, is_b64url};
 use crate::refusal::Refusal;
+use crate::session_ids;
 use serde_json::{Map, Value};
 
 /// The whole command string, in characters.
@@ -134,8 +146,11 @@ pub(crate) fn parse(cmd: &str, machine: &str) -> Result<Command, Refusal> {
         return Err(Refusal::Malformed);
     }
     let map = json::object(cmd).map_err(|_| Refusal::Malformed)?;
+    if !envelope_typed(&map) {
+        return Err(Refusal::Malformed);
+    }
 
-    if map.get("v").and_then(Value::as_i64) != Some(1)
+    if map.get("v").and_then(Value::as_f64) != Some(1.0)
         || map.get("t").and_then(Value::as_str) != Some("sessionpipe.control")
     {
         return Err(Refusal::NotACommand);
@@ -164,6 +179,9 @@ pub(crate) fn parse(cmd: &str, machine: &str) -> Result<Command, Refusal> {
     if (*kind == "key.add") != key_store || (reserved && !key_store) {
         return Err(Refusal::BadSession);
     }
+    if !reserved && !session_ids::follows_rule(&session.harness, &session.id) {
+        return Err(Refusal::BadSession);
+    }
 
     if let Some(foreign) = map
         .keys()
@@ -175,7 +193,7 @@ pub(crate) fn parse(cmd: &str, machine: &str) -> Result<Command, Refusal> {
     }
     let iat_ms = map
         .get("iat")
-        .and_then(Value::as_i64)
+        .and_then(integer)
         .filter(|iat| (1..=MAX_IAT).contains(iat))
         .ok_or_else(|| bad("iat is not an integer from 1 to 2^53 − 1"))?;
     let note = match map.get("note") {
@@ -198,6 +216,36 @@ pub(crate) fn parse(cmd: &str, machine: &str) -> Result<Command, Refusal> {
         iat_ms,
         note,
         body,
+    })
+}
+
+/// Whether each member every command carries, where present, is of its JSON
+/// type (`schemas/control-command.json`): `v` a number, `iat` an integer,
+/// the rest strings. Absent members are their own steps' to refuse.
+fn envelope_typed(map: &Map<String, Value>) -> bool {
+    let typed = |member: &str, of_type: fn(&Value) -> bool| map.get(member).is_none_or(of_type);
+    typed("v", Value::is_number)
+        && ["t", "machine", "kind", "session", "nonce"]
+            .iter()
+            .all(|m| typed(m, Value::is_string))
+        && typed("iat", is_integer)
+}
+
+/// An integer as JSON Schema counts one: a number with no fractional part
+/// (`1790800000000`, and `1790800000000.0` too; never `1790800000000.5`).
+fn is_integer(v: &Value) -> bool {
+    v.is_i64()
+        || v.is_u64()
+        || v.as_f64()
+            .is_some_and(|f| f.is_finite() && f.fract() == 0.0)
+}
+
+/// An integer's value, when it fits an `i64` (one written with a `.0` is
+/// exact up to 2^53, past every bound it is held to).
+fn integer(v: &Value) -> Option<i64> {
+    v.as_i64().or_else(|| {
+        let f = v.as_f64().filter(|_| is_integer(v))?;
+        (f.abs() <= MAX_IAT as f64).then_some(f as i64)
     })
 }
 

@@ -103,14 +103,88 @@ fn the_whole_string_is_at_most_48000_characters() {
 fn not_a_command() {
     for (m, v) in [
         ("v", json!(2)),
-        ("v", json!("1")),
         ("v", json!(1.5)),
+        ("v", json!(0)),
         ("t", json!("ss-machine-cmd")),
+        ("t", json!("")),
     ] {
         assert_eq!(code(with(prompt(), m, v)), "not_a_command");
     }
     assert_eq!(code(without(prompt(), "t")), "not_a_command");
     assert_eq!(code(without(prompt(), "v")), "not_a_command");
+    // 1.0 is the number 1 (the schema's `const`).
+    assert_eq!(code(with(prompt(), "v", json!(1.0))), "ok");
+}
+
+/// Every member a command carries whatever its kind, of another JSON type:
+/// not a well-formed command at all (step 1), before any value is judged.
+#[test]
+fn envelope_members_of_the_wrong_type_are_malformed() {
+    let others = [
+        json!(null),
+        json!(true),
+        json!(7),
+        json!(1.5),
+        json!("1"),
+        json!([]),
+        json!({}),
+    ];
+    for (member, of_type) in [
+        ("v", "number"),
+        ("t", "string"),
+        ("machine", "string"),
+        ("kind", "string"),
+        ("session", "string"),
+        ("nonce", "string"),
+        ("iat", "integer"),
+    ] {
+        for other in &others {
+            let fits = match of_type {
+                "number" => other.is_number(),
+                "integer" => other.is_i64(),
+                _ => other.is_string(),
+            };
+            if fits {
+                continue;
+            }
+            assert_eq!(
+                code(with(prompt(), member, other.clone())),
+                "malformed",
+                "{member}: {other}"
+            );
+        }
+    }
+    // The issue's own: an iat with a fraction, on every kind.
+    for k in ["prompt", "cancel"] {
+        let cmd = with(kind(k), "text", json!("x"));
+        let cmd = if k == "cancel" {
+            without(cmd, "text")
+        } else {
+            cmd
+        };
+        assert_eq!(
+            code(with(cmd, "iat", json!(1790800000000.5))),
+            "malformed",
+            "{k}"
+        );
+    }
+    // Before every value check: the first broken step is step 1.
+    let broken = with(
+        with(prompt(), "t", json!("ss-machine-cmd")),
+        "machine",
+        json!("m_anothermachine00000001"),
+    );
+    assert_eq!(
+        code(with(broken, "iat", json!("1790800000000"))),
+        "malformed"
+    );
+    // Written as a number with `.0`, an integer is still one.
+    assert_eq!(
+        of(with(prompt(), "iat", json!(1790800000000.0)))
+            .unwrap()
+            .iat_ms,
+        1790800000000
+    );
 }
 
 #[test]
@@ -120,7 +194,7 @@ fn wrong_machine() {
         "wrong_machine"
     );
     assert_eq!(code(without(prompt(), "machine")), "wrong_machine");
-    assert_eq!(code(with(prompt(), "machine", json!(7))), "wrong_machine");
+    assert_eq!(code(with(prompt(), "machine", json!(""))), "wrong_machine");
     assert!(valid_machine_id(MACHINE));
     for bad in [
         "m_short",
@@ -165,11 +239,56 @@ fn sessions() {
         );
     }
     assert_eq!(code(without(prompt(), "session")), "bad_session");
-    let odd = of(with(prompt(), "session", json!("codex:a.b:c_d-e"))).unwrap();
+    // A harness with no id rule takes the protocol's whole form.
+    let odd = of(with(prompt(), "session", json!("cursor:a.b:c_d-e"))).unwrap();
     assert_eq!(
         (odd.session.harness.as_str(), odd.session.id.as_str()),
-        ("codex", "a.b:c_d-e")
+        ("cursor", "a.b:c_d-e")
     );
+}
+
+/// The id follows its harness's rule (CONTROL §3.1): a `claude-code` id is a
+/// UUID, a Devin id a word-word slug, an OpenCode id `ses_…`; a session a
+/// start named (a UUID) is a name every harness takes.
+#[test]
+fn session_ids_follow_their_harness_rule() {
+    for bad in [
+        "claude-code:not-a-uuid",
+        "claude-code:s1",
+        "claude-code:834104cf-a9d5",
+        "codex:a.b:c_d-e",
+        "gemini-cli:conf-1",
+        "copilot-cli:frill-vulture",
+        "droid:ses_dc91f06baffeU4tc00OCOuQ87R",
+        "devin:Frill_Vulture",
+        "opencode:s-1",
+    ] {
+        assert_eq!(
+            code(with(prompt(), "session", json!(bad))),
+            "bad_session",
+            "{bad}"
+        );
+    }
+    for ok in [
+        "claude-code:8c132906-8c3f-4814-870a-afc3d05e1d2e",
+        "codex:01a0e5c5-5b2f-7c60-9287-31f9f0aa9f65",
+        "devin:frill-vulture",
+        "devin:8c132906-8c3f-4814-870a-afc3d05e1d2e",
+        "opencode:ses_dc91f06baffeU4tc00OCOuQ87R",
+        "opencode:8c132906-8c3f-4814-870a-afc3d05e1d2e",
+        "goose:8c132906-8c3f-4814-870a-afc3d05e1d2e",
+        "kiro:any.id-at_all",
+    ] {
+        assert_eq!(code(with(prompt(), "session", json!(ok))), "ok", "{ok}");
+    }
+    // The key store is not a harness's session: its own rule stands.
+    let key = json!({"id": "AAAAAAAAAAAAAAAAAAAAAA", "alg": -7, "spki": SPKI});
+    let add = with(
+        with(kind("key.add"), "key", key),
+        "session",
+        json!(KEYS_SESSION),
+    );
+    assert_eq!(code(add), "ok");
 }
 
 #[test]
@@ -240,9 +359,10 @@ fn iat_is_an_integer() {
     for bad in [
         json!(0),
         json!(-5),
-        json!(1.5),
-        json!("1790800000000"),
+        json!(-0.0),
         json!(9_007_199_254_740_992i64),
+        json!(18_446_744_073_709_551_615u64),
+        json!(1e300),
     ] {
         assert_eq!(
             code(with(prompt(), "iat", bad.clone())),
@@ -434,7 +554,7 @@ fn nonces() {
         json!("a".repeat(21)),
         json!("a".repeat(65)),
         json!(format!("{}+", "a".repeat(22))),
-        json!(22),
+        json!(""),
     ] {
         assert_eq!(
             code(with(prompt(), "nonce", bad.clone())),

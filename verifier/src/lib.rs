@@ -7,7 +7,9 @@
 //! `start`'s `files` in `files`), checks the machine, the signature (a day
 //! [`Grant`] from an enrolled passkey plus the day key's `csig`, or a confirm
 //! assertion over the command itself: `webauthn`, `grant`, `keys`), the age,
-//! and only then records the nonce in the caller's [`NonceStore`].
+//! and only then records the nonce in the caller's [`NonceStore`]. A
+//! command's session id is held to its harness's rule (`session_ids`), and a
+//! polled envelope (its `expires_at` included) is read by [`carried`].
 //!
 //! No I/O at all: no files, no network, no clock (the caller passes `now`), no
 //! database. The steps after it (the session's folder on the allowlist, an
@@ -16,12 +18,14 @@
 //! authenticator for downstream tests.
 
 mod command;
+mod envelope;
 mod files;
 mod grant;
 mod json;
 mod keys;
 mod nonces;
 mod refusal;
+pub mod session_ids;
 #[cfg(any(test, feature = "softkey"))]
 pub mod softkey;
 pub mod vectors;
@@ -31,6 +35,7 @@ pub use command::{
     Body, Command, Decision, KEYS_SESSION, MAX_COMMAND_CHARS, MAX_NOTE_CHARS, MAX_TEXT_CHARS,
     SessionRef, parse_session, valid_machine_id,
 };
+pub use envelope::{Carried, carried};
 pub use files::{FileRef, MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES};
 pub use grant::{GRANT_LEAD_MS, Grant, MAX_GRANT_MS};
 pub use keys::{ES256, MIN_RSA_BITS, RS256, TrustedKey};

@@ -8,7 +8,10 @@ use thiserror::Error;
 /// A verifier's refusal. [`Refusal::code`] is the `code` of the `refused` ack.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum Refusal {
-    /// Over 48 000 characters, not JSON, not an object, or a key twice.
+    /// Over 48 000 characters, not JSON, not an object, a key twice, or a
+    /// member every command carries of the wrong JSON type (`iat` not an
+    /// integer, `machine` not a string, …); also a polled envelope whose own
+    /// members are of the wrong type (`expires_at` not a time).
     #[error("malformed command")]
     Malformed,
     /// Not `{"v":1,"t":"sessionpipe.control",…}`.
@@ -19,7 +22,9 @@ pub enum Refusal {
     WrongMachine,
     #[error("unknown kind")]
     UnknownKind,
-    /// Not `<harness>:<id>`, or `key.add` and `sessionpipe:keys` apart.
+    /// Not `<harness>:<id>`, an id its harness's rule does not allow (a
+    /// `claude-code` id that is not a UUID), or `key.add` and
+    /// `sessionpipe:keys` apart.
     #[error("bad session")]
     BadSession,
     /// A field missing, out of its bounds, or foreign to the kind.

@@ -3,9 +3,14 @@
 //! machine, rp id, trusted keys, `now`, `max_age_ms` and `seen_nonces`, or a
 //! pairing proof, against its `expect`. It takes the parsed document; reading
 //! files and printing are the caller's.
+//!
+//! `input.signed` is read as a machine reads a polled envelope ([`carried`]),
+//! so a vector's optional `input.expires_at` (the receiver's envelope member,
+//! exactly as a receiver would send it; the project's own vectors use it) is
+//! judged as a machine judges it.
 
 use crate::{
-    Assertion, MemoryNonces, Policy, Refusal, Signed, TrustedKey, Verified, verify,
+    Assertion, MemoryNonces, Policy, Refusal, TrustedKey, Verified, carried, verify,
     verify_enrollment,
 };
 use serde::de::DeserializeOwned;
@@ -43,7 +48,13 @@ pub fn judge(doc: &Value) -> Result<(), Mismatch> {
         return judge_enrollment(input, want_ok);
     }
 
-    let signed: Signed = field(input, "signed")?;
+    let mut envelope = input
+        .get("signed")
+        .cloned()
+        .ok_or_else(|| Mismatch::NotAVector("no input.signed".into()))?;
+    if let (Some(env), Some(at)) = (envelope.as_object_mut(), input.get("expires_at")) {
+        env.insert("expires_at".into(), at.clone());
+    }
     let machine: String = field(input, "machine")?;
     let rp_id: String = field(input, "rp_id")?;
     let trusted: Vec<TrustedKey> = field(input, "trusted")?;
@@ -57,7 +68,10 @@ pub fn judge(doc: &Value) -> Result<(), Mismatch> {
         None => Vec::new(),
     };
     let mut nonces = MemoryNonces::with_seen(seen.iter().map(String::as_str), now);
-    let got = verify(&signed, &policy, &mut nonces);
+    let got = carried(&envelope).and_then(|c| {
+        policy.expires_at_ms = c.expires_at_ms;
+        verify(&c.signed, &policy, &mut nonces)
+    });
 
     let text = |key| expect.get(key).and_then(Value::as_str);
     let fits = match (&got, want_ok) {

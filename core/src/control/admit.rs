@@ -14,7 +14,7 @@ use super::store::{Admitted, Key, Receiver, State};
 use crate::state::config::Config;
 use harness::headless::Level;
 use serde_json::{Value, json};
-use sessionpipe_verifier::{Body, Policy, Refusal, Signed};
+use sessionpipe_verifier::{Body, Policy, Refusal};
 
 /// How far back the hourly start cap counts.
 const HOUR_MS: i64 = 3600 * 1000;
@@ -57,27 +57,24 @@ pub(super) fn admit(
         .iter()
         .map(Key::trusted)
         .collect();
-    let signed: Option<Signed> = serde_json::from_value(envelope.clone()).ok();
-    let expires_ms = envelope["expires_at"]
-        .as_str()
-        .and_then(protocol::time::parse_rfc3339_ms);
+    // The envelope's own members (its `expires_at` too) of the wrong type
+    // are `malformed`, as the command's are.
+    let carried = sessionpipe_verifier::carried(envelope);
     let verdict = store.admit(
         &receiver.origin,
         id,
         now,
         |nonces| {
-            let Some(signed) = &signed else {
-                return Err(Refusal::Malformed);
-            };
+            let carried = carried.as_ref().map_err(Refusal::clone)?;
             let mut policy = Policy::new(&receiver.machine, &receiver.rp_id, &trusted, now);
-            policy.expires_at_ms = expires_ms;
-            sessionpipe_verifier::verify(signed, &policy, nonces).map(|v| {
+            policy.expires_at_ms = carried.expires_at_ms;
+            sessionpipe_verifier::verify(&carried.signed, &policy, nonces).map(|v| {
                 machine_checks(
                     control,
                     id,
                     receiver,
                     v,
-                    expires_ms.unwrap_or(i64::MAX),
+                    carried.expires_at_ms.unwrap_or(i64::MAX),
                     &counts,
                 )
             })

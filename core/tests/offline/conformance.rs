@@ -1,5 +1,5 @@
-//! `sessionpipe conformance` over the project's own recorded fixtures and the
-//! protocol's shared conformance data (`../shared/conformance/`, skipped with one
+//! `sessionpipe conformance` over the project's own recorded fixtures and
+//! control vectors and the protocol's shared conformance data (`../shared/conformance/`, skipped with one
 //! line when that folder is not beside the repository).
 
 use sessionpipe_testkit::Sandbox;
@@ -30,6 +30,15 @@ fn all_pass(paths: &[PathBuf]) -> String {
 #[test]
 fn our_recorded_fixtures_pass() {
     let last = all_pass(&[repo().join("conformance/harness")]);
+    assert!(
+        last.ends_with(" passed, 0 failed") && !last.starts_with("0 "),
+        "{last}"
+    );
+}
+
+#[test]
+fn our_control_vectors_pass() {
+    let last = all_pass(&[repo().join("conformance/control-vectors")]);
     assert!(
         last.ends_with(" passed, 0 failed") && !last.starts_with("0 "),
         "{last}"

@@ -594,7 +594,9 @@ fn a_trusted_device_vouches_for_a_new_passkey_and_an_untrusted_one_is_refused() 
 #[test]
 fn a_harness_without_an_answer_channel_is_acked_unsupported() {
     let p = paired();
-    let s = "gem-session-1";
+    // Gemini CLI's session ids are UUIDs (ADAPTERS.md; the verifier holds a
+    // command to that).
+    let s = "8b84d4a5-2937-46c4-b6b0-d907dc578c89";
     let sb = &p.sb;
     let payload = json!({"session_id": s, "transcript_path": "/nowhere.json", "cwd": p.project,
         "hook_event_name": "BeforeAgent", "prompt": "go", "timestamp": "2026-12-01T00:00:00Z"});
