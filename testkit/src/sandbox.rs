@@ -74,6 +74,8 @@ pub struct Sandbox {
     dir: tempfile::TempDir,
     pub home: PathBuf,
     pub state: PathBuf,
+    /// The umask every process started here runs under (`with_umask`).
+    umask: Option<u32>,
 }
 
 impl Default for Sandbox {
@@ -91,7 +93,21 @@ impl Sandbox {
         let home = dir.path().join("home");
         let state = dir.path().join("state");
         std::fs::create_dir_all(&home).expect("a home");
-        Sandbox { dir, home, state }
+        Sandbox {
+            dir,
+            home,
+            state,
+            umask: None,
+        }
+    }
+
+    /// Every process this sandbox starts (commands, hooks, daemons) runs
+    /// under `mask`, set by `/bin/sh` before it `exec`s the program (the pid
+    /// stays the program's). A mask that lets others read what a process
+    /// makes shows a file it did not make private itself. Unix only.
+    pub fn with_umask(mut self, mask: u32) -> Sandbox {
+        self.umask = Some(mask);
+        self
     }
 
     pub fn root(&self) -> &Path {
@@ -100,7 +116,16 @@ impl Sandbox {
 
     /// A command with a cleared environment pointing into the sandbox.
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
-        let mut c = Command::new(program);
+        let mut c = match self.umask {
+            Some(mask) => {
+                let mut sh = Command::new("/bin/sh");
+                sh.arg("-c")
+                    .arg(format!("umask {mask:03o} && exec \"$0\" \"$@\""))
+                    .arg(program);
+                sh
+            }
+            None => Command::new(program),
+        };
         c.env_clear()
             .env("HOME", &self.home)
             .env("SESSIONPIPE_STATE_DIR", &self.state)

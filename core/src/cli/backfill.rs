@@ -89,9 +89,10 @@ pub fn once_after_install(paths: &StatePaths, days: Option<u32>, json: bool) {
                 crate::cli::out::count(added as u64, "past session", "past sessions"),
                 crate::cli::out::count(u64::from(days), "day", "days")
             );
-            let _ = std::fs::write(
+            // A state file like every other: private from its first byte.
+            let _ = spool::files::write_private_file(
                 &marker,
-                protocol::time::rfc3339_ms(protocol::time::now_ms()),
+                protocol::time::rfc3339_ms(protocol::time::now_ms()).as_bytes(),
             );
         }
         Err(e) => eprintln!("backfill skipped: {e:#}"),

@@ -1,8 +1,10 @@
 //! The daemon's start and exit, tried as an unlucky user would: SIGTERM in the
 //! middle of a backlog (out within half a second, nothing lost or doubled), a
 //! `ui.json` left by a daemon that was killed (never believed), a state dir an
-//! older version or a person left 0755 (made private at start), and a full disk
-//! that refuses the hook's job (the loss is told, with when).
+//! older version or a person left 0755 (made private at start), every file a
+//! full run leaves in the state dir private under a umask that would let others
+//! read it, and a full disk that refuses the hook's job (the loss is told, with
+//! when).
 
 use serde_json::{Value, json};
 use sessionpipe_testkit::Sandbox;
@@ -220,4 +222,141 @@ fn a_full_disk_loses_a_payload_visibly_and_says_since_when() {
     tool_call(&sb, 3, true);
     assert_eq!(sb.spooled(), 1);
     assert_eq!(status(&sb)["spool"]["lost"]["first"], lost["first"]);
+}
+
+/// Every path under `root` (itself included) that is not this user's alone,
+/// as `path mode`: a folder must be 0700 and anything else (a file, a
+/// socket) 0600. Links are not followed. Also every path seen, relative.
+#[cfg(unix)]
+fn modes_under(root: &Path) -> (Vec<String>, BTreeSet<String>) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut loose = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        let mode = meta.permissions().mode() & 0o777;
+        let want = if meta.is_dir() { 0o700 } else { 0o600 };
+        let name = path.strip_prefix(root).unwrap().display().to_string();
+        if mode != want {
+            loose.push(format!("{name:?} is {mode:o}, not {want:o}"));
+        }
+        seen.insert(name);
+        if meta.is_dir() {
+            stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+    (loose, seen)
+}
+
+/// Runs `sessionpipe ARGS`, which must succeed.
+fn ok(sb: &Sandbox, args: &[&str]) {
+    let out = sb.sessionpipe(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A full run under a umask that leaves a file others may read unless the
+/// code makes it private: pairing (a sink, the machine's token), then with
+/// the daemon running (it makes the dir private only at its start) install
+/// and its backfill, a backfill, the pool, control's settings, the UI's
+/// token and page, hook calls into the outbox, and the daemon's exit. Every
+/// file and folder the state dir holds after each part is 0600 or 0700,
+/// whatever it is called, so a new state file is held to it too.
+#[cfg(unix)]
+#[test]
+fn every_file_a_full_run_leaves_in_the_state_dir_is_private() {
+    use sessionpipe_testkit::control;
+    let sb = Sandbox::new().with_umask(0o022);
+    let private = |when: &str| {
+        let (loose, seen) = modes_under(&sb.state);
+        assert!(loose.is_empty(), "{when}:\n{}", loose.join("\n"));
+        seen
+    };
+    let project = sb.home.join("work/project");
+    std::fs::create_dir_all(&project).unwrap();
+    // Claude Code here: settings the installer keeps a backup of, and a
+    // sign-in the pool imports.
+    let claude = sb.home.join(".claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    std::fs::write(claude.join("settings.json"), "{\"model\": \"opus\"}\n").unwrap();
+    let expires = protocol::time::now_ms() + 86_400_000;
+    let creds = json!({"claudeAiOauth": {"accessToken": "sk-ant-oat01-modesFAKE0123456789",
+        "refreshToken": "rt-fake", "expiresAt": expires}});
+    std::fs::write(claude.join(".credentials.json"), creds.to_string()).unwrap();
+    let account =
+        json!({"oauthAccount": {"accountUuid": "acct-1", "emailAddress": "one@example.com"}});
+    std::fs::write(sb.home.join(".claude.json"), account.to_string()).unwrap();
+
+    // A sink and control: `sink add` and `control pair` with a receiver (no
+    // keychain here: the tokens go to secrets.json).
+    let _paired = control::paired_machine(&sb, &project);
+    private("after sink add and control pair");
+
+    // The pool's API is a closed port: nothing leaves the machine.
+    let daemon = sb.start_daemon_with(&[(
+        "SESSIONPIPE_ANTHROPIC_API",
+        std::ffi::OsStr::new("http://127.0.0.1:9"),
+    )]);
+    ok(&sb, &["install", "--harness", "claude-code"]);
+    ok(&sb, &["backfill", "--days", "1"]);
+    ok(&sb, &["pool", "add", "--import"]);
+    ok(
+        &sb,
+        &["control", "folders", "add", project.to_str().unwrap()],
+    );
+    ok(&sb, &["control", "approvals", "on"]);
+    ok(&sb, &["config", "set", "machine", "modes-box"]);
+    ok(&sb, &["ui", "--new-token"]);
+    let open = sb
+        .command(sessionpipe_testkit::sandbox::bin("sessionpipe"))
+        .args(["ui", "--open"])
+        .env("BROWSER", "/bin/true")
+        .output()
+        .unwrap();
+    assert!(
+        open.status.success(),
+        "{}",
+        String::from_utf8_lossy(&open.stderr)
+    );
+    let before = sb.events().len();
+    tool_call(&sb, 1, false);
+    sb.wait_event_after(before, "tool.started", Duration::from_secs(20));
+    sb.wait_idle(Duration::from_secs(10));
+    let seen = private("with the daemon running");
+    for name in [
+        "install.json",
+        "backfilled",
+        "backups",
+        "config.json",
+        "sinks.json",
+        "secrets.json",
+        "pool.json",
+        "outbox.db",
+        "daemon.lock",
+        "wake.sock",
+        "control.on",
+        "ui.json",
+        "ui-open.html",
+        "ui-saved.json",
+        "pool-status.json",
+        "control.sock",
+    ] {
+        assert!(seen.contains(name), "no {name} in the state dir: {seen:?}");
+    }
+    assert!(
+        seen.iter().any(|p| p.starts_with("backups/")),
+        "the settings' backup: {seen:?}"
+    );
+
+    let (status, _) = daemon.terminate();
+    assert!(status.success(), "{status:?}");
+    private("after the daemon's exit");
 }

@@ -1,9 +1,11 @@
 //! The installer's bookkeeping on disk: the original of every harness file before
 //! our first write (byte for byte, never overwritten), what we last wrote (a
-//! digest, so uninstall can tell an untouched file).
+//! digest, so uninstall can tell an untouched file). Both are state files,
+//! private from their first byte (0600 in 0700 folders) like every other: a
+//! harness's settings may hold a key, and the ledger says where they all are.
 
 use serde::{Deserialize, Serialize};
-use spool::files::{create_private_dir, write_atomic};
+use spool::files::write_private_file;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
@@ -82,9 +84,7 @@ impl Ledger {
         }
         let path = spool::StatePaths::new(&self.state_dir).install_state();
         let json = serde_json::to_vec_pretty(&self.state).expect("install state serialises");
-        create_private_dir(&self.state_dir)
-            .and_then(|_| write_atomic(&path, &json))
-            .map_err(|source| LedgerError::Write { path, source })
+        write_private_file(&path, &json).map_err(|source| LedgerError::Write { path, source })
     }
 
     pub fn record(&self, file: &Path) -> Option<&FileRecord> {
@@ -112,12 +112,12 @@ impl Ledger {
                         .unwrap_or_default()
                 );
                 let dir = spool::StatePaths::new(&self.state_dir).backups();
-                create_private_dir(&dir)
-                    .and_then(|_| write_atomic(&dir.join(&name), bytes))
-                    .map_err(|source| LedgerError::Backup {
+                write_private_file(&dir.join(&name), bytes).map_err(|source| {
+                    LedgerError::Backup {
                         path: file.to_path_buf(),
                         source,
-                    })?;
+                    }
+                })?;
                 Some(format!("backups/{name}"))
             }
             None => None,
