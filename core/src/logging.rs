@@ -2,8 +2,12 @@
 //! `daemon.log` in the state dir for a drain worker that has no terminal.
 //!
 //! Levels come from `SESSIONPIPE_LOG`, else `RUST_LOG` (the usual `info`,
-//! `sessionpipe_core=debug` syntax), else `info`. A log file past 1 MiB is started
-//! over, the previous one kept as `daemon.log.1`. Messages name jobs, files and
+//! `sessionpipe_core=debug` syntax), else the process's default: `info` for the
+//! daemon (the CLI's `daemon`, the app's, a drain worker), `warn` for every
+//! other command, which says what it did in its own words and leaves the
+//! `info` lines (a pool account added, titles turned on) to the daemon's log.
+//! A log file past 1 MiB is started over, the previous one kept as
+//! `daemon.log.1`. Messages name jobs, files and
 //! reasons; they never carry a payload, a token or a secret: that rule is every
 //! caller's, and this module writes only what it is given.
 
@@ -20,16 +24,29 @@ const MAX_LOG_BYTES: u64 = 1 << 20;
 static INIT: Once = Once::new();
 static TARGET: Mutex<Option<LogFile>> = Mutex::new(None);
 
-/// Installs the process's logger (once; later calls change nothing). Lines go to
-/// stderr until `to_file` is called.
+/// The level a daemon logs at unless told otherwise.
+pub const DAEMON_LEVEL: &str = "info";
+/// The level a command a person types logs at unless told otherwise.
+pub const COMMAND_LEVEL: &str = "warn";
+
+/// Installs the daemon's logger (`DAEMON_LEVEL` by default; once: when the
+/// process already has one, nothing changes). Lines go to stderr until
+/// `to_file` is called.
 pub fn init() {
+    init_at(DAEMON_LEVEL);
+}
+
+/// Installs the process's logger with `default` as its level where neither
+/// `SESSIONPIPE_LOG` nor `RUST_LOG` names one (once; later calls change
+/// nothing).
+pub fn init_at(default: &str) {
     INIT.call_once(|| {
         let filter = std::env::var("SESSIONPIPE_LOG")
             .ok()
             .filter(|v| !v.is_empty())
             .or_else(|| std::env::var("RUST_LOG").ok().filter(|v| !v.is_empty()))
             .and_then(|v| EnvFilter::try_new(v).ok())
-            .unwrap_or_else(|| EnvFilter::new("info"));
+            .unwrap_or_else(|| EnvFilter::new(default));
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(Target)

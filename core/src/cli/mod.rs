@@ -332,7 +332,11 @@ enum Command {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    crate::logging::init();
+    // A command says what it did in its own words; the daemon logs.
+    crate::logging::init_at(match cli.command {
+        Command::Daemon { .. } => crate::logging::DAEMON_LEVEL,
+        _ => crate::logging::COMMAND_LEVEL,
+    });
     match run(cli.command) {
         Ok(code) => code,
         Err(e) => {
@@ -472,11 +476,11 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Doctor { json } => doctor::run(&paths, json),
         Command::Config { action } => config::run(&paths, action),
         Command::Completions { shell } => {
-            generate::completions(<Cli as clap::CommandFactory>::command(), shell);
+            generate::completions(definition(), shell);
             Ok(ExitCode::SUCCESS)
         }
         Command::Man { dir } => {
-            let pages = generate::man_pages(<Cli as clap::CommandFactory>::command(), &dir)?;
+            let pages = generate::man_pages(definition(), &dir)?;
             outln!("{pages} man pages in {}", dir.display());
             Ok(ExitCode::SUCCESS)
         }
@@ -639,6 +643,12 @@ fn ui_new_token(paths: &StatePaths) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The command line's definition, every command and flag: what the man pages
+/// and completions are made from, and what tests walk to run every command.
+pub fn definition() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
 }
 
 /// `--harness`'s values: every harness sessionpipe has an adapter for (so

@@ -9,6 +9,7 @@ mod api;
 mod api_hardening;
 mod backfill;
 mod chaos;
+mod cli_logs;
 mod cli_output;
 mod cli_sessions;
 mod conformance;
