@@ -176,9 +176,17 @@ fn sessionpipe(sb: &Sandbox, api: &Api, args: &[&str]) -> Output {
         .expect("sessionpipe runs")
 }
 
-/// `titles ACTION --json`, which must succeed: what it printed, and all of it.
+/// `titles ACTION --json`, which must succeed: what it printed, and all of it,
+/// its log asked for at `info` (a command logs only warnings unless asked) so
+/// the reasons it gives, and the token it must never hold, are in what is read.
 fn titles(sb: &Sandbox, api: &Api, action: &str, printed: &mut String) -> Value {
-    let out = sessionpipe(sb, api, &["titles", action, "--json"]);
+    let out = sb
+        .command(bin("sessionpipe"))
+        .args(["titles", action, "--json"])
+        .env("SESSIONPIPE_ANTHROPIC_API", api.server.base_url())
+        .env("SESSIONPIPE_LOG", "info")
+        .output()
+        .expect("sessionpipe runs");
     printed.push_str(&String::from_utf8_lossy(&out.stdout));
     printed.push_str(&String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "titles {action}: {out:?}");
