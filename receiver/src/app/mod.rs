@@ -14,6 +14,8 @@
 
 mod assets;
 mod board_routes;
+#[cfg(test)]
+mod command_tests;
 mod control_routes;
 mod push_routes;
 #[cfg(test)]

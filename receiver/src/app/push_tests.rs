@@ -13,14 +13,40 @@ use std::time::Duration;
 
 const TOKEN: &str = "page-tests-sink-token";
 
-struct Page {
+/// The page's side of the API: one browser, its cookie kept.
+pub(super) struct Page {
     client: Client,
     base: String,
-    cookie: Option<String>,
+    pub(super) cookie: Option<String>,
 }
 
 impl Page {
-    fn call(&mut self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    /// A browser at `base` where Ann made her account with `phone` and is
+    /// signed in.
+    pub(super) fn signed_up(base: String, phone: &mut Phone) -> Page {
+        let mut page = Page {
+            client: Client::new(),
+            base,
+            cookie: None,
+        };
+        let (s, started) = page.call(
+            "POST",
+            "/app/api/register/start",
+            Some(json!({"name": "Ann"})),
+        );
+        assert_eq!(s, 200, "{started}");
+        let credential = phone.create(&started["publicKey"]);
+        let (s, made) = page.call(
+            "POST",
+            "/app/api/register/finish",
+            Some(json!({"ceremony": started["ceremony"], "device": "Ann's phone", "credential": credential})),
+        );
+        assert_eq!(s, 201, "{made}");
+        assert!(page.cookie.is_some(), "signed in");
+        page
+    }
+
+    pub(super) fn call(&mut self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
         let mut req = self
             .client
             .request(method.parse().unwrap(), format!("{}{path}", self.base))
@@ -63,26 +89,7 @@ fn an_attention_reaches_a_subscribed_device_by_web_push_in_words_at_its_tier() {
         ..Options::new(TOKEN)
     })
     .unwrap();
-    let mut page = Page {
-        client: Client::new(),
-        base: rx.url(),
-        cookie: None,
-    };
-    let mut phone = Phone::new();
-    let (s, started) = page.call(
-        "POST",
-        "/app/api/register/start",
-        Some(json!({"name": "Ann"})),
-    );
-    assert_eq!(s, 200, "{started}");
-    let credential = phone.create(&started["publicKey"]);
-    let (s, made) = page.call(
-        "POST",
-        "/app/api/register/finish",
-        Some(json!({"ceremony": started["ceremony"], "device": "Ann's phone", "credential": credential})),
-    );
-    assert_eq!(s, 201, "{made}");
-    assert!(page.cookie.is_some(), "signed in");
+    let mut page = Page::signed_up(rx.url(), &mut Phone::new());
 
     let service = PushService::start().unwrap();
     let sub = service.subscribe();
