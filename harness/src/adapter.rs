@@ -87,6 +87,12 @@ pub struct Mapping {
     pub block: SessionBlock,
     pub harness_version: Option<String>,
     pub events: Vec<EventData>,
+    /// A subagent this call started for the session, by the id the subagent's
+    /// own hooks fire under when that is not the session's (a Droid subagent is
+    /// a session of its own; a Copilot CLI subagent's hooks carry its own id):
+    /// the daemon puts that id's later calls under this session, as a
+    /// subagent's (`crate::subagent::fold`).
+    pub subagent: Option<String>,
 }
 
 /// Where a call's session lives on disk, and what the call asks of its transcript.

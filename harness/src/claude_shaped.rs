@@ -223,6 +223,11 @@ pub trait Shaped: Sync {
     fn own_call(&self, _job: &Job, _payload: &Map<String, Value>) -> bool {
         true
     }
+    /// The id a subagent this call started fires its own hooks under, when
+    /// that is not the session's (`Mapping::subagent`).
+    fn subagent(&self, _call: &Call<'_>) -> Option<String> {
+        None
+    }
     /// The session's transcript, as the call names it.
     fn transcript(&self, job: &Job, payload: &Map<String, Value>) -> Option<PathBuf> {
         let _ = job;
@@ -349,6 +354,7 @@ pub fn map(shaped: &dyn Shaped, job: &Job) -> Result<Mapped, MapError> {
         session_id: session.clone(),
         block,
         harness_version: shaped.version(job),
+        subagent: shaped.subagent(&call),
         events,
     })))
 }

@@ -89,6 +89,7 @@ impl Adapter for Antigravity {
             block,
             harness_version: None,
             events,
+            subagent: None,
         })))
     }
 

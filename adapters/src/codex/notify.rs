@@ -84,6 +84,7 @@ pub fn map_call(job: &Job) -> Result<Mapped, MapError> {
             str_of(&p, "turn-id"),
             TurnEndReason::Stop,
         ))],
+        subagent: None,
     })))
 }
 

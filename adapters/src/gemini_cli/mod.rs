@@ -99,6 +99,7 @@ impl Adapter for GeminiCli {
             // Neither the payload nor the hook's environment names the version.
             harness_version: None,
             events,
+            subagent: None,
         })))
     }
 

@@ -86,6 +86,7 @@ impl Adapter for OpenCode {
                 .filter(|_| event == "session.created")
                 .and_then(|i| str_of(i, "version")),
             events,
+            subagent: None,
         })))
     }
 

@@ -301,6 +301,10 @@ impl Hub {
         };
         let session = session_ref(&call.harness, &call.session);
         match ask {
+            // A subagent's own Stop, its call put under the session it works
+            // for: the session's turn runs on, and its messages wait for its
+            // own Stop.
+            Ask::Turn if call.subagent.is_some() => HookAnswer::Nothing,
             Ask::Turn => {
                 let next = {
                     let mut inner = self.lock();
@@ -609,6 +613,7 @@ mod tests {
             },
             turn_ended: false,
             transcript: None,
+            subagent: None,
         }
     }
 
@@ -731,6 +736,31 @@ mod tests {
         assert_eq!(
             hub.hook("j10", Ask::Turn, Duration::from_secs(1)).await,
             HookAnswer::Nothing
+        );
+    }
+
+    #[tokio::test]
+    async fn a_subagents_stop_takes_nothing_of_its_sessions() {
+        let (hub, _finals) = Hub::new();
+        let s = "droid:s1";
+        assert_eq!(
+            hub.offer_prompt(from("m1"), s, "framed".into(), true, true),
+            PromptOffer::Queued
+        );
+        let mut sub = call("j1", &[], &[]);
+        (sub.harness, sub.event) = ("droid".into(), "Stop".into());
+        sub.subagent = Some("sub-1".into());
+        let mut own = call("j2", &[], &[]);
+        (own.harness, own.event) = ("droid".into(), "Stop".into());
+        hub.seen(vec![sub, own]);
+        assert_eq!(
+            hub.hook("j1", Ask::Turn, Duration::from_secs(1)).await,
+            HookAnswer::Nothing
+        );
+        assert_eq!(
+            hub.hook("j2", Ask::Turn, Duration::from_secs(1)).await,
+            HookAnswer::Turn("framed".into(), from("m1")),
+            "the session's own Stop takes it"
         );
     }
 

@@ -1,5 +1,6 @@
 //! From spool to outbox: read jobs in arrival order, map each with its harness's
-//! adapter, name its session (`names`), apply the session rules, run
+//! adapter, put a subagent's call under the session it works for
+//! (`subagents`), name its session (`names`), apply the session rules, run
 //! `secrets@1`, append, and only then remove the job files.
 //!
 //! A batch of jobs commits in one transaction together with the names of the jobs
@@ -20,6 +21,7 @@ use crate::pipeline::names::{self, Names};
 use crate::pipeline::outbox::{Outbox, OutboxError, OutboxTx};
 use crate::pipeline::reading::{self, LivePaths, Reads, Turns};
 use crate::pipeline::session::SessionRecord;
+use crate::pipeline::subagents::Subagents;
 use crate::pipeline::title_worker::{TitleTask, TitleWorker};
 use crate::pipeline::titles::{self, RemoteTitles};
 use crate::state::machine_name::MachineName;
@@ -57,6 +59,9 @@ pub struct Ingest {
     /// Which session each call goes under (a control start's name, or the
     /// harness's own id), remembered across batches.
     names: Names,
+    /// The session each subagent that fires its hooks under its own id works
+    /// for, remembered across batches.
+    subagents: Subagents,
     /// Rung after each commit that appended events (the sinks wait on it).
     after_commit: Option<Box<dyn Fn() + Send>>,
     /// Told, after each commit, of every hook call it took.
@@ -135,6 +140,10 @@ pub struct Seen {
     /// The session's transcript, as the call names it (control reads a
     /// reply there).
     pub transcript: Option<std::path::PathBuf>,
+    /// The subagent whose own call this was, put under the session it works
+    /// for (`subagents`): its Stop is not the session's, and control hands it
+    /// nothing of the session's.
+    pub subagent: Option<String>,
 }
 
 /// What ingesting one job did, beyond its outcome.
@@ -184,6 +193,7 @@ impl Ingest {
             live: Arc::new(LivePaths::default()),
             holds: None,
             names: Names::default(),
+            subagents: Subagents::default(),
             after_commit: None,
             on_seen: None,
             stop: None,
@@ -430,6 +440,7 @@ impl Ingest {
                     &job,
                     &ctx,
                     &mut self.names,
+                    &mut self.subagents,
                     Sessions {
                         taken: &mut taken,
                         deferred,
@@ -532,6 +543,7 @@ fn ingest_job(
     job: &Job,
     ctx: &Ctx<'_>,
     names: &mut Names,
+    subagents: &mut Subagents,
     sessions: Sessions<'_>,
 ) -> Result<Taken, OutboxError> {
     let Sessions {
@@ -547,7 +559,7 @@ fn ingest_job(
     // An adapter that panics on a payload quarantines that one job; it must not
     // take the ingest loop down with it, nor stop every later job behind it.
     let mapped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| adapter.map(job)));
-    let mapping = match mapped {
+    let mut mapping = match mapped {
         Ok(Ok(Mapped::Events(m))) => *m,
         Ok(Ok(Mapped::Ignored(why))) => return Ok(Taken::Done(Outcome::Ignored(why), None, None)),
         Ok(Err(e)) => return Ok(Taken::Done(Outcome::Quarantined(e.0), None, None)),
@@ -560,6 +572,9 @@ fn ingest_job(
             return Ok(Taken::Done(Outcome::Quarantined(why), None, None));
         }
     };
+    // A subagent's own call goes under the session it works for, as a
+    // subagent's: none of it is that session's to read, name or describe.
+    let subagent = subagents.route(adapter.name(), &mut mapping);
     // The id the events carry and the session's record is kept under: a
     // control start's name where the daemon started the session (`names`).
     // Decided here, before the session is taken, so its seq, its order and
@@ -594,21 +609,28 @@ fn ingest_job(
     // put back, and no held turn of this batch that has the session already).
     let can_ask = ctx.asks.is_some()
         && ctx.reads.titles.is_some()
+        && subagent.is_none()
         && !only_tools(&mapping.events)
         && !holds.iter().any(|h| h.key == key);
     let before_call = (can_ask && !fresh).then(|| record.clone());
     names::bind(record, &key.1, native, var);
     let mut events = mapping.events;
     adapter.remember(job, &mut events, &mut record.memo);
-    let mut block = mapping.block;
-    block.machine = Some(ctx.machine.to_string());
-    crate::pipeline::scrub::block(&mut block);
-    record.block.merge(&block);
-    if mapping.harness_version.is_some() {
-        record.version = mapping.harness_version;
+    if subagent.is_none() {
+        let mut block = mapping.block;
+        block.machine = Some(ctx.machine.to_string());
+        crate::pipeline::scrub::block(&mut block);
+        record.block.merge(&block);
+        if mapping.harness_version.is_some() {
+            record.version = mapping.harness_version;
+        }
     }
-    let tool_event = only_tools(&events);
-    let files = adapter.files(job);
+    // A subagent's call reads nothing of the session: its files are its own.
+    let tool_event = subagent.is_some() || only_tools(&events);
+    let files = match subagent {
+        Some(_) => harness::SessionFiles::default(),
+        None => adapter.files(job),
+    };
     // Reading a harness's files: a panic there costs this call its reads (the
     // record as it was before them), never the call's own events.
     let before_reads = record.clone();
@@ -669,6 +691,7 @@ fn ingest_job(
         attentions: appended.clone(),
         turn_ended,
         transcript: files.transcript.clone(),
+        subagent,
     };
     Ok(Taken::Done(
         Outcome::Appended(appended.count),

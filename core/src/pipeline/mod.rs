@@ -3,7 +3,8 @@
 //! `ingest` takes jobs in arrival order and maps each with its harness's adapter;
 //! `append` runs the session rules over a call's events and appends them;
 //! `names` says which session a call goes under (a control start's name for
-//! a session the daemon started over ACP); `session` holds the protocol's
+//! a session the daemon started over ACP), and `subagents` which session a
+//! subagent whose hooks fire under its own id works for; `session` holds the protocol's
 //! session rules and what is remembered of a session; `reading` reads facts
 //! and transcripts around a call; `holds` waits for a turn's words to reach
 //! a transcript; `local` adds the daemon's own
@@ -27,5 +28,6 @@ pub mod privacy;
 pub mod reading;
 pub mod scrub;
 pub mod session;
+pub mod subagents;
 pub mod title_worker;
 pub mod titles;
