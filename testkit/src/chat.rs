@@ -15,6 +15,10 @@
 //!   call's result gets step 1, a retried request gets the same answer again, and a
 //!   later turn of the same conversation goes on where the last one stopped. Past
 //!   the end of the steps the answer is the text [`FALLBACK_TEXT`].
+//! - A subagent's conversation (a harness's task tool starts one, with the task's
+//!   words as its first user message) gets its own steps the same way when the
+//!   mock was started with [`MockChat::start_with_agents`]: the first agent
+//!   whose marker is in one of the request's user messages answers it.
 //! - A request that offers no tools (a title or summary a harness asks for on the
 //!   side) gets the text [`SIDE_TEXT`] and moves no step.
 //! - With `"stream": true` the answer is SSE: `data: {chat.completion.chunk}`
@@ -56,6 +60,9 @@ pub enum Step {
     /// One call of the tool `name` with these `arguments` (a JSON object, sent as
     /// its string form; `finish_reason: tool_calls`).
     Tool { name: String, arguments: Value },
+    /// Several tool calls in one message (each a [`Step::Tool`]; anything else
+    /// in it is left out), which a harness runs side by side.
+    Parallel(Vec<Step>),
 }
 
 impl Step {
@@ -84,15 +91,19 @@ impl Step {
     }
 }
 
-/// A step with its call id fixed.
+/// A step with its call ids fixed.
 #[derive(Clone, Debug)]
 enum Planned {
     Text(String),
-    Call {
-        call_id: String,
-        name: String,
-        arguments: String,
-    },
+    Calls(Vec<Call>),
+}
+
+/// One tool call of a planned step.
+#[derive(Clone, Debug)]
+struct Call {
+    call_id: String,
+    name: String,
+    arguments: String,
 }
 
 /// A running scripted chat-completions API. It stops when dropped.
@@ -101,30 +112,74 @@ pub struct MockChat {
     call_ids: Vec<String>,
 }
 
+/// Every conversation's steps: the main one's, and each subagent's by its marker.
+struct Script {
+    main: Vec<Planned>,
+    agents: Vec<(String, Vec<Planned>)>,
+}
+
+impl Script {
+    /// The steps that answer a request whose user messages are `asked`.
+    fn plan_for(&self, asked: &[String]) -> &[Planned] {
+        self.agents
+            .iter()
+            .find(|(marker, _)| asked.iter().any(|text| text.contains(marker.as_str())))
+            .map_or(&self.main, |(_, plan)| plan)
+    }
+}
+
 impl MockChat {
     /// Starts the server on `127.0.0.1:0`. Panics when it cannot bind.
     pub fn start(steps: Vec<Step>) -> MockChat {
+        MockChat::start_with_agents(steps, Vec::new())
+    }
+
+    /// Starts the server with `steps` for the main conversation and, for each
+    /// `(marker, steps)` of `agents`, the steps of a subagent's conversation: one
+    /// whose user messages carry `marker` (write it into the task a step of
+    /// `steps` gives). Tool-call ids are fixed across all of them, main first.
+    pub fn start_with_agents(steps: Vec<Step>, agents: Vec<(&str, Vec<Step>)>) -> MockChat {
         let ids = Ids::new();
-        let plan: Vec<Planned> = steps
-            .into_iter()
-            .map(|s| match s {
-                Step::Text(text) => Planned::Text(text),
-                Step::Tool { name, arguments } => Planned::Call {
-                    call_id: ids.make("call_"),
-                    name,
-                    arguments: arguments.to_string(),
-                },
+        let call = |name: String, arguments: Value| Call {
+            call_id: ids.make("call_"),
+            name,
+            arguments: arguments.to_string(),
+        };
+        let plan = |steps: Vec<Step>| -> Vec<Planned> {
+            steps
+                .into_iter()
+                .map(|s| match s {
+                    Step::Text(text) => Planned::Text(text),
+                    Step::Tool { name, arguments } => Planned::Calls(vec![call(name, arguments)]),
+                    Step::Parallel(steps) => Planned::Calls(
+                        steps
+                            .into_iter()
+                            .filter_map(|s| match s {
+                                Step::Tool { name, arguments } => Some(call(name, arguments)),
+                                _ => None,
+                            })
+                            .collect(),
+                    ),
+                })
+                .collect()
+        };
+        let script = Script {
+            main: plan(steps),
+            agents: agents
+                .into_iter()
+                .map(|(marker, steps)| (marker.to_string(), plan(steps)))
+                .collect(),
+        };
+        let call_ids = std::iter::once(&script.main)
+            .chain(script.agents.iter().map(|(_, p)| p))
+            .flatten()
+            .flat_map(|p| match p {
+                Planned::Calls(calls) => calls.iter().map(|c| c.call_id.clone()).collect(),
+                Planned::Text(_) => Vec::new(),
             })
             .collect();
-        let call_ids = plan
-            .iter()
-            .filter_map(|p| match p {
-                Planned::Call { call_id, .. } => Some(call_id.clone()),
-                Planned::Text(_) => None,
-            })
-            .collect();
-        let server =
-            HttpServer::start(move |request| answer(&plan, request, &ids)).expect("MockChat binds");
+        let server = HttpServer::start(move |request| answer(&script, request, &ids))
+            .expect("MockChat binds");
         MockChat { server, call_ids }
     }
 
@@ -151,7 +206,8 @@ impl MockChat {
             .collect()
     }
 
-    /// The ids of the steps' tool calls, in step order.
+    /// The ids of the steps' tool calls, in step order (the main steps', then
+    /// each agent's).
     pub fn call_ids(&self) -> &[String] {
         &self.call_ids
     }
@@ -196,7 +252,7 @@ fn error(status: u16, message: &str) -> Response {
     )
 }
 
-fn answer(plan: &[Planned], request: &Request, ids: &Ids) -> Response {
+fn answer(script: &Script, request: &Request, ids: &Ids) -> Response {
     let path = request.path().trim_end_matches('/');
     if path.ends_with("/models") && request.method.eq_ignore_ascii_case("GET") {
         return Response::json(
@@ -215,10 +271,16 @@ fn answer(plan: &[Planned], request: &Request, ids: &Ids) -> Response {
     };
     let offers_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
     let step = if offers_tools {
-        let answered = body["messages"].as_array().map_or(0, |messages| {
-            messages.iter().filter(|m| m["role"] == "assistant").count()
-        });
-        plan.get(answered)
+        let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
+        let answered = messages.iter().filter(|m| m["role"] == "assistant").count();
+        let asked: Vec<String> = messages
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| content_text(&m["content"]))
+            .collect();
+        script
+            .plan_for(&asked)
+            .get(answered)
             .cloned()
             .unwrap_or_else(|| Planned::Text(FALLBACK_TEXT.into()))
     } else {
@@ -229,7 +291,7 @@ fn answer(plan: &[Planned], request: &Request, ids: &Ids) -> Response {
     let prompt_tokens = (request.body.len() as u64 / 4).max(1);
     let completion_tokens = match &step {
         Planned::Text(t) => t.len() as u64 / 4,
-        Planned::Call { arguments, .. } => arguments.len() as u64 / 4,
+        Planned::Calls(calls) => calls.iter().map(|c| c.arguments.len() as u64).sum::<u64>() / 4,
     }
     .max(1);
     let usage = json!({
@@ -280,24 +342,22 @@ fn stream(id: &str, model: &str, step: &Planned, usage: Option<Value>) -> Vec<Ve
             frames.push(delta(id, model, json!({"content": text}), None));
             "stop"
         }
-        Planned::Call {
-            call_id,
-            name,
-            arguments,
-        } => {
-            frames.push(delta(
-                id,
-                model,
-                json!({"tool_calls": [{"index": 0, "id": call_id, "type": "function",
-                    "function": {"name": name, "arguments": ""}}]}),
-                None,
-            ));
-            frames.push(delta(
-                id,
-                model,
-                json!({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}),
-                None,
-            ));
+        Planned::Calls(calls) => {
+            for (index, c) in calls.iter().enumerate() {
+                frames.push(delta(
+                    id,
+                    model,
+                    json!({"tool_calls": [{"index": index, "id": c.call_id, "type": "function",
+                        "function": {"name": c.name, "arguments": ""}}]}),
+                    None,
+                ));
+                frames.push(delta(
+                    id,
+                    model,
+                    json!({"tool_calls": [{"index": index, "function": {"arguments": c.arguments}}]}),
+                    None,
+                ));
+            }
             "tool_calls"
         }
     };
@@ -324,17 +384,16 @@ fn whole(id: &str, model: &str, step: &Planned, usage: Value) -> Value {
             message.insert("content".into(), json!(text));
             "stop"
         }
-        Planned::Call {
-            call_id,
-            name,
-            arguments,
-        } => {
+        Planned::Calls(calls) => {
             message.insert("content".into(), Value::Null);
-            message.insert(
-                "tool_calls".into(),
-                json!([{"id": call_id, "type": "function",
-                    "function": {"name": name, "arguments": arguments}}]),
-            );
+            let calls: Vec<Value> = calls
+                .iter()
+                .map(|c| {
+                    json!({"id": c.call_id, "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments}})
+                })
+                .collect();
+            message.insert("tool_calls".into(), Value::Array(calls));
             "tool_calls"
         }
     };
@@ -514,5 +573,73 @@ mod tests {
         assert_eq!(reply["choices"][0]["finish_reason"], "tool_calls");
 
         assert_eq!(client.post_json("/v1/embeddings", &json!({})).status, 404);
+    }
+
+    #[test]
+    fn a_subagents_conversation_gets_its_own_steps_by_its_marker() {
+        let mock = MockChat::start_with_agents(
+            vec![
+                Step::tool("task", json!({"prompt": "[[one]] run echo"})),
+                Step::text("Delegated."),
+            ],
+            vec![(
+                "[[one]]",
+                vec![Step::bash("echo one"), Step::text("One done.")],
+            )],
+        );
+        let ids = mock.call_ids().to_vec();
+        assert_eq!(ids.len(), 2, "the main call, then the agent's");
+        let mut client = Client::connect(mock.server.addr());
+        let parent = json!({"role": "user", "content": "delegate"});
+        let (msg, _) = assemble(&frames(&mut client, &turn(json!([parent]))));
+        assert_eq!(msg["call"]["name"], "task");
+        // The subagent's first request: its task, as text parts, no answer yet.
+        let task = json!({"role": "user", "content": [{"type": "text", "text": "<ctx/> [[one]] run echo"}]});
+        let (msg, _) = assemble(&frames(&mut client, &turn(json!([task]))));
+        assert_eq!(msg["call"]["id"], ids[1].as_str());
+        let answered = json!({"role": "assistant", "content": "x"});
+        let (msg, _) = assemble(&frames(&mut client, &turn(json!([task, answered]))));
+        assert_eq!(msg["content"], "One done.");
+        // The parent's next request carries the task only in its call, not as a
+        // user message: the main steps go on.
+        let call = json!({"role": "assistant", "content": null, "tool_calls": [{"id": ids[0],
+            "type": "function", "function": {"name": "task", "arguments": "{\"prompt\": \"[[one]] run echo\"}"}}]});
+        let result = json!({"role": "tool", "tool_call_id": ids[0], "content": "One done."});
+        let (msg, _) = assemble(&frames(&mut client, &turn(json!([parent, call, result]))));
+        assert_eq!(msg["content"], "Delegated.");
+    }
+
+    #[test]
+    fn parallel_calls_go_in_one_message() {
+        let mock = MockChat::start(vec![Step::Parallel(vec![
+            Step::bash("echo a"),
+            Step::bash("echo b"),
+        ])]);
+        let ids = mock.call_ids().to_vec();
+        assert_eq!(ids.len(), 2);
+        let mut client = Client::connect(mock.server.addr());
+        let user = json!([{"role": "user", "content": "go"}]);
+        let streamed = frames(&mut client, &turn(user.clone()));
+        let named: Vec<(u64, &str)> = streamed
+            .iter()
+            .filter_map(|f| f["choices"][0]["delta"]["tool_calls"][0].as_object())
+            .filter_map(|c| Some((c["index"].as_u64()?, c.get("id")?.as_str()?)))
+            .collect();
+        assert_eq!(named, [(0, ids[0].as_str()), (1, ids[1].as_str())]);
+        let mut whole = turn(user);
+        whole["stream"] = json!(false);
+        let reply = client.post_json("/v1/chat/completions", &whole).json();
+        let calls = reply["choices"][0]["message"]["tool_calls"]
+            .as_array()
+            .unwrap();
+        let commands: Vec<String> = calls
+            .iter()
+            .map(|c| {
+                let args: Value =
+                    serde_json::from_str(c["function"]["arguments"].as_str().unwrap()).unwrap();
+                args["command"].as_str().unwrap().to_string()
+            })
+            .collect();
+        assert_eq!(commands, ["echo a", "echo b"]);
     }
 }
