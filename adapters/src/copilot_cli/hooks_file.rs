@@ -118,6 +118,33 @@ mod tests {
     }
 
     #[test]
+    fn an_install_from_before_subagents_is_outdated_and_upgraded() {
+        let fresh = HOOKS.add("", &ctx()).unwrap();
+        let mut old: Value = serde_json::from_str(&fresh).unwrap();
+        let hooks = old["hooks"].as_object_mut().unwrap();
+        assert!(hooks.remove("subagentStart").is_some() && hooks.remove("subagentStop").is_some());
+        let old = serde_json::to_string_pretty(&old).unwrap();
+        assert_eq!(
+            HOOKS.judge(&old, &ctx()),
+            Ok(EntryState::Outdated("10 of 12 events current".into()))
+        );
+        // What `install` does with an outdated file: ours out, ours in.
+        let upgraded = HOOKS
+            .add(&HOOKS.remove(&old, None, &ctx()).unwrap(), &ctx())
+            .unwrap();
+        assert_eq!(HOOKS.judge(&upgraded, &ctx()), Ok(EntryState::Current));
+        let v: Value = serde_json::from_str(&upgraded).unwrap();
+        for event in ["subagentStart", "subagentStop"] {
+            assert_eq!(
+                v["hooks"][event],
+                json!([{"type": "command", "timeoutSec": 30,
+                    "bash": format!("\"/opt/sp/bin/sessionpipe-hook\" copilot-cli {event}")}])
+            );
+        }
+        assert!(v["hooks"].get("userPromptTransformed").is_none());
+    }
+
+    #[test]
     fn files_it_cannot_edit_are_refused() {
         for bad in [
             "{\n  // mine\n  \"hooks\": {}\n}",

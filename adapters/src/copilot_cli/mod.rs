@@ -20,8 +20,31 @@
 //!   `attention.needed`.
 //! - No payload carries a turn id or a tool-call id (the transcript does): the
 //!   events have none.
-//! - `subagentStart` / `subagentStop` are not registered: no recorded payload
-//!   says where the subagent's id is (its own hooks carry it as `sessionId`).
+//! - Subagents (a `task` call's; ADAPTERS.md says only `subagent*`). Measured
+//!   on 1.0.102: `subagentStart` / `subagentStop` carry the subagent as
+//!   `agentId`, `agentType` (`agentName` too) and `parentAgentId`, and the
+//!   session's `transcriptPath`; they are `subagent.started` / `.ended` in the
+//!   session that transcript is named for (`…/session-state/<id>/events.jsonl`),
+//!   not the one `sessionId` names: a subagent's subagent's start names
+//!   neither the session nor its parent there. The subagent's own hooks
+//!   (`userPromptSubmitted`, `userPromptTransformed`, `preToolUse`,
+//!   `postToolUse`, `agentStop`) fire with its own id as `sessionId` (and
+//!   `agentId`), and only the agent that started it as `parentAgentId` (for a
+//!   subagent's subagent, that subagent): mapped alone they are a session of
+//!   that id, so `subagentStart` names the subagent (`Mapping::subagent`) and
+//!   the daemon puts its later calls under the session, as a subagent's
+//!   (`harness::subagent::fold`: its tool calls with its `agent_id`, nothing of
+//!   its prompt or stop, and control hands its `agentStop` nothing). Claude
+//!   Code's and Codex's rows report subagents the same way. A subagent's
+//!   `permissionRequest` and `notification` name the session as `sessionId`
+//!   (the first with the subagent as `agentId`). In the session's
+//!   `events.jsonl` the subagent's records are passed over (`transcript.rs`).
+//! - `userPromptTransformed` is not registered. It fires after
+//!   `userPromptSubmitted` with the same `prompt` and a `transformedPrompt`:
+//!   the text as Copilot hands it to the model, its own context put in front
+//!   (`<current_datetime>…</current_datetime>` on 1.0.102). It starts nothing
+//!   the prompt did not already start, and its extra text is Copilot's, not the
+//!   person's, so it would only repeat the turn's start with the wrong length.
 //! - `errorOccurred` (not in the row) ends the turn with an error only when it
 //!   says `recoverable: false`; a recoverable one is a retry Copilot makes.
 //!
@@ -44,7 +67,7 @@ use harness::claude_shaped::{
     self, Call, Folder, NotMapped, Read, Row, Rule, Shaped, StopWithout, Table, Trigger,
 };
 use harness::install::{HookEvent, HookInstall, Host};
-use harness::payload::{MAX_ERROR_CHARS, ToolKeys, cut_chars, str_of};
+use harness::payload::{MAX_ERROR_CHARS, ToolKeys, cut_chars, hook_event, str_of};
 use harness::transcript::TranscriptSource;
 use harness::{Adapter, Job, MapError, Mapped, SessionFiles};
 use protocol::*;
@@ -56,7 +79,8 @@ pub struct CopilotCli;
 const NAME: &str = "copilot-cli";
 
 /// The hook events the table has rows for; `permissionRequest` and
-/// `userPromptTransformed` fire too, and report nothing.
+/// `userPromptTransformed` fire too, and report nothing (no entry is written
+/// for them).
 static TABLE: Table = Table {
     harness: NAME,
     session_key: "sessionId",
@@ -127,6 +151,16 @@ static TABLE: Table = Table {
             Read::AsItStands,
         ),
         Row::new(
+            HookEvent::plain("subagentStart"),
+            Rule::SubagentStart,
+            Read::Nothing,
+        ),
+        Row::new(
+            HookEvent::plain("subagentStop"),
+            Rule::SubagentStop,
+            Read::Nothing,
+        ),
+        Row::new(
             HookEvent::plain("preCompact"),
             Rule::Compact(Trigger::FromPayload),
             Read::Nothing,
@@ -189,8 +223,44 @@ impl Shaped for CopilotCli {
         &TABLE
     }
 
+    /// A subagent's start and stop are the session's, under the id its
+    /// transcript is named for.
+    fn prepare(
+        &self,
+        job: &Job,
+        mut p: Map<String, Value>,
+    ) -> Result<Map<String, Value>, NotMapped> {
+        let event = hook_event(job, &p);
+        if matches!(event.as_str(), "subagentStart" | "subagentStop")
+            && let Some(session) = transcript_session(&p)
+        {
+            p.insert("sessionId".into(), Value::String(session));
+        }
+        Ok(p)
+    }
+
+    /// The subagent a `subagentStart` starts: its own calls name it as their
+    /// `sessionId` (and as `agentId`), and the daemon puts them under the
+    /// session (`Mapping::subagent`).
+    fn subagent(&self, call: &Call<'_>) -> Option<String> {
+        (call.event == "subagentStart")
+            .then(|| str_of(call.payload, "agentId"))
+            .flatten()
+    }
+
+    /// A subagent's own calls (they carry `agentId`) read nothing: the only
+    /// transcript they name, on `agentStop`, is the session's.
+    fn own_call(&self, job: &Job, p: &Map<String, Value>) -> bool {
+        let event = hook_event(job, p);
+        matches!(event.as_str(), "subagentStart" | "subagentStop") || str_of(p, "agentId").is_none()
+    }
+
     fn adjust(&self, call: &Call<'_>, event: &mut EventData) -> Result<(), NotMapped> {
+        let agent_type =
+            || str_of(call.payload, "agentType").or_else(|| str_of(call.payload, "agentName"));
         match event {
+            EventData::SubagentStarted(s) => s.agent_type = agent_type(),
+            EventData::SubagentEnded(s) => s.agent_type = agent_type(),
             // A result Copilot marks as anything but a success is a failed call
             // (a non-zero shell exit is still a success: the model reads it).
             EventData::ToolEnded(t) if t.ok => {
@@ -265,6 +335,23 @@ impl Shaped for CopilotCli {
     }
 }
 
+/// The session a `…/session-state/<id>/events.jsonl` transcript belongs to:
+/// the session a subagent works for, however deep (a nested subagent's
+/// `subagentStart` names neither it nor its parent as `sessionId`).
+fn transcript_session(p: &Map<String, Value>) -> Option<String> {
+    let path = str_of(p, "transcriptPath")?;
+    let path = Path::new(&path);
+    if path.file_name()? != "events.jsonl" {
+        return None;
+    }
+    let dir = path.parent()?;
+    if dir.parent()?.file_name()? != "session-state" {
+        return None;
+    }
+    let id = dir.file_name()?.to_str()?;
+    safe_name(id).then(|| id.to_string())
+}
+
 /// `error.message` of an `errorOccurred`.
 fn error_message(p: &Map<String, Value>) -> Option<String> {
     p.get("error")?
@@ -302,6 +389,7 @@ pub(super) fn copilot_home(host: &Host) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harness::Mapping;
     use serde_json::json;
     use std::collections::BTreeMap;
 
@@ -466,5 +554,117 @@ mod tests {
         );
         assert_eq!(CopilotCli.permission_answer(true, None), None);
         assert!(CopilotCli.control().is_some());
+    }
+
+    const CHILD: &str = "c92694df-c967-4f62-9622-1556ebc78a56";
+    const GRANDCHILD: &str = "2e98a37c-33c9-465f-adce-4a287b0d7769";
+
+    /// A call as Copilot 1.0.102 made it (payloads of a recorded run).
+    fn mapped(event: &str, payload: Value) -> Result<Mapping, String> {
+        match CopilotCli.map(&job(event, payload)).unwrap() {
+            Mapped::Events(m) => Ok(*m),
+            Mapped::Ignored(why) => Err(why),
+        }
+    }
+
+    fn transcript() -> String {
+        format!("/home/ann/.copilot/session-state/{SESSION}/events.jsonl")
+    }
+
+    #[test]
+    fn a_subagents_start_and_stop_are_the_sessions_named_by_its_transcript() {
+        let start = mapped(
+            "subagentStart",
+            json!({"sessionId": SESSION, "timestamp": 1_796_524_679_499_i64, "cwd": "/home/ann/proj",
+                "transcriptPath": transcript(), "agentName": "task", "agentId": CHILD,
+                "agentType": "task", "parentAgentId": SESSION}),
+        )
+        .unwrap();
+        assert_eq!(start.session_id, SESSION);
+        assert_eq!(start.subagent.as_deref(), Some(CHILD));
+        let (kind, data) = start.events[0].clone().into_parts();
+        assert_eq!(kind, "subagent.started");
+        assert_eq!(
+            Value::Object(data),
+            json!({"agent_id": CHILD, "agent_type": "task"})
+        );
+        let stop = mapped(
+            "subagentStop",
+            json!({"sessionId": SESSION, "transcriptPath": transcript(), "agentId": CHILD,
+                "agentType": "task", "agentName": "task", "response": "Subagent done.",
+                "stopReason": "end_turn", "stop_hook_active": false, "parentAgentId": SESSION}),
+        )
+        .unwrap();
+        assert_eq!((stop.session_id.as_str(), stop.subagent), (SESSION, None));
+        let (kind, data) = stop.events[0].clone().into_parts();
+        assert_eq!(kind, "subagent.ended");
+        assert_eq!(
+            Value::Object(data),
+            json!({"agent_id": CHILD, "agent_type": "task"})
+        );
+        // A subagent's subagent: its start names neither the session nor its
+        // parent as `sessionId`, only the session's transcript.
+        let nested = mapped(
+            "subagentStart",
+            json!({"sessionId": "01934790-15cd-40a4-8ab8-ad7ea08627cf", "transcriptPath": transcript(),
+                "agentName": "general-purpose", "agentId": GRANDCHILD,
+                "agentType": "general-purpose", "parentAgentId": CHILD}),
+        )
+        .unwrap();
+        assert_eq!(nested.session_id, SESSION);
+        assert_eq!(nested.subagent.as_deref(), Some(GRANDCHILD));
+        assert!(TABLE.row("subagentStart").is_some() && TABLE.row("subagentStop").is_some());
+    }
+
+    #[test]
+    fn a_subagents_own_calls_are_its_own_ids_and_read_nothing() {
+        let own = |extra: Value| {
+            let mut p = json!({"sessionId": CHILD, "timestamp": 1_796_524_680_054_i64,
+                "cwd": "/home/ann/proj", "agentId": CHILD, "agentType": "task",
+                "parentAgentId": SESSION});
+            p.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            p
+        };
+        // Alone, a call under the subagent's id; the daemon puts it under the
+        // session its `subagentStart` was reported in.
+        let args = json!({"command": "echo from-subagent", "description": "Print from subagent"});
+        let pre = mapped(
+            "preToolUse",
+            own(json!({"toolName": "bash", "toolArgs": args})),
+        )
+        .unwrap();
+        assert_eq!((pre.session_id.as_str(), pre.subagent), (CHILD, None));
+        let (kind, data) = pre.events[0].clone().into_parts();
+        assert_eq!(kind, "tool.started");
+        assert_eq!(
+            Value::Object(data),
+            json!({"tool": "bash", "agent_id": CHILD, "input": args})
+        );
+        let prompt = mapped("userPromptSubmitted", own(json!({"prompt": "Run echo."}))).unwrap();
+        assert_eq!(prompt.events[0].kind(), "turn.started");
+        // None of them reads the session's transcript, which is the only one
+        // they name.
+        let files = claude_shaped::files(
+            &CopilotCli,
+            &job(
+                "agentStop",
+                own(json!({"transcriptPath": transcript(), "stopReason": "end_turn"})),
+            ),
+        );
+        assert_eq!((files.transcript, files.read.is_none()), (None, true));
+        let files = claude_shaped::files(
+            &CopilotCli,
+            &job("preToolUse", own(json!({"toolName": "bash"}))),
+        );
+        assert_eq!(files.transcript, None);
+        // The session's own `permissionRequest` about the subagent's call.
+        let asked = mapped(
+            "permissionRequest",
+            json!({"hookName": "permissionRequest", "sessionId": SESSION, "toolName": "bash",
+                "toolInput": {"command": "echo"}, "agentId": CHILD, "parentAgentId": SESSION}),
+        );
+        assert!(asked.is_err());
     }
 }

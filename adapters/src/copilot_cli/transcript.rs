@@ -7,8 +7,14 @@
 //! `assistant.message` (`data.content`, then its `toolRequests`), with
 //! `tool.execution_start` / `tool.execution_complete` as tool records; and what
 //! `session.start` says (the model, the version). Everything else (hooks,
-//! usage, the system prompt, the shutdown summary) is passed over. Must not
-//! write anything, and reads nothing but the file it is given.
+//! usage, the system prompt, the shutdown summary) is passed over, and so is
+//! everything a subagent wrote into the session's log (a `task` call's): its
+//! task is a `user.message` whose `source` is `agent-<its parent>`, its
+//! replies and tools carry the `parentToolCallId` of the call that started it,
+//! and its model is a `session.model_change` with `source: agent` (Copilot
+//! 1.0.102, `conformance/transcripts/copilot-cli/nested-subagents.jsonl`).
+//! Only the `task` call's own tool records and its result stay in the turn.
+//! Must not write anything, and reads nothing but the file it is given.
 
 use harness::transcript::{MAX_LINE_BYTES, ReadOut, Rec, TranscriptSource, for_each_line};
 use protocol::SessionBlock;
@@ -45,6 +51,9 @@ pub(super) fn record(v: &Value) -> Record {
         at_ms,
         ..Default::default()
     };
+    if subagents(v["type"].as_str().unwrap_or(""), data) {
+        return r;
+    }
     match v["type"].as_str().unwrap_or("") {
         "session.start" => {
             r.session_id = text(&data["sessionId"]);
@@ -78,6 +87,14 @@ pub(super) fn record(v: &Value) -> Record {
         _ => {}
     }
     r
+}
+
+/// True for a record a subagent wrote: its task, its words, its tools, its model.
+fn subagents(kind: &str, data: &Value) -> bool {
+    let source = data["source"].as_str().unwrap_or("");
+    data["parentToolCallId"].is_string()
+        || (kind == "user.message" && source.starts_with("agent-"))
+        || (kind == "session.model_change" && source == "agent")
 }
 
 impl TranscriptSource for CopilotTranscript {
@@ -166,5 +183,22 @@ mod tests {
                 .recs
                 .is_empty()
         );
+    }
+
+    /// A real log (Copilot 1.0.102): a `task` call whose subagent hands a
+    /// `bash` call to a subagent of its own.
+    #[test]
+    fn a_subagents_words_are_not_the_sessions_turn() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../conformance/transcripts/copilot-cli/nested-subagents.jsonl");
+        let out = CopilotTranscript.read(&path, 0).unwrap();
+        let mut log = TurnLog::default();
+        log.feed(out.recs);
+        let turns = log.take(&Want::All);
+        assert_eq!(turns.len(), 1, "{turns:?}");
+        assert_eq!(turns[0].user, "please delegate the echo");
+        assert_eq!(turns[0].assistant, "All done.");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("GRANDCHILD: echo") && text.contains("Child done."));
     }
 }

@@ -4,13 +4,17 @@
 //! loopback (Copilot's bring-your-own-provider mode, no GitHub sign-in), its real
 //! hooks run the real `sessionpipe-hook`, and the daemon turns them into events.
 //!
-//! Three runs: one `bash` call under `--allow-all-tools` (Copilot still fires
+//! Five runs: one `bash` call under `--allow-all-tools` (Copilot still fires
 //! `permissionRequest` before it, which must notify nobody; a handler of the
 //! person's own beside ours shows it fired), a run without an allow flag,
 //! where Copilot really asks (and, with no one to answer in `-p`, is denied):
-//! exactly one `attention.needed`, and a run on a machine paired with the
+//! exactly one `attention.needed`, a run on a machine paired with the
 //! workspace receiver, where a signed control `prompt` queued while the turn
-//! runs reaches its `agentStop` and the model's next request carries it.
+//! runs reaches its `agentStop` and the model's next request carries it, and
+//! two runs whose `task` call delegates to a subagent (and, in the second, that
+//! subagent to one of its own): the subagents' hooks fire under their own ids,
+//! and everything they report is `subagent.*` and tool calls with their
+//! `agent_id` in the session that ran the task, which is the only session.
 //!
 //! Copilot CLI comes from the npm registry (`e2e/package.json`). Without it the
 //! test says so and passes, unless `SESSIONPIPE_REQUIRE_HARNESSES=1`, where it
@@ -293,6 +297,249 @@ fn a_real_permission_ask_becomes_one_attention() {
         &jobs,
         "copilot -p without an allow flag, a bash call denied",
     );
+}
+
+/// The ids of the sessions the outbox keeps a record of.
+fn sessions_kept(s: &Setup) -> Vec<String> {
+    let outbox =
+        sessionpipe_core::pipeline::outbox::Outbox::open_readonly(&s.sb.state.join("outbox.db"))
+            .unwrap()
+            .expect("the daemon made its outbox");
+    outbox
+        .sessions()
+        .unwrap()
+        .into_iter()
+        .map(|(_, id, _)| id)
+        .collect()
+}
+
+/// A `task` call that hands `words` to a subagent of `agent_type`, and waits.
+fn task(words: &str, agent_type: &str) -> Step {
+    Step::tool(
+        "task",
+        json!({"name": "helper", "prompt": words, "agent_type": agent_type,
+            "description": "Delegate the echo", "mode": "sync"}),
+    )
+}
+
+/// The payloads of the calls of `event`, in order.
+fn payloads(jobs: &[Job], event: &str) -> Vec<Value> {
+    jobs.iter()
+        .filter(|j| j.event == event)
+        .map(|j| serde_json::from_slice(&j.payload).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_real_copilot_subagent_is_reported_in_the_session_that_ran_its_task() {
+    let Some(s) = setup() else {
+        return;
+    };
+    let marker = "[[subagent-one]]";
+    let api = MockChat::start_with_agents(
+        vec![
+            task(&format!("{marker} Run echo from-subagent."), "task"),
+            Step::text("The subagent printed it."),
+        ],
+        vec![(
+            marker,
+            vec![
+                Step::bash("echo from-subagent"),
+                Step::text("Subagent done."),
+            ],
+        )],
+    );
+    let out = s.run(&api, "Delegate the echo.", &["--allow-all-tools"]);
+    assert!(
+        out.status.success(),
+        "copilot failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("The subagent printed it."));
+    let results = api.tool_results();
+    assert!(
+        results.iter().any(|(_, r)| r.contains("from-subagent")),
+        "{results:?}"
+    );
+
+    let jobs = s.jobs();
+    let session = session_of(&jobs);
+    let start = &payloads(&jobs, "subagentStart")[0];
+    let agent = start["agentId"].as_str().unwrap().to_string();
+    assert_ne!(agent, session);
+    assert_eq!(start["sessionId"], session.as_str());
+    // The subagent's own hooks fire under its own id, naming the session as
+    // its parent.
+    let own = &payloads(&jobs, "preToolUse")[1];
+    assert_eq!(
+        (own["sessionId"].as_str(), own["parentAgentId"].as_str()),
+        (Some(agent.as_str()), Some(session.as_str()))
+    );
+    assert!(
+        payloads(&jobs, "userPromptSubmitted")
+            .iter()
+            .any(|p| p["sessionId"] == agent.as_str())
+    );
+    assert!(
+        payloads(&jobs, "agentStop")
+            .iter()
+            .any(|p| p["sessionId"] == agent.as_str())
+    );
+
+    let events = s.session_events(&session);
+    assert_eq!(
+        kinds(&events),
+        [
+            "session.started",
+            "turn.started",
+            "tool.started",
+            "subagent.started",
+            "tool.started",
+            "tool.ended",
+            "subagent.ended",
+            "tool.ended",
+            "turn.ended",
+            "session.ended"
+        ],
+        "{events:#?}"
+    );
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["session"]["seq"], i as u64 + 1);
+        assert_eq!(e["harness"]["name"], "copilot-cli");
+    }
+    assert_eq!(events[2]["data"]["tool"], "task");
+    assert!(events[2]["data"].get("agent_id").is_none());
+    let named = json!({"agent_id": agent, "agent_type": "task"});
+    assert_eq!(events[3]["data"], named);
+    assert_eq!(events[4]["data"]["tool"], "bash");
+    assert_eq!(events[4]["data"]["input"]["command"], "echo from-subagent");
+    assert_eq!(events[4]["data"]["agent_id"], agent.as_str());
+    assert_eq!(events[5]["data"]["agent_id"], agent.as_str());
+    assert_eq!(events[5]["data"]["ok"], true);
+    assert_eq!(events[6]["data"], named);
+    assert_eq!(events[7]["data"]["tool"], "task");
+    assert!(events[7]["data"].get("agent_id").is_none());
+    assert_eq!(events[8]["data"], json!({"reason": "stop"}));
+
+    // The subagent's prompt and stop are not the session's turn, and it is no
+    // session of its own.
+    let all = s.sb.events();
+    assert!(
+        all.iter().all(|e| e["session"]["id"] == session.as_str()),
+        "{all:#?}"
+    );
+    assert_eq!(sessions_kept(&s), [session]);
+    s.record(
+        &jobs,
+        "copilot -p --allow-all-tools, a task call whose subagent runs one bash call",
+    );
+}
+
+#[test]
+fn a_real_nested_copilot_subagent_reports_in_the_first_session_too() {
+    let Some(s) = setup() else {
+        return;
+    };
+    let (outer, inner) = ("[[agent-outer]]", "[[agent-inner]]");
+    let api = MockChat::start_with_agents(
+        vec![
+            task(
+                &format!("{outer} Delegate the echo further."),
+                "general-purpose",
+            ),
+            Step::text("All done."),
+        ],
+        vec![
+            (
+                outer,
+                vec![
+                    task(&format!("{inner} Run echo from-inner."), "general-purpose"),
+                    Step::text("Outer done."),
+                ],
+            ),
+            (
+                inner,
+                vec![Step::bash("echo from-inner"), Step::text("Inner done.")],
+            ),
+        ],
+    );
+    let out = s.run(
+        &api,
+        "Delegate the echo twice over.",
+        &["--allow-all-tools"],
+    );
+    assert!(
+        out.status.success(),
+        "copilot failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let jobs = s.jobs();
+    let session = session_of(&jobs);
+    let starts = payloads(&jobs, "subagentStart");
+    assert_eq!(starts.len(), 2, "{starts:?}");
+    let first = starts[0]["agentId"].as_str().unwrap().to_string();
+    let second = starts[1]["agentId"].as_str().unwrap().to_string();
+    // The inner subagent names only the outer one as its parent; its start
+    // names the session by its transcript alone.
+    assert_eq!(starts[1]["parentAgentId"], first.as_str());
+    assert_ne!(starts[1]["sessionId"], session.as_str());
+    assert!(
+        starts[1]["transcriptPath"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("session-state/{session}/events.jsonl"))
+    );
+
+    let events = s.session_events(&session);
+    assert_eq!(
+        kinds(&events),
+        [
+            "session.started",
+            "turn.started",
+            "tool.started",
+            "subagent.started",
+            "tool.started",
+            "subagent.started",
+            "tool.started",
+            "tool.ended",
+            "subagent.ended",
+            "tool.ended",
+            "subagent.ended",
+            "tool.ended",
+            "turn.ended",
+            "session.ended"
+        ],
+        "{events:#?}"
+    );
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["session"]["seq"], i as u64 + 1);
+    }
+    let agent = |i: usize| events[i]["data"]["agent_id"].as_str().map(str::to_string);
+    assert_eq!(agent(2), None, "the session's own task call");
+    assert_eq!(agent(3).as_deref(), Some(first.as_str()));
+    assert_eq!(
+        (events[4]["data"]["tool"].as_str(), agent(4).as_deref()),
+        (Some("task"), Some(first.as_str()))
+    );
+    assert_eq!(agent(5).as_deref(), Some(second.as_str()));
+    assert_eq!(
+        (events[6]["data"]["tool"].as_str(), agent(6).as_deref()),
+        (Some("bash"), Some(second.as_str()))
+    );
+    assert_eq!(agent(7).as_deref(), Some(second.as_str()));
+    assert_eq!(agent(8).as_deref(), Some(second.as_str()));
+    assert_eq!(agent(9).as_deref(), Some(first.as_str()));
+    assert_eq!(agent(10).as_deref(), Some(first.as_str()));
+    assert_eq!(agent(11), None);
+    let all = s.sb.events();
+    assert!(
+        all.iter().all(|e| e["session"]["id"] == session.as_str()),
+        "{all:#?}"
+    );
+    assert_eq!(sessions_kept(&s), [session]);
+    s.record(&jobs, "copilot -p --allow-all-tools, a task call whose subagent hands a bash call to a subagent of its own");
 }
 
 /// True when one of the model's requests carries `words`.

@@ -75,9 +75,11 @@ fn copilot_gets_a_file_of_its_own_and_loses_it_again() {
             "preToolUse",
             "sessionEnd",
             "sessionStart",
+            "subagentStart",
+            "subagentStop",
             "userPromptSubmitted"
         ],
-        "camelCase names, and no permissionRequest"
+        "camelCase names, and no permissionRequest nor userPromptTransformed"
     );
     for (event, handlers) in hooks {
         let h = &handlers[0];
