@@ -5,7 +5,8 @@
 //! Owns only the listing and what one transcript adds up to; the records are
 //! read by `transcript::record`, as the live reader reads them. Must not write
 //! anything under Droid's folder. A transcript with no ask of the person's is not
-//! a session.
+//! a session, and neither is a subagent's (its `session_start` names the session
+//! that called it, whose part it is, as it is live).
 
 use super::transcript::{record, settings_model};
 use harness::backfill::{Backfilled, Tally, modified_since, newest_first};
@@ -43,11 +44,13 @@ pub fn sessions(sessions_dir: &Path, home: &Path, since_ms: i64) -> Vec<Backfill
 fn scan(path: &Path, home: &Path) -> Option<Backfilled> {
     let id = path.file_stem()?.to_str()?.to_string();
     let mut t = Tally::of(id);
+    let mut subagent = false;
     for_each_line(path, 0, MAX_LINE_BYTES, &mut |line| {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
             return;
         };
         let r = record(&v);
+        subagent |= r.caller.is_some();
         if let Some(ms) = r.at_ms {
             t.time(ms);
         }
@@ -61,7 +64,7 @@ fn scan(path: &Path, home: &Path) -> Option<Backfilled> {
         t.recs(&r.recs);
     })
     .ok()?;
-    if t.turns() == 0 {
+    if subagent || t.turns() == 0 {
         return None;
     }
     if let Some(model) = settings_model(path) {
@@ -104,6 +107,19 @@ mod tests {
             "{\"type\":\"session_start\",\"id\":\"e\"}\n",
         )
         .unwrap();
+        // A `Task` call's subagent, in a file of its own (Droid 0.225.2).
+        let sub = [
+            json!({"type": "session_start", "id": "sub", "title": "Worker: Echo in subagent",
+                "callingSessionId": id, "callingToolUseId": "call_1", "cwd": cwd}),
+            json!({"type": "message", "timestamp": "2026-12-01T15:22:20.500Z",
+                "message": {"role": "user", "content": [{"type": "text", "text": "# Task Tool Invocation"}]}}),
+            json!({"type": "message", "timestamp": "2026-12-01T15:22:20.900Z",
+                "message": {"role": "assistant", "content": [{"type": "text", "text": "Done."}]}}),
+        ]
+        .iter()
+        .map(|v| format!("{v}\n"))
+        .collect::<String>();
+        std::fs::write(folder.join("sub.jsonl"), sub).unwrap();
 
         let found = sessions(&sessions_dir, home.path(), 0);
         assert_eq!(found.len(), 1, "{found:?}");

@@ -10,7 +10,7 @@
 //! too, unless it was there before our first write. Must not touch any other
 //! file of Droid's.
 
-use super::{Droid, TABLE, factory_dir};
+use super::{Droid, SUBAGENT_STOP, TABLE, factory_dir};
 use harness::install::hooks_json::{Found, command, group, is_ours, judge};
 use harness::install::jsonedit::{Doc, Edits, Node};
 use harness::install::{
@@ -183,9 +183,12 @@ impl HookInstall for Droid {
     }
 }
 
-/// The events our entries are written for, in the table's order.
+/// The events our entries are written for, in the table's order, and
+/// `SubagentStop`.
 fn hook_events() -> Vec<HookEvent> {
-    TABLE.rows.iter().map(|r| r.hook).collect()
+    let mut events: Vec<HookEvent> = TABLE.rows.iter().map(|r| r.hook).collect();
+    events.push(SUBAGENT_STOP);
+    events
 }
 
 #[cfg(test)]
@@ -239,6 +242,8 @@ mod tests {
         let v: Value = serde_json::from_str(&fresh).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(keys, HOOKS.names.as_slice());
+        assert_eq!(keys.last(), Some(&"SubagentStop"), "the ninth event");
+        assert_eq!(keys.len(), 9);
         assert!(v.get("hooks").is_none());
         assert_eq!(HOOKS.judge(&fresh, &ctx()), Ok(EntryState::Current));
         let old = Ctx {
@@ -255,6 +260,34 @@ mod tests {
             Ok(EntryState::Outdated(_))
         ));
         assert_eq!(HOOKS.remove(&fresh, None, &ctx()).unwrap().trim(), "{}");
+    }
+
+    #[test]
+    fn an_install_from_before_subagent_stop_is_outdated_and_upgraded() {
+        let fresh = HOOKS.add(THEIRS, &ctx()).unwrap();
+        let mut old: Value = serde_json::from_str(&fresh).unwrap();
+        old.as_object_mut().unwrap().remove("SubagentStop");
+        let old = serde_json::to_string_pretty(&old).unwrap();
+        assert_eq!(
+            HOOKS.judge(&old, &ctx()),
+            Ok(EntryState::Outdated("8 of 9 events current".into()))
+        );
+        // What `install` does with an outdated file: ours out, ours in.
+        let upgraded = HOOKS
+            .add(&HOOKS.remove(&old, Some(THEIRS), &ctx()).unwrap(), &ctx())
+            .unwrap();
+        assert_eq!(HOOKS.judge(&upgraded, &ctx()), Ok(EntryState::Current));
+        let v: Value = serde_json::from_str(&upgraded).unwrap();
+        assert_eq!(
+            v["SubagentStop"][0]["hooks"][0]["command"],
+            "\"/opt/sp/bin/sessionpipe-hook\" droid SubagentStop"
+        );
+        // (Re-indented by this test's edit; their entries are all that is left.)
+        let left = HOOKS.remove(&upgraded, Some(THEIRS), &ctx()).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&left).unwrap(),
+            serde_json::from_str::<Value>(THEIRS).unwrap()
+        );
     }
 
     #[test]

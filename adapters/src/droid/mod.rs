@@ -15,13 +15,28 @@
 //!   `{"hooks": {...}}` wrapper in silence, so our entries are never written in one.
 //! - Droid has no `PermissionRequest`, `PostToolUseFailure` or `SubagentStart`:
 //!   a person asked for a permission is a `Notification` with
-//!   `notification_type: permission_prompt`, the one `attention.needed`.
+//!   `notification_type: permission_prompt`, the one `attention.needed`. Its
+//!   nine events (the row's "nine Claude-shaped events") all get an entry.
 //! - `message_id` is not a turn id (a prompt's and its Stop's differ), and no
 //!   payload carries a tool-use id: the events carry neither.
 //! - `droid exec` fires no `UserPromptSubmit`: the turn of a run that never
 //!   named its prompt is opened by its first event inside the turn (`remember`).
-//! - `SubagentStop` is not registered: no recorded payload says where the
-//!   subagent's id is.
+//! - A subagent (a `Task` call's, offered under `--auto high`) is a Droid
+//!   session of its own: its own `session_id` and transcript, and every hook
+//!   from `SessionStart` to `SessionEnd` (its `UserPromptSubmit` too). Only its
+//!   `SessionStart` names the session it works for, as `calling_session_id`.
+//!   That start is the subagent's start: `subagent.started` in the caller's
+//!   session, its `agent_id` the subagent's session id (Droid's hooks name no
+//!   subagent type, so there is no `agent_type`), and the daemon puts the
+//!   subagent's later calls under the caller too (`Mapping::subagent`,
+//!   `harness::subagent::fold`): its tool calls and asks with its `agent_id`,
+//!   its own `SessionEnd` as `subagent.ended`, nothing of its prompts or
+//!   `Stop`s. The caller's `SubagentStop` comes after that end and names no
+//!   subagent (`task_name` is the Task's description, `task_result` its
+//!   report): it ends a subagent only where its own end never came through
+//!   (the daemon restarted while it ran) and only one can be stopping
+//!   (`subagents`). A subagent's transcript is no past session of its own
+//!   either (`backfill.rs`).
 //!
 //! A `Stop` may carry a verified control message back as
 //! `{"decision":"block","reason":…}` (Claude Code's Stop answer): Droid then
@@ -39,13 +54,15 @@ mod backfill;
 mod hooks_file;
 mod transcript;
 
-use harness::claude_shaped::{self, Folder, Read, Row, Rule, Shaped, StopWithout, Table, Trigger};
+use harness::claude_shaped::{
+    self, Call, Folder, NotMapped, Read, Row, Rule, Shaped, StopWithout, Table, Trigger,
+};
 use harness::install::{HookEvent, HookInstall, Host};
-use harness::payload::CLAUDE_TOOL_KEYS;
+use harness::payload::{CLAUDE_TOOL_KEYS, hook_event, str_of};
 use harness::transcript::TranscriptSource;
 use harness::{Adapter, Job, MapError, Mapped, Memo, SessionFiles};
 use protocol::*;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::path::PathBuf;
 
 pub struct Droid;
@@ -54,6 +71,21 @@ const NAME: &str = "droid";
 
 /// The session's memo: a turn is running (its start was reported).
 const MEMO_TURN: &str = "turn_open";
+
+/// The session's memo: its subagents started and not ended yet, oldest first.
+const MEMO_SUBAGENTS: &str = "subagents";
+
+/// The session's memo: how many subagents' own ends were reported whose
+/// `SubagentStop` has not come yet.
+const MEMO_STOPS_DUE: &str = "subagent_stops_due";
+
+/// The key of a subagent session's `SessionStart` that names its caller.
+const CALLER: &str = "calling_session_id";
+
+/// Hooks written beside the table's: `SubagentStop` names no subagent (only
+/// its task's description and result), so it has no row; `remember` ends the
+/// one subagent it can only be (`subagents`).
+const SUBAGENT_STOP: HookEvent = HookEvent::plain("SubagentStop");
 
 /// ADAPTERS.md's Droid row by the recorded payloads: the Claude Code mapping of
 /// the events Droid has. Tool events take Droid's match-everything `*`.
@@ -133,7 +165,8 @@ impl Adapter for Droid {
 
     /// A turn no `UserPromptSubmit` opened (`droid exec`) is opened by its first
     /// event inside it: a tool, an ask, its Stop.
-    fn remember(&self, _job: &Job, events: &mut Vec<EventData>, memo: &mut Memo) {
+    fn remember(&self, job: &Job, events: &mut Vec<EventData>, memo: &mut Memo) {
+        subagents(job, events, memo);
         open_turns(events, memo);
     }
 
@@ -179,6 +212,119 @@ impl Shaped for Droid {
         let _ = job;
         None
     }
+
+    /// A subagent session's `SessionStart` is its caller's: the subagent's
+    /// id becomes the call's `agent_id`.
+    fn prepare(
+        &self,
+        job: &Job,
+        mut p: Map<String, Value>,
+    ) -> Result<Map<String, Value>, NotMapped> {
+        if let Some(caller) = subagent_start(job, &p) {
+            let own = p.insert("session_id".into(), Value::String(caller));
+            p.insert("agent_id".into(), own.unwrap_or_default());
+        }
+        Ok(p)
+    }
+
+    /// That start is `subagent.started` (Droid's hooks name no subagent type).
+    fn adjust(&self, call: &Call<'_>, event: &mut EventData) -> Result<(), NotMapped> {
+        if let EventData::SessionStarted(_) = event
+            && subagent_start(call.job, call.payload).is_some()
+            && let Some(agent_id) = str_of(call.payload, "agent_id")
+        {
+            *event = EventData::SubagentStarted(SubagentStarted {
+                agent_id,
+                agent_type: None,
+            });
+        }
+        Ok(())
+    }
+
+    /// The subagent whose own later calls, under its own session id, the
+    /// daemon folds into its caller's session.
+    fn subagent(&self, call: &Call<'_>) -> Option<String> {
+        subagent_start(call.job, call.payload)?;
+        str_of(call.payload, "agent_id")
+    }
+
+    /// A subagent's start names its own transcript, not its caller's.
+    fn own_call(&self, job: &Job, p: &Map<String, Value>) -> bool {
+        subagent_start(job, p).is_none()
+    }
+
+    fn unlisted(&self, call: &Call<'_>) -> Result<Vec<EventData>, NotMapped> {
+        match call.event {
+            // Nothing from the call alone: `remember` knows which subagent.
+            "SubagentStop" => Ok(Vec::new()),
+            other => Err(NotMapped::Ignored(format!("{other} is not mapped"))),
+        }
+    }
+}
+
+/// The caller a subagent session's `SessionStart` names.
+fn subagent_start(job: &Job, p: &Map<String, Value>) -> Option<String> {
+    let event = hook_event(job, p);
+    (event.eq_ignore_ascii_case("SessionStart"))
+        .then(|| str_of(p, CALLER))
+        .flatten()
+}
+
+/// Keeps in `memo` which subagents run, so each ends once: by its own
+/// `SessionEnd`, folded into this session (`subagent.ended` with its id), or,
+/// where that never came (the daemon restarted while it ran), at a
+/// `SubagentStop` when only one subagent can be stopping.
+fn subagents(job: &Job, events: &mut Vec<EventData>, memo: &mut Memo) {
+    let mut open: Vec<String> = memo
+        .get(MEMO_SUBAGENTS)
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    let mut stops_due = memo
+        .get(MEMO_STOPS_DUE)
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    events.retain(|e| match e {
+        EventData::SubagentStarted(s) => {
+            if !open.contains(&s.agent_id) {
+                open.push(s.agent_id.clone());
+            }
+            true
+        }
+        EventData::SubagentEnded(s) => {
+            let running = open.contains(&s.agent_id);
+            open.retain(|id| *id != s.agent_id);
+            stops_due += u64::from(running);
+            running
+        }
+        _ => true,
+    });
+    if job.event.eq_ignore_ascii_case("SubagentStop") {
+        if stops_due > 0 {
+            stops_due -= 1;
+        } else if open.len() == 1 {
+            events.push(EventData::SubagentEnded(SubagentEnded {
+                agent_id: open.remove(0),
+                agent_type: None,
+                background: None,
+            }));
+        }
+    }
+    let mut keep = |key: &str, v: Option<Value>| match v {
+        Some(v) => {
+            memo.insert(key.into(), v);
+        }
+        None => {
+            memo.remove(key);
+        }
+    };
+    keep(
+        MEMO_SUBAGENTS,
+        (!open.is_empty()).then(|| Value::from(open)),
+    );
+    keep(
+        MEMO_STOPS_DUE,
+        (stops_due > 0).then(|| Value::from(stops_due)),
+    );
 }
 
 /// Puts a `turn.started` before the first event of a turn nobody opened, and
@@ -191,9 +337,11 @@ fn open_turns(events: &mut Vec<EventData>, memo: &mut Memo) {
             EventData::TurnStarted(_) => {
                 memo.insert(MEMO_TURN.into(), Value::Bool(true));
             }
-            EventData::ToolStarted(_)
-            | EventData::ToolEnded(_)
-            | EventData::AttentionNeeded(_)
+            // A subagent's tool calls and asks (with its `agent_id`) are
+            // not a turn of the session's own.
+            EventData::ToolStarted(ToolStarted { agent_id: None, .. })
+            | EventData::ToolEnded(ToolEnded { agent_id: None, .. })
+            | EventData::AttentionNeeded(AttentionNeeded { agent_id: None, .. })
             | EventData::TurnEnded(_)
                 if !open =>
             {
@@ -395,5 +543,152 @@ mod tests {
         );
         assert_eq!(Droid.permission_answer(true, None), None);
         assert!(Droid.control().is_some());
+    }
+
+    const SUB: &str = "3ddfe547-7f9e-4500-96bd-b16f5d3b8b87";
+    const SUB_TWO: &str = "a15fbc7e-3531-4576-b86b-c276620a6081";
+
+    #[test]
+    fn a_subagent_sessions_start_is_its_callers_subagent_start() {
+        // Droid 0.225.2: the subagent's own session, naming its caller.
+        let mut j = job(
+            "SessionStart",
+            json!({"source": "startup", "calling_session_id": SESSION}),
+        );
+        let mut p: Value = serde_json::from_slice(&j.payload).unwrap();
+        p["session_id"] = json!(SUB);
+        p["transcript_path"] = json!(format!(
+            "/home/ann/.factory/sessions/-home-ann-proj/{SUB}.jsonl"
+        ));
+        j.payload = p.to_string().into_bytes();
+        let Mapped::Events(m) = Droid.map(&j).unwrap() else {
+            panic!("ignored")
+        };
+        assert_eq!(m.session_id, SESSION);
+        assert_eq!(m.subagent.as_deref(), Some(SUB));
+        let (kind, data) = m.events[0].clone().into_parts();
+        assert_eq!(
+            (kind.as_str(), Value::Object(data)),
+            ("subagent.started", json!({"agent_id": SUB}))
+        );
+        let files = claude_shaped::files(&Droid, &j);
+        assert_eq!((files.transcript, files.read.is_none()), (None, true));
+        // SubagentStop names no subagent: from the call alone, nothing.
+        let stop = job(
+            "SubagentStop",
+            json!({"task_name": "Echo", "task_result": "Done.",
+            "stop_hook_active": false}),
+        );
+        let Mapped::Events(m) = Droid.map(&stop).unwrap() else {
+            panic!("ignored")
+        };
+        assert!(m.events.is_empty());
+    }
+
+    /// What `remember` makes of each call's events, one memo throughout.
+    fn remembered(calls: Vec<(&str, Vec<EventData>)>) -> Vec<(String, Value)> {
+        let mut memo = Memo::new();
+        let mut out = Vec::new();
+        for (event, mut events) in calls {
+            let j = job(event, json!({}));
+            Droid.remember(&j, &mut events, &mut memo);
+            out.extend(
+                events
+                    .into_iter()
+                    .map(|e| e.into_parts())
+                    .map(|(k, d)| (k, d.get("agent_id").cloned().unwrap_or(Value::Null))),
+            );
+        }
+        assert!(memo.is_empty(), "nothing left running: {memo:?}");
+        out
+    }
+
+    fn started(id: &str) -> EventData {
+        EventData::SubagentStarted(SubagentStarted {
+            agent_id: id.into(),
+            agent_type: None,
+        })
+    }
+
+    fn ended(id: &str) -> EventData {
+        EventData::SubagentEnded(SubagentEnded {
+            agent_id: id.into(),
+            agent_type: None,
+            background: None,
+        })
+    }
+
+    fn subagent_tool(id: &str) -> EventData {
+        EventData::ToolStarted(ToolStarted {
+            tool: "Execute".into(),
+            agent_id: Some(id.into()),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn each_subagent_ends_once_by_its_own_end_or_else_its_stop() {
+        let kinds = |out: &[(String, Value)]| -> Vec<String> {
+            out.iter()
+                .map(|(k, a)| format!("{k} {}", a.as_str().unwrap_or("-")))
+                .collect()
+        };
+        // As recorded: the subagent's own SessionEnd (folded in), then the
+        // caller's SubagentStop, which adds nothing. Its tools open no turn.
+        let out = remembered(vec![
+            ("SessionStart", vec![started(SUB)]),
+            ("PreToolUse", vec![subagent_tool(SUB)]),
+            ("SessionEnd", vec![ended(SUB)]),
+            ("SubagentStop", vec![]),
+        ]);
+        assert_eq!(
+            kinds(&out),
+            [
+                format!("subagent.started {SUB}"),
+                format!("tool.started {SUB}"),
+                format!("subagent.ended {SUB}")
+            ]
+        );
+        // Two side by side, the second ending first: each stop matches an end
+        // already reported.
+        let out = remembered(vec![
+            ("SessionStart", vec![started(SUB)]),
+            ("SessionStart", vec![started(SUB_TWO)]),
+            ("SessionEnd", vec![ended(SUB_TWO)]),
+            ("SubagentStop", vec![]),
+            ("SessionEnd", vec![ended(SUB)]),
+            ("SubagentStop", vec![]),
+        ]);
+        assert_eq!(
+            kinds(&out)[2..],
+            [
+                format!("subagent.ended {SUB_TWO}"),
+                format!("subagent.ended {SUB}")
+            ]
+        );
+        // Its own end never came through (the daemon restarted while it ran):
+        // the stop ends the one subagent running, and a late end is no second.
+        let out = remembered(vec![
+            ("SessionStart", vec![started(SUB)]),
+            ("SubagentStop", vec![]),
+            ("SessionEnd", vec![ended(SUB)]),
+        ]);
+        assert_eq!(kinds(&out)[1..], [format!("subagent.ended {SUB}")]);
+    }
+
+    #[test]
+    fn a_stop_that_could_be_either_of_two_subagents_ends_neither() {
+        let mut memo = Memo::new();
+        for id in [SUB, SUB_TWO] {
+            Droid.remember(
+                &job("SessionStart", json!({})),
+                &mut vec![started(id)],
+                &mut memo,
+            );
+        }
+        let mut events = Vec::new();
+        Droid.remember(&job("SubagentStop", json!({})), &mut events, &mut memo);
+        assert!(events.is_empty());
+        assert_eq!(memo[MEMO_SUBAGENTS], json!([SUB, SUB_TWO]));
     }
 }

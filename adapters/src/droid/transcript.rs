@@ -7,7 +7,9 @@
 //! or `assistant` and whose `content` is a list of parts: `text`, `tool_use`,
 //! `tool_result`. Droid writes its own things as user messages too, and they are
 //! not the person's: a hook's record (`hookEventName`, no content) and its
-//! context (`<system-reminder>` text). `agent_turn_outcome` closes a turn.
+//! context (`<system-reminder>` text). `agent_turn_outcome` closes a turn. A
+//! subagent's session (a `Task` call's) has a file of its own, whose
+//! `session_start` names its caller (`callingSessionId`).
 //! Must not write anything, and reads nothing but the files it is given.
 
 use harness::transcript::{MAX_LINE_BYTES, ReadOut, Rec, TranscriptSource, for_each_line};
@@ -26,6 +28,9 @@ pub(super) struct Record {
     pub title: Option<(String, TitleSource)>,
     pub model: Option<String>,
     pub at_ms: Option<i64>,
+    /// The session a subagent's session works for (`session_start`'s
+    /// `callingSessionId`).
+    pub caller: Option<String>,
 }
 
 fn nonempty(v: &Value) -> Option<String> {
@@ -53,6 +58,7 @@ pub(super) fn record(v: &Value) -> Record {
         "session_start" => {
             r.session_id = nonempty(&v["id"]);
             r.cwd = nonempty(&v["cwd"]);
+            r.caller = nonempty(&v["callingSessionId"]);
             let source = if v["isSessionTitleManuallySet"] == true {
                 TitleSource::Custom
             } else {

@@ -16,6 +16,15 @@
 //! queued while a `droid exec` turn runs reaches its `Stop`, and the model's
 //! next request carries it.
 //!
+//! And three runs whose `Task` calls (`--auto high`, where Droid offers the
+//! tool) delegate to subagents, one and then two side by side. Droid runs each
+//! as a session of its own, with its own id and every hook from `SessionStart`
+//! to `SessionEnd`, whose `SessionStart` alone names the caller: everything
+//! they report is `subagent.*` and tool calls with their `agent_id` in the
+//! session that ran the task, which is the only session. On a paired machine, a
+//! signed `prompt` queued while a subagent runs is not handed to the
+//! subagent's own `Stop` but to the session's.
+//!
 //! Droid comes from the npm registry (`e2e/package.json`). Without it the test
 //! says so and passes, unless `SESSIONPIPE_REQUIRE_HARNESSES=1`, where it fails.
 //! With `SESSIONPIPE_RECORD_FIXTURES=DIR` it also writes the payloads it saw as
@@ -371,6 +380,358 @@ fn a_real_permission_ask_becomes_one_attention() {
     s.record(
         &jobs,
         "droid exec --output-format acp, a high-risk Execute call allowed over ACP",
+    );
+}
+
+/// The ids of the sessions the outbox keeps a record of.
+fn sessions_kept(s: &Setup) -> Vec<String> {
+    let outbox =
+        sessionpipe_core::pipeline::outbox::Outbox::open_readonly(&s.sb.state.join("outbox.db"))
+            .unwrap()
+            .expect("the daemon made its outbox");
+    outbox
+        .sessions()
+        .unwrap()
+        .into_iter()
+        .map(|(_, id, _)| id)
+        .collect()
+}
+
+/// A `Task` call that hands `words` to a `worker` subagent, and waits for it.
+fn task(words: &str, description: &str) -> Step {
+    Step::tool(
+        "Task",
+        json!({"subagent_type": "worker", "description": description, "prompt": words,
+            "await": true}),
+    )
+}
+
+/// The subagent sessions' `SessionStart` payloads (they name their caller).
+fn subagent_starts(jobs: &[Job]) -> Vec<Value> {
+    jobs.iter()
+        .filter(|j| j.event == "SessionStart")
+        .map(|j| serde_json::from_slice::<Value>(&j.payload).unwrap())
+        .filter(|p| p.get("calling_session_id").is_some())
+        .collect()
+}
+
+/// `droid exec --auto high PROMPT` in the project, run to its end.
+fn exec_high(s: &Setup, prompt: &str) {
+    let out = s
+        .command()
+        .args(["exec", "-m", MODEL, "--auto", "high", prompt])
+        .stdin(Stdio::null())
+        .output()
+        .expect("droid runs");
+    assert!(
+        out.status.success(),
+        "droid failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_real_droid_subagent_is_reported_in_the_session_that_ran_its_task() {
+    let marker = "[[droid-subagent]]";
+    let api = MockChat::start_with_agents(
+        vec![
+            task(
+                &format!("{marker} Run echo from-subagent."),
+                "Echo in a subagent",
+            ),
+            Step::text("The subagent printed it."),
+        ],
+        vec![(
+            marker,
+            vec![
+                execute("echo from-subagent", "low"),
+                Step::text("Subagent done."),
+            ],
+        )],
+    );
+    let Some(s) = setup(&api) else {
+        return;
+    };
+    exec_high(&s, "Delegate the echo.");
+    let jobs = s.jobs();
+    let session = session_of(&jobs);
+    let starts = subagent_starts(&jobs);
+    assert_eq!(starts.len(), 1, "{starts:?}");
+    assert_eq!(starts[0]["calling_session_id"], session.as_str());
+    let agent = starts[0]["session_id"].as_str().unwrap().to_string();
+    assert_ne!(agent, session);
+    // The Task's result names the subagent's session too; SubagentStop does not.
+    let task_result: Vec<Value> = jobs
+        .iter()
+        .filter(|j| j.event == "PostToolUse" || j.event == "SubagentStop")
+        .map(|j| serde_json::from_slice(&j.payload).unwrap())
+        .filter(|p: &Value| p["session_id"] == session.as_str())
+        .collect();
+    assert_eq!(task_result.len(), 2, "{task_result:?}");
+    assert_eq!(task_result[0]["hook_event_name"], "SubagentStop");
+    assert_eq!(task_result[0]["task_name"], "Echo in a subagent");
+    assert!(
+        task_result[1]["tool_response"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("session_id: {agent}"))
+    );
+
+    let events = s.session_events(&session, |evs| {
+        evs.iter().any(|e| e["type"] == "session.ended")
+    });
+    assert_eq!(
+        kinds(&events),
+        [
+            "session.started",
+            "turn.started",
+            "tool.started",
+            "subagent.started",
+            "tool.started",
+            "tool.ended",
+            "subagent.ended",
+            "tool.ended",
+            "turn.ended",
+            "session.ended"
+        ],
+        "{events:#?}"
+    );
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["session"]["seq"], i as u64 + 1);
+        assert_eq!(e["harness"]["name"], "droid");
+    }
+    assert_eq!(events[2]["data"]["tool"], "Task");
+    assert!(events[2]["data"].get("agent_id").is_none());
+    assert_eq!(events[3]["data"], json!({"agent_id": agent}));
+    assert_eq!(events[4]["data"]["tool"], "Execute");
+    assert_eq!(events[4]["data"]["input"]["command"], "echo from-subagent");
+    assert_eq!(events[4]["data"]["agent_id"], agent.as_str());
+    assert_eq!(events[5]["data"]["agent_id"], agent.as_str());
+    assert_eq!(events[6]["data"], json!({"agent_id": agent}));
+    assert_eq!(events[7]["data"]["tool"], "Task");
+    assert!(events[7]["data"].get("agent_id").is_none());
+    assert_eq!(events[8]["data"], json!({"reason": "stop"}));
+    // The subagent's prompt, Stop and end are not the session's turn, and it
+    // is no session of its own.
+    let all = s.sb.events();
+    assert!(
+        all.iter().all(|e| e["session"]["id"] == session.as_str()),
+        "{all:#?}"
+    );
+    assert_eq!(sessions_kept(&s), [session]);
+    let fired: Vec<&str> = jobs.iter().map(|j| j.event.as_str()).collect();
+    assert!(fired.contains(&"SubagentStop"), "{fired:?}");
+    assert!(
+        fired.contains(&"UserPromptSubmit"),
+        "the subagent's prompt fired: {fired:?}"
+    );
+    s.record(
+        &jobs,
+        "droid exec --auto high, a Task call whose subagent runs one Execute call",
+    );
+}
+
+#[test]
+fn two_real_droid_subagents_side_by_side_each_start_and_end_once() {
+    let (one, two) = ("[[droid-one]]", "[[droid-two]]");
+    let api = MockChat::start_with_agents(
+        vec![
+            Step::Parallel(vec![
+                task(&format!("{one} Run echo one."), "Echo one"),
+                task(&format!("{two} Run echo two."), "Echo two"),
+            ]),
+            Step::text("Both printed."),
+        ],
+        vec![
+            // The first one takes longer, so the second ends first.
+            (
+                one,
+                vec![execute("sleep 1; echo one", "low"), Step::text("One done.")],
+            ),
+            (
+                two,
+                vec![execute("echo two", "low"), Step::text("Two done.")],
+            ),
+        ],
+    );
+    let Some(s) = setup(&api) else {
+        return;
+    };
+    exec_high(&s, "Delegate both echoes.");
+    let jobs = s.jobs();
+    let session = session_of(&jobs);
+    let starts = subagent_starts(&jobs);
+    assert_eq!(starts.len(), 2, "{starts:?}");
+    let agents: Vec<String> = starts
+        .iter()
+        .map(|p| p["session_id"].as_str().unwrap().to_string())
+        .collect();
+    let events = s.session_events(&session, |evs| {
+        evs.iter().any(|e| e["type"] == "session.ended")
+    });
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["session"]["seq"], i as u64 + 1);
+    }
+    let of = |kind: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["type"] == kind)
+            .map(|e| e["data"]["agent_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut started = of("subagent.started");
+    let mut ended = of("subagent.ended");
+    started.sort();
+    ended.sort();
+    let mut want = agents.clone();
+    want.sort();
+    assert_eq!((started, ended), (want.clone(), want), "{events:#?}");
+    // Each subagent's tool calls come between its start and its end.
+    for agent in &agents {
+        let at = |kind: &str| {
+            events
+                .iter()
+                .position(|e| e["type"] == kind && e["data"]["agent_id"] == agent.as_str())
+                .unwrap()
+        };
+        assert!(at("subagent.started") < at("tool.started"), "{events:#?}");
+        assert!(at("tool.ended") < at("subagent.ended"), "{events:#?}");
+    }
+    let k = kinds(&events);
+    assert_eq!(
+        k.iter().filter(|x| **x == "turn.started").count(),
+        1,
+        "{k:?}"
+    );
+    let stops = jobs.iter().filter(|j| j.event == "SubagentStop").count();
+    assert_eq!(stops, 2);
+    assert_eq!(k.last(), Some(&"session.ended"));
+    let all = s.sb.events();
+    assert!(
+        all.iter().all(|e| e["session"]["id"] == session.as_str()),
+        "{all:#?}"
+    );
+    assert_eq!(sessions_kept(&s), [session]);
+}
+
+#[test]
+fn a_signed_prompt_waits_out_a_subagents_stop_for_its_sessions() {
+    let marker = "[[droid-slow-subagent]]";
+    let api = MockChat::start_with_agents(
+        vec![
+            task(&format!("{marker} Run the slow command."), "Slow command"),
+            Step::text("First answer."),
+            Step::text("The tests pass."),
+        ],
+        vec![(
+            marker,
+            vec![execute("sleep 4", "low"), Step::text("Subagent done.")],
+        )],
+    );
+    let Some(s) = setup_with(&api, true) else {
+        return;
+    };
+    let device = &s.paired.as_ref().unwrap().0;
+    let child = s
+        .command()
+        .args([
+            "exec",
+            "-m",
+            MODEL,
+            "--auto",
+            "high",
+            "Delegate the slow command.",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The subagent's command runs: the message comes while it does.
+    let running = s.sb.wait_until(Duration::from_secs(60), |evs| {
+        evs.iter()
+            .any(|e| e["type"] == "tool.started" && e["data"]["agent_id"].is_string())
+    });
+    let sub_tool = running
+        .iter()
+        .find(|e| e["type"] == "tool.started" && e["data"]["agent_id"].is_string())
+        .expect("the subagent's tool call was reported");
+    let session = sub_tool["session"]["id"].as_str().unwrap().to_string();
+    let words = "Also run the tests, please.";
+    let id = device.enqueue(
+        &device.sign(
+            "prompt",
+            &format!("droid:{session}"),
+            json!({"text": words}),
+        ),
+        120,
+    );
+    let out = child.wait_with_output().expect("droid ends");
+    assert!(
+        out.status.success(),
+        "droid failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    device.assert_delivered(&id, Duration::from_secs(30), "turn", "The tests pass.");
+    // The words reached the session's conversation, never the subagent's.
+    let bodies = api.completions();
+    let is_subagents = |b: &Value| {
+        b["messages"].as_array().is_some_and(|m| {
+            m.iter()
+                .any(|m| m["role"] == "user" && m.to_string().contains(marker))
+        })
+    };
+    assert!(
+        bodies
+            .iter()
+            .any(|b| !is_subagents(b) && b.to_string().contains(words))
+    );
+    assert!(
+        bodies
+            .iter()
+            .filter(|b| is_subagents(b))
+            .all(|b| !b.to_string().contains(words)),
+        "the subagent was handed the message"
+    );
+    // Its Stop ran and went on; the session's second Stop is the continued turn.
+    let stops: Vec<Value> = s
+        .jobs()
+        .iter()
+        .filter(|j| j.event == "Stop")
+        .map(|j| serde_json::from_slice(&j.payload).unwrap())
+        .collect();
+    let of = |id: &str| -> Vec<bool> {
+        stops
+            .iter()
+            .filter(|p| p["session_id"] == id)
+            .map(|p| p["stop_hook_active"] == true)
+            .collect()
+    };
+    let agent = sub_tool["data"]["agent_id"].as_str().unwrap();
+    assert_eq!(of(agent), [false], "{stops:?}");
+    assert_eq!(of(&session), [false, true], "{stops:?}");
+    let events = s.session_events(&session, |evs| {
+        evs.iter().any(|e| e["type"] == "session.ended")
+    });
+    assert_eq!(
+        kinds(&events),
+        [
+            "session.started",
+            "turn.started",
+            "tool.started",
+            "subagent.started",
+            "tool.started",
+            "tool.ended",
+            "subagent.ended",
+            "tool.ended",
+            "turn.ended",
+            "turn.started",
+            "turn.ended",
+            "session.ended"
+        ],
+        "{events:#?}"
     );
 }
 

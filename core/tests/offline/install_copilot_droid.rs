@@ -190,6 +190,7 @@ fn droid_entries_go_at_the_top_level_beside_theirs_and_uninstall_restores_the_by
             "SessionEnd",
             "SessionStart",
             "Stop",
+            "SubagentStop",
             "UserPromptSubmit"
         ]
     );
