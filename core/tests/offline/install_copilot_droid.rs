@@ -107,6 +107,77 @@ fn copilot_gets_a_file_of_its_own_and_loses_it_again() {
 }
 
 #[test]
+fn an_install_from_before_subagents_is_outdated_and_upgraded() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.home.join(".copilot")).unwrap();
+    write(&droid_file(&sb), THEIRS);
+    run(&sb, &["install", "--harness", "copilot-cli"]);
+    run(&sb, &["install", "--harness", "droid"]);
+    // The files as the version before subagents wrote them.
+    let mut copilot: Value = serde_json::from_str(&read(&copilot_file(&sb))).unwrap();
+    let hooks = copilot["hooks"].as_object_mut().unwrap();
+    hooks.remove("subagentStart").unwrap();
+    hooks.remove("subagentStop").unwrap();
+    write(
+        &copilot_file(&sb),
+        &serde_json::to_string_pretty(&copilot).unwrap(),
+    );
+    let mut droid: Value = serde_json::from_str(&read(&droid_file(&sb))).unwrap();
+    droid
+        .as_object_mut()
+        .unwrap()
+        .remove("SubagentStop")
+        .unwrap();
+    write(
+        &droid_file(&sb),
+        &serde_json::to_string_pretty(&droid).unwrap(),
+    );
+
+    let (said, _) = run(&sb, &["status"]);
+    assert!(
+        said.contains(
+            "copilot-cli: outdated (~/.copilot/hooks/sessionpipe.json: 10 of 12 events current)"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains("droid: outdated (~/.factory/hooks.json: 8 of 9 events current)"),
+        "{said}"
+    );
+    let (said, out) = run(&sb, &["install"]);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("copilot-cli: installed (~/.copilot/hooks/sessionpipe.json)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("droid: installed (~/.factory/hooks.json)"),
+        "{said}"
+    );
+    let (said, _) = run(&sb, &["status"]);
+    assert!(said.contains("copilot-cli: current"), "{said}");
+    assert!(said.contains("droid: current"), "{said}");
+    let copilot: Value = serde_json::from_str(&read(&copilot_file(&sb))).unwrap();
+    for event in ["subagentStart", "subagentStop"] {
+        assert_eq!(
+            copilot["hooks"][event].as_array().unwrap().len(),
+            1,
+            "{event}"
+        );
+    }
+    let droid: Value = serde_json::from_str(&read(&droid_file(&sb))).unwrap();
+    assert_eq!(droid["SubagentStop"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        droid["PreToolUse"].as_array().unwrap().len(),
+        2,
+        "theirs and ours, once"
+    );
+    run(&sb, &["uninstall"]);
+    assert!(!copilot_file(&sb).exists());
+    assert_eq!(read(&droid_file(&sb)), THEIRS);
+}
+
+#[test]
 fn copilot_keeps_a_handler_someone_added_to_our_file() {
     let sb = Sandbox::new();
     std::fs::create_dir_all(sb.home.join(".copilot")).unwrap();
