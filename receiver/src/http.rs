@@ -342,7 +342,7 @@ async fn store_batch(
     events: Vec<Value>,
 ) -> Response {
     let owner = sender.owner.as_str();
-    match ingest(&sh, sender, &events).await {
+    match ingest(&sh, sender, events).await {
         Ok(o) => {
             if !o.attentions.is_empty() && sh.app.is_some() {
                 // Told after the answer, never holding it up.
@@ -391,12 +391,12 @@ async fn store_batch(
 async fn ingest(
     sh: &Shared,
     sender: &crate::owners::Sender,
-    events: &[Value],
+    events: Vec<Value>,
 ) -> Result<Outcome, crate::db::DbError> {
     let mut rejected = Vec::new();
     let mut checked = Vec::with_capacity(events.len());
     for e in events {
-        match check::check_event(e) {
+        match check::check_event(&e) {
             Ok(key) => checked.push(store::Checked { key, event: e }),
             Err(reason) => rejected.push(json!({"id": e["id"], "reason": reason.0})),
         }
@@ -405,7 +405,7 @@ async fn ingest(
         &sh.db,
         &sender.owner,
         sender.machine.as_deref(),
-        &checked,
+        checked,
         protocol::time::now_ms(),
     )
     .await?;

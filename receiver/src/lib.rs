@@ -100,6 +100,9 @@ pub struct Options {
     /// Serve HTTPS with this certificate chain and private key (PEM files);
     /// `None` is plain HTTP (on loopback, or behind an HTTPS proxy).
     pub tls: Option<TlsFiles>,
+    /// The async worker threads (1-1024); `None` is one per core. The
+    /// database has threads of its own besides.
+    pub workers: Option<usize>,
 }
 
 /// A certificate chain and its private key, PEM.
@@ -160,6 +163,7 @@ impl std::fmt::Debug for Options {
             .field("control", &self.control)
             .field("page", &self.page)
             .field("tls", &self.tls)
+            .field("workers", &self.workers)
             .finish()
     }
 }
@@ -181,6 +185,7 @@ impl Options {
             control: None,
             page: None,
             tls: None,
+            workers: None,
         }
     }
 
@@ -199,6 +204,9 @@ impl Options {
         }
         if !(1024..=262_144).contains(&self.max_bytes) {
             return Err(Invalid("max_bytes is 1024-262144".into()));
+        }
+        if self.workers.is_some_and(|w| !(1..=1024).contains(&w)) {
+            return Err(Invalid("workers is 1-1024".into()));
         }
         if !self.listen.ip().is_loopback() && !self.allow_remote {
             return Err(Invalid(format!(
@@ -378,8 +386,11 @@ impl Receiver {
                 (t.path().to_path_buf(), Some(t))
             }
         };
+        let workers = opts.workers.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+        });
         let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(workers)
             .thread_name("sessionpipe-receiver")
             .enable_all()
             .build()?;

@@ -97,6 +97,10 @@ struct Cli {
     /// An MCP server (mcp__<name>) to declare in control.session_tools; repeatable.
     #[arg(long = "session-tool", value_name = "MCP_SERVER")]
     session_tools: Vec<String>,
+    /// Async worker threads (1-1024; default: one per core). The database
+    /// runs on threads of its own besides.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    workers: Option<u16>,
 }
 
 fn main() -> ExitCode {
@@ -156,6 +160,7 @@ fn main() -> ExitCode {
             // Empty: http://localhost:<the port bound>.
             ..PageOptions::new(cli.origin.unwrap_or_default())
         }),
+        workers: cli.workers.map(usize::from),
     };
     let handle = match Receiver::start(opts) {
         Ok(h) => h,

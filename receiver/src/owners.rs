@@ -94,27 +94,33 @@ impl Owners {
     /// Makes `account` the operator's, unless one is already: the events the
     /// operator's token sent so far become its. Whether it became the operator.
     pub async fn claim_operator(&self, db: &Db, account: &str) -> Result<bool, DbError> {
-        let mut tx = db.begin().await?;
-        let n = tx
-            .exec(
-                "INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
-                args![OPERATOR_ACCOUNT, account.as_bytes()],
-            )
-            .await?;
-        if n == 1 {
-            tx.exec(
-                "UPDATE events SET owner = $1 WHERE owner = $2",
-                args![account, NO_ACCOUNT],
-            )
-            .await?;
-            tx.exec(
-                "UPDATE sessions SET owner = $1 WHERE owner = $2",
-                args![account, NO_ACCOUNT],
-            )
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(n == 1)
+        let account = account.to_string();
+        db.transaction(move |mut tx| {
+            Box::pin(async move {
+                let n = tx
+                    .exec(
+                        "INSERT INTO settings (name, value) VALUES ($1, $2)
+                         ON CONFLICT (name) DO NOTHING",
+                        args![OPERATOR_ACCOUNT, account.as_bytes()],
+                    )
+                    .await?;
+                if n == 1 {
+                    tx.exec(
+                        "UPDATE events SET owner = $1 WHERE owner = $2",
+                        args![&account, NO_ACCOUNT],
+                    )
+                    .await?;
+                    tx.exec(
+                        "UPDATE sessions SET owner = $1 WHERE owner = $2",
+                        args![&account, NO_ACCOUNT],
+                    )
+                    .await?;
+                }
+                tx.commit().await?;
+                Ok(n == 1)
+            })
+        })
+        .await
     }
 
     /// Whether `account` is an account made on this receiver (a pairing

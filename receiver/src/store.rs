@@ -41,9 +41,9 @@ pub struct Ingested {
 }
 
 /// One event that passed `check`, with its key.
-pub struct Checked<'a> {
+pub struct Checked {
     pub key: Key,
-    pub event: &'a Value,
+    pub event: Value,
 }
 
 fn digest(owner: &str, harness: &str, session: &str) -> Vec<u8> {
@@ -164,121 +164,130 @@ pub async fn ingest(
     db: &Db,
     owner: &str,
     machine: Option<&str>,
-    events: &[Checked<'_>],
+    events: Vec<Checked>,
     now_ms: i64,
 ) -> Result<Ingested, DbError> {
     let dialect = db.dialect();
-    let mut out = Ingested::default();
-    let mut forgot = false;
-    let mut tx = db.begin().await?;
-    // Sessions are opened in key order, so two batches naming the same
-    // sessions take their locks in the same order and never deadlock.
-    let mut sessions: BTreeMap<(String, String), Open> = BTreeMap::new();
-    for c in events {
-        sessions
-            .entry((c.key.0.clone(), c.key.1.clone()))
-            .or_default();
-    }
-    for ((h, s), slot) in sessions.iter_mut() {
-        *slot = open_session(&mut tx, dialect, owner, h, s).await?;
-    }
-    for c in events {
-        let (harness, session, seq) = (&c.key.0, &c.key.1, c.key.2 as i64);
-        let open = sessions
-            .get_mut(&(harness.clone(), session.clone()))
-            .expect("every session was opened");
-        if open.forgotten_at.is_some_and(|f| seq <= f) {
-            out.duplicates += 1;
-            continue;
-        }
-        if c.event["type"] == "session.forgotten" {
-            forget(&mut tx, owner, harness, session, seq, now_ms).await?;
-            open.forgotten_at = Some(seq);
-            open.folded = None;
-            open.touched = false;
-            out.accepted += 1;
-            forgot = true;
-            continue;
-        }
-        let body = serde_json::to_string(c.event).expect("a JSON value serialises");
-        let stored = tx
-            .exec(
-                "INSERT INTO events (owner, harness, session, seq, event_type, event_time,
-                   arrived_ms, body)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-                 ON CONFLICT (owner, harness, session, seq) DO NOTHING",
-                args![
-                    owner,
-                    harness,
-                    session,
-                    seq,
-                    c.event["type"].as_str().unwrap_or(""),
-                    c.event["time"].as_str().unwrap_or(""),
-                    now_ms,
-                    body
-                ],
-            )
-            .await?
-            > 0;
-        if stored {
-            out.accepted += 1;
-            if c.event["type"] == "attention.needed" {
-                out.attentions.push(c.event.clone());
-            }
-        } else {
-            out.duplicates += 1;
-        }
-        // A duplicate still folds its block in: a re-sent seq 0 may bring a
-        // better title. A backfill that is not a retry of the one held (new
-        // here, or under a new event id) is the session's newer name: the
-        // sender sends one for a session it sent before only to rename it
-        // (see `board::rename`).
-        let renamed = c.event["type"] == "session.backfill"
-            && (stored || {
-                let held = held_id(&mut tx, owner, harness, session, seq).await?;
-                held.as_deref() != c.event["id"].as_str()
-            });
-        let (folded, _) = open
-            .folded
-            .get_or_insert_with(|| (Folded::default(), now_ms));
-        board::fold(folded, c.event, seq, stored);
-        if renamed {
-            board::rename(folded, c.event);
-        }
-        open.touched = true;
-    }
-    for ((harness, session), open) in &sessions {
-        let (true, Some((f, first_ms))) = (open.touched, &open.folded) else {
-            continue;
-        };
-        tx.exec(
-            "INSERT INTO sessions (owner, harness, id, block, block_seq, state, in_turn,
-               attention, last_words, first_ms, last_ms, machine_id)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-             ON CONFLICT (owner, harness, id) DO UPDATE SET
-               block = excluded.block, block_seq = excluded.block_seq,
-               state = excluded.state, in_turn = excluded.in_turn,
-               attention = excluded.attention, last_words = excluded.last_words,
-               last_ms = excluded.last_ms,
-               machine_id = COALESCE(excluded.machine_id, sessions.machine_id)",
-            args![
-                owner,
-                harness,
-                session,
-                Value::Object(f.block.clone()).to_string(),
-                f.seq,
-                f.state.as_str(),
-                f.in_turn,
-                f.attention.as_ref().map(Value::to_string),
-                f.last_words.clone(),
-                *first_ms,
-                now_ms,
-                machine
-            ],
-        )
+    let (owner, machine) = (owner.to_string(), machine.map(str::to_string));
+    let (out, forgot) = db
+        .transaction(move |mut tx| {
+            Box::pin(async move {
+                let owner = owner.as_str();
+                let mut out = Ingested::default();
+                let mut forgot = false;
+                // Sessions are opened in key order, so two batches naming the
+                // same sessions take their locks in the same order and never
+                // deadlock.
+                let mut sessions: BTreeMap<(String, String), Open> = BTreeMap::new();
+                for c in &events {
+                    sessions
+                        .entry((c.key.0.clone(), c.key.1.clone()))
+                        .or_default();
+                }
+                for ((h, s), slot) in sessions.iter_mut() {
+                    *slot = open_session(&mut tx, dialect, owner, h, s).await?;
+                }
+                for c in &events {
+                    let (harness, session, seq) = (&c.key.0, &c.key.1, c.key.2 as i64);
+                    let open = sessions
+                        .get_mut(&(harness.clone(), session.clone()))
+                        .expect("every session was opened");
+                    if open.forgotten_at.is_some_and(|f| seq <= f) {
+                        out.duplicates += 1;
+                        continue;
+                    }
+                    if c.event["type"] == "session.forgotten" {
+                        forget(&mut tx, owner, harness, session, seq, now_ms).await?;
+                        open.forgotten_at = Some(seq);
+                        open.folded = None;
+                        open.touched = false;
+                        out.accepted += 1;
+                        forgot = true;
+                        continue;
+                    }
+                    let body = serde_json::to_string(&c.event).expect("a JSON value serialises");
+                    let stored = tx
+                        .exec(
+                            "INSERT INTO events (owner, harness, session, seq, event_type,
+                               event_time, arrived_ms, body)
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                             ON CONFLICT (owner, harness, session, seq) DO NOTHING",
+                            args![
+                                owner,
+                                harness,
+                                session,
+                                seq,
+                                c.event["type"].as_str().unwrap_or(""),
+                                c.event["time"].as_str().unwrap_or(""),
+                                now_ms,
+                                body
+                            ],
+                        )
+                        .await?
+                        > 0;
+                    if stored {
+                        out.accepted += 1;
+                        if c.event["type"] == "attention.needed" {
+                            out.attentions.push(c.event.clone());
+                        }
+                    } else {
+                        out.duplicates += 1;
+                    }
+                    // A duplicate still folds its block in: a re-sent seq 0 may
+                    // bring a better title. A backfill that is not a retry of
+                    // the one held (new here, or under a new event id) is the
+                    // session's newer name: the sender sends one for a session
+                    // it sent before only to rename it (see `board::rename`).
+                    let renamed = c.event["type"] == "session.backfill"
+                        && (stored || {
+                            let held = held_id(&mut tx, owner, harness, session, seq).await?;
+                            held.as_deref() != c.event["id"].as_str()
+                        });
+                    let (folded, _) = open
+                        .folded
+                        .get_or_insert_with(|| (Folded::default(), now_ms));
+                    board::fold(folded, &c.event, seq, stored);
+                    if renamed {
+                        board::rename(folded, &c.event);
+                    }
+                    open.touched = true;
+                }
+                for ((harness, session), open) in &sessions {
+                    let (true, Some((f, first_ms))) = (open.touched, &open.folded) else {
+                        continue;
+                    };
+                    tx.exec(
+                        "INSERT INTO sessions (owner, harness, id, block, block_seq, state,
+                           in_turn, attention, last_words, first_ms, last_ms, machine_id)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                         ON CONFLICT (owner, harness, id) DO UPDATE SET
+                           block = excluded.block, block_seq = excluded.block_seq,
+                           state = excluded.state, in_turn = excluded.in_turn,
+                           attention = excluded.attention, last_words = excluded.last_words,
+                           last_ms = excluded.last_ms,
+                           machine_id = COALESCE(excluded.machine_id, sessions.machine_id)",
+                        args![
+                            owner,
+                            harness,
+                            session,
+                            Value::Object(f.block.clone()).to_string(),
+                            f.seq,
+                            f.state.as_str(),
+                            f.in_turn,
+                            f.attention.as_ref().map(Value::to_string),
+                            f.last_words.clone(),
+                            *first_ms,
+                            now_ms,
+                            machine.as_deref()
+                        ],
+                    )
+                    .await?;
+                }
+                tx.commit().await?;
+                Ok::<_, DbError>((out, forgot))
+            })
+        })
         .await?;
-    }
-    tx.commit().await?;
     if forgot {
         db.scrub().await?;
     }
@@ -507,10 +516,10 @@ mod tests {
                     "s".into(),
                     e["session"]["seq"].as_u64().unwrap(),
                 ),
-                event: e,
+                event: e.clone(),
             })
             .collect();
-        ingest(db, crate::owners::NO_ACCOUNT, None, &checked, now)
+        ingest(db, crate::owners::NO_ACCOUNT, None, checked, now)
             .await
             .unwrap()
     }

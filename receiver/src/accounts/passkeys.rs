@@ -194,80 +194,106 @@ impl Accounts {
             serde_json::to_string(&passkey).map_err(|_| AccountError::Corrupt("passkey"))?;
         let handle = unb64(&state.user).ok_or(AccountError::Corrupt("ceremony"))?;
 
-        let mut tx = self.db.begin().await?;
-        if self.db.dialect() == Dialect::Postgres {
-            // Two first registrations on two processes must not both be the
-            // first (SQLite's transactions take the write lock at once).
-            tx.exec("SELECT pg_advisory_xact_lock(7303002)", vec![])
-                .await?;
-        }
-        if let Some(hash) = &state.invite {
-            let hash = unb64(hash).ok_or(AccountError::Corrupt("ceremony"))?;
-            let used = tx
-                .row(
-                    "DELETE FROM invites WHERE code_hash = $1 AND expires_ms > $2
-                     RETURNING account",
-                    args![hash, now_ms],
-                )
-                .await?
-                .ok_or(AccountError::BadInvite)?;
-            if used.opt_text(0)? != joins {
-                return Err(AccountError::Corrupt("invite"));
-            }
-        }
-        let first = tx
-            .row("SELECT id FROM accounts LIMIT 1", vec![])
-            .await?
-            .is_none();
-        if state.basis == Basis::First && !first {
-            // Someone else's registration made the first account meanwhile.
-            return Err(AccountError::InviteNeeded);
-        }
-        let account = match &joins {
-            Some(account) => tx
-                .row(
-                    "SELECT id, name, created_ms FROM accounts WHERE id = $1",
-                    args![account.as_str()],
-                )
-                .await?
-                .map(|r| account_of(&r, 0))
-                .transpose()?
-                .ok_or(AccountError::BadInvite)?,
-            None => {
-                let account = Account {
-                    id: format!("a_{}", b64(&random::<16>())),
-                    name: name.ok_or(AccountError::Corrupt("ceremony"))?,
-                    created_ms: now_ms,
-                };
-                tx.exec(
-                    "INSERT INTO accounts (id, name, user_handle, created_ms)
-                     VALUES ($1, $2, $3, $4)",
-                    args![account.id.as_str(), account.name.as_str(), handle, now_ms],
-                )
-                .await?;
-                account
-            }
-        };
-        let added = tx
-            .exec(
-                "INSERT INTO credentials (id, account, passkey, spki, alg, name, added_ms, used_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, NULL)
-                 ON CONFLICT (id) DO NOTHING",
-                args![
-                    id.as_str(),
-                    account.id.as_str(),
-                    passkey_json,
-                    spki.as_str(),
-                    alg,
-                    device.as_str(),
-                    now_ms
-                ],
-            )
+        let dialect = self.db.dialect();
+        let invite = state
+            .invite
+            .as_deref()
+            .map(|h| unb64(h).ok_or(AccountError::Corrupt("ceremony")))
+            .transpose()?;
+        let must_be_first = state.basis == Basis::First;
+        let (account, first) = self
+            .db
+            .transaction({
+                // What the credential is returned with below, kept out here.
+                let (joins, id, spki, device) =
+                    (joins.clone(), id.clone(), spki.clone(), device.clone());
+                move |mut tx| {
+                    Box::pin(async move {
+                        if dialect == Dialect::Postgres {
+                            // Two first registrations on two processes must not
+                            // both be the first (SQLite's transactions take the
+                            // write lock at once).
+                            tx.exec("SELECT pg_advisory_xact_lock(7303002)", vec![])
+                                .await?;
+                        }
+                        if let Some(hash) = invite {
+                            let used = tx
+                                .row(
+                                    "DELETE FROM invites WHERE code_hash = $1 AND expires_ms > $2
+                                 RETURNING account",
+                                    args![hash, now_ms],
+                                )
+                                .await?
+                                .ok_or(AccountError::BadInvite)?;
+                            if used.opt_text(0)? != joins {
+                                return Err(AccountError::Corrupt("invite"));
+                            }
+                        }
+                        let first = tx
+                            .row("SELECT id FROM accounts LIMIT 1", vec![])
+                            .await?
+                            .is_none();
+                        if must_be_first && !first {
+                            // Someone else's registration made the first account
+                            // meanwhile.
+                            return Err(AccountError::InviteNeeded);
+                        }
+                        let account = match &joins {
+                            Some(account) => tx
+                                .row(
+                                    "SELECT id, name, created_ms FROM accounts WHERE id = $1",
+                                    args![account.as_str()],
+                                )
+                                .await?
+                                .map(|r| account_of(&r, 0))
+                                .transpose()?
+                                .ok_or(AccountError::BadInvite)?,
+                            None => {
+                                let account = Account {
+                                    id: format!("a_{}", b64(&random::<16>())),
+                                    name: name.ok_or(AccountError::Corrupt("ceremony"))?,
+                                    created_ms: now_ms,
+                                };
+                                tx.exec(
+                                    "INSERT INTO accounts (id, name, user_handle, created_ms)
+                                 VALUES ($1, $2, $3, $4)",
+                                    args![
+                                        account.id.as_str(),
+                                        account.name.as_str(),
+                                        handle,
+                                        now_ms
+                                    ],
+                                )
+                                .await?;
+                                account
+                            }
+                        };
+                        let added = tx
+                            .exec(
+                                "INSERT INTO credentials (id, account, passkey, spki, alg, name,
+                               added_ms, used_ms)
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, NULL)
+                             ON CONFLICT (id) DO NOTHING",
+                                args![
+                                    id.as_str(),
+                                    account.id.as_str(),
+                                    passkey_json,
+                                    spki.as_str(),
+                                    alg,
+                                    device.as_str(),
+                                    now_ms
+                                ],
+                            )
+                            .await?;
+                        if added == 0 {
+                            return Err(AccountError::CredentialExists);
+                        }
+                        tx.commit().await?;
+                        Ok((account, first))
+                    })
+                }
+            })
             .await?;
-        if added == 0 {
-            return Err(AccountError::CredentialExists);
-        }
-        tx.commit().await?;
         let credential = Credential {
             id,
             account: account.id.clone(),

@@ -422,10 +422,16 @@ async fn poll_(sh: &Arc<Shared>, headers: &HeaderMap, q: &Params) -> Result<Resp
         if Instant::now() >= deadline {
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
-        tokio::select! {
-            _ = &mut woken => {}
-            _ = tokio::time::sleep_until(until) => {}
-            _ = stop.changed() => {}
+        let by_wake = tokio::select! {
+            _ = &mut woken => true,
+            _ = tokio::time::sleep_until(until) => false,
+            _ = stop.changed() => false,
+        };
+        // The wait ran out with nothing queued (a message queued meanwhile
+        // wakes the poll): answered without another look, so a poll ends on
+        // time even while the database is held up.
+        if !by_wake && Instant::now() >= deadline {
+            return Ok(StatusCode::NO_CONTENT.into_response());
         }
     }
 }

@@ -185,23 +185,29 @@ impl ControlStore {
         now: i64,
     ) -> Result<(), StoreError> {
         self.prune(now).await?;
-        let mut tx = self.db.begin().await?;
-        tx.exec(
-            "INSERT INTO files (sha256, bytes, content_type, put_ms, account)
-             VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (sha256) DO UPDATE SET bytes = excluded.bytes,
-               content_type = excluded.content_type, put_ms = excluded.put_ms,
-               account = excluded.account",
-            args![sha256, bytes, content_type, now, account],
-        )
-        .await?;
-        tx.exec(
-            "DELETE FROM files WHERE sha256 NOT IN
-               (SELECT sha256 FROM files ORDER BY put_ms DESC, sha256 DESC LIMIT $1)",
-            args![FILES_MAX],
-        )
-        .await?;
-        tx.commit().await?;
+        let put = args![sha256, bytes, content_type, now, account];
+        self.db
+            .transaction(move |mut tx| {
+                Box::pin(async move {
+                    tx.exec(
+                        "INSERT INTO files (sha256, bytes, content_type, put_ms, account)
+                         VALUES ($1, $2, $3, $4, $5)
+                         ON CONFLICT (sha256) DO UPDATE SET bytes = excluded.bytes,
+                           content_type = excluded.content_type, put_ms = excluded.put_ms,
+                           account = excluded.account",
+                        put,
+                    )
+                    .await?;
+                    tx.exec(
+                        "DELETE FROM files WHERE sha256 NOT IN
+                           (SELECT sha256 FROM files ORDER BY put_ms DESC, sha256 DESC LIMIT $1)",
+                        args![FILES_MAX],
+                    )
+                    .await?;
+                    tx.commit().await
+                })
+            })
+            .await?;
         Ok(())
     }
 
@@ -400,48 +406,55 @@ impl ControlStore {
         token_hash: Option<&[u8; 32]>,
         now: i64,
     ) -> Result<bool, StoreError> {
-        let mut tx = self.db.begin().await?;
-        let Some(r) = tx
-            .row(
-                "DELETE FROM pairings WHERE code = $1 AND approved_ms IS NOT NULL
-                 RETURNING machine, name, key_json, account",
-                args![code],
-            )
-            .await?
-        else {
-            return Ok(false);
-        };
-        let (machine, name, key, account) = (r.text(0)?, r.text(1)?, r.text(2)?, r.opt_text(3)?);
-        if let Some(hash) = token_hash {
-            tx.exec(
-                "INSERT INTO machines (id, token_hash, name, paired_ms, account)
-                 VALUES ($1, $2, $3, $4, $5)",
-                args![&machine, hash.to_vec(), name, now, account.clone()],
-            )
-            .await?;
-        }
-        let known = tx
-            .row("SELECT 1 FROM machines WHERE id = $1", args![&machine])
-            .await?
-            .is_some();
-        let key_id = serde_json::from_str::<Value>(&key)
-            .ok()
-            .and_then(|k| k["id"].as_str().map(str::to_string))
-            .ok_or(StoreError::Corrupt { what: "key" })?;
-        // A machine removed (`off`) while its new key's pairing was pending gets
-        // no key row: there is no machine to hold it.
-        if known {
-            tx.exec(
-                "INSERT INTO machine_keys (machine, id, key_json, account, added_ms)
-                 VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (machine, id) DO UPDATE SET key_json = excluded.key_json,
-                   account = excluded.account, added_ms = excluded.added_ms",
-                args![&machine, key_id, key, account, now],
-            )
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(true)
+        let (code, token_hash) = (code.to_string(), token_hash.map(|h| h.to_vec()));
+        self.db
+            .transaction(move |mut tx| {
+                Box::pin(async move {
+                    let Some(r) = tx
+                        .row(
+                            "DELETE FROM pairings WHERE code = $1 AND approved_ms IS NOT NULL
+                             RETURNING machine, name, key_json, account",
+                            args![code],
+                        )
+                        .await?
+                    else {
+                        return Ok(false);
+                    };
+                    let (machine, name, key, account) =
+                        (r.text(0)?, r.text(1)?, r.text(2)?, r.opt_text(3)?);
+                    if let Some(hash) = token_hash {
+                        tx.exec(
+                            "INSERT INTO machines (id, token_hash, name, paired_ms, account)
+                             VALUES ($1, $2, $3, $4, $5)",
+                            args![&machine, hash, name, now, account.clone()],
+                        )
+                        .await?;
+                    }
+                    let known = tx
+                        .row("SELECT 1 FROM machines WHERE id = $1", args![&machine])
+                        .await?
+                        .is_some();
+                    let key_id = serde_json::from_str::<Value>(&key)
+                        .ok()
+                        .and_then(|k| k["id"].as_str().map(str::to_string))
+                        .ok_or(StoreError::Corrupt { what: "key" })?;
+                    // A machine removed (`off`) while its new key's pairing was
+                    // pending gets no key row: there is no machine to hold it.
+                    if known {
+                        tx.exec(
+                            "INSERT INTO machine_keys (machine, id, key_json, account, added_ms)
+                             VALUES ($1, $2, $3, $4, $5)
+                             ON CONFLICT (machine, id) DO UPDATE SET key_json = excluded.key_json,
+                               account = excluded.account, added_ms = excluded.added_ms",
+                            args![&machine, key_id, key, account, now],
+                        )
+                        .await?;
+                    }
+                    tx.commit().await?;
+                    Ok(true)
+                })
+            })
+            .await
     }
 
     pub async fn set_hello(
@@ -461,19 +474,22 @@ impl ControlStore {
 
     /// Removes the machine, its token, its keys, its queue and its pairings.
     pub async fn remove_machine(&self, machine: &str) -> Result<(), StoreError> {
-        let mut tx = self.db.begin().await?;
-        tx.exec("DELETE FROM machines WHERE id = $1", args![machine])
+        let machine = machine.to_string();
+        self.db
+            .transaction(move |mut tx| {
+                Box::pin(async move {
+                    for sql in [
+                        "DELETE FROM machines WHERE id = $1",
+                        "DELETE FROM machine_keys WHERE machine = $1",
+                        "DELETE FROM messages WHERE machine = $1",
+                        "DELETE FROM pairings WHERE machine = $1",
+                    ] {
+                        tx.exec(sql, args![&machine]).await?;
+                    }
+                    tx.commit().await
+                })
+            })
             .await?;
-        tx.exec(
-            "DELETE FROM machine_keys WHERE machine = $1",
-            args![machine],
-        )
-        .await?;
-        tx.exec("DELETE FROM messages WHERE machine = $1", args![machine])
-            .await?;
-        tx.exec("DELETE FROM pairings WHERE machine = $1", args![machine])
-            .await?;
-        tx.commit().await?;
         Ok(())
     }
 
@@ -504,35 +520,42 @@ impl ControlStore {
             return Err(Refused::Full("the machine's queue is full"));
         }
         let id = ulid::Ulid::generate().to_string();
-        let mut tx = self.db.begin().await.map_err(StoreError::from)?;
-        tx.exec(
-            "INSERT INTO messages (id, machine, cmd, csig, grant_json, confirm_json, at_ms,
-               expires_ms, account)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-            args![
-                &id,
-                &m.machine,
-                &m.cmd,
-                m.csig.clone(),
-                m.grant.as_ref().map(Value::to_string),
-                m.confirm.as_ref().map(Value::to_string),
-                now,
-                now + m.expires_in_s as i64 * 1000,
-                account
-            ],
-        )
-        .await
-        .map_err(StoreError::from)?;
-        tx.exec(
-            "DELETE FROM messages WHERE machine = $1 AND (final_ack IS NOT NULL OR expires_ms <= $2)
-               AND id NOT IN (SELECT id FROM messages
-                 WHERE machine = $1 AND (final_ack IS NOT NULL OR expires_ms <= $2)
-                 ORDER BY id DESC LIMIT $3)",
-            args![&m.machine, now, HISTORY_MAX],
-        )
-        .await
-        .map_err(StoreError::from)?;
-        tx.commit().await.map_err(StoreError::from)?;
+        let insert = args![
+            &id,
+            &m.machine,
+            &m.cmd,
+            m.csig.clone(),
+            m.grant.as_ref().map(Value::to_string),
+            m.confirm.as_ref().map(Value::to_string),
+            now,
+            now + m.expires_in_s as i64 * 1000,
+            account
+        ];
+        let machine = m.machine.clone();
+        self.db
+            .transaction(move |mut tx| {
+                Box::pin(async move {
+                    tx.exec(
+                        "INSERT INTO messages (id, machine, cmd, csig, grant_json, confirm_json,
+                           at_ms, expires_ms, account)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                        insert,
+                    )
+                    .await?;
+                    tx.exec(
+                        "DELETE FROM messages
+                         WHERE machine = $1 AND (final_ack IS NOT NULL OR expires_ms <= $2)
+                           AND id NOT IN (SELECT id FROM messages
+                             WHERE machine = $1 AND (final_ack IS NOT NULL OR expires_ms <= $2)
+                             ORDER BY id DESC LIMIT $3)",
+                        args![&machine, now, HISTORY_MAX],
+                    )
+                    .await?;
+                    tx.commit().await
+                })
+            })
+            .await
+            .map_err(StoreError::from)?;
         Ok(id)
     }
 
@@ -562,65 +585,73 @@ impl ControlStore {
         now: i64,
         max: usize,
     ) -> Result<Look, StoreError> {
-        let mut tx = self.db.begin().await?;
-        let mine = tx
-            .exec(
-                "UPDATE machines SET last_poll_ms = $2 WHERE id = $1 AND poll_gen = $3",
-                args![machine, now, poll_gen],
-            )
-            .await?;
-        if mine == 0 {
-            let exists = tx
-                .row("SELECT 1 FROM machines WHERE id = $1", args![machine])
-                .await?
-                .is_some();
-            return Ok(if exists { Look::Superseded } else { Look::Gone });
-        }
-        let rows = tx
-            .rows(
-                "SELECT id, cmd, csig, grant_json, confirm_json, at_ms, expires_ms FROM messages
-                 WHERE machine = $1 AND final_ack IS NULL AND expires_ms > $2
-                   AND (taken_until_ms IS NULL OR taken_until_ms <= $2)
-                 ORDER BY id LIMIT $3",
-                args![machine, now, max],
-            )
-            .await?;
-        let mut messages = Vec::with_capacity(rows.len());
-        for r in rows {
-            let id = r.text(0)?;
-            let mut env = json!({"id": id, "cmd": r.text(1)?});
-            if let Some(c) = r.opt_text(2)? {
-                env["csig"] = Value::String(c);
-            }
-            if let Some(g) = parse(r.opt_text(3)?, "grant")? {
-                env["grant"] = g;
-            }
-            if let Some(c) = parse(r.opt_text(4)?, "confirm")? {
-                env["confirm"] = c;
-            }
-            env["at"] = Value::String(protocol::time::rfc3339_ms(r.int(5)?));
-            env["expires_at"] = Value::String(protocol::time::rfc3339_ms(r.int(6)?));
-            tx.exec(
-                "UPDATE messages SET deliveries = deliveries + 1, last_delivered_ms = $2
-                 WHERE id = $1",
-                args![id, now],
-            )
-            .await?;
-            messages.push(env);
-        }
-        let next_ms = tx
-            .row(
-                "SELECT MIN(taken_until_ms) FROM messages
-                 WHERE machine = $1 AND final_ack IS NULL AND expires_ms > $2
-                   AND taken_until_ms > $2",
-                args![machine, now],
-            )
-            .await?
-            .map(|r| r.opt_int(0))
-            .transpose()?
-            .flatten();
-        tx.commit().await?;
-        Ok(Look::Due(Due { messages, next_ms }))
+        let machine = machine.to_string();
+        self.db
+            .transaction(move |mut tx| {
+                Box::pin(async move {
+                    let mine = tx
+                        .exec(
+                            "UPDATE machines SET last_poll_ms = $2 WHERE id = $1 AND poll_gen = $3",
+                            args![&machine, now, poll_gen],
+                        )
+                        .await?;
+                    if mine == 0 {
+                        let exists = tx
+                            .row("SELECT 1 FROM machines WHERE id = $1", args![&machine])
+                            .await?
+                            .is_some();
+                        return Ok(if exists { Look::Superseded } else { Look::Gone });
+                    }
+                    let rows = tx
+                        .rows(
+                            "SELECT id, cmd, csig, grant_json, confirm_json, at_ms, expires_ms
+                             FROM messages
+                             WHERE machine = $1 AND final_ack IS NULL AND expires_ms > $2
+                               AND (taken_until_ms IS NULL OR taken_until_ms <= $2)
+                             ORDER BY id LIMIT $3",
+                            args![&machine, now, max],
+                        )
+                        .await?;
+                    let mut messages = Vec::with_capacity(rows.len());
+                    for r in rows {
+                        let id = r.text(0)?;
+                        let mut env = json!({"id": id, "cmd": r.text(1)?});
+                        if let Some(c) = r.opt_text(2)? {
+                            env["csig"] = Value::String(c);
+                        }
+                        if let Some(g) = parse(r.opt_text(3)?, "grant")? {
+                            env["grant"] = g;
+                        }
+                        if let Some(c) = parse(r.opt_text(4)?, "confirm")? {
+                            env["confirm"] = c;
+                        }
+                        env["at"] = Value::String(protocol::time::rfc3339_ms(r.int(5)?));
+                        env["expires_at"] = Value::String(protocol::time::rfc3339_ms(r.int(6)?));
+                        tx.exec(
+                            "UPDATE messages SET deliveries = deliveries + 1,
+                               last_delivered_ms = $2
+                             WHERE id = $1",
+                            args![id, now],
+                        )
+                        .await?;
+                        messages.push(env);
+                    }
+                    let next_ms = tx
+                        .row(
+                            "SELECT MIN(taken_until_ms) FROM messages
+                             WHERE machine = $1 AND final_ack IS NULL AND expires_ms > $2
+                               AND taken_until_ms > $2",
+                            args![&machine, now],
+                        )
+                        .await?
+                        .map(|r| r.opt_int(0))
+                        .transpose()?
+                        .flatten();
+                    tx.commit().await?;
+                    Ok(Look::Due(Due { messages, next_ms }))
+                })
+            })
+            .await
     }
 
     /// Records a machine's acks: the first final one wins and ends delivery;
@@ -634,62 +665,69 @@ impl ControlStore {
         now: i64,
         pause_ms: i64,
     ) -> Result<AckReport, StoreError> {
-        let mut tx = self.db.begin().await?;
-        let mut report = AckReport::default();
-        for a in acks {
-            let known = tx
-                .row(
-                    "SELECT 1 FROM messages WHERE id = $1 AND machine = $2",
-                    args![&a.id, machine],
-                )
-                .await?
-                .is_some();
-            if !known {
-                report.unknown.push(a.id.clone());
-                continue;
-            }
-            let changed = match a.outcome {
-                o if o.is_final() => {
-                    tx.exec(
-                        "UPDATE messages SET final_ack = $2, final_ms = $3
-                         WHERE id = $1 AND final_ack IS NULL",
-                        args![&a.id, a.raw.to_string(), now],
-                    )
-                    .await?
-                }
-                Outcome::Taken => {
-                    tx.exec(
-                        "UPDATE messages SET taken_ms = $2, taken_until_ms = $3
-                         WHERE id = $1 AND final_ack IS NULL AND taken_ms IS NULL",
-                        args![&a.id, now, now.saturating_add(pause_ms)],
-                    )
-                    .await?
-                }
-                Outcome::Progress => {
-                    let seq = a.seq.unwrap_or(0) as i64;
-                    tx.exec(
-                        "UPDATE messages SET progress_seq = $2, progress_reply = $3
-                         WHERE id = $1 AND final_ack IS NULL
-                           AND (progress_seq IS NULL OR progress_seq < $2)",
-                        args![&a.id, seq, a.reply.clone()],
-                    )
-                    .await?
-                }
-                _ => 0,
-            } > 0;
-            if changed {
-                report.recorded += 1;
-            } else {
-                report.duplicates += 1;
-            }
-            tx.exec(
-                "UPDATE messages SET acks = acks + 1, duplicates = duplicates + $2 WHERE id = $1",
-                args![&a.id, i64::from(!changed)],
-            )
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(report)
+        let (machine, acks) = (machine.to_string(), acks.to_vec());
+        self.db
+            .transaction(move |mut tx| {
+                Box::pin(async move {
+                    let mut report = AckReport::default();
+                    for a in &acks {
+                        let known = tx
+                            .row(
+                                "SELECT 1 FROM messages WHERE id = $1 AND machine = $2",
+                                args![&a.id, &machine],
+                            )
+                            .await?
+                            .is_some();
+                        if !known {
+                            report.unknown.push(a.id.clone());
+                            continue;
+                        }
+                        let changed = match a.outcome {
+                            o if o.is_final() => {
+                                tx.exec(
+                                    "UPDATE messages SET final_ack = $2, final_ms = $3
+                                     WHERE id = $1 AND final_ack IS NULL",
+                                    args![&a.id, a.raw.to_string(), now],
+                                )
+                                .await?
+                            }
+                            Outcome::Taken => {
+                                tx.exec(
+                                    "UPDATE messages SET taken_ms = $2, taken_until_ms = $3
+                                     WHERE id = $1 AND final_ack IS NULL AND taken_ms IS NULL",
+                                    args![&a.id, now, now.saturating_add(pause_ms)],
+                                )
+                                .await?
+                            }
+                            Outcome::Progress => {
+                                let seq = a.seq.unwrap_or(0) as i64;
+                                tx.exec(
+                                    "UPDATE messages SET progress_seq = $2, progress_reply = $3
+                                     WHERE id = $1 AND final_ack IS NULL
+                                       AND (progress_seq IS NULL OR progress_seq < $2)",
+                                    args![&a.id, seq, a.reply.clone()],
+                                )
+                                .await?
+                            }
+                            _ => 0,
+                        } > 0;
+                        if changed {
+                            report.recorded += 1;
+                        } else {
+                            report.duplicates += 1;
+                        }
+                        tx.exec(
+                            "UPDATE messages SET acks = acks + 1, duplicates = duplicates + $2
+                             WHERE id = $1",
+                            args![&a.id, i64::from(!changed)],
+                        )
+                        .await?;
+                    }
+                    tx.commit().await?;
+                    Ok(report)
+                })
+            })
+            .await
     }
 
     /// The read door: the machine, its last hello, its keys, and every message

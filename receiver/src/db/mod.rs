@@ -10,17 +10,24 @@
 //!
 //! Statements are written once, in the SQL both accept (`$1`-numbered
 //! parameters, `ON CONFLICT`, `RETURNING`, integers for flags and times); the
-//! SQLite side rewrites `$n` to its own `?n`. SQLite runs on the calling task
-//! under an async mutex (one writer, statements of microseconds; a blocking
-//! thread per statement cost more than it saved), PostgreSQL through a sqlx pool.
+//! SQLite side rewrites `$n` to its own `?n`. SQLite runs on threads of its
+//! own (a writer and a few readers, never an async worker), PostgreSQL
+//! through a sqlx pool. A transaction is a body handed to `transaction`:
+//! on SQLite it runs whole on the writer thread (one hand-over per
+//! transaction, not one per statement), on PostgreSQL on the caller's task.
 
 mod postgres;
 mod schema;
 mod sqlite;
 
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
 
 pub use postgres::{Wake, Wakes};
+
+/// What a transaction's body gives back: a future borrowing its `Tx`.
+pub type TxFuture<'c, T> = Pin<Box<dyn Future<Output = T> + Send + 'c>>;
 
 /// Why the database failed: the words say which part, never a password.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +49,10 @@ pub enum DbError {
     Io(#[from] std::io::Error),
     #[error("database URL: {0}")]
     Url(String),
+    #[error("the database's threads are gone (the receiver is stopping)")]
+    Closed,
+    #[error("a transaction waited on something other than its own statements")]
+    Stalled,
 }
 
 /// Which SQL the database speaks, where the two differ (types in DDL).
@@ -245,20 +256,35 @@ impl Db {
         }
     }
 
-    /// Starts a transaction: SQLite's is `BEGIN IMMEDIATE` (the write lock at
-    /// once, so two read-then-write steps never interleave), PostgreSQL's a
-    /// pooled connection's.
-    pub async fn begin(&self) -> Result<Tx<'_>, DbError> {
-        Ok(match self {
-            Db::Sqlite(s) => Tx::Sqlite(s.begin().await?),
-            Db::Postgres(p) => Tx::Postgres(p.begin().await?),
-        })
+    /// Runs `body` as one transaction: committed when the body commits,
+    /// rolled back when it returns without (an error, or an early answer).
+    /// SQLite's is `BEGIN IMMEDIATE` (the write lock at once, so two
+    /// read-then-write steps never interleave) on the writer thread, so the
+    /// body must await nothing but its own statements; PostgreSQL's is a
+    /// pooled connection's. Write it as
+    /// `db.transaction(move |mut tx| Box::pin(async move { ... }))`.
+    pub async fn transaction<T, E, B>(&self, body: B) -> Result<T, E>
+    where
+        B: for<'c> FnOnce(Tx<'c>) -> TxFuture<'c, Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: From<DbError> + Send + 'static,
+    {
+        match self {
+            Db::Sqlite(s) => {
+                s.transaction(move |tx| sqlite::finish_now(body(Tx::Sqlite(tx))))
+                    .await
+            }
+            Db::Postgres(p) => {
+                let tx = p.begin().await.map_err(E::from)?;
+                body(Tx::Postgres(tx, std::marker::PhantomData)).await
+            }
+        }
     }
 
     /// Runs one statement on its own; the rows it changed.
     pub async fn exec(&self, sql: &'static str, args: Vec<Arg>) -> Result<u64, DbError> {
         match self {
-            Db::Sqlite(s) => s.exec(sql, &args).await,
+            Db::Sqlite(s) => s.exec(sql, args).await,
             Db::Postgres(p) => p.exec(sql, args).await,
         }
     }
@@ -266,7 +292,7 @@ impl Db {
     /// Runs one query on its own; every row.
     pub async fn rows(&self, sql: &'static str, args: Vec<Arg>) -> Result<Vec<Row>, DbError> {
         match self {
-            Db::Sqlite(s) => s.rows(sql, &args).await,
+            Db::Sqlite(s) => s.rows(sql, args).await,
             Db::Postgres(p) => p.rows(sql, args).await,
         }
     }
@@ -306,23 +332,23 @@ impl Db {
 }
 
 /// A transaction; dropped without `commit`, it is rolled back.
-pub enum Tx<'a> {
-    Sqlite(sqlite::SqliteTx<'a>),
-    Postgres(postgres::PgTx),
+pub enum Tx<'c> {
+    Sqlite(sqlite::SqliteTx<'c>),
+    Postgres(postgres::PgTx, std::marker::PhantomData<&'c ()>),
 }
 
 impl Tx<'_> {
     pub async fn exec(&mut self, sql: &'static str, args: Vec<Arg>) -> Result<u64, DbError> {
         match self {
             Tx::Sqlite(t) => t.exec(sql, &args),
-            Tx::Postgres(t) => t.exec(sql, args).await,
+            Tx::Postgres(t, _) => t.exec(sql, args).await,
         }
     }
 
     pub async fn rows(&mut self, sql: &'static str, args: Vec<Arg>) -> Result<Vec<Row>, DbError> {
         match self {
             Tx::Sqlite(t) => t.rows(sql, &args),
-            Tx::Postgres(t) => t.rows(sql, args).await,
+            Tx::Postgres(t, _) => t.rows(sql, args).await,
         }
     }
 
@@ -333,7 +359,7 @@ impl Tx<'_> {
     pub async fn commit(self) -> Result<(), DbError> {
         match self {
             Tx::Sqlite(t) => t.commit(),
-            Tx::Postgres(t) => t.commit().await,
+            Tx::Postgres(t, _) => t.commit().await,
         }
     }
 }
@@ -352,30 +378,89 @@ mod tests {
         )
         .await
         .unwrap();
-        let mut tx = db.begin().await.unwrap();
-        let n = tx
-            .exec(
-                "INSERT INTO t (a, b, c) VALUES ($1, $2, $3) ON CONFLICT (a) DO NOTHING",
-                args![7i64, None::<&str>, vec![1u8, 2]],
-            )
+        let seen = db
+            .transaction(|mut tx| {
+                Box::pin(async move {
+                    let n = tx
+                        .exec(
+                            "INSERT INTO t (a, b, c) VALUES ($1, $2, $3) ON CONFLICT (a) DO NOTHING",
+                            args![7i64, None::<&str>, vec![1u8, 2]],
+                        )
+                        .await?;
+                    // `$2` before `$1` in the text still binds by number.
+                    let r = tx
+                        .row(
+                            "SELECT a, b, c FROM t WHERE c = $2 AND a = $1",
+                            args![7i64, vec![1u8, 2]],
+                        )
+                        .await?;
+                    Ok::<_, DbError>((n, r))
+                })
+            })
             .await
             .unwrap();
-        assert_eq!(n, 1);
-        // `$2` before `$1` in the text still binds by number.
-        let r = tx
-            .row(
-                "SELECT a, b, c FROM t WHERE c = $2 AND a = $1",
-                args![7i64, vec![1u8, 2]],
-            )
-            .await
-            .unwrap()
-            .unwrap();
+        assert_eq!(seen.0, 1);
+        let r = seen.1.unwrap();
         assert_eq!(r.int(0).unwrap(), 7);
         assert_eq!(r.opt_text(1).unwrap(), None);
         assert_eq!(r.bytes(2).unwrap(), vec![1, 2]);
         assert!(r.text(0).is_err(), "an integer is not text");
-        drop(tx);
         let rows = db.rows("SELECT a FROM t", vec![]).await.unwrap();
-        assert!(rows.is_empty(), "a transaction dropped is rolled back");
+        assert!(
+            rows.is_empty(),
+            "a transaction ended without commit is rolled back"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_sqlite_transaction_that_waits_on_anything_else_or_panics_leaves_the_writer_working()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(Location::Folder(dir.path())).await.unwrap();
+        db.exec("CREATE TABLE t (a INTEGER PRIMARY KEY)", vec![])
+            .await
+            .unwrap();
+        let stalled = db
+            .transaction(|mut tx| {
+                Box::pin(async move {
+                    tx.exec("INSERT INTO t (a) VALUES (1)", vec![]).await?;
+                    // Something that is not one of its statements: waiting on
+                    // it would hold the writer thread.
+                    std::future::pending::<()>().await;
+                    tx.commit().await
+                })
+            })
+            .await;
+        assert!(matches!(stalled, Err(DbError::Stalled)), "{stalled:?}");
+        let db = std::sync::Arc::new(db);
+        let again = std::sync::Arc::clone(&db);
+        let outcome = tokio::spawn(async move {
+            again
+                .transaction(|mut tx| {
+                    Box::pin(async move {
+                        tx.exec("INSERT INTO t (a) VALUES (2)", vec![]).await?;
+                        if tx.row("SELECT 1", vec![]).await?.is_some() {
+                            panic!("a bug in a body");
+                        }
+                        tx.commit().await
+                    })
+                })
+                .await
+        })
+        .await;
+        assert!(
+            outcome.is_err_and(|e| e.is_panic()),
+            "the body's panic reaches its caller"
+        );
+        db.exec("INSERT INTO t (a) VALUES (3)", vec![])
+            .await
+            .unwrap();
+        let rows = db.rows("SELECT a FROM t ORDER BY a", vec![]).await.unwrap();
+        let kept: Vec<i64> = rows.iter().map(|r| r.int(0).unwrap()).collect();
+        assert_eq!(
+            kept,
+            vec![3],
+            "both bodies rolled back, the writer still writes"
+        );
     }
 }

@@ -195,53 +195,57 @@ fn in_dialect(step: &str, dialect: Dialect) -> String {
 async fn script(tx: &mut Tx<'_>, sql: String) -> Result<(), DbError> {
     match tx {
         Tx::Sqlite(t) => t.script(&sql),
-        Tx::Postgres(t) => t.script(sql).await,
+        Tx::Postgres(t, _) => t.script(sql).await,
     }
 }
 
 /// Brings `db` to `LATEST` in one transaction.
 pub async fn migrate(db: &Db) -> Result<(), DbError> {
     let dialect = db.dialect();
-    let mut tx = db.begin().await?;
-    if dialect == Dialect::Postgres {
-        // Receivers started together on one database migrate one at a time;
-        // the lock ends with the transaction.
-        tx.exec("SELECT pg_advisory_xact_lock(7303001)", vec![])
+    db.transaction(move |mut tx| {
+        Box::pin(async move {
+            if dialect == Dialect::Postgres {
+                // Receivers started together on one database migrate one at a
+                // time; the lock ends with the transaction.
+                tx.exec("SELECT pg_advisory_xact_lock(7303001)", vec![])
+                    .await?;
+            }
+            script(
+                &mut tx,
+                in_dialect(
+                    "CREATE TABLE IF NOT EXISTS schema_steps (
+                       step INTEGER PRIMARY KEY,
+                       at_ms INTEGER NOT NULL
+                     )",
+                    dialect,
+                ),
+            )
             .await?;
-    }
-    script(
-        &mut tx,
-        in_dialect(
-            "CREATE TABLE IF NOT EXISTS schema_steps (
-               step INTEGER PRIMARY KEY,
-               at_ms INTEGER NOT NULL
-             )",
-            dialect,
-        ),
-    )
-    .await?;
-    let found = tx
-        .row("SELECT MAX(step) FROM schema_steps", vec![])
-        .await?
-        .map(|r| r.opt_int(0))
-        .transpose()?
-        .flatten()
-        .unwrap_or(0);
-    if found > LATEST {
-        return Err(DbError::Newer {
-            found,
-            known: LATEST,
-        });
-    }
-    for (i, step) in STEPS.iter().enumerate().skip(found as usize) {
-        script(&mut tx, in_dialect(step, dialect)).await?;
-        tx.exec(
-            "INSERT INTO schema_steps (step, at_ms) VALUES ($1, $2)",
-            args![i as i64 + 1, protocol::time::now_ms()],
-        )
-        .await?;
-    }
-    tx.commit().await
+            let found = tx
+                .row("SELECT MAX(step) FROM schema_steps", vec![])
+                .await?
+                .map(|r| r.opt_int(0))
+                .transpose()?
+                .flatten()
+                .unwrap_or(0);
+            if found > LATEST {
+                return Err(DbError::Newer {
+                    found,
+                    known: LATEST,
+                });
+            }
+            for (i, step) in STEPS.iter().enumerate().skip(found as usize) {
+                script(&mut tx, in_dialect(step, dialect)).await?;
+                tx.exec(
+                    "INSERT INTO schema_steps (step, at_ms) VALUES ($1, $2)",
+                    args![i as i64 + 1, protocol::time::now_ms()],
+                )
+                .await?;
+            }
+            tx.commit().await
+        })
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -1,19 +1,124 @@
-//! The SQLite side of `db`: one file, WAL, opened 0600, one connection behind
-//! an async mutex.
+//! The SQLite side of `db`: one file, WAL, opened 0600, and the threads that
+//! own its connections: one writer (every write, every transaction) and a few
+//! readers (the plain `SELECT`s), so that no SQLite call runs on an async
+//! worker. A statement waiting out another process's write lock
+//! (`busy_timeout`) or a checkpoint holds the writer thread, never the
+//! runtime: discovery, held long-polls and reads go on meanwhile.
 //!
-//! This module owns that connection and the translation of the shared
-//! statement text (`$n` parameters) to SQLite's (`?n`). It must not hold a
-//! statement's lock across anything but the statement itself: a transaction
-//! holds the mutex from `BEGIN IMMEDIATE` to its end, and nothing else.
+//! This module owns those threads, the connections, and the translation of
+//! the shared statement text (`$n` parameters) to SQLite's (`?n`). A job is a
+//! closure run on a thread's connection; its answer comes back over a
+//! oneshot channel, and a panic inside it is carried back to the caller
+//! rather than killing the thread. A transaction is one job: its body runs
+//! to its end on the writer, every statement answered at once (a body that
+//! waits on anything else is refused, `DbError::Stalled`).
 
 use super::{Arg, Cell, DbError, Row};
 use rusqlite::Connection;
 use rusqlite::types::{ToSql, ToSqlOutput, ValueRef};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use tokio::sync::{Mutex, MutexGuard};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Reader threads: reads are microseconds each, so a few keep up with many
+/// workers; more than one lets a read go on while another waits.
+const READERS: usize = 4;
+
+/// How long a statement waits for another connection's lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Work for a connection's thread.
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// A connection's thread (or a few sharing one queue), fed through a channel.
+struct Threads {
+    queue: Option<mpsc::Sender<Job>>,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl Threads {
+    /// `conns.len()` threads, each owning one connection, taking jobs off one
+    /// queue in turn.
+    fn spawn(name: &str, conns: Vec<Connection>) -> Result<Threads, DbError> {
+        let (queue, jobs) = mpsc::channel::<Job>();
+        let jobs = Arc::new(Mutex::new(jobs));
+        let mut handles = Vec::with_capacity(conns.len());
+        for (i, mut conn) in conns.into_iter().enumerate() {
+            let jobs = Arc::clone(&jobs);
+            let handle = std::thread::Builder::new()
+                .name(format!("{name}-{i}"))
+                .spawn(move || {
+                    loop {
+                        // Held only while waiting for the next job: the
+                        // others wait their turn to take one.
+                        let next = jobs.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                        match next {
+                            Ok(job) => job(&mut conn),
+                            Err(_) => return,
+                        }
+                    }
+                })?;
+            handles.push(handle);
+        }
+        Ok(Threads {
+            queue: Some(queue),
+            handles,
+        })
+    }
+
+    /// Runs `f` on one of these threads' connections; its answer, or a panic
+    /// of it resumed here.
+    async fn run<R, F>(&self, f: F) -> Result<R, DbError>
+    where
+        F: FnOnce(&mut Connection) -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let _ = answer.send(std::panic::catch_unwind(AssertUnwindSafe(|| f(conn))));
+        });
+        self.queue
+            .as_ref()
+            .ok_or(DbError::Closed)?
+            .send(job)
+            .map_err(|_| DbError::Closed)?;
+        match answered.await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            Err(_) => Err(DbError::Closed),
+        }
+    }
+}
+
+impl Drop for Threads {
+    fn drop(&mut self) {
+        // The queue closed, each thread ends after the jobs already queued.
+        self.queue = None;
+        let me = std::thread::current().id();
+        for h in self.handles.drain(..) {
+            if h.thread().id() != me {
+                let _ = h.join();
+            }
+        }
+    }
+}
 
 pub struct Sqlite {
-    conn: Mutex<Connection>,
+    writer: Threads,
+    readers: Threads,
+}
+
+/// A connection to `path` with the settings every one of ours has.
+fn connect(path: &Path) -> Result<Connection, DbError> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
 }
 
 impl Sqlite {
@@ -29,7 +134,7 @@ impl Sqlite {
                 .mode(0o600)
                 .open(path)?;
         }
-        let conn = Connection::open(path)?;
+        let conn = connect(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         // A commit survives the process being killed; a power cut is the
         // host's to survive (an fsync per batch would cap ingest at the disk's
@@ -39,50 +144,95 @@ impl Sqlite {
         // A deleted row's bytes are overwritten, not left in a free page: a
         // forgotten session must be gone from the file, not only from queries.
         conn.pragma_update(None, "secure_delete", "ON")?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.set_prepared_statement_cache_capacity(64);
+        let mut readers = Vec::with_capacity(READERS);
+        for _ in 0..READERS {
+            let r = connect(path)?;
+            // A write sent to a reader by mistake fails loudly.
+            r.pragma_update(None, "query_only", "ON")?;
+            readers.push(r);
+        }
         Ok(Sqlite {
-            conn: Mutex::new(conn),
+            writer: Threads::spawn("sessionpipe-receiver-db-writer", vec![conn])?,
+            readers: Threads::spawn("sessionpipe-receiver-db-reader", readers)?,
         })
     }
 
-    pub async fn begin(&self) -> Result<SqliteTx<'_>, DbError> {
-        let conn = self.conn.lock().await;
-        conn.execute_batch("BEGIN IMMEDIATE")?;
-        Ok(SqliteTx { conn, done: false })
+    /// Runs `body` as one transaction on the writer: `BEGIN IMMEDIATE` (the
+    /// write lock at once, so two read-then-write steps never interleave),
+    /// the body to its end, rolled back unless it committed.
+    pub async fn transaction<T, E, B>(&self, body: B) -> Result<T, E>
+    where
+        B: FnOnce(SqliteTx<'_>) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<DbError> + Send + 'static,
+    {
+        self.writer
+            .run(move |conn| {
+                conn.execute_batch("BEGIN IMMEDIATE")
+                    .map_err(|e| E::from(e.into()))?;
+                body(SqliteTx { conn, done: false })
+            })
+            .await
+            .map_err(E::from)?
     }
 
-    pub async fn exec(&self, sql: &'static str, args: &[Arg]) -> Result<u64, DbError> {
-        exec(&*self.conn.lock().await, sql, args)
+    pub async fn exec(&self, sql: &'static str, args: Vec<Arg>) -> Result<u64, DbError> {
+        self.writer.run(move |c| exec(c, sql, &args)).await?
     }
 
-    pub async fn rows(&self, sql: &'static str, args: &[Arg]) -> Result<Vec<Row>, DbError> {
-        rows(&*self.conn.lock().await, sql, args)
+    /// A plain `SELECT` goes to a reader; anything else (`... RETURNING`) to
+    /// the writer.
+    pub async fn rows(&self, sql: &'static str, args: Vec<Arg>) -> Result<Vec<Row>, DbError> {
+        let on = if is_read(sql) {
+            &self.readers
+        } else {
+            &self.writer
+        };
+        on.run(move |c| rows(c, sql, &args)).await?
     }
-}
 
-impl Sqlite {
     /// Folds the write-ahead log into the file and cuts it to nothing, so the
     /// old page images of what was just deleted are gone from the disk too.
     pub async fn scrub(&self) -> Result<(), DbError> {
-        let conn = self.conn.lock().await;
-        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
-        Ok(())
+        self.writer
+            .run(|c| {
+                c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+                Ok(())
+            })
+            .await?
     }
 }
 
-pub struct SqliteTx<'a> {
-    conn: MutexGuard<'a, Connection>,
+/// Whether `sql` only reads: it starts with `SELECT` (`WITH` may write).
+fn is_read(sql: &str) -> bool {
+    let s = sql.trim_start();
+    s.len() >= 6 && s[..6].eq_ignore_ascii_case("select")
+}
+
+/// Drives `fut` to its end on this thread: every statement of a SQLite
+/// transaction answers at once, so one poll is enough; a body still pending
+/// after it waits on something else, which would hold the writer, and is
+/// refused.
+pub fn finish_now<T, E: From<DbError>>(fut: impl Future<Output = Result<T, E>>) -> Result<T, E> {
+    let mut fut = std::pin::pin!(fut);
+    match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(r) => r,
+        Poll::Pending => Err(E::from(DbError::Stalled)),
+    }
+}
+
+pub struct SqliteTx<'c> {
+    conn: &'c mut Connection,
     done: bool,
 }
 
 impl SqliteTx<'_> {
     pub fn exec(&mut self, sql: &'static str, args: &[Arg]) -> Result<u64, DbError> {
-        exec(&self.conn, sql, args)
+        exec(self.conn, sql, args)
     }
 
     pub fn rows(&mut self, sql: &'static str, args: &[Arg]) -> Result<Vec<Row>, DbError> {
-        rows(&self.conn, sql, args)
+        rows(self.conn, sql, args)
     }
 
     /// Several statements without parameters (the migrations' DDL).
@@ -164,5 +314,14 @@ mod tests {
             super::native("a = $1 AND b = $12 OR c = '$'"),
             "a = ?1 AND b = ?12 OR c = '$'"
         );
+    }
+
+    #[test]
+    fn only_a_select_is_a_read() {
+        assert!(super::is_read("\n  SELECT 1"));
+        assert!(super::is_read("select x FROM t"));
+        assert!(!super::is_read("UPDATE t SET a = 1 RETURNING a"));
+        assert!(!super::is_read("WITH x AS (SELECT 1) DELETE FROM t"));
+        assert!(!super::is_read("SEL"));
     }
 }

@@ -2,13 +2,15 @@
 //! (`binding`), the store across restarts on SQLite and PostgreSQL
 //! (`persistence`), the control side: pairing and who may call what
 //! (`control_pairing`), a machine's queue (`control_queue`); Web Push against
-//! a loopback push service (`push`); the systemd unit (`service_unit`). One
-//! test binary.
+//! a loopback push service (`push`); the systemd unit (`service_unit`); a
+//! database held by another connection stalling only the writes
+//! (`database_held`). One test binary.
 
 mod binding;
 mod common;
 mod control_pairing;
 mod control_queue;
+mod database_held;
 mod persistence;
 mod push;
 mod service_unit;
