@@ -1,7 +1,8 @@
-//! A session as the board shows it, folded over its events: the session block
-//! merged (PROTOCOL-NOTES §2: an absent or empty member never blanks an
-//! earlier value; a title never goes from a better source to a worse one), and
-//! its state (needs you / working / done), open attention and last words.
+//! Layer 1, board: a session as the board shows it, folded over its events: the
+//! session block merged (PROTOCOL-NOTES §2: an absent or empty member never
+//! blanks an earlier value; a title never goes from a better source to a worse
+//! one), and its state (needs you / working / done), open attention and last
+//! words.
 //!
 //! This module owns those folding rules, as pure functions over one event at
 //! a time. It must not read or write storage (`store` keeps what it folds) nor

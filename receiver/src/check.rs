@@ -1,12 +1,12 @@
-//! Checks of one event as it arrived (a JSON value, not the sender's typed
-//! envelope) against the envelope's rules (PROTOCOL-NOTES §1–§3,
+//! Layer 1, check: checks of one event as it arrived (a JSON value, not the
+//! sender's typed envelope) against the envelope's rules (PROTOCOL-NOTES §1–§3,
 //! `schemas/event.json`): every member by name, so a rejection says which one.
-//! The syntactic rules and the tier table are the protocol crate's, the one copy
-//! both sides read.
+//! The syntactic rules and the tier table are the protocol crate's, the one
+//! copy both sides read.
 //!
 //! This module owns the per-event verdict (the key to store under, or the reason
 //! to reject). It must not look at batch-level concerns (protocol above 1 and tier
-//! above `max_tier` refuse the whole batch, see `http`), and it never judges the
+//! above `max_tier` refuse the whole batch, see `events`), and it never judges the
 //! `data` of a type beyond it being an object: extra keys are kept, unknown types
 //! are stored.
 

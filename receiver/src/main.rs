@@ -1,9 +1,12 @@
-//! `sessionpipe-receiver`: runs the conformance receiver until SIGINT or SIGTERM
-//! (the events side; the control side too with `--control`).
+//! `sessionpipe-receiver`: runs the self-hostable receiver until SIGINT or
+//! SIGTERM: the events side, the control side with `--control`, and the page
+//! with `--page`.
 //!
-//! The first line on stdout is the base URL (tests read it to learn the port); the
-//! request log goes to stderr. Exit codes: 0 after a signal, 1 when it cannot start,
-//! 2 for usage (clap's, and a non-loopback `--listen` without `--allow-remote`).
+//! The first line on stdout is the base URL (tests read it to learn the port);
+//! the log goes to stderr through `tracing` (its level from `SESSIONPIPE_LOG`,
+//! else `RUST_LOG`, else `info`; `--quiet` drops the line per request). Exit
+//! codes: 0 after a signal, 1 when it cannot start, 2 for usage (clap's, and a
+//! non-loopback `--listen` without `--allow-remote`).
 
 use clap::Parser;
 use sessionpipe_receiver::{ControlOptions, Options, PageOptions, Receiver, TlsFiles};
@@ -11,12 +14,22 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tracing_subscriber::EnvFilter;
+
+/// What `--help` says first.
+#[cfg(not(feature = "test-doors"))]
+const ABOUT: &str = "The self-hostable sessionpipe receiver: your machines send it their agents' \
+                     sessions, and your phone reaches them through it (--control, --page).";
+#[cfg(feature = "test-doors")]
+const ABOUT: &str = "The self-hostable sessionpipe receiver: your machines send it their agents' \
+                     sessions, and your phone reaches them through it (--control, --page). \
+                     This build serves the test doors (/test/...): it is for tests only.";
 
 #[derive(Parser)]
 #[command(
     name = "sessionpipe-receiver",
     version,
-    about = "A conformance receiver for the sessionpipe HTTP binding (events, and control with --control)."
+    about = ABOUT
 )]
 struct Cli {
     /// Address to listen on; port 0 picks a free one.
@@ -57,10 +70,10 @@ struct Cli {
     /// Allow a --listen address that is not loopback.
     #[arg(long)]
     allow_remote: bool,
-    /// No request log on stderr.
+    /// No line per request in the log.
     #[arg(long)]
     quiet: bool,
-    /// Serve the control side too (pairing, the machine calls, the test doors).
+    /// Serve the control side too (pairing, the machine calls).
     #[arg(long)]
     control: bool,
     /// Serve the page (passkey sign-in, the board, commands signed on your
@@ -105,6 +118,7 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_log();
     if !cli.listen.ip().is_loopback() && !cli.allow_remote {
         eprintln!(
             "sessionpipe-receiver: {} is not a loopback address \
@@ -165,7 +179,7 @@ fn main() -> ExitCode {
     let handle = match Receiver::start(opts) {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("sessionpipe-receiver: {e}");
+            tracing::error!("cannot start: {e}");
             return ExitCode::from(1);
         }
     };
@@ -178,18 +192,32 @@ fn main() -> ExitCode {
     } else {
         handle.data_dir().join("receiver.db").display().to_string()
     };
-    eprintln!(
-        "sessionpipe-receiver: listening on {}, data in {data}",
-        handle.url()
-    );
+    tracing::info!("listening on {}, data in {data}", handle.url());
     if let Some(origin) = handle.page_origin() {
-        eprintln!("sessionpipe-receiver: the page is at {origin}");
+        tracing::info!("the page is at {origin}");
     }
     if let Err(e) = wait_for_signal() {
-        eprintln!("sessionpipe-receiver: cannot wait for signals: {e}");
+        tracing::error!("cannot wait for signals: {e}");
     }
     handle.stop();
     ExitCode::SUCCESS
+}
+
+/// The log, on stderr: `SESSIONPIPE_LOG`, else `RUST_LOG` (the usual `info`,
+/// `sessionpipe_receiver=debug` syntax), else `info`.
+fn init_log() {
+    let filter = ["SESSIONPIPE_LOG", "RUST_LOG"]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .find(|v| !v.is_empty())
+        .and_then(|v| EnvFilter::try_new(v).ok())
+        .unwrap_or_else(|| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .try_init();
 }
 
 /// Blocks until SIGINT or SIGTERM.

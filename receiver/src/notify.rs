@@ -1,21 +1,89 @@
-//! Telling a person's devices that an agent needs them: for each
-//! `attention.needed` a batch stored, a Web Push to every device of the
-//! owning account that opted in (the words at the tier that device chose,
-//! Allow / Deny actions for a permission), and a POST to each notification
-//! URL the account set (a webhook, an ntfy topic).
+//! Layer 2, notify: telling a person's devices that an agent needs them: for
+//! each `attention.needed` a batch stored, a Web Push to every device of the
+//! owning account that opted in (the words at the tier that device chose, Allow
+//! / Deny actions for a permission), and a POST to each notification URL the
+//! account set (a webhook, an ntfy topic).
 //!
-//! This module owns the words of a notification and the fan-out. It must not
-//! hold up the batch's answer (it runs after, on its own task), never retries
-//! into a storm (one try each; a subscription the push service says is gone
-//! is dropped), and never logs a payload or an endpoint's path.
+//! This module owns the words of a notification, the fan-out, and the
+//! receiver's VAPID key (made once, kept in the database's `settings`). It
+//! must not hold up the batch's answer (the events side calls it after, on a
+//! task of its own), never retries into a storm (one try each; a subscription
+//! the push service says is gone is dropped), and never logs a payload or an
+//! endpoint's path.
 
-use crate::app::App;
-use crate::db::{Db, args};
-use crate::push::{PushError, PushOptions, Subscription, Urgency};
+use crate::db::{Db, DbError, args};
+use crate::push::{PushError, PushOptions, Subscription, Urgency, Vapid};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// The longest message text put in a notification, in characters.
 const MESSAGE_MAX: usize = 200;
+
+/// The `settings` row holding the VAPID key (PKCS#8 DER).
+const VAPID_SETTING: &str = "vapid_pkcs8";
+
+/// What sends notifications: the database (who wants them, and how), the
+/// VAPID key they are signed with, and the HTTP client they go out on.
+pub struct Notifier {
+    db: Arc<Db>,
+    vapid: Vapid,
+    client: reqwest::Client,
+    /// A line per failed send (the request log's switch).
+    log: bool,
+}
+
+impl Notifier {
+    /// The VAPID key kept for `subject` (or a new one kept now: two processes
+    /// starting at once keep the first one written) and a client that gives
+    /// up on a push service after ten seconds.
+    pub async fn open(db: Arc<Db>, subject: &str, log: bool) -> Result<Notifier, String> {
+        let vapid = vapid_key(&db, subject).await?;
+        let client = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(10))
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Notifier {
+            db,
+            vapid,
+            client,
+            log,
+        })
+    }
+
+    /// The VAPID public key a browser subscribes with (base64url).
+    pub fn vapid_public_key(&self) -> String {
+        self.vapid.public_key_b64url()
+    }
+}
+
+async fn vapid_key(db: &Db, subject: &str) -> Result<Vapid, String> {
+    if let Some(der) = read_vapid(db).await.map_err(|e| e.to_string())? {
+        return Vapid::from_pkcs8_der(&der, subject).map_err(|e| e.to_string());
+    }
+    let fresh = Vapid::generate(subject).map_err(|e| e.to_string())?;
+    let der = fresh.to_pkcs8_der().map_err(|e| e.to_string())?;
+    db.exec(
+        "INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+        args![VAPID_SETTING, der],
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let der = read_vapid(db)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("the VAPID key was not kept")?;
+    Vapid::from_pkcs8_der(&der, subject).map_err(|e| e.to_string())
+}
+
+async fn read_vapid(db: &Db) -> Result<Option<Vec<u8>>, DbError> {
+    db.row(
+        "SELECT value FROM settings WHERE name = $1",
+        args![VAPID_SETTING],
+    )
+    .await?
+    .map(|r| r.bytes(0))
+    .transpose()
+}
 
 /// What a device at `tier` is told of `event`: 0 says only that an agent
 /// needs you and where; 1 and up name the tool or the question too.
@@ -59,87 +127,90 @@ pub fn words(event: &Value, tier: i64) -> Value {
     out
 }
 
-/// Sends every notification for `attentions` of `owner`; errors are counted
-/// in the log, never raised.
-pub async fn attentions(db: &Db, app: &App, owner: &str, attentions: Vec<Value>, log: bool) {
-    if owner.is_empty() || attentions.is_empty() {
-        return;
-    }
-    let subs = match db
-        .rows(
-            "SELECT endpoint, subscription, tier FROM push_subscriptions WHERE account = $1",
-            args![owner],
-        )
-        .await
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("sessionpipe-receiver: notify: {e}");
+impl Notifier {
+    /// Sends every notification for `attentions` of `owner`; failures are
+    /// logged, never raised.
+    pub async fn attentions(&self, owner: &str, attentions: Vec<Value>) {
+        if owner.is_empty() || attentions.is_empty() {
             return;
         }
-    };
-    let urls = db
-        .rows(
-            "SELECT url, tier FROM notify_urls WHERE account = $1",
-            args![owner],
-        )
-        .await
-        .unwrap_or_default();
-    for event in &attentions {
-        for row in &subs {
-            let (Ok(endpoint), Ok(text), Ok(tier)) = (row.text(0), row.text(1), row.int(2)) else {
-                continue;
-            };
-            let Some(sub) = serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|v| Subscription::from_json(&v, true).ok())
-            else {
-                continue;
-            };
-            let payload = words(event, tier).to_string();
-            let opts = PushOptions {
-                ttl_s: 3600,
-                urgency: Urgency::High,
-                ..PushOptions::default()
-            };
-            match crate::push::send(
-                &app.push_client,
-                &app.vapid,
-                &sub,
-                payload.as_bytes(),
-                &opts,
+        let subs = match self
+            .db
+            .rows(
+                "SELECT endpoint, subscription, tier FROM push_subscriptions WHERE account = $1",
+                args![owner],
             )
             .await
-            {
-                Ok(_) => {}
-                Err(PushError::Gone { .. }) => {
-                    let _ = db
-                        .exec(
-                            "DELETE FROM push_subscriptions WHERE endpoint = $1",
-                            args![endpoint],
-                        )
-                        .await;
+        {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!("notify: {e}");
+                return;
+            }
+        };
+        let urls = self
+            .db
+            .rows(
+                "SELECT url, tier FROM notify_urls WHERE account = $1",
+                args![owner],
+            )
+            .await
+            .unwrap_or_default();
+        for event in &attentions {
+            for row in &subs {
+                self.push(row, event).await;
+            }
+            for row in &urls {
+                let (Ok(url), Ok(tier)) = (row.text(0), row.int(1)) else {
+                    continue;
+                };
+                let w = words(event, tier);
+                let sent = self
+                    .client
+                    .post(&url)
+                    .header("title", w["title"].as_str().unwrap_or(""))
+                    .header("content-type", "text/plain; charset=utf-8")
+                    .body(w["body"].as_str().unwrap_or("").to_string())
+                    .send()
+                    .await;
+                if let (Err(e), true) = (sent, self.log) {
+                    tracing::warn!("notify url: {}", e.without_url());
                 }
-                Err(e) if log => eprintln!("sessionpipe-receiver: push: {e}"),
-                Err(_) => {}
             }
         }
-        for row in &urls {
-            let (Ok(url), Ok(tier)) = (row.text(0), row.int(1)) else {
-                continue;
-            };
-            let w = words(event, tier);
-            let sent = app
-                .push_client
-                .post(&url)
-                .header("title", w["title"].as_str().unwrap_or(""))
-                .header("content-type", "text/plain; charset=utf-8")
-                .body(w["body"].as_str().unwrap_or("").to_string())
-                .send()
-                .await;
-            if let (Err(e), true) = (sent, log) {
-                eprintln!("sessionpipe-receiver: notify url: {}", e.without_url());
+    }
+
+    /// One Web Push of `event` to the subscription of `row` (endpoint,
+    /// subscription, tier); one the push service says is gone is dropped.
+    async fn push(&self, row: &crate::db::Row, event: &Value) {
+        let (Ok(endpoint), Ok(text), Ok(tier)) = (row.text(0), row.text(1), row.int(2)) else {
+            return;
+        };
+        let Some(sub) = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| Subscription::from_json(&v, true).ok())
+        else {
+            return;
+        };
+        let payload = words(event, tier).to_string();
+        let opts = PushOptions {
+            ttl_s: 3600,
+            urgency: Urgency::High,
+            ..PushOptions::default()
+        };
+        match crate::push::send(&self.client, &self.vapid, &sub, payload.as_bytes(), &opts).await {
+            Ok(_) => {}
+            Err(PushError::Gone { .. }) => {
+                let _ = self
+                    .db
+                    .exec(
+                        "DELETE FROM push_subscriptions WHERE endpoint = $1",
+                        args![endpoint],
+                    )
+                    .await;
             }
+            Err(e) if self.log => tracing::warn!("push: {e}"),
+            Err(_) => {}
         }
     }
 }

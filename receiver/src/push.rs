@@ -1,6 +1,6 @@
-//! Web Push, the sending side: telling a person's phone or browser that an
-//! agent needs them (`attention.needed`) through the push service its
-//! browser chose.
+//! Layer 1, push: Web Push, the sending side: telling a person's phone or
+//! browser that an agent needs them (`attention.needed`) through the push
+//! service its browser chose.
 //!
 //! This module owns the three RFCs that make a push message: reading a
 //! browser's `PushSubscription.toJSON()` ([`Subscription::from_json`]), the

@@ -1,6 +1,6 @@
-//! Standard Webhooks signatures (PROTOCOL-NOTES §5): `webhook-signature:
-//! v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed with the bytes that
-//! `whsec_<base64>` encodes.
+//! Layer 1, signature: Standard Webhooks signatures (PROTOCOL-NOTES §5):
+//! `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed
+//! with the bytes that `whsec_<base64>` encodes.
 //!
 //! This module owns the arithmetic: decoding a secret, signing (for tests and
 //! senders that want a reference) and verifying with a timestamp tolerance. It never
@@ -11,20 +11,22 @@ use base64::engine::general_purpose::STANDARD;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
+use crate::invalid::Invalid;
+
 /// How far `webhook-timestamp` may be from now, either way, in seconds: the
 /// Standard Webhooks default, which bounds how long a captured request replays.
 pub const TOLERANCE_S: i64 = 300;
 
 /// The key bytes of a `whsec_…` secret.
-pub fn decode_secret(secret: &str) -> Result<Vec<u8>, crate::Invalid> {
+pub fn decode_secret(secret: &str) -> Result<Vec<u8>, Invalid> {
     let b64 = secret
         .strip_prefix("whsec_")
         .ok_or("a webhook secret starts with whsec_")?;
     let key = STANDARD
         .decode(b64)
-        .map_err(|_| crate::Invalid::from("the webhook secret after whsec_ is not base64"))?;
+        .map_err(|_| Invalid::from("the webhook secret after whsec_ is not base64"))?;
     if key.is_empty() {
-        return Err(crate::Invalid::from("the webhook secret is empty"));
+        return Err(Invalid::from("the webhook secret is empty"));
     }
     Ok(key)
 }

@@ -1,7 +1,7 @@
-//! What the events side keeps, in the receiver's database (`db`): every
-//! event as it came (its body, its `time` and the time it arrived), each
-//! session's block merged over its events, and a digest of every forgotten
-//! session with the seq it was forgotten at.
+//! Layer 2, store: what the events side keeps, in the receiver's database
+//! (`db`): every event as it came (its body, its `time` and the time it
+//! arrived), each session's block merged over its events, and a digest of every
+//! forgotten session with the seq it was forgotten at.
 //!
 //! This module owns the rules that are about state: dedup on (harness,
 //! session, seq) per owner, a `session.forgotten` deleting everything of its

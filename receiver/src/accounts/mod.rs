@@ -1,6 +1,7 @@
-//! The page's accounts: people (an account each, or one shared by a team's
-//! invites), their passkeys, the WebAuthn ceremonies that register and sign in
-//! with them, the web sessions a sign-in opens, and one-time invite links.
+//! Layer 2, accounts: the page's accounts: people (an account each, or one
+//! shared by a team's invites), their passkeys, the WebAuthn ceremonies that
+//! register and sign in with them, the web sessions a sign-in opens, and
+//! one-time invite links.
 //!
 //! This module owns the rules: registration is open while the receiver has no
 //! account (or when the operator opens it), else it takes an invite; a
@@ -10,7 +11,7 @@
 //! (no name typed: the passkey says whose it is); only SHA-256s of session
 //! tokens and invite codes are kept, and each is the row's key, so finding one
 //! is a lookup, never a comparison of secrets. It must not speak HTTP (the
-//! page's routes in `app` call it), set a cookie, or log or put into an error
+//! page's routes in `page` call it), set a cookie, or log or put into an error
 //! a token, a code, a challenge or a credential's bytes.
 //!
 //! WebAuthn itself is `webauthn-rs`: it checks the origin, the rp id, the

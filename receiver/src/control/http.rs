@@ -1,31 +1,29 @@
 //! The control side's routes: `POST {control}/pair` and `GET {control}/pair`,
 //! the machine calls (`hello`, the long-poll, `ack`, `off`, `GET
-//! {control}/files/{sha256}`), the pairing's page, and the test doors (`POST
-//! /test/pair/approve`, `POST /test/control/enqueue`, `GET
-//! /test/control/messages`, `POST /test/control/files`, loopback only and with
-//! the sink token, like the fault door).
+//! {control}/files/{sha256}`), and the pairing's plain page when the page is
+//! off.
 //!
-//! This module owns who may call what (the sink token for pairing and the
-//! doors, a poll key for an open pairing's status, a machine's own token for its
-//! calls and nothing else) and each refusal's status. This receiver has one
-//! account (its sink token), so every machine paired here may fetch every file
-//! put here. It must not touch the database
+//! This module owns who may call what (the sink token for pairing, a poll
+//! key for an open pairing's status, a machine's own token for its calls and
+//! nothing else) and each call's answer. It must not touch the database
 //! itself (the store does) and never logs a token, a poll key or an
 //! `authorization` header.
 
+use super::error::Refused;
+use super::options::CONTROL_PATH;
 use super::shapes::{self, Malformed};
+use super::state::{Control, random_b64, sha256, six_digits};
 use super::store::Look;
-use super::{CONTROL_PATH, Control, Refused, random_b64, sha256, six_digits};
-use crate::http::{Shared, answer, authorized, bearer};
-use axum::Router;
+use crate::error::ApiError;
+use crate::request::{bearer, read_json};
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::{Json, Router};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use subtle::ConstantTimeEq;
@@ -34,57 +32,16 @@ use tokio::time::Instant;
 /// The most body bytes a control request may have: an ack of `ACKS_MAX`
 /// replies of 20 000 characters, JSON-escaped, fits; past it the answer is 413
 /// and the connection is closed.
-const BODY_MAX: usize = 4 * 1024 * 1024;
+pub(super) const BODY_MAX: usize = 4 * 1024 * 1024;
 
 /// The most messages one poll hands out; the rest come with the next poll.
 const POLL_MAX: usize = 50;
 
-/// How long an enqueued message lives when the door is not told.
-const DEFAULT_EXPIRY_S: u64 = 3600;
+pub(super) type Params = Query<HashMap<String, String>>;
 
-/// The most bytes the files door takes: one signed file (25 MiB) and room
-/// past it, so a test can serve more than a command's `size` says.
-const FILE_BODY_MAX: usize = 26_214_400 + (1 << 20);
-
-/// The content type of a file put without one.
-const OCTET_STREAM: &str = "application/octet-stream";
-
-type Params = Query<HashMap<String, String>>;
-
-impl IntoResponse for Refused {
-    fn into_response(self) -> Response {
-        let (status, reason) = match &self {
-            Refused::Malformed(_) => (StatusCode::BAD_REQUEST, "malformed"),
-            Refused::Unauthorized => {
-                return answer(StatusCode::UNAUTHORIZED, json!({"reason": "unauthorized"}));
-            }
-            Refused::LoopbackOnly => (StatusCode::FORBIDDEN, "loopback_only"),
-            Refused::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
-            Refused::AlreadyApproved => (StatusCode::CONFLICT, "already_approved"),
-            Refused::Expired => (StatusCode::GONE, "expired"),
-            Refused::TooLarge(_) => {
-                let mut r = answer(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    json!({"reason": "too_large", "detail": self.to_string()}),
-                );
-                r.headers_mut()
-                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                return r;
-            }
-            Refused::Full(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
-            Refused::Store(_) => (StatusCode::INTERNAL_SERVER_ERROR, "storage"),
-        };
-        answer(
-            status,
-            json!({"reason": reason, "detail": self.to_string()}),
-        )
-    }
-}
-
-/// The control routes, added to the receiver's when control is on.
-/// With `pair_page`, `/pair/<code>` is this module's plain page; without,
-/// the receiver's own page serves it.
-pub fn routes(with_pair_page: bool) -> Router<Arc<Shared>> {
+/// The control side's routes (`/pair/{code}` too when the page is off: the
+/// page serves its own there).
+pub fn router(control: Arc<Control>) -> Router {
     let r = Router::new()
         .route(CONTROL_PATH, get(poll))
         .route(
@@ -94,52 +51,37 @@ pub fn routes(with_pair_page: bool) -> Router<Arc<Shared>> {
         .route(&format!("{CONTROL_PATH}/hello"), post(hello))
         .route(&format!("{CONTROL_PATH}/ack"), post(ack))
         .route(&format!("{CONTROL_PATH}/off"), post(off))
-        .route(&format!("{CONTROL_PATH}/files/{{sha256}}"), get(file))
-        .route("/test/pair/approve", post(approve))
-        .route("/test/control/enqueue", post(enqueue))
-        .route("/test/control/messages", get(messages))
-        .route("/test/control/files", post(put_file));
-    if with_pair_page {
+        .route(&format!("{CONTROL_PATH}/files/{{sha256}}"), get(file));
+    let r = if control.page_origin.is_none() {
         r.route("/pair/{code}", get(pair_page))
     } else {
         r
-    }
+    };
+    r.with_state(control)
 }
 
-fn control(sh: &Shared) -> &Control {
-    sh.control
-        .as_ref()
-        .expect("control routes are served only with control on")
-}
-
-fn store(sh: &Shared) -> &super::store::ControlStore {
-    &control(sh).store
-}
-
-/// The body, whole, before any answer (as on the events side: answering while
-/// the sender is still writing resets the connection).
-async fn read_json(body: Body) -> Result<Value, Refused> {
-    let bytes = axum::body::to_bytes(body, BODY_MAX)
-        .await
-        .map_err(|_| Refused::TooLarge(BODY_MAX))?;
-    serde_json::from_slice(&bytes).map_err(|_| Malformed::from("the body is not JSON").into())
-}
-
-fn now() -> i64 {
+pub(super) fn now() -> i64 {
     protocol::time::now_ms()
+}
+
+impl Control {
+    /// Whether the request's bearer is the receiver's own token.
+    pub(super) fn is_sink(&self, headers: &HeaderMap) -> bool {
+        bearer(headers).is_some_and(|t| self.owners.is_operator_token(t))
+    }
 }
 
 /// The machine a bearer token belongs to. A token is `<machine id>.<secret>`:
 /// the id finds the row, and the SHA-256 of the whole token is compared with the
 /// stored one in constant time.
-async fn machine_of(sh: &Arc<Shared>, headers: &HeaderMap) -> Result<String, Refused> {
-    Ok(machine_and_account(sh, headers).await?.0)
+async fn machine_of(ctl: &Control, headers: &HeaderMap) -> Result<String, Refused> {
+    Ok(machine_and_account(ctl, headers).await?.0)
 }
 
 /// As `machine_of`, with the account the machine belongs to (`None` for one
 /// paired through the test door).
 async fn machine_and_account(
-    sh: &Arc<Shared>,
+    ctl: &Control,
     headers: &HeaderMap,
 ) -> Result<(String, Option<String>), Refused> {
     let token = bearer(headers).ok_or(Refused::Unauthorized)?.to_string();
@@ -148,7 +90,7 @@ async fn machine_and_account(
         .map(|(m, _)| m.to_string())
         .filter(|m| shapes::valid_machine_id(m))
         .ok_or(Refused::Unauthorized)?;
-    let stored = store(sh).token_hash(&machine).await?;
+    let stored = ctl.store.token_hash(&machine).await?;
     let given = sha256(&token);
     match stored {
         Some((h, account)) if bool::from(h.as_slice().ct_eq(&given)) => Ok((machine, account)),
@@ -156,36 +98,17 @@ async fn machine_and_account(
     }
 }
 
-fn loopback_and_sink(sh: &Shared, peer: SocketAddr, headers: &HeaderMap) -> Result<(), Refused> {
-    if !peer.ip().to_canonical().is_loopback() {
-        return Err(Refused::LoopbackOnly);
-    }
-    if !authorized(sh, headers) {
-        return Err(Refused::Unauthorized);
-    }
-    Ok(())
-}
-
-fn done<T: IntoResponse>(r: Result<T, Refused>) -> Response {
-    r.map_or_else(IntoResponse::into_response, IntoResponse::into_response)
-}
-
 /// `POST {control}/pair`: with the sink token; or, with open pairing on, with
 /// no `authorization` at all and a `poll_key`. 201 `control-pair-started.json`.
-async fn pair_start(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
-    done(pair_start_(&sh, &headers, body).await)
-}
-
-async fn pair_start_(
-    sh: &Arc<Shared>,
-    headers: &HeaderMap,
+async fn pair_start(
+    State(ctl): State<Arc<Control>>,
+    headers: HeaderMap,
     body: Body,
-) -> Result<(StatusCode, axum::Json<Value>), Refused> {
-    let doc = read_json(body).await?;
-    let ctl = control(sh);
-    let open = !authorized(sh, headers);
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let doc = read_json(body, BODY_MAX).await?;
+    let open = !ctl.is_sink(&headers);
     if open && (headers.contains_key(header::AUTHORIZATION) || !ctl.opts.open_pairing) {
-        return Err(Refused::Unauthorized);
+        return Err(ApiError::unauthorized());
     }
     let req = shapes::pair_request(&doc)?;
     if open && req.poll_key.is_none() {
@@ -211,19 +134,20 @@ async fn pair_start_(
         created_ms: created,
         expires_ms: expires,
     };
-    let max = ctl.opts.max_pairings;
-    store(sh).start_pairing(&pairing, max).await?;
-    sh.log(|| "201 pairing started".into());
+    ctl.store
+        .start_pairing(&pairing, ctl.opts.max_pairings)
+        .await?;
+    ctl.log.line(|| "201 pairing started".into());
     // With the page on, the link is the page's own origin: passkeys work
     // only there (a machine reaching the receiver as 127.0.0.1 would hand
     // the person a link no passkey can sign on).
-    let url = match &sh.app {
-        Some(app) => format!("{}/pair/{code}", app.opts.origin.trim_end_matches('/')),
-        None => format!("http://{}/pair/{code}", host(headers)),
+    let url = match &ctl.page_origin {
+        Some(origin) => format!("{}/pair/{code}", origin.trim_end_matches('/')),
+        None => format!("http://{}/pair/{code}", host(&headers)),
     };
     Ok((
         StatusCode::CREATED,
-        axum::Json(json!({
+        Json(json!({
             "machine": machine, "code": code, "url": url, "check": check,
             "expires_at": protocol::time::rfc3339_ms(expires),
         })),
@@ -249,31 +173,28 @@ fn host(headers: &HeaderMap) -> String {
 /// `GET {control}/pair?code=`: the sink token, or the pairing's poll key as the
 /// bearer. `pending`, `expired`, or `paired` once: reading it makes the
 /// machine's token (first pairing) and ends the pairing, so a second read is 404.
-async fn pair_status(State(sh): State<Arc<Shared>>, headers: HeaderMap, q: Params) -> Response {
-    done(pair_status_(&sh, &headers, &q).await)
-}
-
-async fn pair_status_(
-    sh: &Arc<Shared>,
-    headers: &HeaderMap,
-    q: &Params,
-) -> Result<axum::Json<Value>, Refused> {
+async fn pair_status(
+    State(ctl): State<Arc<Control>>,
+    headers: HeaderMap,
+    q: Params,
+) -> Result<Json<Value>, ApiError> {
     let code = q
         .get("code")
         .cloned()
         .ok_or_else(|| Malformed::from("code: missing"))?;
-    let p = store(sh)
+    let p = ctl
+        .store
         .pairing(&code, now())
         .await?
         .ok_or(Refused::NotFound("no such pairing"))?;
     let by_key = || {
-        let (Some(given), Some(kept)) = (bearer(headers), &p.poll_key_hash) else {
+        let (Some(given), Some(kept)) = (bearer(&headers), &p.poll_key_hash) else {
             return false;
         };
         bool::from(kept.as_slice().ct_eq(&sha256(given)))
     };
-    if !authorized(sh, headers) && !by_key() {
-        return Err(Refused::Unauthorized);
+    if !ctl.is_sink(&headers) && !by_key() {
+        return Err(ApiError::unauthorized());
     }
     let Some((key, proof, account)) = p.approved.clone() else {
         let status = if now() >= p.expires_ms {
@@ -281,15 +202,16 @@ async fn pair_status_(
         } else {
             "pending"
         };
-        return Ok(axum::Json(json!({"status": status})));
+        return Ok(Json(json!({"status": status})));
     };
     let token = p.first.then(|| format!("{}.{}", p.machine, random_b64(32)));
     let hash = token.as_deref().map(sha256);
-    let finished = store(sh)
+    let finished = ctl
+        .store
         .finish_pairing(&code, hash.as_ref(), now())
         .await?;
     if !finished {
-        return Err(Refused::NotFound("no such pairing"));
+        return Err(Refused::NotFound("no such pairing").into());
     }
     let mut body = json!({"status": "paired", "machine": p.machine, "key": key, "proof": proof});
     if let Some(t) = token {
@@ -299,21 +221,12 @@ async fn pair_status_(
     // account, with a token of its own; an open pairing had no sink token, so
     // it is handed the receiver's (CONTROL §2).
     let own_account = match &account {
-        Some(a) => sh
-            .owners
-            .is_account(&sh.db, a)
-            .await
-            .map_err(|e| Refused::Store(e.into()))?,
+        Some(a) => ctl.owners.is_account(a).await?,
         None => false,
     };
     let sink = match (&account, p.open) {
-        (Some(a), _) if own_account => Some(
-            sh.owners
-                .mint(&sh.db, a, &p.machine, now())
-                .await
-                .map_err(|e| Refused::Store(e.into()))?,
-        ),
-        (_, true) => Some(sh.settings.token.clone()),
+        (Some(a), _) if own_account => Some(ctl.owners.mint(a, &p.machine, now()).await?),
+        (_, true) => Some(ctl.owners.operator_token().to_string()),
         (_, false) => None,
     };
     if let Some(t) = sink {
@@ -322,17 +235,19 @@ async fn pair_status_(
     if let Some(a) = account {
         body["account"] = Value::String(a);
     }
-    sh.log(|| "200 paired".into());
-    Ok(axum::Json(body))
+    ctl.log.line(|| "200 paired".into());
+    Ok(Json(body))
 }
 
 /// `GET /pair/<code>`: what the person opening the pairing's url sees, the same
-/// six digits as the terminal. This receiver has no sign-in: approval is the
-/// test door's.
-async fn pair_page(State(sh): State<Arc<Shared>>, Path(code): Path<String>) -> Response {
-    let found = store(&sh).pairing(&code, now()).await;
-    match found {
-        Ok(Some(p)) if p.approved.is_none() && now() < p.expires_ms => (
+/// six digits as the terminal. Without the page there is no sign-in here:
+/// approval is the test door's.
+async fn pair_page(
+    State(ctl): State<Arc<Control>>,
+    Path(code): Path<String>,
+) -> Result<Response, ApiError> {
+    match ctl.store.pairing(&code, now()).await? {
+        Some(p) if p.approved.is_none() && now() < p.expires_ms => Ok((
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
             format!(
                 "sessionpipe-receiver: {:?} asks to pair. Check: {}.\n\
@@ -340,23 +255,23 @@ async fn pair_page(State(sh): State<Arc<Shared>>, Path(code): Path<String>) -> R
                 p.name, p.check
             ),
         )
-            .into_response(),
-        Ok(_) => Refused::NotFound("no such pairing").into_response(),
-        Err(e) => Refused::from(e).into_response(),
+            .into_response()),
+        _ => Err(Refused::NotFound("no such pairing").into()),
     }
 }
 
 /// `POST {control}/hello`, the machine's token: `control-hello.json`, kept (the
 /// last one) for the read door. 204.
-async fn hello(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
-    let r = async {
-        let doc = read_json(body).await?;
-        let machine = machine_of(&sh, &headers).await?;
-        shapes::hello(&doc)?;
-        store(&sh).set_hello(&machine, &doc, now()).await?;
-        Ok(StatusCode::NO_CONTENT)
-    };
-    done(r.await)
+async fn hello(
+    State(ctl): State<Arc<Control>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<StatusCode, ApiError> {
+    let doc = read_json(body, BODY_MAX).await?;
+    let machine = machine_of(&ctl, &headers).await?;
+    shapes::hello(&doc)?;
+    ctl.store.set_hello(&machine, &doc, now()).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// `GET {control}?machine=<id>&wait=<s>`, the machine's token: every message due
@@ -366,19 +281,18 @@ async fn hello(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body) ->
 /// One poll per machine at a time: a second poll for the same machine ends the
 /// first with 204, so a daemon that restarted (or lost its connection without
 /// our noticing) is never answered on a poll it no longer reads.
-async fn poll(State(sh): State<Arc<Shared>>, headers: HeaderMap, q: Params) -> Response {
-    done(poll_(&sh, &headers, &q).await)
-}
-
-async fn poll_(sh: &Arc<Shared>, headers: &HeaderMap, q: &Params) -> Result<Response, Refused> {
-    let machine = machine_of(sh, headers).await?;
+async fn poll(
+    State(ctl): State<Arc<Control>>,
+    headers: HeaderMap,
+    q: Params,
+) -> Result<Response, ApiError> {
+    let machine = machine_of(&ctl, &headers).await?;
     let named = q
         .get("machine")
         .ok_or_else(|| Malformed::from("machine: missing"))?;
     if *named != machine {
-        return Err(Refused::Unauthorized);
+        return Err(ApiError::unauthorized());
     }
-    let ctl = control(sh);
     let wait = match q.get("wait") {
         None => 0,
         Some(w) => w
@@ -392,7 +306,7 @@ async fn poll_(sh: &Arc<Shared>, headers: &HeaderMap, q: &Params) -> Result<Resp
         .store
         .begin_poll(&machine)
         .await?
-        .ok_or(Refused::Unauthorized)?;
+        .ok_or_else(ApiError::unauthorized)?;
     // An older poll of this machine, here or in another process, ends.
     ctl.wake(&machine).await;
     let mut stop = ctl.stop.clone();
@@ -408,11 +322,12 @@ async fn poll_(sh: &Arc<Shared>, headers: &HeaderMap, q: &Params) -> Result<Resp
         let due = match ctl.store.due(&machine, me, now(), POLL_MAX).await? {
             Look::Due(d) => d,
             Look::Superseded => return Ok(StatusCode::NO_CONTENT.into_response()),
-            Look::Gone => return Err(Refused::Unauthorized),
+            Look::Gone => return Err(ApiError::unauthorized()),
         };
         if !due.messages.is_empty() {
-            sh.log(|| format!("200 poll: {} message(s)", due.messages.len()));
-            return Ok(answer(StatusCode::OK, json!({"messages": due.messages})));
+            ctl.log
+                .line(|| format!("200 poll: {} message(s)", due.messages.len()));
+            return Ok(Json(json!({"messages": due.messages})).into_response());
         }
         let mut until = deadline;
         if let Some(next) = due.next_ms {
@@ -438,110 +353,46 @@ async fn poll_(sh: &Arc<Shared>, headers: &HeaderMap, q: &Params) -> Result<Resp
 
 /// `POST {control}/ack`, the machine's token: `control-ack.json`. 202 with what
 /// the acks came to; a duplicate is tolerated and changes nothing.
-async fn ack(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
-    let r = async {
-        let doc = read_json(body).await?;
-        let machine = machine_of(&sh, &headers).await?;
-        let acks = shapes::acks(&doc)?;
-        let pause = control(&sh).opts.taken_pause.as_millis() as i64;
-        let report = store(&sh).ack(&machine, &acks, now(), pause).await?;
-        sh.log(|| {
-            format!(
-                "202 acks: {} recorded, {} duplicate",
-                report.recorded, report.duplicates
-            )
-        });
-        Ok(answer(
-            StatusCode::ACCEPTED,
-            json!({
-                "recorded": report.recorded,
-                "duplicates": report.duplicates,
-                "unknown": report.unknown,
-            }),
-        ))
-    };
-    done(r.await)
+async fn ack(
+    State(ctl): State<Arc<Control>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let doc = read_json(body, BODY_MAX).await?;
+    let machine = machine_of(&ctl, &headers).await?;
+    let acks = shapes::acks(&doc)?;
+    let pause = ctl.opts.taken_pause.as_millis() as i64;
+    let report = ctl.store.ack(&machine, &acks, now(), pause).await?;
+    ctl.log.line(|| {
+        format!(
+            "202 acks: {} recorded, {} duplicate",
+            report.recorded, report.duplicates
+        )
+    });
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({
+            "recorded": report.recorded,
+            "duplicates": report.duplicates,
+            "unknown": report.unknown,
+        })),
+    ))
 }
 
 /// `POST {control}/off`, the machine's token: the machine, its token, keys and
 /// queue are gone; its calls are 401 from now on. 204.
-async fn off(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Body) -> Response {
-    let r = async {
-        // Read (and drop) whatever body came, for the connection's sake.
-        let _ = axum::body::to_bytes(body, BODY_MAX).await;
-        let machine = machine_of(&sh, &headers).await?;
-        store(&sh).remove_machine(&machine).await?;
-        control(&sh).forget_slot(&machine).await;
-        sh.log(|| "204 machine off".into());
-        Ok(StatusCode::NO_CONTENT)
-    };
-    done(r.await)
-}
-
-/// `POST /test/pair/approve {code, key: {id, alg, spki}, proof: {cred, ad, cd,
-/// sig}, account?}`: what the person's approval with a passkey gives. Carried as
-/// given; the machine verifies the proof. 200 `{machine}`.
-async fn approve(
-    State(sh): State<Arc<Shared>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+async fn off(
+    State(ctl): State<Arc<Control>>,
     headers: HeaderMap,
     body: Body,
-) -> Response {
-    let r = async {
-        let doc = read_json(body).await?;
-        loopback_and_sink(&sh, peer, &headers)?;
-        let a = shapes::approval(&doc)?;
-        let machine = store(&sh)
-            .approve(&a.code, &a.key, &a.proof, a.account.as_deref(), now())
-            .await?;
-        Ok(answer(StatusCode::OK, json!({"machine": machine})))
-    };
-    done(r.await)
-}
-
-/// `POST /test/control/enqueue {machine, cmd, csig?, grant?, confirm?,
-/// expires_in_s?}`: queues a signed message for a paired machine, as a device
-/// would through the receiver's own page. 201 `{id}`.
-async fn enqueue(
-    State(sh): State<Arc<Shared>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let r = async {
-        let doc = read_json(body).await?;
-        loopback_and_sink(&sh, peer, &headers)?;
-        let m = shapes::new_message(&doc, DEFAULT_EXPIRY_S)?;
-        let max = control(&sh).opts.max_queue;
-        let id = store(&sh).enqueue(&m, None, now(), max).await?;
-        control(&sh).wake(&m.machine).await;
-        Ok(answer(StatusCode::CREATED, json!({"id": id})))
-    };
-    done(r.await)
-}
-
-/// `GET /test/control/messages?machine=`: the machine, its last hello, its keys
-/// and every message kept, each with its state (`queued`, `polled`, `taken`,
-/// `final`, `expired`) and its acks.
-async fn messages(
-    State(sh): State<Arc<Shared>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    q: Params,
-) -> Response {
-    let r = async {
-        loopback_and_sink(&sh, peer, &headers)?;
-        let machine = q
-            .get("machine")
-            .cloned()
-            .ok_or_else(|| Malformed::from("machine: missing"))?;
-        let view = store(&sh)
-            .view(&machine, now())
-            .await?
-            .ok_or(Refused::NotFound("no such machine"))?;
-        Ok(answer(StatusCode::OK, view))
-    };
-    done(r.await)
+) -> Result<StatusCode, ApiError> {
+    // Read (and drop) whatever body came, for the connection's sake.
+    let _ = axum::body::to_bytes(body, BODY_MAX).await;
+    let machine = machine_of(&ctl, &headers).await?;
+    ctl.store.remove_machine(&machine).await?;
+    ctl.forget_slot(&machine).await;
+    ctl.log.line(|| "204 machine off".into());
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// A `files` entry's `sha256`: 43 base64url characters.
@@ -550,10 +401,10 @@ fn is_file_hash(s: &str) -> bool {
 }
 
 impl Control {
-    /// Keeps `bytes` to be served at `{control}/files/{sha256}` (the test
-    /// doors' and `Handle::put_file`'s way in; how bytes reach a receiver is
-    /// its own business, HTTP.md §3).
-    pub(crate) async fn put_file(
+    /// Keeps `bytes` to be served at `{control}/files/{sha256}` (the page's
+    /// uploads', the test doors' and `Handle::put_file`'s way in; how bytes
+    /// reach a receiver is its own business, HTTP.md §3).
+    pub async fn put_file(
         &self,
         sha256: &str,
         bytes: &[u8],
@@ -573,64 +424,29 @@ impl Control {
 /// `GET {control}/files/{sha256}`, the machine's token: the file's bytes with
 /// its content type, 404 when no file of that hash was put (or it is gone).
 async fn file(
-    State(sh): State<Arc<Shared>>,
+    State(ctl): State<Arc<Control>>,
     headers: HeaderMap,
     Path(sha256): Path<String>,
-) -> Response {
-    let r = async {
-        let (_, account) = machine_and_account(&sh, &headers).await?;
-        if !is_file_hash(&sha256) {
-            return Err(Refused::NotFound("no such file"));
-        }
-        let (bytes, content_type) = store(&sh)
-            .file(&sha256, account.as_deref(), now())
-            .await?
-            .ok_or(Refused::NotFound("no such file"))?;
-        sh.log(|| format!("200 file: {} bytes", bytes.len()));
-        // A `Vec` body is sent with its `content-length`, as HTTP.md asks.
-        Ok((
-            [
-                (header::CONTENT_TYPE, content_type),
-                (header::CACHE_CONTROL, "no-store".to_string()),
-            ],
-            bytes,
-        ))
-    };
-    done(r.await)
-}
-
-/// `POST /test/control/files[?sha256=]`: the body's bytes, to be served with
-/// the request's `content-type`, as a device's upload would leave them. Filed
-/// under their own SHA-256, or under `sha256` when given (a hash that is not
-/// theirs, to test the machine's check). 201 `{sha256}`.
-async fn put_file(
-    State(sh): State<Arc<Shared>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    q: Params,
-    body: Body,
-) -> Response {
-    let r = async {
-        let bytes = axum::body::to_bytes(body, FILE_BODY_MAX)
-            .await
-            .map_err(|_| Refused::TooLarge(FILE_BODY_MAX))?;
-        loopback_and_sink(&sh, peer, &headers)?;
-        let content_type = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .filter(|t| !t.is_empty() && t.len() <= 100)
-            .unwrap_or(OCTET_STREAM)
-            .to_string();
-        let sha256 = q
-            .get("sha256")
-            .cloned()
-            .unwrap_or_else(|| crate::file_sha256(&bytes));
-        control(&sh)
-            .put_file(&sha256, &bytes, &content_type, None)
-            .await?;
-        Ok(answer(StatusCode::CREATED, json!({"sha256": sha256})))
-    };
-    done(r.await)
+) -> Result<Response, ApiError> {
+    let (_, account) = machine_and_account(&ctl, &headers).await?;
+    if !is_file_hash(&sha256) {
+        return Err(Refused::NotFound("no such file").into());
+    }
+    let (bytes, content_type) = ctl
+        .store
+        .file(&sha256, account.as_deref(), now())
+        .await?
+        .ok_or(Refused::NotFound("no such file"))?;
+    ctl.log.line(|| format!("200 file: {} bytes", bytes.len()));
+    // A `Vec` body is sent with its `content-length`, as HTTP.md asks.
+    Ok((
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "no-store".to_string()),
+        ],
+        bytes,
+    )
+        .into_response())
 }
 
 #[cfg(test)]
@@ -710,7 +526,7 @@ mod tests {
         let (_machine, token) = pair(&rx, &c);
         let bytes = b"\x89PNG not really".to_vec();
         let sha = rx.put_file(&bytes);
-        assert_eq!(sha, crate::file_sha256(&bytes));
+        assert_eq!(sha, crate::control::file_sha256(&bytes));
         assert_eq!(sha.len(), 43);
         let at = format!("{}/v1/control/files/{sha}", rx.url());
 
@@ -725,7 +541,7 @@ mod tests {
             assert!(!body.windows(bytes.len()).any(|w| w == bytes));
         }
         // Unknown, and not a hash at all: 404.
-        let unknown = crate::file_sha256(b"never put");
+        let unknown = crate::control::file_sha256(b"never put");
         for h in [unknown.as_str(), "short", &"A".repeat(44)] {
             let (status, _, _) = get(
                 &c,
@@ -760,7 +576,7 @@ mod tests {
             .map(json_of)
             .unwrap();
         let sha = put["sha256"].as_str().unwrap();
-        assert_eq!(sha, crate::file_sha256(b"%PDF-1.7"));
+        assert_eq!(sha, crate::control::file_sha256(b"%PDF-1.7"));
         let (status, ty, body) = get(
             &c,
             &format!("{}/v1/control/files/{sha}", rx.url()),
@@ -770,7 +586,7 @@ mod tests {
         assert_eq!(ty.as_deref(), Some("application/pdf"));
         assert_eq!(body, b"%PDF-1.7");
         // Under a chosen hash; a bad one is malformed; no sink token, no door.
-        let chosen = crate::file_sha256(b"other");
+        let chosen = crate::control::file_sha256(b"other");
         let r = c
             .post(format!("{door}?sha256={chosen}"))
             .bearer_auth(SINK)

@@ -6,7 +6,8 @@
 //! here names the account. It must not change state (the store does) nor
 //! speak HTTP.
 
-use super::store::{ControlStore, StoreError, parse};
+use super::error::StoreError;
+use super::store::{ControlStore, parse};
 use crate::db::{Row, args};
 use serde_json::{Value, json};
 
@@ -140,4 +141,56 @@ pub struct MachineRow {
     pub last_poll_ms: Option<i64>,
     /// `{id, alg, spki}` of each key the machine was handed.
     pub keys: Vec<Value>,
+}
+
+#[cfg(feature = "test-doors")]
+impl ControlStore {
+    /// The read door: the machine, its last hello, its keys, and every message
+    /// kept with its state and acks. `None` when there is no such machine.
+    pub async fn view(&self, machine: &str, now: i64) -> Result<Option<Value>, StoreError> {
+        let Some(m) = self
+            .db
+            .row(
+                "SELECT name, paired_ms, hello, hello_ms, last_poll_ms FROM machines WHERE id = $1",
+                args![machine],
+            )
+            .await?
+        else {
+            return Ok(None);
+        };
+        let time = |ms: Option<i64>| ms.map(protocol::time::rfc3339_ms);
+        let mut keys = Vec::new();
+        for r in self
+            .db
+            .rows(
+                "SELECT key_json, account FROM machine_keys WHERE machine = $1 ORDER BY added_ms",
+                args![machine],
+            )
+            .await?
+        {
+            let mut k = parse(Some(r.text(0)?), "key")?.unwrap_or_default();
+            k["account"] = json!(r.opt_text(1)?);
+            keys.push(k);
+        }
+        let mut messages = Vec::new();
+        for r in self
+            .db
+            .rows(
+                "SELECT id, cmd, at_ms, expires_ms, deliveries, taken_ms, taken_until_ms,
+                   final_ack, final_ms, progress_seq, progress_reply, acks, duplicates
+                 FROM messages WHERE machine = $1 ORDER BY id",
+                args![machine],
+            )
+            .await?
+        {
+            messages.push(message_json(&r, now)?);
+        }
+        Ok(Some(json!({
+            "machine": machine, "name": m.text(0)?,
+            "paired_at": protocol::time::rfc3339_ms(m.int(1)?),
+            "hello": parse(m.opt_text(2)?, "hello")?, "hello_at": time(m.opt_int(3)?),
+            "last_poll_at": time(m.opt_int(4)?),
+            "keys": keys, "messages": messages,
+        })))
+    }
 }

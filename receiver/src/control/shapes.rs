@@ -1,7 +1,8 @@
 //! What each control body must be (`schemas/control-*.json`, PROTOCOL-NOTES §6),
 //! checked on the JSON value as it arrived so that a refusal names the member.
 //!
-//! This module owns the shapes only: required members, patterns and bounds. It
+//! This module owns the shapes only: required members, patterns and bounds
+//! (the test doors' bodies in a build with them only). It
 //! must not look at state (is the machine known, is the pairing pending: the store
 //! and `http` decide) and it never judges a `cmd`: the receiver carries it byte for
 //! byte and the machine verifies it. Members the schemas do not name are allowed
@@ -9,6 +10,7 @@
 
 use serde_json::{Map, Value};
 
+#[cfg(feature = "test-doors")]
 /// The longest `cmd` the protocol allows (PROTOCOL-NOTES §6; the poll schema's
 /// 12 000 predates the raise).
 pub const CMD_MAX: usize = 48_000;
@@ -17,6 +19,7 @@ pub const CMD_MAX: usize = 48_000;
 /// brought, and a poll brings at most `POLL_MAX` messages.
 pub const ACKS_MAX: usize = 100;
 
+#[cfg(feature = "test-doors")]
 /// The longest an envelope may live: `expires_at` ≤ 24 h after `at`.
 pub const EXPIRES_MAX_S: u64 = 24 * 3600;
 
@@ -89,7 +92,7 @@ pub struct PairRequest {
     pub kept: Value,
 }
 
-/// A message for the enqueue door, as checked.
+/// A message to queue, as checked (the enqueue door's) or built (the page's).
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewMessage {
     pub machine: String,
@@ -100,6 +103,7 @@ pub struct NewMessage {
     pub expires_in_s: u64,
 }
 
+#[cfg(feature = "test-doors")]
 /// An approval through the test door, as checked.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Approval {
@@ -291,6 +295,7 @@ pub fn pair_request(v: &Value) -> Result<PairRequest, Malformed> {
     })
 }
 
+#[cfg(feature = "test-doors")]
 /// `control-key.json`: `{id, alg (-7 or -257), spki}`.
 pub fn key(v: &Value) -> Result<(), Malformed> {
     let o = object(v, "key")?;
@@ -308,6 +313,7 @@ pub fn key(v: &Value) -> Result<(), Malformed> {
     Ok(())
 }
 
+#[cfg(feature = "test-doors")]
 /// An assertion `{cred, ad, cd, sig}`, each non-empty base64url; with `str` (a
 /// grant's, 1-2000 characters) when `with_str`.
 pub fn assertion(v: &Value, what: &str, with_str: bool) -> Result<(), Malformed> {
@@ -392,6 +398,7 @@ fn one_ack(v: &Value) -> Result<Ack, Malformed> {
     })
 }
 
+#[cfg(feature = "test-doors")]
 /// The enqueue door's body: `{machine, cmd, csig?, grant?, confirm?,
 /// expires_in_s?}`. `cmd` is any non-empty string up to `CMD_MAX` characters:
 /// whether it is a good command is the machine's to say.
@@ -433,6 +440,7 @@ pub fn new_message(v: &Value, default_expiry_s: u64) -> Result<NewMessage, Malfo
     })
 }
 
+#[cfg(feature = "test-doors")]
 /// The approve door's body: `{code, key, proof, account?}`.
 pub fn approval(v: &Value) -> Result<Approval, Malformed> {
     let o = object(v, "an approval")?;

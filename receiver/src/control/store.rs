@@ -24,10 +24,9 @@
 //! `FILES_MAX`, and pairings, finished messages and files are dropped a while
 //! after they end.
 
-use super::Refused;
-use super::owned::message_json;
+use super::error::{Refused, StoreError};
 use super::shapes::{Ack, NewMessage, Outcome};
-use crate::db::{Db, DbError, Row, args};
+use crate::db::{Db, Row, args};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -53,15 +52,6 @@ const FILES_MAX: i64 = 64;
 
 /// The pruning of what has ended runs at most this often per process.
 const PRUNE_EVERY_MS: i64 = 10_000;
-
-/// Why the store failed (not a caller's mistake: those are `Refused`).
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("control store: {0}")]
-    Db(#[from] DbError),
-    #[error("control store: a stored {what} is not JSON")]
-    Corrupt { what: &'static str },
-}
 
 /// A pairing to start.
 pub struct NewPairing {
@@ -728,55 +718,6 @@ impl ControlStore {
                 })
             })
             .await
-    }
-
-    /// The read door: the machine, its last hello, its keys, and every message
-    /// kept with its state and acks. `None` when there is no such machine.
-    pub async fn view(&self, machine: &str, now: i64) -> Result<Option<Value>, StoreError> {
-        let Some(m) = self
-            .db
-            .row(
-                "SELECT name, paired_ms, hello, hello_ms, last_poll_ms FROM machines WHERE id = $1",
-                args![machine],
-            )
-            .await?
-        else {
-            return Ok(None);
-        };
-        let time = |ms: Option<i64>| ms.map(protocol::time::rfc3339_ms);
-        let mut keys = Vec::new();
-        for r in self
-            .db
-            .rows(
-                "SELECT key_json, account FROM machine_keys WHERE machine = $1 ORDER BY added_ms",
-                args![machine],
-            )
-            .await?
-        {
-            let mut k = parse(Some(r.text(0)?), "key")?.unwrap_or_default();
-            k["account"] = json!(r.opt_text(1)?);
-            keys.push(k);
-        }
-        let mut messages = Vec::new();
-        for r in self
-            .db
-            .rows(
-                "SELECT id, cmd, at_ms, expires_ms, deliveries, taken_ms, taken_until_ms,
-                   final_ack, final_ms, progress_seq, progress_reply, acks, duplicates
-                 FROM messages WHERE machine = $1 ORDER BY id",
-                args![machine],
-            )
-            .await?
-        {
-            messages.push(message_json(&r, now)?);
-        }
-        Ok(Some(json!({
-            "machine": machine, "name": m.text(0)?,
-            "paired_at": protocol::time::rfc3339_ms(m.int(1)?),
-            "hello": parse(m.opt_text(2)?, "hello")?, "hello_at": time(m.opt_int(3)?),
-            "last_poll_at": time(m.opt_int(4)?),
-            "keys": keys, "messages": messages,
-        })))
     }
 }
 

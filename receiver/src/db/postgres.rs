@@ -5,7 +5,7 @@
 //! statement text from data: every statement is a `&'static str` with bound
 //! parameters, and only the migrations' fixed DDL is run as a script.
 
-use super::{Arg, Cell, DbError, Row};
+use super::values::{Arg, Cell, DbError, Row};
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions, PgRow};
 use sqlx::{Column, Postgres, Row as _, TypeInfo};
 use std::time::Duration;

@@ -10,7 +10,8 @@
 //! transaction); a database a newer build moved past is refused, never
 //! rewritten.
 
-use super::{Db, DbError, Dialect, Tx, args};
+use super::database::{Db, Dialect, Tx};
+use super::values::{DbError, args};
 
 /// Every step, in order; the database records the last one it took.
 const STEPS: &[&str] = &[

@@ -13,7 +13,7 @@
 //! to its end on the writer, every statement answered at once (a body that
 //! waits on anything else is refused, `DbError::Stalled`).
 
-use super::{Arg, Cell, DbError, Row};
+use super::values::{Arg, Cell, DbError, Row};
 use rusqlite::Connection;
 use rusqlite::types::{ToSql, ToSqlOutput, ValueRef};
 use std::future::Future;

@@ -4,13 +4,15 @@
 //! (`control_pairing`), a machine's queue (`control_queue`); Web Push against
 //! a loopback push service (`push`); the systemd unit (`service_unit`); a
 //! database held by another connection stalling only the writes
-//! (`database_held`). One test binary.
+//! (`database_held`); the page's guard on every state-changing call
+//! (`page_guard`). One test binary.
 
 mod binding;
 mod common;
 mod control_pairing;
 mod control_queue;
 mod database_held;
+mod page_guard;
 mod persistence;
 mod push;
 mod service_unit;

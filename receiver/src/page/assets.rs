@@ -8,8 +8,7 @@
 //! framing, no sniffing, no referrer). It must not serve anything outside the
 //! built files.
 
-use super::app;
-use crate::http::Shared;
+use super::state::Page;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -22,7 +21,7 @@ mod built {
 }
 
 /// Whether this binary carries a built page.
-pub(crate) fn page_built() -> bool {
+fn page_built() -> bool {
     !built::ASSETS.is_empty()
 }
 
@@ -32,7 +31,7 @@ const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-
                    connect-src 'self'; worker-src 'self'; manifest-src 'self'; \
                    frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
-pub(super) fn routes() -> Router<Arc<Shared>> {
+pub(super) fn routes() -> Router<Arc<Page>> {
     Router::new()
         .route("/", get(index))
         .route("/pair/{code}", get(index))
@@ -55,11 +54,11 @@ fn content_type(name: &str) -> &'static str {
 }
 
 /// A built file's bytes, from the folder given or the binary's copy.
-fn bytes(sh: &Shared, name: &str) -> Option<Vec<u8>> {
+fn bytes(page: &Page, name: &str) -> Option<Vec<u8>> {
     if name.is_empty() || name.contains("..") || name.starts_with('/') || name.contains('\\') {
         return None;
     }
-    if let Some(dir) = &app(sh).opts.page_dir {
+    if let Some(dir) = &page.opts.page_dir {
         return std::fs::read(dir.join(name)).ok();
     }
     built::ASSETS
@@ -68,9 +67,9 @@ fn bytes(sh: &Shared, name: &str) -> Option<Vec<u8>> {
         .map(|(_, b)| b.to_vec())
 }
 
-fn serve(sh: &Shared, name: &str) -> Response {
-    let Some(body) = bytes(sh, name) else {
-        if app(sh).opts.page_dir.is_none() && !page_built() {
+fn serve(page: &Page, name: &str) -> Response {
+    let Some(body) = bytes(page, name) else {
+        if page.opts.page_dir.is_none() && !page_built() {
             return (
                 StatusCode::SERVICE_UNAVAILABLE,
                 [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
@@ -106,18 +105,18 @@ fn serve(sh: &Shared, name: &str) -> Response {
     resp
 }
 
-async fn index(State(sh): State<Arc<Shared>>) -> Response {
-    serve(&sh, "index.html")
+async fn index(State(page): State<Arc<Page>>) -> Response {
+    serve(&page, "index.html")
 }
 
-async fn service_worker(State(sh): State<Arc<Shared>>) -> Response {
-    serve(&sh, "sw.js")
+async fn service_worker(State(page): State<Arc<Page>>) -> Response {
+    serve(&page, "sw.js")
 }
 
-async fn manifest(State(sh): State<Arc<Shared>>) -> Response {
-    serve(&sh, "manifest.webmanifest")
+async fn manifest(State(page): State<Arc<Page>>) -> Response {
+    serve(&page, "manifest.webmanifest")
 }
 
-async fn asset(State(sh): State<Arc<Shared>>, Path(name): Path<String>) -> Response {
-    serve(&sh, &format!("assets/{name}"))
+async fn asset(State(page): State<Arc<Page>>, Path(name): Path<String>) -> Response {
+    serve(&page, &format!("assets/{name}"))
 }

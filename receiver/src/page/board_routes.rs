@@ -5,12 +5,11 @@
 //! This module owns those two reads and their JSON. It must not change state,
 //! and it reads only the signed-in account's rows.
 
-use super::{Answer, Refusal, me};
-use crate::http::Shared;
+use super::state::Page;
+use crate::error::ApiError;
 use crate::store::{self, SessionRow};
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
@@ -22,20 +21,18 @@ const BOARD_MAX: usize = 200;
 /// Events of a timeline at most (its last ones).
 const TIMELINE_MAX: usize = 500;
 
-pub(super) fn routes() -> Router<Arc<Shared>> {
+pub(super) fn routes() -> Router<Arc<Page>> {
     Router::new()
         .route("/app/api/board", get(board))
         .route("/app/api/sessions/{key}", get(session))
 }
 
 /// The account's machines, as the board and `me` list them.
-pub(crate) async fn machines_json(sh: &Shared, account: &str) -> Answer<Vec<Value>> {
-    let Some(control) = sh.control.as_ref() else {
-        return Ok(Vec::new());
-    };
+pub(super) async fn machines_json(page: &Page, account: &str) -> Result<Vec<Value>, ApiError> {
+    let control = &page.control;
     let now = protocol::time::now_ms();
     // A poll is the machine's heartbeat: online within two long-polls.
-    let online_ms = 2 * control.opts.wait_max_s as i64 * 1000 + 5_000;
+    let online_ms = 2 * control.options().wait_max_s as i64 * 1000 + 5_000;
     let rows = control.store.machines_of(account).await?;
     Ok(rows
         .into_iter()
@@ -77,52 +74,44 @@ fn session_json(r: &SessionRow, machines: &[Value]) -> Value {
     })
 }
 
-async fn board(State(sh): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    let r: Answer<Json<Value>> = async {
-        let me = me(&sh, &headers).await?;
-        let machines = machines_json(&sh, &me.account.id).await?;
-        let sessions: Vec<Value> = store::sessions(&sh.db, &me.account.id, BOARD_MAX)
-            .await?
-            .iter()
-            .map(|r| session_json(r, &machines))
-            .collect();
-        Ok(Json(json!({"machines": machines, "sessions": sessions})))
-    }
-    .await;
-    r.into_response()
+async fn board(State(page): State<Arc<Page>>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+    let me = page.me(&headers).await?;
+    let machines = machines_json(&page, &me.account.id).await?;
+    let sessions: Vec<Value> = store::sessions(&page.db, &me.account.id, BOARD_MAX)
+        .await?
+        .iter()
+        .map(|r| session_json(r, &machines))
+        .collect();
+    Ok(Json(json!({"machines": machines, "sessions": sessions})))
 }
 
 async fn session(
-    State(sh): State<Arc<Shared>>,
+    State(page): State<Arc<Page>>,
     headers: HeaderMap,
     Path(key): Path<String>,
-) -> Response {
-    let r: Answer<Json<Value>> = async {
-        let me = me(&sh, &headers).await?;
-        let (harness, id) = key
-            .split_once(':')
-            .filter(|(h, s)| protocol::valid_harness_name(h) && protocol::valid_session_id(s))
-            .ok_or_else(|| Refusal::not_found("session"))?;
-        let owner = &me.account.id;
-        let row = store::session(&sh.db, owner, harness, id)
-            .await?
-            .ok_or_else(|| Refusal::not_found("session"))?;
-        let machines = machines_json(&sh, owner).await?;
-        let events: Vec<Value> = store::timeline(&sh.db, owner, harness, id, TIMELINE_MAX)
-            .await?
-            .into_iter()
-            .map(|(e, arrived)| {
-                json!({
-                    "seq": e["session"]["seq"], "type": e["type"], "time": e["time"],
-                    "arrived_at": protocol::time::rfc3339_ms(arrived),
-                    "tier": e["tier"], "data": e["data"],
-                })
+) -> Result<Json<Value>, ApiError> {
+    let me = page.me(&headers).await?;
+    let (harness, id) = key
+        .split_once(':')
+        .filter(|(h, s)| protocol::valid_harness_name(h) && protocol::valid_session_id(s))
+        .ok_or_else(|| ApiError::not_found("session"))?;
+    let owner = &me.account.id;
+    let row = store::session(&page.db, owner, harness, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("session"))?;
+    let machines = machines_json(&page, owner).await?;
+    let events: Vec<Value> = store::timeline(&page.db, owner, harness, id, TIMELINE_MAX)
+        .await?
+        .into_iter()
+        .map(|(e, arrived)| {
+            json!({
+                "seq": e["session"]["seq"], "type": e["type"], "time": e["time"],
+                "arrived_at": protocol::time::rfc3339_ms(arrived),
+                "tier": e["tier"], "data": e["data"],
             })
-            .collect();
-        Ok(Json(
-            json!({"session": session_json(&row, &machines), "events": events}),
-        ))
-    }
-    .await;
-    r.into_response()
+        })
+        .collect();
+    Ok(Json(
+        json!({"session": session_json(&row, &machines), "events": events}),
+    ))
 }

@@ -163,14 +163,7 @@ fn an_attention_reaches_a_subscribed_device_by_web_push_in_words_at_its_tier() {
         .send()
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));
-    let rows = rx
-        .runtime
-        .block_on(
-            rx.shared
-                .db
-                .rows("SELECT endpoint FROM push_subscriptions", vec![]),
-        )
-        .unwrap();
+    let rows = rx.query("SELECT endpoint FROM push_subscriptions");
     assert!(rows.is_empty(), "the gone subscription was dropped");
 
     // Signed out, nothing is read.

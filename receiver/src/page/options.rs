@@ -1,0 +1,87 @@
+//! The page's settings (`PageOptions`), and the origins WebAuthn would
+//! refuse: plain HTTP anywhere but `localhost`, an origin off the rp id.
+//!
+//! This module owns those settings. It must not act on them.
+
+use crate::invalid::Invalid;
+
+/// The page's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PageOptions {
+    /// Where people open the page: `https://phone.example.net`, or
+    /// `http://localhost:PORT` (WebAuthn allows plain HTTP only there).
+    pub origin: String,
+    /// The name a passkey prompt shows.
+    pub rp_name: String,
+    /// Anyone reaching the page may make an account (by default only the
+    /// first one may; later ones need an invite from a signed-in account).
+    pub open_registration: bool,
+    /// Serve the page's files from this folder instead of the built-in copy.
+    pub page_dir: Option<std::path::PathBuf>,
+}
+
+impl PageOptions {
+    pub fn new(origin: impl Into<String>) -> PageOptions {
+        PageOptions {
+            origin: origin.into(),
+            rp_name: "sessionpipe".into(),
+            open_registration: false,
+            page_dir: None,
+        }
+    }
+
+    /// The origin parsed, and refused where WebAuthn would refuse it: plain
+    /// HTTP anywhere but `localhost`, and an rp id the origin is not on.
+    pub fn check(&self, rp_id: &str) -> Result<url::Url, Invalid> {
+        let url = url::Url::parse(&self.origin)
+            .map_err(|_| Invalid(format!("origin: {:?} is not a URL", self.origin)))?;
+        let host = url.host_str().unwrap_or("");
+        match url.scheme() {
+            "https" => {}
+            "http" if host == "localhost" => {}
+            _ => {
+                return Err(Invalid(format!(
+                    "origin: {} is not https (passkeys need a secure context: serve it over \
+                     https, with --tls-cert/--tls-key or behind an HTTPS proxy, or use \
+                     http://localhost)",
+                    self.origin
+                )));
+            }
+        }
+        if url.path() != "/" || url.query().is_some() {
+            return Err(Invalid("origin: scheme, host and port only".into()));
+        }
+        if !(host == rp_id || host.ends_with(&format!(".{rp_id}"))) {
+            return Err(Invalid(format!(
+                "origin: {host} is not on the rp id {rp_id} (or one of its subdomains)"
+            )));
+        }
+        Ok(url)
+    }
+
+    /// Whether the page is served where only its own machine reaches it, so a
+    /// loopback push endpoint (a test's) may be taken.
+    pub fn is_local(&self) -> bool {
+        self.origin.starts_with("http://localhost")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_need_a_secure_context_on_the_rp_id() {
+        let ok = |o: &str, rp: &str| PageOptions::new(o).check(rp).is_ok();
+        assert!(ok("http://localhost:8080", "localhost"));
+        assert!(ok("https://phone.example.net", "example.net"));
+        assert!(ok("https://example.net", "example.net"));
+        assert!(
+            !ok("http://phone.example.net", "example.net"),
+            "plain http off localhost"
+        );
+        assert!(!ok("https://evil.net", "example.net"));
+        assert!(!ok("https://phone.example.net/app", "example.net"));
+        assert!(!ok("http://127.0.0.1:8080", "127.0.0.1"));
+    }
+}
