@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 batches="${1:-2000}"
 machines="${2:-1000}"
-cargo build --release -q -p sessionpipe-receiver --bins --examples
+# The bench arms the fault door and pairs through the test doors: a build with them.
+cargo build --release -q -p sessionpipe-receiver --features test-doors --bins --examples
 rel=${CARGO_TARGET_DIR:-target}/release
 echo "## $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -srm), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo

@@ -73,7 +73,10 @@ say "cargo clippy (workspace, all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 say "cargo build (the binaries the tests run)"
-cargo build --workspace --bins --quiet
+# The receiver with its test doors: the UI's Playwright tests and the
+# conformance runner below use them (a receiver to ship is built without,
+# by installers/build-receiver.sh; receiver/tests/receiver/shipped.rs checks it).
+cargo build --workspace --bins --quiet --features sessionpipe-receiver/test-doors
 
 say "cargo test (the real Claude Code is required here)"
 SESSIONPIPE_REQUIRE_HARNESSES=1 cargo test --workspace --quiet
@@ -109,7 +112,8 @@ for shared in ../shared/conformance/harness ../shared/conformance/redaction ../s
 done
 "${CARGO_TARGET_DIR:-target}"/debug/sessionpipe conformance "${paths[@]}" | tail -n 1
 if [ -d ../shared/conformance/delivery ]; then
-  # The delivery scenarios, 01-18, against the receiver binary with control on.
+  # The delivery scenarios, 01-18, against the receiver binary with control on
+  # (the dev build above, with its test doors: the read, fault and control doors).
   bin="${CARGO_TARGET_DIR:-target}"/debug
   token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
   coproc RX { exec "$bin"/sessionpipe-receiver --token "$token" --max-tier 1 --quiet \

@@ -6,8 +6,10 @@
 // stands in for an installed ACP agent; the Pool's tests are `pool.mjs`'s,
 // run from here. Screenshots go to test-artifacts/ui/.
 //
-// Needs: `cargo build --workspace --bins` (the four binaries), `npm run build`
-// (ui/dist), and `apt-get install chromium`. Run: `cd ui && npm run test:e2e`.
+// Needs: `cargo build --workspace --bins --features sessionpipe-receiver/test-doors`
+// (the four binaries, the receiver with the test door that stands in for a
+// phone), `npm run build` (ui/dist), and `apt-get install chromium`. Run: `cd ui
+// && npm run test:e2e`.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -435,11 +437,22 @@ const RECEIVER = path.join(BIN_DIR, "sessionpipe-receiver");
 
 /** Why this build's receiver cannot stand in for a control receiver, or null when it can. */
 function receiverWithoutControl() {
-  if (!fs.existsSync(RECEIVER)) return `${RECEIVER} is missing (cargo build --workspace --bins)`;
+  if (!fs.existsSync(RECEIVER)) return `${RECEIVER} is missing (cargo build --workspace --bins --features sessionpipe-receiver/test-doors)`;
   const help = spawnSync(RECEIVER, ["--help"], { encoding: "utf8", timeout: 10_000 });
   if (help.status !== 0) return `sessionpipe-receiver --help failed: ${help.stderr}`;
   for (const flag of ["--control", "--open-pairing", "--rp-id"]) {
     if (!help.stdout.includes(flag)) return `sessionpipe-receiver has no ${flag}`;
+  }
+  return null;
+}
+
+/** Why this build's receiver has no test doors (the approve door stands in for a phone), or null when it has. */
+function receiverWithoutDoors() {
+  const without = receiverWithoutControl();
+  if (without !== null) return without;
+  const help = spawnSync(RECEIVER, ["--help"], { encoding: "utf8", timeout: 10_000 });
+  if (!help.stdout.includes("test doors")) {
+    return "sessionpipe-receiver was built without its test doors (cargo build --workspace --bins --features sessionpipe-receiver/test-doors)";
   }
   return null;
 }
@@ -677,7 +690,7 @@ test("pairing: a receiver that does not answer, or wants its sink token, says so
 });
 
 test("pairing with the real receiver: the link and digits, a passkey's approval, paired with its key; remove the key, unpair", async (t) => {
-  const without = receiverWithoutControl();
+  const without = receiverWithoutDoors();
   if (without !== null) {
     t.skip(`the receiver's control side is not in this build: ${without}`);
     return;

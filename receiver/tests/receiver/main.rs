@@ -5,7 +5,8 @@
 //! a loopback push service (`push`); the systemd unit (`service_unit`); a
 //! database held by another connection stalling only the writes
 //! (`database_held`); the page's guard on every state-changing call
-//! (`page_guard`). One test binary.
+//! (`page_guard`); the build that ships, without test doors (`shipped`). One
+//! test binary.
 
 mod binding;
 mod common;
@@ -16,3 +17,4 @@ mod page_guard;
 mod persistence;
 mod push;
 mod service_unit;
+mod shipped;
