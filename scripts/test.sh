@@ -73,10 +73,11 @@ say "cargo clippy (workspace, all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 say "cargo build (the binaries the tests run)"
-# The receiver with its test doors: the UI's Playwright tests and the
-# conformance runner below use them (a receiver to ship is built without,
-# by installers/build-receiver.sh; receiver/tests/receiver/shipped.rs checks it).
-cargo build --workspace --bins --quiet --features sessionpipe-receiver/test-doors
+cargo build --workspace --bins --quiet
+# The receiver again, with its test doors: the UI's Playwright tests and the
+# conformance runner below use them (a receiver to ship is built without, by
+# installers/build-receiver.sh; receiver/tests/receiver/shipped.rs checks it).
+cargo build -p sessionpipe-receiver --bins --quiet --features test-doors
 
 say "cargo test (the real Claude Code is required here)"
 SESSIONPIPE_REQUIRE_HARNESSES=1 cargo test --workspace --quiet

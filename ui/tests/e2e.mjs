@@ -6,10 +6,10 @@
 // stands in for an installed ACP agent; the Pool's tests are `pool.mjs`'s,
 // run from here. Screenshots go to test-artifacts/ui/.
 //
-// Needs: `cargo build --workspace --bins --features sessionpipe-receiver/test-doors`
-// (the four binaries, the receiver with the test door that stands in for a
-// phone), `npm run build` (ui/dist), and `apt-get install chromium`. Run: `cd ui
-// && npm run test:e2e`.
+// Needs: `cargo build --workspace --bins` (the four binaries), then `cargo build
+// -p sessionpipe-receiver --features test-doors` (the receiver with the test
+// door that stands in for a phone), `npm run build` (ui/dist), and `apt-get
+// install chromium`. Run: `cd ui && npm run test:e2e`.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -437,7 +437,7 @@ const RECEIVER = path.join(BIN_DIR, "sessionpipe-receiver");
 
 /** Why this build's receiver cannot stand in for a control receiver, or null when it can. */
 function receiverWithoutControl() {
-  if (!fs.existsSync(RECEIVER)) return `${RECEIVER} is missing (cargo build --workspace --bins --features sessionpipe-receiver/test-doors)`;
+  if (!fs.existsSync(RECEIVER)) return `${RECEIVER} is missing (cargo build -p sessionpipe-receiver --features test-doors)`;
   const help = spawnSync(RECEIVER, ["--help"], { encoding: "utf8", timeout: 10_000 });
   if (help.status !== 0) return `sessionpipe-receiver --help failed: ${help.stderr}`;
   for (const flag of ["--control", "--open-pairing", "--rp-id"]) {
@@ -452,7 +452,7 @@ function receiverWithoutDoors() {
   if (without !== null) return without;
   const help = spawnSync(RECEIVER, ["--help"], { encoding: "utf8", timeout: 10_000 });
   if (!help.stdout.includes("test doors")) {
-    return "sessionpipe-receiver was built without its test doors (cargo build --workspace --bins --features sessionpipe-receiver/test-doors)";
+    return "sessionpipe-receiver was built without its test doors (cargo build -p sessionpipe-receiver --features test-doors)";
   }
   return null;
 }
