@@ -3,7 +3,8 @@
 # its `test-doors` feature, so the binary has no test doors (every /test/*
 # path, and the read door GET /v1/sessions/..., answers 404). A workspace
 # build that takes in the tests' dev-dependencies would turn the feature on
-# through the test kit: a receiver to ship is built here and nowhere else.
+# through the test kit: a receiver to ship is built here and nowhere else
+# (installers/receiver/Containerfile runs this too).
 # receiver/tests/receiver/shipped.rs builds with this script (--debug) and
 # checks that the doors are gone.
 #
@@ -28,5 +29,5 @@ target=${CARGO_TARGET_DIR:-$root/target}
   echo "build-receiver.sh: receiver/page/dist is missing (cd receiver/page && npm ci && npm run build)" >&2
   exit 1
 }
-cargo build "${cargo_profile[@]}" --quiet -p sessionpipe-receiver --bin sessionpipe-receiver
+cargo build "${cargo_profile[@]}" --locked --quiet -p sessionpipe-receiver --bin sessionpipe-receiver
 echo "$target/$profile/sessionpipe-receiver"

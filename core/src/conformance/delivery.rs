@@ -21,7 +21,8 @@
 //!
 //! `read` is our choice of a read door, as the scenario format names none:
 //! `GET /v1/sessions/<harness>:<id>` with the bearer token, 200 with the stored
-//! events or 404 (what `sessionpipe-receiver` serves). A `well_known` answer's
+//! events or 404 (what `sessionpipe-receiver` serves in a build with its
+//! `test-doors` feature, as its other test doors). A `well_known` answer's
 //! `control.session_tools`, when present, must be MCP server names only.
 
 use super::check::{Failed, Outcome};
