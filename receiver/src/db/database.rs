@@ -41,7 +41,14 @@ impl Db {
     /// Connects to the database as it is (`Db::open` migrates it too).
     pub async fn connect(at: Location<'_>) -> Result<Db, DbError> {
         Ok(match at {
-            Location::Folder(dir) => Db::Sqlite(sqlite::Sqlite::open(&dir.join("receiver.db"))?),
+            Location::Folder(dir) => {
+                // Opening waits on the file's locks too: off the async workers.
+                let path = dir.join("receiver.db");
+                let opened = tokio::task::spawn_blocking(move || sqlite::Sqlite::open(&path))
+                    .await
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+                Db::Sqlite(opened?)
+            }
             Location::Url(url) => Db::Postgres(postgres::Pg::connect(url).await?),
         })
     }

@@ -99,6 +99,11 @@ impl Drop for Threads {
     fn drop(&mut self) {
         // The queue closed, each thread ends after the jobs already queued.
         self.queue = None;
+        // Waited for from a plain thread (a `Handle`'s stop: the file is
+        // closed when it returns); on an async worker, never.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return;
+        }
         let me = std::thread::current().id();
         for h in self.handles.drain(..) {
             if h.thread().id() != me {
