@@ -3,7 +3,8 @@
 //! the dev profile here, for time) and started the way the README says (the
 //! page, open pairing, a data folder), it answers 404 at every test door,
 //! from loopback with its own token, while the events side works; the test
-//! build, with the feature, opens them.
+//! build, with the feature, opens them. The tray app, which runs a receiver
+//! in its own process, is resolved without the feature too.
 
 use crate::common::{TOKEN, started};
 use reqwest::blocking::Client;
@@ -123,4 +124,24 @@ fn the_shipped_build_answers_404_at_every_test_door() {
         (200, json!({"armed": null}))
     );
     assert!(help(test_build).contains("test doors"));
+}
+
+#[test]
+fn the_tray_app_s_receiver_has_no_test_doors() {
+    // What `tauri build` compiles: the app's package alone, its normal
+    // dependencies.
+    let out = Command::new(env!("CARGO"))
+        .args(["tree", "--quiet", "--offline", "-p", "sessionpipe-app"])
+        .args(["-e", "features,normal", "-i", "sessionpipe-receiver"])
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .output()
+        .expect("cargo runs");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("sessionpipe-app"), "{said}");
+    assert!(!said.contains("test-doors"), "{said}");
 }
