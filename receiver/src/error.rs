@@ -2,8 +2,9 @@
 //! becomes: its status, the binding's `reason` word, words for a person
 //! (`detail`, when it has any) and the members some answers carry
 //! (`supported`, `max_tier`), as JSON; `connection: close` when the body was
-//! left unread. Each error of the layers below is turned into one here, once;
-//! the sides build their own refusals with it.
+//! left unread; `retry-after` when the client may come back later. Each
+//! error of the layers below is turned into one here, once; the sides build
+//! their own refusals with it.
 //!
 //! This module owns that mapping to HTTP. It must not put into an answer what
 //! may name a table, a host or a secret: a storage failure is logged here, on
@@ -14,6 +15,8 @@ use crate::db::DbError;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
+use std::num::NonZeroU16;
+use std::time::Duration;
 
 /// A request refused, or failed: what its answer says.
 #[derive(Debug)]
@@ -23,6 +26,9 @@ pub struct ApiError {
     detail: Option<String>,
     members: Map<String, Value>,
     close: bool,
+    /// Seconds, at most 65 535 (18 hours; a small type keeps the answer
+    /// small enough to return by value).
+    retry_after: Option<NonZeroU16>,
 }
 
 impl ApiError {
@@ -42,6 +48,7 @@ impl ApiError {
             detail: None,
             members: Map::new(),
             close: false,
+            retry_after: None,
         }
     }
 
@@ -56,6 +63,31 @@ impl ApiError {
     pub fn closing(mut self) -> ApiError {
         self.close = true;
         self
+    }
+
+    /// `retry-after`: come back in `secs` seconds (a 429's, a 503's).
+    pub fn retry_after(mut self, secs: u64) -> ApiError {
+        self.retry_after = NonZeroU16::new(u16::try_from(secs.max(1)).unwrap_or(u16::MAX));
+        self
+    }
+
+    /// 429 `rate_limited`: the client asked too often (`detail` says what),
+    /// and may come back in `wait` (`retry-after`, and in the words). The
+    /// connection is closed: the body is left unread.
+    pub fn rate_limited(detail: &str, wait: Duration) -> ApiError {
+        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+        let when = if secs < 120 {
+            format!("{secs} s")
+        } else {
+            format!("{} min", secs.div_ceil(60))
+        };
+        ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            format!("{detail}: try again in {when}"),
+        )
+        .retry_after(secs)
+        .closing()
     }
 
     /// 400 `malformed`: which member is wrong, and how.
@@ -117,6 +149,10 @@ impl IntoResponse for ApiError {
             resp.headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
+        if let Some(secs) = self.retry_after {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs.get()));
+        }
         resp
     }
 }
@@ -132,6 +168,9 @@ impl From<AccountError> for ApiError {
         let code = e.code();
         if code == "storage" {
             return ApiError::storage(e);
+        }
+        if let AccountError::ClientBusy { wait } = e {
+            return ApiError::rate_limited(&e.to_string(), wait);
         }
         let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::BAD_REQUEST);
         ApiError::new(status, code, e.to_string())
@@ -181,5 +220,21 @@ mod tests {
         );
         let (s, _, b) = body_of(ApiError::from(AccountError::Busy)).await;
         assert_eq!((s, b["reason"].as_str()), (503, Some("busy")));
+    }
+
+    #[tokio::test]
+    async fn a_429_says_when_to_come_back() {
+        let words =
+            |ms: u64| ApiError::rate_limited("too many", Duration::from_millis(ms)).to_string();
+        assert_eq!(words(2100), "429 rate_limited: too many: try again in 3 s");
+        assert_eq!(words(10), "429 rate_limited: too many: try again in 1 s");
+        assert_eq!(
+            words(290_000),
+            "429 rate_limited: too many: try again in 5 min"
+        );
+        let r = ApiError::rate_limited("too many", Duration::from_secs(7)).into_response();
+        assert_eq!(r.status(), 429);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "7");
+        assert_eq!(r.headers()[header::CONNECTION], "close");
     }
 }

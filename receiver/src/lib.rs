@@ -14,12 +14,14 @@
 //! import each other, and a folder's own file only gathers its children; the
 //! `layering` test holds the code to it):
 //!
-//! 1. `db`, `check`, `signature`, `board`, `push`, `invalid`: the database,
-//!    the rules of an event, Standard Webhooks, the board's folding, Web Push.
+//! 1. `db`, `check`, `signature`, `board`, `push`, `invalid`, `buckets`: the
+//!    database, the rules of an event, Standard Webhooks, the board's
+//!    folding, Web Push, token buckets.
 //! 2. `store`, `owners`, `accounts`, `notify`: what is kept and its rules
 //!    (events, sink tokens, accounts and passkeys, who is told of what).
-//! 3. `error`, `request`, `client`: HTTP shared by the sides (the one error
-//!    type and its answer, reading a request, who is asking).
+//! 3. `error`, `request`, `client`, `limits`: HTTP shared by the sides (the
+//!    one error type and its answer, reading a request, who is asking, and
+//!    each client's share of the doors anyone may reach).
 //! 4. `events`, `control`: the machine-facing sides, each with its own state
 //!    and router.
 //! 5. `page`: the page and its API, over the control side.
@@ -44,6 +46,7 @@
 
 mod accounts;
 mod board;
+mod buckets;
 pub mod check;
 mod client;
 mod control;
@@ -51,6 +54,7 @@ mod db;
 mod error;
 mod events;
 mod invalid;
+mod limits;
 mod notify;
 mod options;
 mod owners;
@@ -64,6 +68,7 @@ mod store;
 mod tls;
 
 pub use check::Key;
+pub use client::{Cidr, ProxyHeader};
 pub use control::{CONTROL_PATH, ControlOptions, file_sha256};
 #[cfg(feature = "test-doors")]
 pub use events::Fault;

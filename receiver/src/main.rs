@@ -9,7 +9,9 @@
 //! non-loopback `--listen` without `--allow-remote`).
 
 use clap::Parser;
-use sessionpipe_receiver::{ControlOptions, Options, PageOptions, Receiver, TlsFiles};
+use sessionpipe_receiver::{
+    Cidr, ControlOptions, Options, PageOptions, ProxyHeader, Receiver, TlsFiles,
+};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -114,6 +116,35 @@ struct Cli {
     /// runs on threads of its own besides.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     workers: Option<u16>,
+    /// A reverse proxy in front of this receiver (an address, or a network
+    /// such as 10.0.0.0/8); repeatable. From these peers the client's address
+    /// is read from the proxy header (--proxy-header); from any other, the
+    /// peer is the client, whatever it sends.
+    #[arg(
+        long = "trusted-proxy",
+        value_name = "ADDR|CIDR",
+        help_heading = "Clients and their limits"
+    )]
+    trusted_proxies: Vec<Cidr>,
+    /// The header the trusted proxies write the client's address into:
+    /// x-forwarded-for (Caddy, nginx; the default) or forwarded (RFC 7239).
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "trusted_proxies",
+        help_heading = "Clients and their limits"
+    )]
+    proxy_header: Option<ProxyHeader>,
+    /// Sign-ins and registrations one client (an address, an IPv6 /64) may
+    /// have under way at once (default 16; each lasts at most 5 minutes).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000), help_heading = "Clients and their limits")]
+    ceremonies_per_client: Option<u32>,
+    /// Open pairings one client may have pending at once (default 8).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000), help_heading = "Clients and their limits")]
+    pairings_per_client: Option<u32>,
+    /// Pairings pending at once over all clients (default 512).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000), help_heading = "Clients and their limits")]
+    max_pairings: Option<u32>,
 }
 
 fn main() -> ExitCode {
@@ -132,17 +163,23 @@ fn main() -> ExitCode {
     let control_only = cli.open_pairing
         || !cli.session_tools.is_empty()
         || cli.rp_id.is_some()
-        || cli.wait_max_s.is_some();
+        || cli.wait_max_s.is_some()
+        || cli.pairings_per_client.is_some()
+        || cli.max_pairings.is_some();
     if control_only && !(cli.control || page) {
         eprintln!(
-            "sessionpipe-receiver: --open-pairing, --session-tool, --rp-id and --wait-max-s \
-             need --control (or --page)"
+            "sessionpipe-receiver: --open-pairing, --session-tool, --rp-id, --wait-max-s, \
+             --pairings-per-client and --max-pairings need --control (or --page)"
         );
         return ExitCode::from(2);
     }
-    let page_only = cli.open_registration || cli.page_dir.is_some();
+    let page_only =
+        cli.open_registration || cli.page_dir.is_some() || cli.ceremonies_per_client.is_some();
     if page_only && !page {
-        eprintln!("sessionpipe-receiver: --open-registration and --page-dir need --page");
+        eprintln!(
+            "sessionpipe-receiver: --open-registration, --page-dir and \
+             --ceremonies-per-client need --page"
+        );
         return ExitCode::from(2);
     }
     let opts = Options {
@@ -158,23 +195,40 @@ fn main() -> ExitCode {
         webhook_secret: cli.webhook_secret,
         allow_remote: cli.allow_remote,
         log: !cli.quiet,
-        control: (cli.control || page).then(|| ControlOptions {
-            wait_max_s: cli.wait_max_s.unwrap_or(25),
-            open_pairing: cli.open_pairing,
-            session_tools: cli.session_tools,
-            ..ControlOptions::new(cli.rp_id.unwrap_or_else(|| "localhost".into()))
+        control: (cli.control || page).then(|| {
+            let defaults = ControlOptions::new(cli.rp_id.unwrap_or_else(|| "localhost".into()));
+            ControlOptions {
+                wait_max_s: cli.wait_max_s.unwrap_or(25),
+                open_pairing: cli.open_pairing,
+                session_tools: cli.session_tools,
+                pairings_per_client: cli
+                    .pairings_per_client
+                    .map_or(defaults.pairings_per_client, |n| n as usize),
+                max_pairings: cli
+                    .max_pairings
+                    .map_or(defaults.max_pairings, |n| n as usize),
+                ..defaults
+            }
         }),
         tls: cli
             .tls_cert
             .zip(cli.tls_key)
             .map(|(cert, key)| TlsFiles { cert, key }),
-        page: page.then(|| PageOptions {
-            open_registration: cli.open_registration,
-            page_dir: cli.page_dir,
+        page: page.then(|| {
             // Empty: http://localhost:<the port bound>.
-            ..PageOptions::new(cli.origin.unwrap_or_default())
+            let defaults = PageOptions::new(cli.origin.unwrap_or_default());
+            PageOptions {
+                open_registration: cli.open_registration,
+                page_dir: cli.page_dir,
+                ceremonies_per_client: cli
+                    .ceremonies_per_client
+                    .map_or(defaults.ceremonies_per_client, |n| n as usize),
+                ..defaults
+            }
         }),
         workers: cli.workers.map(usize::from),
+        trusted_proxies: cli.trusted_proxies,
+        proxy_header: cli.proxy_header.unwrap_or_default(),
     };
     let handle = match Receiver::start(opts) {
         Ok(h) => h,

@@ -5,6 +5,7 @@
 //! does), and never shows the token or a secret (`Debug` is written out by
 //! hand for that).
 
+use crate::client::{Cidr, ProxyHeader};
 use crate::control::ControlOptions;
 use crate::events::Settings;
 use crate::invalid::Invalid;
@@ -17,7 +18,7 @@ use std::time::Duration;
 
 /// How a receiver is started. `Options::new(token)` gives the defaults: loopback on
 /// a free port, `max_tier` 3, the binding's default batch limits, a temporary
-/// folder, no signature, no control side, quiet.
+/// folder, no signature, no control side, quiet, no trusted proxy.
 #[derive(Clone)]
 pub struct Options {
     pub listen: SocketAddr,
@@ -57,6 +58,12 @@ pub struct Options {
     /// The async worker threads (1-1024); `None` is one per core. The
     /// database has threads of its own besides.
     pub workers: Option<usize>,
+    /// Reverse proxies whose word on the client's address is taken (an
+    /// address or a network each); from any other peer, the peer is the
+    /// client. Per-client limits count clients by this address.
+    pub trusted_proxies: Vec<Cidr>,
+    /// The header those proxies write the client's address into.
+    pub proxy_header: ProxyHeader,
 }
 
 /// Written out by hand so that a token or a secret never reaches a log or a panic
@@ -82,6 +89,8 @@ impl std::fmt::Debug for Options {
             .field("page", &self.page)
             .field("tls", &self.tls)
             .field("workers", &self.workers)
+            .field("trusted_proxies", &self.trusted_proxies)
+            .field("proxy_header", &self.proxy_header)
             .finish()
     }
 }
@@ -104,6 +113,8 @@ impl Options {
             page: None,
             tls: None,
             workers: None,
+            trusted_proxies: Vec::new(),
+            proxy_header: ProxyHeader::default(),
         }
     }
 

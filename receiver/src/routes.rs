@@ -5,16 +5,18 @@
 //! over all of them.
 //!
 //! This module owns that assembly and the order of the layers. Outermost is
-//! `client::resolve` (who is asking, and the request's log span); what keys
-//! on the client (per-client limits) goes inside it, over the routes anyone
-//! may reach before a token or a cookie is checked. It must not handle a
-//! request itself beyond the well-known document and the 404.
+//! `client::resolve` (who is asking, through the trusted proxies, and the
+//! request's log span); inside it `limits::layer` (each client's share: the
+//! doors charge it, and a client with too many refusals is stopped before
+//! any route looks at its token). It must not handle a request itself
+//! beyond the well-known document and the 404.
 
 use crate::check::SUPPORTED;
-use crate::client;
+use crate::client::{self, Proxies};
 use crate::control::{self, CONTROL_PATH, Control, ControlOptions};
 use crate::error::ApiError;
 use crate::events::{self, EVENTS_PATH, Events, Settings};
+use crate::limits::{self, Limits};
 use crate::page::{self, Page};
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -51,8 +53,9 @@ pub fn discovery(events: &Settings, control: Option<&ControlOptions>) -> Value {
     doc
 }
 
-/// The receiver's router.
-pub fn router(sides: &Sides) -> Router {
+/// The receiver's router: `sides`, with clients read through `proxies` and
+/// held to their share by `limits`.
+pub fn router(sides: &Sides, proxies: Arc<Proxies>, limits: Arc<Limits>) -> Router {
     let doc = Arc::new(discovery(
         &sides.events.settings,
         sides.control.as_ref().map(|c| c.options()),
@@ -75,7 +78,8 @@ pub fn router(sides: &Sides) -> Router {
         }
     }
     app.fallback(not_found)
-        .layer(middleware::from_fn(client::resolve))
+        .layer(middleware::from_fn_with_state(limits, limits::layer))
+        .layer(middleware::from_fn_with_state(proxies, client::resolve))
 }
 
 async fn well_known(State(doc): State<Arc<Value>>) -> Json<Value> {

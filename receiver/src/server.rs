@@ -10,9 +10,11 @@
 //! stop. It must not handle a request (`routes` and the sides do), and never
 //! logs a token or a secret.
 
+use crate::client::Proxies;
 use crate::control::Control;
 use crate::db::{self, Db};
 use crate::events::{Events, Stats};
+use crate::limits::Limits;
 use crate::options::Options;
 use crate::owners::Owners;
 use crate::page::Page;
@@ -145,7 +147,11 @@ impl Receiver {
             let _in_rt = rt.enter();
             tokio::net::TcpListener::from_std(listener)?
         };
-        let app = routes::router(&sides);
+        let proxies = Arc::new(Proxies::new(
+            opts.trusted_proxies.clone(),
+            opts.proxy_header,
+        ));
+        let app = routes::router(&sides, proxies, Arc::new(Limits::new()));
         let runtime = rt.handle().clone();
         if let Some(keep) = opts.retention {
             runtime.spawn(retain(Arc::clone(&db), keep, log, stop_rx.clone()));

@@ -7,7 +7,8 @@
 //! account (or when the operator opens it), else it takes an invite; a
 //! ceremony lives five minutes in the database (not in memory: several
 //! receiver processes may share one PostgreSQL, and a finish may land on
-//! another process than its start) and is used once; sign-in is discoverable
+//! another process than its start), is used once, and counts against the
+//! share of the client that started it; sign-in is discoverable
 //! (no name typed: the passkey says whose it is); only SHA-256s of session
 //! tokens and invite codes are kept, and each is the row's key, so finding one
 //! is a lookup, never a comparison of secrets. It must not speak HTTP (the
@@ -46,8 +47,13 @@ pub const SESSION_MS: i64 = 30 * 24 * 3600 * 1000;
 /// How long an invite link can be used.
 pub const INVITE_MS: i64 = 24 * 3600 * 1000;
 
-/// Ceremonies under way at once: anyone may start one, so they are bounded.
+/// Ceremonies under way at once: anyone may start one, so they are bounded,
+/// over all clients (each client is bounded too: `Accounts::new`).
 const CEREMONIES_MAX: i64 = 10_000;
+
+/// Ceremonies one client may have under way at once, by default: a
+/// household's or an office's sign-ins; 625 clients to fill `CEREMONIES_MAX`.
+pub const CEREMONIES_PER_CLIENT: usize = 16;
 
 /// Invite links open at once per account.
 const INVITES_MAX: i64 = 20;
@@ -116,6 +122,8 @@ pub enum AccountError {
     TooManyInvites,
     #[error("too many sign-ins are under way: try again in a few minutes")]
     Busy,
+    #[error("too many sign-ins are under way from your address")]
+    ClientBusy { wait: std::time::Duration },
     #[error("the receiver's rp id or origin cannot be used: {0}")]
     Config(String),
     #[error("accounts store: {0}")]
@@ -139,6 +147,7 @@ impl AccountError {
             AccountError::UnknownAccount => "unknown_account",
             AccountError::TooManyInvites => "too_many_invites",
             AccountError::Busy => "busy",
+            AccountError::ClientBusy { .. } => "rate_limited",
             AccountError::Config(_) => "config",
             AccountError::Storage(_) | AccountError::Corrupt(_) => "storage",
         }
@@ -155,7 +164,7 @@ impl AccountError {
             AccountError::InviteNeeded => 403,
             AccountError::UnknownAccount => 404,
             AccountError::CredentialExists => 409,
-            AccountError::TooManyInvites => 429,
+            AccountError::TooManyInvites | AccountError::ClientBusy { .. } => 429,
             AccountError::Busy => 503,
             AccountError::Config(_) | AccountError::Storage(_) | AccountError::Corrupt(_) => 500,
         }
@@ -168,18 +177,22 @@ pub struct Accounts {
     db: Arc<Db>,
     rp_id: String,
     rp_name: String,
+    /// Ceremonies one client may have under way.
+    per_client: i64,
     last_prune_ms: AtomicI64,
 }
 
 impl Accounts {
     /// `rp_id` is the domain passkeys are bound to (`localhost`,
     /// `phone.example.net`); `origin` the page's (`https://phone.example.net`,
-    /// or `http://localhost:PORT`, where any port is taken, for local use).
+    /// or `http://localhost:PORT`, where any port is taken, for local use);
+    /// `per_client` the ceremonies one client may have under way (at least 1).
     pub fn new(
         db: Arc<Db>,
         rp_id: &str,
         rp_name: &str,
         origin: &Url,
+        per_client: usize,
     ) -> Result<Accounts, AccountError> {
         let localhost = origin.host_str() == Some("localhost");
         match origin.scheme() {
@@ -217,6 +230,7 @@ impl Accounts {
             db,
             rp_id: rp_id.to_string(),
             rp_name: rp_name.to_string(),
+            per_client: i64::try_from(per_client.max(1)).unwrap_or(i64::MAX),
             last_prune_ms: AtomicI64::new(i64::MIN),
         })
     }

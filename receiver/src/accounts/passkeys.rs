@@ -17,6 +17,7 @@ use super::{
 use crate::db::{Dialect, args};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use std::time::Duration;
 use webauthn_rs::prelude::{
     CredentialID, DiscoverableAuthentication, DiscoverableKey, Passkey, PasskeyRegistration,
     PublicKeyCredential, RegisterPublicKeyCredential, Uuid, WebauthnError,
@@ -81,16 +82,17 @@ impl Accounts {
     /// PublicKeyCredentialCreationOptions, binary members as base64url
     /// strings), and the ceremony's id. `name` is the new account's (a
     /// device invite keeps its account's, and ignores it); `invite` a code
-    /// from `invite()`; without one, registration must be open.
+    /// from `invite()`; without one, registration must be open. `client` is
+    /// who asks (`ClientKey`), held to its share of ceremonies.
     pub async fn register_start(
         &self,
         name: &str,
         invite: Option<&str>,
         open_registration: bool,
+        client: &str,
         now_ms: i64,
     ) -> Result<(Value, String), AccountError> {
         self.prune(now_ms).await?;
-        self.room_for_ceremony(now_ms).await?;
         let (basis, joins, invite_hash) = match invite {
             Some(code) => {
                 let found = self
@@ -161,6 +163,7 @@ impl Accounts {
                 joins.as_deref(),
                 joins.is_none().then_some(user_name.as_str()),
                 serde_json::to_string(&state).map_err(|_| AccountError::Corrupt("ceremony"))?,
+                client,
                 now_ms,
             )
             .await?;
@@ -308,10 +311,14 @@ impl Accounts {
 
     /// The options for `navigator.credentials.get` (the JSON of
     /// PublicKeyCredentialRequestOptions: no `allowCredentials`, user
-    /// verification required), and the ceremony's id.
-    pub async fn signin_start(&self, now_ms: i64) -> Result<(Value, String), AccountError> {
+    /// verification required), and the ceremony's id; `client` as for
+    /// `register_start`.
+    pub async fn signin_start(
+        &self,
+        client: &str,
+        now_ms: i64,
+    ) -> Result<(Value, String), AccountError> {
         self.prune(now_ms).await?;
-        self.room_for_ceremony(now_ms).await?;
         // Its `mediation` (conditional) is left to the page: a sign-in button
         // asks without it.
         let (rcr, state) = self
@@ -325,7 +332,7 @@ impl Accounts {
         }
         let state = serde_json::to_string(&state).map_err(|_| AccountError::Corrupt("ceremony"))?;
         let id = self
-            .keep_ceremony("signin", None, None, state, now_ms)
+            .keep_ceremony("signin", None, None, state, client, now_ms)
             .await?;
         Ok((options, id))
     }
@@ -406,48 +413,83 @@ impl Accounts {
         Ok((account, credential))
     }
 
-    /// Refuses a new ceremony while too many are under way.
-    async fn room_for_ceremony(&self, now_ms: i64) -> Result<(), AccountError> {
-        let live = self
-            .db
-            .row(
-                "SELECT COUNT(*) FROM ceremonies WHERE expires_ms > $1",
-                args![now_ms],
-            )
-            .await?
-            .map(|r| r.int(0))
-            .transpose()?
-            .unwrap_or(0);
-        if live >= CEREMONIES_MAX {
-            return Err(AccountError::Busy);
-        }
-        Ok(())
-    }
-
-    /// Keeps a ceremony's state for `CEREMONY_MS`; its id (16 random bytes,
-    /// base64url).
+    /// Keeps a ceremony's state, and the client that started it, for
+    /// `CEREMONY_MS`; its id (16 random bytes, base64url). Refused while
+    /// `client` has its share under way (until the first of them ends), or
+    /// too many are, over all clients: counted and kept in one transaction,
+    /// so that a client's starts at once, on any processes, take turns.
     async fn keep_ceremony(
         &self,
-        kind: &str,
+        kind: &'static str,
         account: Option<&str>,
         name: Option<&str>,
         state: String,
+        client: &str,
         now_ms: i64,
     ) -> Result<String, AccountError> {
         let id = b64(&random::<16>());
+        let (dialect, per_client) = (self.db.dialect(), self.per_client);
+        let (account, name, client) = (
+            account.map(str::to_string),
+            name.map(str::to_string),
+            client.to_string(),
+        );
+        let kept = id.clone();
         self.db
-            .exec(
-                "INSERT INTO ceremonies (id, kind, account, name, state, expires_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-                args![
-                    id.as_str(),
-                    kind,
-                    account,
-                    name,
-                    state,
-                    now_ms + CEREMONY_MS
-                ],
-            )
+            .transaction(move |mut tx| {
+                Box::pin(async move {
+                    if dialect == Dialect::Postgres {
+                        tx.exec(
+                            "SELECT pg_advisory_xact_lock(7303003, hashtext($1))",
+                            args![client.as_str()],
+                        )
+                        .await?;
+                    }
+                    let mine = tx
+                        .row(
+                            "SELECT COUNT(*), MIN(expires_ms) FROM ceremonies
+                             WHERE client = $1 AND expires_ms > $2",
+                            args![client.as_str(), now_ms],
+                        )
+                        .await?;
+                    if let Some(r) = mine
+                        && r.int(0)? >= per_client
+                    {
+                        let ends = r.opt_int(1)?.unwrap_or(now_ms + CEREMONY_MS);
+                        return Err(AccountError::ClientBusy {
+                            wait: Duration::from_millis(ends.saturating_sub(now_ms).max(0) as u64),
+                        });
+                    }
+                    let live = tx
+                        .row(
+                            "SELECT COUNT(*) FROM ceremonies WHERE expires_ms > $1",
+                            args![now_ms],
+                        )
+                        .await?
+                        .map(|r| r.int(0))
+                        .transpose()?
+                        .unwrap_or(0);
+                    if live >= CEREMONIES_MAX {
+                        return Err(AccountError::Busy);
+                    }
+                    tx.exec(
+                        "INSERT INTO ceremonies (id, kind, account, name, state, expires_ms, client)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                        args![
+                            kept.as_str(),
+                            kind,
+                            account.as_deref(),
+                            name.as_deref(),
+                            state,
+                            now_ms + CEREMONY_MS,
+                            client.as_str()
+                        ],
+                    )
+                    .await?;
+                    tx.commit().await?;
+                    Ok(())
+                })
+            })
             .await?;
         Ok(id)
     }

@@ -21,11 +21,14 @@ use webauthn_rs::prelude::{
 const T0: i64 = 1_760_000_000_000;
 const ORIGIN: &str = "http://localhost:8080";
 
+/// The client the ceremonies are started from.
+const CLIENT: &str = "192.0.2.1";
+
 async fn accounts() -> (tempfile::TempDir, Arc<Db>, Accounts) {
     let dir = tempfile::tempdir().unwrap();
     let db = Arc::new(Db::open(Location::Folder(dir.path())).await.unwrap());
     let origin = Url::parse(ORIGIN).unwrap();
-    let accounts = Accounts::new(Arc::clone(&db), "localhost", "sessionpipe", &origin).unwrap();
+    let accounts = Accounts::new(Arc::clone(&db), "localhost", "sessionpipe", &origin, 16).unwrap();
     (dir, db, accounts)
 }
 
@@ -103,7 +106,9 @@ async fn register(
     invite: Option<&str>,
     now: i64,
 ) -> Result<(Account, Credential, bool), AccountError> {
-    let (options, ceremony) = accounts.register_start(name, invite, false, now).await?;
+    let (options, ceremony) = accounts
+        .register_start(name, invite, false, CLIENT, now)
+        .await?;
     let answer = phone.create(&options);
     accounts
         .register_finish(&ceremony, &format!("{name}'s phone"), &answer, now + 1000)
@@ -115,7 +120,7 @@ async fn sign_in(
     phone: &mut Phone,
     now: i64,
 ) -> Result<(Account, Credential), AccountError> {
-    let (options, ceremony) = accounts.signin_start(now).await?;
+    let (options, ceremony) = accounts.signin_start(CLIENT, now).await?;
     let answer = phone.get(&options);
     accounts.signin_finish(&ceremony, &answer, now + 1000).await
 }
@@ -143,7 +148,7 @@ async fn first_registration_is_open_then_invites_are_needed() {
     );
 
     let (options, ceremony) = accounts
-        .register_start("Ann", None, false, T0)
+        .register_start("Ann", None, false, CLIENT, T0)
         .await
         .unwrap();
     // What the page decodes: binary members as base64url strings; a
@@ -191,13 +196,15 @@ async fn first_registration_is_open_then_invites_are_needed() {
     assert!(accounts.any_account().await.unwrap());
     assert_eq!(accounts.registration_mode(false).await.unwrap(), "invite");
     assert_eq!(accounts.registration_mode(true).await.unwrap(), "open");
-    let refused = accounts.register_start("Bob", None, false, T0).await;
+    let refused = accounts
+        .register_start("Bob", None, false, CLIENT, T0)
+        .await;
     assert_eq!(code_of(refused), "invite_needed");
 
     // Opened by the operator: a second account, not the first.
     let mut bob = Phone::new();
     let (options, ceremony) = accounts
-        .register_start("Bob", None, true, T0)
+        .register_start("Bob", None, true, CLIENT, T0)
         .await
         .unwrap();
     let answer = bob.create(&options);
@@ -213,11 +220,11 @@ async fn first_registration_is_open_then_invites_are_needed() {
 async fn a_first_registration_overtaken_by_another_needs_an_invite() {
     let (_dir, _db, accounts) = accounts().await;
     let (o1, c1) = accounts
-        .register_start("Ann", None, false, T0)
+        .register_start("Ann", None, false, CLIENT, T0)
         .await
         .unwrap();
     let (o2, c2) = accounts
-        .register_start("Eve", None, false, T0)
+        .register_start("Eve", None, false, CLIENT, T0)
         .await
         .unwrap();
     let (a1, a2) = (Phone::new().create(&o1), Phone::new().create(&o2));
@@ -240,7 +247,7 @@ async fn invites_add_a_device_or_make_an_account_once() {
     let mut laptop = Phone::new();
     // A device invite keeps the account's name, whatever is typed.
     let (options, ceremony) = accounts
-        .register_start("", Some(&code), false, T0)
+        .register_start("", Some(&code), false, CLIENT, T0)
         .await
         .unwrap();
     assert_eq!(options["user"]["name"], "Ann");
@@ -263,7 +270,9 @@ async fn invites_add_a_device_or_make_an_account_once() {
         [cred.id.as_str(), second.id.as_str()]
     );
     // Used up.
-    let reused = accounts.register_start("", Some(&code), false, T0).await;
+    let reused = accounts
+        .register_start("", Some(&code), false, CLIENT, T0)
+        .await;
     assert_eq!(code_of(reused), "bad_invite");
 
     let code = accounts.invite(&ann.id, false, T0).await.unwrap();
@@ -285,11 +294,11 @@ async fn invites_add_a_device_or_make_an_account_once() {
     // code make one account.
     let code = accounts.invite(&ann.id, false, T0).await.unwrap();
     let (o1, c1) = accounts
-        .register_start("Cy", Some(&code), false, T0)
+        .register_start("Cy", Some(&code), false, CLIENT, T0)
         .await
         .unwrap();
     let (o2, c2) = accounts
-        .register_start("Di", Some(&code), false, T0)
+        .register_start("Di", Some(&code), false, CLIENT, T0)
         .await
         .unwrap();
     let (a1, a2) = (Phone::new().create(&o1), Phone::new().create(&o2));
@@ -300,11 +309,13 @@ async fn invites_add_a_device_or_make_an_account_once() {
     // Expired after 24 hours; unknown codes and odd strings alike.
     let code = accounts.invite(&ann.id, true, T0).await.unwrap();
     let late = accounts
-        .register_start("", Some(&code), false, T0 + INVITE_MS)
+        .register_start("", Some(&code), false, CLIENT, T0 + INVITE_MS)
         .await;
     assert_eq!(code_of(late), "bad_invite");
     for bad in ["", "x", "AAAAAAAAAAAAAAAAAAAAAA", "not a code at all!!!!"] {
-        let r = accounts.register_start("Eve", Some(bad), true, T0).await;
+        let r = accounts
+            .register_start("Eve", Some(bad), true, CLIENT, T0)
+            .await;
         assert_eq!(code_of(r), "bad_invite", "{bad:?}");
     }
     let unknown = accounts.invite("a_nobody", true, T0).await;
@@ -357,7 +368,7 @@ async fn discoverable_sign_in_finds_the_account_and_keeps_the_counter() {
         .await
         .unwrap();
 
-    let (options, ceremony) = accounts.signin_start(T0 + 5000).await.unwrap();
+    let (options, ceremony) = accounts.signin_start(CLIENT, T0 + 5000).await.unwrap();
     assert_eq!(options["rpId"], "localhost");
     assert_eq!(options["userVerification"], "required");
     assert!(options.get("allowCredentials").is_none());
@@ -417,7 +428,7 @@ async fn localhost_takes_any_port_and_other_origins_are_refused() {
 
     // A passkey of another site cannot register here.
     let (options, ceremony) = accounts
-        .register_start("Eve", None, true, T0)
+        .register_start("Eve", None, true, CLIENT, T0)
         .await
         .unwrap();
     let mut options = options;
@@ -429,14 +440,14 @@ async fn localhost_takes_any_port_and_other_origins_are_refused() {
 
     let https = Url::parse("https://phone.example.net").unwrap();
     let (_dir2, db2, _) = accounts_db().await;
-    assert!(Accounts::new(Arc::clone(&db2), "phone.example.net", "x", &https).is_ok());
-    assert!(Accounts::new(Arc::clone(&db2), "example.net", "x", &https).is_ok());
+    assert!(Accounts::new(Arc::clone(&db2), "phone.example.net", "x", &https, 16).is_ok());
+    assert!(Accounts::new(Arc::clone(&db2), "example.net", "x", &https, 16).is_ok());
     for (rp, origin) in [
         ("other.net", "https://phone.example.net"),
         ("phone.example.net", "http://phone.example.net"),
         ("127.0.0.1", "http://127.0.0.1:8080"),
     ] {
-        let r = Accounts::new(Arc::clone(&db2), rp, "x", &Url::parse(origin).unwrap());
+        let r = Accounts::new(Arc::clone(&db2), rp, "x", &Url::parse(origin).unwrap(), 16);
         assert_eq!(code_of(r.map(|_| ())), "config", "{rp} {origin}");
     }
 }
@@ -454,7 +465,7 @@ async fn tampered_late_and_unknown_answers_are_refused() {
 
     // A registration whose client data was changed.
     let (options, ceremony) = accounts
-        .register_start("Ann", None, false, T0)
+        .register_start("Ann", None, false, CLIENT, T0)
         .await
         .unwrap();
     let mut answer = phone.create(&options);
@@ -472,7 +483,7 @@ async fn tampered_late_and_unknown_answers_are_refused() {
 
     // Too late: five minutes.
     let (options, ceremony) = accounts
-        .register_start("Ann", None, false, T0)
+        .register_start("Ann", None, false, CLIENT, T0)
         .await
         .unwrap();
     let answer = phone.create(&options);
@@ -483,7 +494,7 @@ async fn tampered_late_and_unknown_answers_are_refused() {
 
     // Not a response at all; a bad device name.
     let (options, ceremony) = accounts
-        .register_start("Ann", None, false, T0)
+        .register_start("Ann", None, false, CLIENT, T0)
         .await
         .unwrap();
     let r = accounts
@@ -498,7 +509,7 @@ async fn tampered_late_and_unknown_answers_are_refused() {
         assert_eq!(code_of(r), "bad_name", "{bad:?}");
     }
     assert_eq!(
-        code_of(accounts.register_start(" ", None, false, T0).await),
+        code_of(accounts.register_start(" ", None, false, CLIENT, T0).await),
         "bad_name"
     );
     let (ann, _, _) = register(&accounts, &mut phone, "Ann", None, T0)
@@ -506,7 +517,7 @@ async fn tampered_late_and_unknown_answers_are_refused() {
         .unwrap();
 
     // A sign-in whose signature was changed.
-    let (options, ceremony) = accounts.signin_start(T0).await.unwrap();
+    let (options, ceremony) = accounts.signin_start(CLIENT, T0).await.unwrap();
     let mut answer = phone.get(&options);
     let mut sig = unb64(answer["response"]["signature"].as_str().unwrap()).unwrap();
     let last = sig.len() - 1;
@@ -516,9 +527,9 @@ async fn tampered_late_and_unknown_answers_are_refused() {
     assert_eq!(why(r), "its signature or its data do not verify");
 
     // Answering another ceremony's challenge.
-    let (options, _) = accounts.signin_start(T0).await.unwrap();
+    let (options, _) = accounts.signin_start(CLIENT, T0).await.unwrap();
     let answer = phone.get(&options);
-    let (_, ceremony) = accounts.signin_start(T0).await.unwrap();
+    let (_, ceremony) = accounts.signin_start(CLIENT, T0).await.unwrap();
     let r = accounts.signin_finish(&ceremony, &answer, T0).await;
     assert_eq!(why(r), "it answers another challenge");
 
@@ -528,21 +539,21 @@ async fn tampered_late_and_unknown_answers_are_refused() {
     register(&accounts, &mut bobs, "Bob", Some(&code), T0)
         .await
         .unwrap();
-    let (options, ceremony) = accounts.signin_start(T0).await.unwrap();
+    let (options, ceremony) = accounts.signin_start(CLIENT, T0).await.unwrap();
     let mut answer = phone.get(&options);
     answer["response"]["userHandle"] = json!(b64(&bobs.user));
     let r = accounts.signin_finish(&ceremony, &answer, T0).await;
     assert_eq!(why(r), "its user handle is not its account's");
 
     // No user handle: not a discoverable answer.
-    let (options, ceremony) = accounts.signin_start(T0).await.unwrap();
+    let (options, ceremony) = accounts.signin_start(CLIENT, T0).await.unwrap();
     let mut answer = phone.get(&options);
     answer["response"]["userHandle"] = Value::Null;
     let r = accounts.signin_finish(&ceremony, &answer, T0).await;
     assert_eq!(why(r), "it names no account (no user handle)");
 
     // A passkey this receiver never registered.
-    let (options, ceremony) = accounts.signin_start(T0).await.unwrap();
+    let (options, ceremony) = accounts.signin_start(CLIENT, T0).await.unwrap();
     let mut answer = phone.get(&options);
     let other = b64(&[9u8; 32]);
     answer["id"] = json!(other);
@@ -551,12 +562,12 @@ async fn tampered_late_and_unknown_answers_are_refused() {
     assert_eq!(code_of(r), "unknown_credential");
 
     // A sign-in ceremony is not a registration's, nor the other way round.
-    let (_, ceremony) = accounts.signin_start(T0).await.unwrap();
+    let (_, ceremony) = accounts.signin_start(CLIENT, T0).await.unwrap();
     let r = accounts.register_finish(&ceremony, "p", &answer, T0).await;
     assert_eq!(code_of(r), "ceremony_expired");
 
     // Late.
-    let (options, ceremony) = accounts.signin_start(T0).await.unwrap();
+    let (options, ceremony) = accounts.signin_start(CLIENT, T0).await.unwrap();
     let answer = phone.get(&options);
     let r = accounts
         .signin_finish(&ceremony, &answer, T0 + CEREMONY_MS + 1)
@@ -707,15 +718,18 @@ async fn ceremonies_are_kept_in_the_database_for_any_process() {
     // PostgreSQL, in miniature): a start on one finishes on the other.
     let (_dir, db, one) = accounts().await;
     let origin = Url::parse(ORIGIN).unwrap();
-    let two = Accounts::new(Arc::clone(&db), "localhost", "sessionpipe", &origin).unwrap();
+    let two = Accounts::new(Arc::clone(&db), "localhost", "sessionpipe", &origin, 16).unwrap();
     let mut phone = Phone::new();
-    let (options, ceremony) = one.register_start("Ann", None, false, T0).await.unwrap();
+    let (options, ceremony) = one
+        .register_start("Ann", None, false, CLIENT, T0)
+        .await
+        .unwrap();
     let answer = phone.create(&options);
     let (ann, _, _) = two
         .register_finish(&ceremony, "phone", &answer, T0)
         .await
         .unwrap();
-    let (options, ceremony) = two.signin_start(T0).await.unwrap();
+    let (options, ceremony) = two.signin_start(CLIENT, T0).await.unwrap();
     let answer = phone.get(&options);
     let (who, _) = one.signin_finish(&ceremony, &answer, T0).await.unwrap();
     assert_eq!(who, ann);
@@ -726,12 +740,66 @@ async fn ceremonies_are_kept_in_the_database_for_any_process() {
     assert!(rows.is_empty(), "finished ceremonies are gone");
 
     // Expired ones are pruned.
-    one.signin_start(T0).await.unwrap();
-    one.signin_start(T0 + CEREMONY_MS + PRUNE_EVERY_MS)
+    one.signin_start(CLIENT, T0).await.unwrap();
+    one.signin_start(CLIENT, T0 + CEREMONY_MS + PRUNE_EVERY_MS)
         .await
         .unwrap();
     let rows = db.rows("SELECT id FROM ceremonies", vec![]).await.unwrap();
     assert_eq!(rows.len(), 1);
+}
+
+#[tokio::test]
+async fn one_client_has_its_share_of_ceremonies_and_no_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Db::open(Location::Folder(dir.path())).await.unwrap());
+    let origin = Url::parse(ORIGIN).unwrap();
+    let accounts = Accounts::new(Arc::clone(&db), "localhost", "sessionpipe", &origin, 3).unwrap();
+    let (flood, other) = ("192.0.2.66", "2001:db8:1:2::/64");
+    for i in 0..3 {
+        accounts.signin_start(flood, T0 + i).await.unwrap();
+    }
+    // The fourth waits for the first to end: five minutes after it began.
+    match accounts.signin_start(flood, T0 + 1000).await {
+        Err(AccountError::ClientBusy { wait }) => {
+            assert_eq!(wait.as_millis() as i64, CEREMONY_MS - 1000);
+        }
+        other => panic!("expected ClientBusy, got {other:?}"),
+    }
+    assert_eq!(
+        code_of(accounts.register_start("Eve", None, false, flood, T0).await),
+        "rate_limited"
+    );
+    // Another client registers and signs in meanwhile.
+    let mut phone = Phone::new();
+    let (options, ceremony) = accounts
+        .register_start("Ann", None, false, other, T0)
+        .await
+        .unwrap();
+    let answer = phone.create(&options);
+    accounts
+        .register_finish(&ceremony, "phone", &answer, T0 + 1)
+        .await
+        .unwrap();
+    let (options, ceremony) = accounts.signin_start(other, T0 + 2).await.unwrap();
+    let answer = phone.get(&options);
+    accounts
+        .signin_finish(&ceremony, &answer, T0 + 3)
+        .await
+        .unwrap();
+    // A finished ceremony is no longer under way: its slot is free again.
+    for _ in 0..3 {
+        let (options, ceremony) = accounts.signin_start(other, T0 + 4).await.unwrap();
+        let answer = phone.get(&options);
+        accounts
+            .signin_finish(&ceremony, &answer, T0 + 5)
+            .await
+            .unwrap();
+    }
+    // Once the flood's ceremonies end, the client has its share back.
+    accounts
+        .signin_start(flood, T0 + CEREMONY_MS)
+        .await
+        .unwrap();
 }
 
 #[test]
@@ -748,6 +816,9 @@ fn error_codes_are_stable_and_words_hold_no_secret() {
         AccountError::UnknownAccount,
         AccountError::TooManyInvites,
         AccountError::Busy,
+        AccountError::ClientBusy {
+            wait: std::time::Duration::from_secs(5),
+        },
         AccountError::Config("c".into()),
         AccountError::Corrupt("passkey"),
     ];
@@ -766,6 +837,7 @@ fn error_codes_are_stable_and_words_hold_no_secret() {
             "unknown_account",
             "too_many_invites",
             "busy",
+            "rate_limited",
             "config",
             "storage"
         ]
@@ -784,14 +856,20 @@ async fn two_processes_on_one_postgresql_share_everything_and_one_is_first() {
     let url = pg.create_database("accounts").unwrap();
     let origin = Url::parse(ORIGIN).unwrap();
     let open = || async { Arc::new(Db::open(Location::Url(&url)).await.unwrap()) };
-    let one = Accounts::new(open().await, "localhost", "sessionpipe", &origin).unwrap();
-    let two = Accounts::new(open().await, "localhost", "sessionpipe", &origin).unwrap();
+    let one = Accounts::new(open().await, "localhost", "sessionpipe", &origin, 16).unwrap();
+    let two = Accounts::new(open().await, "localhost", "sessionpipe", &origin, 16).unwrap();
 
     // Two first registrations finishing at once, one on each process: one
     // account is the first, the other needs an invite.
     let (mut ann, mut eve) = (Phone::new(), Phone::new());
-    let (o1, c1) = one.register_start("Ann", None, false, T0).await.unwrap();
-    let (o2, c2) = two.register_start("Eve", None, false, T0).await.unwrap();
+    let (o1, c1) = one
+        .register_start("Ann", None, false, CLIENT, T0)
+        .await
+        .unwrap();
+    let (o2, c2) = two
+        .register_start("Eve", None, false, CLIENT, T0)
+        .await
+        .unwrap();
     let (a1, a2) = (ann.create(&o1), eve.create(&o2));
     let (r1, r2) = tokio::join!(
         one.register_finish(&c1, "Ann's phone", &a1, T0),
@@ -811,7 +889,7 @@ async fn two_processes_on_one_postgresql_share_everything_and_one_is_first() {
     let code = one.invite(&account.id, true, T0).await.unwrap();
     let mut laptop = Phone::new();
     let (options, ceremony) = two
-        .register_start("", Some(&code), false, T0)
+        .register_start("", Some(&code), false, CLIENT, T0)
         .await
         .unwrap();
     let answer = laptop.create(&options);
@@ -821,7 +899,7 @@ async fn two_processes_on_one_postgresql_share_everything_and_one_is_first() {
         .unwrap();
     assert_eq!(same, account);
     assert_eq!(two.credentials(&account.id).await.unwrap().len(), 2);
-    let (options, ceremony) = one.signin_start(T0 + 2).await.unwrap();
+    let (options, ceremony) = one.signin_start(CLIENT, T0 + 2).await.unwrap();
     let answer = phone.get(&options);
     let again = answer.clone();
     let (who, used) = two.signin_finish(&ceremony, &answer, T0 + 3).await.unwrap();
@@ -839,4 +917,20 @@ async fn two_processes_on_one_postgresql_share_everything_and_one_is_first() {
     );
     two.close_session(&token).await.unwrap();
     assert_eq!(one.session(&token, T0 + 4).await.unwrap(), None);
+
+    // One client's starts at once, half on each process: its share, no more.
+    let (one, two) = (Arc::new(one), Arc::new(two));
+    let mut starts = tokio::task::JoinSet::new();
+    for i in 0..40 {
+        let on = Arc::clone(if i % 2 == 0 { &one } else { &two });
+        starts.spawn(async move { on.signin_start("192.0.2.99", T0 + 10).await });
+    }
+    let done = starts.join_all().await;
+    let kept = done.iter().filter(|r| r.is_ok()).count();
+    assert_eq!(kept, 16, "the share of one client, over two processes");
+    assert!(
+        done.iter()
+            .filter_map(|r| r.as_ref().err())
+            .all(|e| e.code() == "rate_limited")
+    );
 }

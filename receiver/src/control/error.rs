@@ -35,8 +35,20 @@ pub enum Refused {
     Expired,
     #[error("{0}")]
     Full(&'static str),
+    /// The client's share is taken; one of its own ends in `wait`.
+    #[error("{what} from your address")]
+    ClientFull {
+        what: &'static str,
+        wait: std::time::Duration,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<DbError> for Refused {
+    fn from(e: DbError) -> Self {
+        Refused::Store(e.into())
+    }
 }
 
 impl From<Refused> for ApiError {
@@ -44,6 +56,9 @@ impl From<Refused> for ApiError {
         let (status, reason) = match &e {
             Refused::Store(_) => return ApiError::storage(e),
             Refused::Unauthorized => return ApiError::unauthorized(),
+            Refused::ClientFull { wait, .. } => {
+                return ApiError::rate_limited(&e.to_string(), *wait);
+            }
             Refused::Malformed(_) => (StatusCode::BAD_REQUEST, "malformed"),
             Refused::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Refused::AlreadyApproved => (StatusCode::CONFLICT, "already_approved"),

@@ -15,6 +15,7 @@ use super::shapes::{self, Malformed};
 use super::state::{Control, random_b64, sha256, six_digits};
 use super::store::Look;
 use crate::error::ApiError;
+use crate::limits::{Door, Quota};
 use crate::request::{bearer, read_json};
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
@@ -99,14 +100,20 @@ async fn machine_and_account(
 }
 
 /// `POST {control}/pair`: with the sink token; or, with open pairing on, with
-/// no `authorization` at all and a `poll_key`. 201 `control-pair-started.json`.
+/// no `authorization` at all and a `poll_key` (then charged to the client,
+/// and held to its share of pending pairings). 201
+/// `control-pair-started.json`.
 async fn pair_start(
     State(ctl): State<Arc<Control>>,
+    quota: Quota,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let doc = read_json(body, BODY_MAX).await?;
     let open = !ctl.is_sink(&headers);
+    if open && !headers.contains_key(header::AUTHORIZATION) && ctl.opts.open_pairing {
+        quota.take(Door::PairStart)?;
+    }
+    let doc = read_json(body, BODY_MAX).await?;
     if open && (headers.contains_key(header::AUTHORIZATION) || !ctl.opts.open_pairing) {
         return Err(ApiError::unauthorized());
     }
@@ -133,9 +140,14 @@ async fn pair_start(
         poll_key_hash: req.poll_key.as_deref().map(sha256),
         created_ms: created,
         expires_ms: expires,
+        client: open.then(|| quota.client()),
     };
     ctl.store
-        .start_pairing(&pairing, ctl.opts.max_pairings)
+        .start_pairing(
+            &pairing,
+            ctl.opts.max_pairings,
+            ctl.opts.pairings_per_client,
+        )
         .await?;
     ctl.log.line(|| "201 pairing started".into());
     // With the page on, the link is the page's own origin: passkeys work
@@ -171,13 +183,18 @@ fn host(headers: &HeaderMap) -> String {
 }
 
 /// `GET {control}/pair?code=`: the sink token, or the pairing's poll key as the
-/// bearer. `pending`, `expired`, or `paired` once: reading it makes the
-/// machine's token (first pairing) and ends the pairing, so a second read is 404.
+/// bearer (charged to the client). `pending`, `expired`, or `paired` once:
+/// reading it makes the machine's token (first pairing) and ends the
+/// pairing, so a second read is 404.
 async fn pair_status(
     State(ctl): State<Arc<Control>>,
+    quota: Quota,
     headers: HeaderMap,
     q: Params,
 ) -> Result<Json<Value>, ApiError> {
+    if !ctl.is_sink(&headers) {
+        quota.take(Door::PairStatus)?;
+    }
     let code = q
         .get("code")
         .cloned()
@@ -244,8 +261,10 @@ async fn pair_status(
 /// approval is the test door's.
 async fn pair_page(
     State(ctl): State<Arc<Control>>,
+    quota: Quota,
     Path(code): Path<String>,
 ) -> Result<Response, ApiError> {
+    quota.take(Door::PairStatus)?;
     match ctl.store.pairing(&code, now()).await? {
         Some(p) if p.approved.is_none() && now() < p.expires_ms => Ok((
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],

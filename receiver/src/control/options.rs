@@ -13,7 +13,8 @@ pub const CONTROL_PATH: &str = "/v1/control";
 /// The control side's settings. `ControlOptions::new(rp_id)` gives the defaults:
 /// polls held up to 25 s, no open pairing, no session tools, a `taken` pause of
 /// 35 minutes (CONTROL §10), pairings open for 10 minutes, 256 live messages per
-/// machine, 64 pairings pending at once.
+/// machine, 512 pairings pending at once, 8 of them open pairings from any one
+/// client.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ControlOptions {
     /// The WebAuthn rp id devices enrol passkeys for (`localhost` in tests).
@@ -33,6 +34,10 @@ pub struct ControlOptions {
     pub max_queue: usize,
     /// Pairings pending at once, over all machines.
     pub max_pairings: usize,
+    /// Open pairings (without the sink token) pending at once from one
+    /// client (an address, an IPv6 /64): one client cannot fill
+    /// `max_pairings`.
+    pub pairings_per_client: usize,
 }
 
 impl ControlOptions {
@@ -45,7 +50,8 @@ impl ControlOptions {
             taken_pause: Duration::from_secs(35 * 60),
             pair_ttl: Duration::from_secs(600),
             max_queue: 256,
-            max_pairings: 64,
+            max_pairings: 512,
+            pairings_per_client: 8,
         }
     }
 
@@ -68,8 +74,10 @@ impl ControlOptions {
         if self.taken_pause.is_zero() || self.pair_ttl.is_zero() {
             return Err("taken_pause and pair_ttl must be above zero".into());
         }
-        if self.max_queue == 0 || self.max_pairings == 0 {
-            return Err("max_queue and max_pairings must be at least 1".into());
+        if self.max_queue == 0 || self.max_pairings == 0 || self.pairings_per_client == 0 {
+            return Err(
+                "max_queue, max_pairings and pairings_per_client must be at least 1".into(),
+            );
         }
         Ok(())
     }
@@ -118,6 +126,10 @@ mod tests {
             },
             ControlOptions {
                 max_queue: 0,
+                ..ControlOptions::new("localhost")
+            },
+            ControlOptions {
+                pairings_per_client: 0,
                 ..ControlOptions::new("localhost")
             },
         ];

@@ -26,7 +26,7 @@
 
 use super::error::{Refused, StoreError};
 use super::shapes::{Ack, NewMessage, Outcome};
-use crate::db::{Db, Row, args};
+use crate::db::{Db, Dialect, Row, args};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -67,6 +67,9 @@ pub struct NewPairing {
     pub poll_key_hash: Option<[u8; 32]>,
     pub created_ms: i64,
     pub expires_ms: i64,
+    /// The client that started an open pairing (`ClientKey`), held to its
+    /// share of them; `None` with the sink token.
+    pub client: Option<String>,
 }
 
 /// A pairing as stored.
@@ -268,46 +271,89 @@ impl ControlStore {
             .transpose()?)
     }
 
-    /// Starts a pairing, unless `max_pending` are pending already or it names a
-    /// machine that is not paired.
-    pub async fn start_pairing(&self, p: &NewPairing, max_pending: usize) -> Result<(), Refused> {
+    /// Starts a pairing, unless `max_pending` are pending already, its
+    /// client has `per_client` pending, or it names a machine that is not
+    /// paired. Counted and kept in one transaction, so that a client's
+    /// starts at once, on any processes, take turns.
+    pub async fn start_pairing(
+        &self,
+        p: &NewPairing,
+        max_pending: usize,
+        per_client: usize,
+    ) -> Result<(), Refused> {
         self.prune(p.created_ms).await?;
         if !p.first && !self.machine_exists(&p.machine).await? {
             return Err(Refused::NotFound("no such machine"));
         }
-        let pending = count(
-            self.db
-                .row(
-                    "SELECT COUNT(*) FROM pairings WHERE approved_ms IS NULL AND expires_ms > $1",
-                    args![p.created_ms],
-                )
-                .await
-                .map_err(StoreError::from)?,
-        )?;
-        if pending as usize >= max_pending {
-            return Err(Refused::Full("too many pairings pending"));
-        }
+        let dialect = self.db.dialect();
+        let row = args![
+            &p.code,
+            &p.machine,
+            p.first,
+            p.open,
+            &p.check,
+            &p.name,
+            p.request.to_string(),
+            p.poll_key_hash.map(|h| h.to_vec()),
+            p.created_ms,
+            p.expires_ms,
+            p.client.as_deref()
+        ];
+        let (client, now, expires) = (p.client.clone(), p.created_ms, p.expires_ms);
         self.db
-            .exec(
-                "INSERT INTO pairings (code, machine, first_pairing, open_pairing, check_digits,
-                   name, request, poll_key_hash, created_ms, expires_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                args![
-                    &p.code,
-                    &p.machine,
-                    p.first,
-                    p.open,
-                    &p.check,
-                    &p.name,
-                    p.request.to_string(),
-                    p.poll_key_hash.map(|h| h.to_vec()),
-                    p.created_ms,
-                    p.expires_ms
-                ],
-            )
+            .transaction(move |mut tx| {
+                Box::pin(async move {
+                    if let Some(client) = &client {
+                        if dialect == Dialect::Postgres {
+                            tx.exec(
+                                "SELECT pg_advisory_xact_lock(7303004, hashtext($1))",
+                                args![client.as_str()],
+                            )
+                            .await?;
+                        }
+                        let mine = tx
+                            .row(
+                                "SELECT COUNT(*), MIN(expires_ms) FROM pairings
+                                 WHERE client = $1 AND approved_ms IS NULL AND expires_ms > $2",
+                                args![client.as_str(), now],
+                            )
+                            .await?;
+                        if let Some(r) = mine
+                            && r.int(0)? as usize >= per_client
+                        {
+                            let ends = r.opt_int(1)?.unwrap_or(expires);
+                            return Err(Refused::ClientFull {
+                                what: "too many pairings are pending",
+                                wait: std::time::Duration::from_millis(
+                                    ends.saturating_sub(now).max(0) as u64,
+                                ),
+                            });
+                        }
+                    }
+                    let pending = count(
+                        tx.row(
+                            "SELECT COUNT(*) FROM pairings
+                             WHERE approved_ms IS NULL AND expires_ms > $1",
+                            args![now],
+                        )
+                        .await?,
+                    )?;
+                    if pending as usize >= max_pending {
+                        return Err(Refused::Full("too many pairings pending"));
+                    }
+                    tx.exec(
+                        "INSERT INTO pairings (code, machine, first_pairing, open_pairing,
+                           check_digits, name, request, poll_key_hash, created_ms, expires_ms,
+                           client)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                        row,
+                    )
+                    .await?;
+                    tx.commit().await?;
+                    Ok(())
+                })
+            })
             .await
-            .map_err(StoreError::from)?;
-        Ok(())
     }
 
     /// The pairing of `code`, unless it is gone.

@@ -180,6 +180,12 @@ const STEPS: &[&str] = &[
        name TEXT PRIMARY KEY,
        value BLOB NOT NULL
      );",
+    // 2: the client (an address, an IPv6 /64) that started a ceremony or an
+    // open pairing, so that one client's share of them is bounded.
+    "ALTER TABLE ceremonies ADD COLUMN client TEXT;
+     CREATE INDEX ceremonies_by_client ON ceremonies (client, expires_ms);
+     ALTER TABLE pairings ADD COLUMN client TEXT;
+     CREATE INDEX pairings_by_client ON pairings (client, expires_ms);",
 ];
 
 /// The step this build brings a database to.

@@ -11,6 +11,7 @@
 use super::state::Page;
 use crate::control::{file_sha256, shapes::NewMessage};
 use crate::error::ApiError;
+use crate::limits::{Door, Quota};
 use crate::request::read_json;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -226,12 +227,15 @@ async fn command_state(
     Ok(Json(m))
 }
 
+/// `POST /app/api/files`: charged to the client before the body is read.
 async fn file(
     State(page): State<Arc<Page>>,
+    quota: Quota,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let me = page.me(&headers).await?;
+    quota.take(Door::Upload)?;
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())

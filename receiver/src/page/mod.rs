@@ -18,6 +18,8 @@ mod board_routes;
 #[cfg(test)]
 mod command_tests;
 mod control_routes;
+#[cfg(test)]
+mod flood_tests;
 mod guard;
 mod options;
 mod push_routes;

@@ -18,6 +18,9 @@ pub struct PageOptions {
     pub open_registration: bool,
     /// Serve the page's files from this folder instead of the built-in copy.
     pub page_dir: Option<std::path::PathBuf>,
+    /// Sign-ins and registrations one client (an address, an IPv6 /64) may
+    /// have under way at once (each lasts at most five minutes).
+    pub ceremonies_per_client: usize,
 }
 
 impl PageOptions {
@@ -27,12 +30,16 @@ impl PageOptions {
             rp_name: "sessionpipe".into(),
             open_registration: false,
             page_dir: None,
+            ceremonies_per_client: crate::accounts::CEREMONIES_PER_CLIENT,
         }
     }
 
     /// The origin parsed, and refused where WebAuthn would refuse it: plain
     /// HTTP anywhere but `localhost`, and an rp id the origin is not on.
     pub fn check(&self, rp_id: &str) -> Result<url::Url, Invalid> {
+        if self.ceremonies_per_client == 0 {
+            return Err("ceremonies_per_client must be at least 1".into());
+        }
         let url = url::Url::parse(&self.origin)
             .map_err(|_| Invalid(format!("origin: {:?} is not a URL", self.origin)))?;
         let host = url.host_str().unwrap_or("");

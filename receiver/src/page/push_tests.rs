@@ -21,29 +21,53 @@ pub(super) struct Page {
 }
 
 impl Page {
+    /// A browser at `base`, signed out, its calls made with `client`.
+    pub(super) fn new(base: String, client: Client) -> Page {
+        Page {
+            client,
+            base,
+            cookie: None,
+        }
+    }
+
     /// A browser at `base` where Ann made her account with `phone` and is
     /// signed in.
     pub(super) fn signed_up(base: String, phone: &mut Phone) -> Page {
-        let mut page = Page {
-            client: Client::new(),
-            base,
-            cookie: None,
-        };
-        let (s, started) = page.call(
+        let mut page = Page::new(base, Client::new());
+        page.sign_up("Ann", phone);
+        page
+    }
+
+    /// Makes `name`'s account with `phone`'s passkey, and is signed in.
+    pub(super) fn sign_up(&mut self, name: &str, phone: &mut Phone) {
+        let (s, started) = self.call(
             "POST",
             "/app/api/register/start",
-            Some(json!({"name": "Ann"})),
+            Some(json!({ "name": name })),
         );
         assert_eq!(s, 200, "{started}");
         let credential = phone.create(&started["publicKey"]);
-        let (s, made) = page.call(
+        let (s, made) = self.call(
             "POST",
             "/app/api/register/finish",
-            Some(json!({"ceremony": started["ceremony"], "device": "Ann's phone", "credential": credential})),
+            Some(json!({"ceremony": started["ceremony"], "device": "phone", "credential": credential})),
         );
         assert_eq!(s, 201, "{made}");
-        assert!(page.cookie.is_some(), "signed in");
-        page
+        assert!(self.cookie.is_some(), "signed in");
+    }
+
+    /// Signs in with `phone`'s passkey.
+    pub(super) fn sign_in(&mut self, phone: &mut Phone) {
+        let (s, started) = self.call("POST", "/app/api/signin/start", None);
+        assert_eq!(s, 200, "{started}");
+        let credential = phone.get(&started["publicKey"]);
+        let (s, signed) = self.call(
+            "POST",
+            "/app/api/signin/finish",
+            Some(json!({"ceremony": started["ceremony"], "credential": credential})),
+        );
+        assert_eq!(s, 200, "{signed}");
+        assert!(self.cookie.is_some(), "signed in");
     }
 
     pub(super) fn call(&mut self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {

@@ -10,6 +10,7 @@ use super::board_routes::machines_json;
 use super::state::{Page, cleared_cookie, cookie};
 use crate::accounts::{Account, Credential};
 use crate::error::ApiError;
+use crate::limits::{Door, Quota};
 use crate::request::read_json;
 use axum::body::Body;
 use axum::extract::State;
@@ -80,16 +81,26 @@ async fn config(State(page): State<Arc<Page>>) -> Result<Json<Value>, ApiError> 
     })))
 }
 
+/// Every start and finish of a ceremony is charged to the client (an
+/// invite is redeemed here too), before the body is read.
 async fn register_start(
     State(page): State<Arc<Page>>,
+    quota: Quota,
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
+    quota.take(Door::Ceremony)?;
     let doc = read_json(body, BODY_MAX).await?;
     let name = text(&doc, "name", 80)?;
     let invite = doc["invite"].as_str();
     let (public_key, ceremony) = page
         .accounts
-        .register_start(name, invite, page.opts.open_registration, now())
+        .register_start(
+            name,
+            invite,
+            page.opts.open_registration,
+            &quota.client(),
+            now(),
+        )
         .await?;
     Ok(Json(json!({"ceremony": ceremony, "publicKey": public_key})))
 }
@@ -111,7 +122,12 @@ async fn signed_in(
         .into_response())
 }
 
-async fn register_finish(State(page): State<Arc<Page>>, body: Body) -> Result<Response, ApiError> {
+async fn register_finish(
+    State(page): State<Arc<Page>>,
+    quota: Quota,
+    body: Body,
+) -> Result<Response, ApiError> {
+    quota.take(Door::Ceremony)?;
     let doc = read_json(body, BODY_MAX).await?;
     let ceremony = text(&doc, "ceremony", 200)?;
     let device = text(&doc, "device", 80).unwrap_or("Passkey");
@@ -129,12 +145,21 @@ async fn register_finish(State(page): State<Arc<Page>>, body: Body) -> Result<Re
     Ok(resp)
 }
 
-async fn signin_start(State(page): State<Arc<Page>>) -> Result<Json<Value>, ApiError> {
-    let (public_key, ceremony) = page.accounts.signin_start(now()).await?;
+async fn signin_start(
+    State(page): State<Arc<Page>>,
+    quota: Quota,
+) -> Result<Json<Value>, ApiError> {
+    quota.take(Door::Ceremony)?;
+    let (public_key, ceremony) = page.accounts.signin_start(&quota.client(), now()).await?;
     Ok(Json(json!({"ceremony": ceremony, "publicKey": public_key})))
 }
 
-async fn signin_finish(State(page): State<Arc<Page>>, body: Body) -> Result<Response, ApiError> {
+async fn signin_finish(
+    State(page): State<Arc<Page>>,
+    quota: Quota,
+    body: Body,
+) -> Result<Response, ApiError> {
+    quota.take(Door::Ceremony)?;
     let doc = read_json(body, BODY_MAX).await?;
     let ceremony = text(&doc, "ceremony", 200)?;
     let (account, credential) = page

@@ -46,8 +46,14 @@ impl Page {
     ) -> Result<Page, String> {
         let rp_id = &control.options().rp_id;
         let origin = opts.check(rp_id).map_err(|e| e.0)?;
-        let accounts = Accounts::new(Arc::clone(&db), rp_id, &opts.rp_name, &origin)
-            .map_err(|e| e.to_string())?;
+        let accounts = Accounts::new(
+            Arc::clone(&db),
+            rp_id,
+            &opts.rp_name,
+            &origin,
+            opts.ceremonies_per_client,
+        )
+        .map_err(|e| e.to_string())?;
         let subject = if origin.scheme() == "https" {
             opts.origin.trim_end_matches('/').to_string()
         } else {

@@ -194,6 +194,62 @@ fn open_pairing_takes_a_poll_key_and_keeps_only_its_hash() {
     }
 }
 
+#[test]
+fn one_client_holds_its_share_of_open_pairings_and_the_sink_token_is_not_held() {
+    let rx = start_control(ControlOptions {
+        open_pairing: true,
+        pairings_per_client: 2,
+        ..localhost()
+    });
+    let open = |i: usize| {
+        let mut body = pair_body();
+        body["poll_key"] = json!(format!("poll-key-of-pairing-number-{i}-0123456789"));
+        rx.post_as("/v1/control/pair", None, &body)
+    };
+    let first = open(0);
+    assert_eq!(first.status, 201);
+    assert_eq!(open(1).status, 201);
+    let third = open(2);
+    assert_eq!(third.status, 429, "{}", third.body);
+    assert_eq!(third.body["reason"], "rate_limited");
+    let detail = third.body["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("too many pairings are pending from your address: try again in"),
+        "{detail}"
+    );
+    // The first of them ends in ten minutes: that is when to come back.
+    let wait: u64 = third.headers["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((590..=600).contains(&wait), "{wait}");
+    // The operator's own token is not held to a client's share.
+    for _ in 0..3 {
+        assert_eq!(
+            rx.post_as("/v1/control/pair", Some(TOKEN), &pair_body())
+                .status,
+            201
+        );
+    }
+    // An approved pairing is no longer pending: the share is back.
+    let code = first.body["code"].as_str().unwrap();
+    let machine = first.body["machine"].as_str().unwrap();
+    let pk = passkey();
+    let proof = softkey::enrollment_proof(&pk, machine, code);
+    assert_eq!(
+        rx.post_as(
+            "/test/pair/approve",
+            Some(TOKEN),
+            &approval(code, &pk.trusted(), &proof)
+        )
+        .status,
+        200
+    );
+    assert_eq!(open(3).status, 201);
+    assert_eq!(open(4).status, 429);
+}
+
 /// No file of the data folder holds `secret`.
 pub fn assert_absent(dir: &std::path::Path, secret: &str) {
     let mut seen = 0;
@@ -433,4 +489,79 @@ fn the_binary_serves_control_when_told() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "--open-pairing needs --control");
+}
+
+#[test]
+fn the_binary_takes_its_trusted_proxy_and_each_client_s_share() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let bin = env!("CARGO_BIN_EXE_sessionpipe-receiver");
+    let mut child = Command::new(bin)
+        .args(["--token", TOKEN, "--quiet", "--control", "--open-pairing"])
+        .args(["--trusted-proxy", "127.0.0.1", "--pairings-per-client", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let start = |client: &str, i: usize| {
+        let mut body = pair_body();
+        body["poll_key"] = json!(format!("poll-key-of-pairing-number-{i}-0123456789"));
+        reqwest::blocking::Client::new()
+            .post(format!("{}/v1/control/pair", url.trim()))
+            .header("x-forwarded-for", client)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    let answers = [
+        start("198.51.100.1", 0),
+        start("198.51.100.1", 1),
+        start("198.51.100.2", 2),
+    ];
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        answers,
+        [201, 429, 201],
+        "one pending each, told apart by the proxy"
+    );
+
+    for (args, why) in [
+        (
+            &["--trusted-proxy", "proxy.example.net"][..],
+            "not an address",
+        ),
+        (&["--trusted-proxy", "10.0.0.0/33"][..], "no such network"),
+        (
+            &["--proxy-header", "forwarded"][..],
+            "a header without a proxy",
+        ),
+        (
+            &["--trusted-proxy", "::1", "--proxy-header", "x-real-ip"][..],
+            "a header not read",
+        ),
+        (&["--pairings-per-client", "2"][..], "needs --control"),
+        (
+            &["--ceremonies-per-client", "2", "--control"][..],
+            "needs --page",
+        ),
+        (
+            &["--control", "--pairings-per-client", "0"][..],
+            "at least one",
+        ),
+    ] {
+        let out = Command::new(bin)
+            .args(["--token", TOKEN])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{why}: {args:?}");
+    }
 }
