@@ -14,9 +14,10 @@
 //! import each other, and a folder's own file only gathers its children; the
 //! `layering` test holds the code to it):
 //!
-//! 1. `db`, `check`, `signature`, `board`, `push`, `invalid`, `buckets`: the
-//!    database, the rules of an event, Standard Webhooks, the board's
-//!    folding, Web Push, token buckets.
+//! 1. `db`, `check`, `signature`, `board`, `egress`, `push`, `invalid`, `buckets`:
+//!    the database, the rules of an event, Standard Webhooks, the board's
+//!    folding, where the receiver's own requests may go, Web Push, token
+//!    buckets.
 //! 2. `store`, `owners`, `accounts`, `notify`: what is kept and its rules
 //!    (events, sink tokens, accounts and passkeys, who is told of what).
 //! 3. `error`, `request`, `client`, `limits`: HTTP shared by the sides (the
@@ -51,6 +52,7 @@ pub mod check;
 mod client;
 mod control;
 mod db;
+pub mod egress;
 mod error;
 mod events;
 mod invalid;

@@ -90,6 +90,11 @@ struct Cli {
     /// first one; later ones need an invite from a signed-in account).
     #[arg(long)]
     open_registration: bool,
+    /// Let push endpoints and notification URLs be at private addresses
+    /// (loopback, the LAN: a self-hosted ntfy), plain http to them too. By
+    /// default the receiver sends only over https to public addresses.
+    #[arg(long)]
+    allow_private_notify: bool,
     /// Serve HTTPS with this certificate chain (PEM); with --tls-key.
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -173,12 +178,14 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let page_only =
-        cli.open_registration || cli.page_dir.is_some() || cli.ceremonies_per_client.is_some();
+    let page_only = cli.open_registration
+        || cli.page_dir.is_some()
+        || cli.ceremonies_per_client.is_some()
+        || cli.allow_private_notify;
     if page_only && !page {
         eprintln!(
-            "sessionpipe-receiver: --open-registration, --page-dir and \
-             --ceremonies-per-client need --page"
+            "sessionpipe-receiver: --open-registration, --page-dir, \
+             --ceremonies-per-client and --allow-private-notify need --page"
         );
         return ExitCode::from(2);
     }
@@ -223,6 +230,7 @@ fn main() -> ExitCode {
                 ceremonies_per_client: cli
                     .ceremonies_per_client
                     .map_or(defaults.ceremonies_per_client, |n| n as usize),
+                allow_private_notify: cli.allow_private_notify,
                 ..defaults
             }
         }),

@@ -8,10 +8,12 @@
 //! receiver's VAPID key (made once, kept in the database's `settings`). It
 //! must not hold up the batch's answer (the events side calls it after, on a
 //! task of its own), never retries into a storm (one try each; a subscription
-//! the push service says is gone is dropped), and never logs a payload or an
-//! endpoint's path.
+//! the push service says is gone is dropped), never sends but through
+//! `egress` (its rule on where, checked again at every send, whatever was
+//! stored), and never logs a payload or an endpoint's path.
 
 use crate::db::{Db, DbError, args};
+use crate::egress::{self, Egress, EgressError};
 use crate::push::{PushError, PushOptions, Subscription, Urgency, Vapid};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -23,31 +25,40 @@ const MESSAGE_MAX: usize = 200;
 const VAPID_SETTING: &str = "vapid_pkcs8";
 
 /// What sends notifications: the database (who wants them, and how), the
-/// VAPID key they are signed with, and the HTTP client they go out on.
+/// VAPID key they are signed with, and where they may go out to.
 pub struct Notifier {
     db: Arc<Db>,
     vapid: Vapid,
-    client: reqwest::Client,
+    egress: Egress,
     /// A line per failed send (the request log's switch).
     log: bool,
 }
 
 impl Notifier {
     /// The VAPID key kept for `subject` (or a new one kept now: two processes
-    /// starting at once keep the first one written) and a client that gives
-    /// up on a push service after ten seconds.
-    pub async fn open(db: Arc<Db>, subject: &str, log: bool) -> Result<Notifier, String> {
+    /// starting at once keep the first one written), and requests that give
+    /// up after ten seconds, to public addresses only unless
+    /// `allow_private` (the operator's `--allow-private-notify`).
+    pub async fn open(
+        db: Arc<Db>,
+        subject: &str,
+        log: bool,
+        allow_private: bool,
+    ) -> Result<Notifier, String> {
         let vapid = vapid_key(&db, subject).await?;
-        let client = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(10))
-            .build()
-            .map_err(|e| e.to_string())?;
+        let egress = Egress::new(allow_private, std::time::Duration::from_secs(10))?;
         Ok(Notifier {
             db,
             vapid,
-            client,
+            egress,
             log,
         })
+    }
+
+    /// Whether `url` may be sent to, its host looked up now: for a push
+    /// endpoint or a notification URL a person gives.
+    pub async fn check_address(&self, url: &str) -> Result<(), EgressError> {
+        self.egress.check(url).await
     }
 
     /// The VAPID public key a browser subscribes with (base64url).
@@ -164,19 +175,43 @@ impl Notifier {
                 let (Ok(url), Ok(tier)) = (row.text(0), row.int(1)) else {
                     continue;
                 };
-                let w = words(event, tier);
-                let sent = self
-                    .client
-                    .post(&url)
-                    .header("title", w["title"].as_str().unwrap_or(""))
-                    .header("content-type", "text/plain; charset=utf-8")
-                    .body(w["body"].as_str().unwrap_or("").to_string())
-                    .send()
-                    .await;
-                if let (Err(e), true) = (sent, self.log) {
-                    tracing::warn!("notify url: {}", e.without_url());
-                }
+                self.post(&url, &words(event, tier)).await;
             }
+        }
+    }
+
+    /// One POST of the words `w` to a notification URL; a redirect is not
+    /// followed.
+    async fn post(&self, url: &str, w: &Value) {
+        let (client, url) = match self.egress.client_for(url) {
+            Ok(c) => c,
+            Err(e) => {
+                if self.log {
+                    tracing::warn!("notify url: not sent: {e}");
+                }
+                return;
+            }
+        };
+        let sent = client
+            .post(url)
+            .header("title", w["title"].as_str().unwrap_or(""))
+            .header("content-type", "text/plain; charset=utf-8")
+            .body(w["body"].as_str().unwrap_or("").to_string())
+            .send()
+            .await;
+        if !self.log {
+            return;
+        }
+        match sent {
+            Ok(r) if r.status().is_redirection() => tracing::warn!(
+                "notify url: answered {}: redirects are not followed",
+                r.status().as_u16()
+            ),
+            Ok(r) if !r.status().is_success() => {
+                tracing::warn!("notify url: answered {}", r.status().as_u16());
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("notify url: {}", egress::reasons(&e.without_url())),
         }
     }
 
@@ -188,7 +223,7 @@ impl Notifier {
         };
         let Some(sub) = serde_json::from_str::<Value>(&text)
             .ok()
-            .and_then(|v| Subscription::from_json(&v, true).ok())
+            .and_then(|v| Subscription::from_json(&v).ok())
         else {
             return;
         };
@@ -198,7 +233,7 @@ impl Notifier {
             urgency: Urgency::High,
             ..PushOptions::default()
         };
-        match crate::push::send(&self.client, &self.vapid, &sub, payload.as_bytes(), &opts).await {
+        match crate::push::send(&self.egress, &self.vapid, &sub, payload.as_bytes(), &opts).await {
             Ok(_) => {}
             Err(PushError::Gone { .. }) => {
                 let _ = self
@@ -242,5 +277,83 @@ mod tests {
                           "data": {"attention_id": "a", "kind": "idle"}});
         assert_eq!(words(&idle, 2)["title"], "Codex needs you");
         assert!(words(&idle, 2).get("actions").is_none());
+    }
+
+    /// A plain HTTP server on 127.0.0.1 answering 200 to anything; how many
+    /// connections it took.
+    fn counting_server() -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::io::{Read, Write};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let taken = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&taken);
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                count.fetch_add(1, Ordering::SeqCst);
+                let mut buf = [0u8; 8192];
+                let _ = conn.read(&mut buf);
+                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
+            }
+        });
+        (port, taken)
+    }
+
+    #[tokio::test]
+    async fn what_was_stored_is_checked_again_at_every_send() {
+        use crate::db::Location;
+        use std::sync::atomic::Ordering;
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(Db::open(Location::Folder(dir.path())).await.unwrap());
+        let (port, taken) = counting_server();
+        // As an earlier receiver kept them, or a name that resolved
+        // elsewhere when it was given: two notification URLs and a push
+        // subscription on this machine.
+        for url in [
+            format!("https://127.0.0.1:{port}/hook"),
+            format!("http://localhost:{port}/hook"),
+        ] {
+            db.exec(
+                "INSERT INTO notify_urls (account, url, tier, created_ms) VALUES ('a_ann', $1, 0, 0)",
+                args![url],
+            )
+            .await
+            .unwrap();
+        }
+        let ua = {
+            use p256::elliptic_curve::Generate;
+            p256::SecretKey::try_generate().unwrap()
+        };
+        let p256dh = {
+            use base64::Engine;
+            use p256::elliptic_curve::sec1::ToSec1Point;
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(ua.public_key().to_sec1_point(false).as_bytes())
+        };
+        let endpoint = format!("http://127.0.0.1:{port}/push/x");
+        let sub = json!({"endpoint": endpoint, "keys": {"p256dh": p256dh, "auth": "BTBZMqHH6r4Tts7J_aSIgg"}});
+        db.exec(
+            "INSERT INTO push_subscriptions (endpoint, account, subscription, tier, created_ms)
+             VALUES ($1, 'a_ann', $2, 0, 0)",
+            args![endpoint, sub.to_string()],
+        )
+        .await
+        .unwrap();
+        let event = json!({"harness": {"name": "codex"}, "session": {"id": "s"},
+                           "data": {"attention_id": "a", "kind": "idle"}});
+
+        let public_only = Notifier::open(Arc::clone(&db), "mailto:ops@example.org", true, false)
+            .await
+            .unwrap();
+        public_only.attentions("a_ann", vec![event.clone()]).await;
+        assert_eq!(taken.load(Ordering::SeqCst), 0, "nothing was connected to");
+
+        // The same rows, with the operator's opt-in: each is reached.
+        let private_too = Notifier::open(db, "mailto:ops@example.org", true, true)
+            .await
+            .unwrap();
+        private_too.attentions("a_ann", vec![event]).await;
+        assert_eq!(taken.load(Ordering::SeqCst), 3);
     }
 }

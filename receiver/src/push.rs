@@ -12,9 +12,10 @@
 //! It must not: log, print or put into an error the payload, the
 //! subscription's keys, its endpoint (a capability URL) or the VAPID private
 //! key; keep any state (the caller stores the VAPID key and the
-//! subscriptions, and drops a subscription on [`PushError::Gone`]); set
-//! timeouts (they come with the caller's `reqwest::Client`); or retry (the
-//! caller decides, from [`PushError::Retry`]).
+//! subscriptions, and drops a subscription on [`PushError::Gone`]); send
+//! but through [`Egress`] (where an endpoint may be, and the timeouts: a
+//! subscription names any URL its maker likes); or retry (the caller
+//! decides, from [`PushError::Retry`]).
 //!
 //! The cryptography is composed from RustCrypto crates (`p256` for ECDH and
 //! ES256, `hkdf`, `sha2`, `aes-gcm`), following RFC 8291 §3.3–3.4 step by
@@ -27,8 +28,9 @@
 //! control verifier; the part it would save is about seventy lines here.
 
 use std::fmt;
-use std::net::IpAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::egress::{self, Egress, EgressError};
 
 use aes_gcm::aead::{Aead, KeyInit};
 use aes_gcm::{Aes128Gcm, Key, Nonce};
@@ -199,10 +201,6 @@ pub enum SubscriptionError {
     Missing(&'static str),
     #[error("endpoint is not an absolute URL")]
     EndpointUrl,
-    #[error("endpoint must be https (http only to a loopback address, when allowed)")]
-    EndpointScheme,
-    #[error("endpoint must not carry a user name or password")]
-    EndpointCredentials,
     #[error("keys.p256dh is not base64url")]
     P256dhEncoding,
     #[error("keys.p256dh is not an uncompressed P-256 point (65 bytes)")]
@@ -216,13 +214,9 @@ pub enum SubscriptionError {
 impl Subscription {
     /// Reads `PushSubscription.toJSON()`: `{"endpoint": "https://…",
     /// "keys": {"p256dh": "…", "auth": "…"}}` (other members, such as
-    /// `expirationTime`, are ignored). The endpoint must be https;
-    /// `allow_loopback_http` also lets `http://` to a loopback IP address
-    /// through, for tests and a push service on the same machine.
-    pub fn from_json(
-        v: &Value,
-        allow_loopback_http: bool,
-    ) -> Result<Subscription, SubscriptionError> {
+    /// `expirationTime`, are ignored). Where the endpoint may be is
+    /// [`Egress`]'s to say, when it is given and at every send.
+    pub fn from_json(v: &Value) -> Result<Subscription, SubscriptionError> {
         let o = v.as_object().ok_or(SubscriptionError::NotAnObject)?;
         let endpoint = o
             .get("endpoint")
@@ -236,7 +230,10 @@ impl Subscription {
         };
         let p256dh = key("p256dh", "keys.p256dh")?;
         let auth = key("auth", "keys.auth")?;
-        check_endpoint(endpoint, allow_loopback_http)?;
+        let url = Url::parse(endpoint).map_err(|_| SubscriptionError::EndpointUrl)?;
+        if url.host().is_none() {
+            return Err(SubscriptionError::EndpointUrl);
+        }
         let (ua_public, auth) = decode_keys(p256dh, auth)?;
         Ok(Subscription {
             endpoint: endpoint.to_string(),
@@ -265,32 +262,6 @@ impl fmt::Debug for Subscription {
             .field("keys", &"[redacted]")
             .finish()
     }
-}
-
-fn check_endpoint(endpoint: &str, allow_loopback_http: bool) -> Result<Url, SubscriptionError> {
-    let url = Url::parse(endpoint).map_err(|_| SubscriptionError::EndpointUrl)?;
-    if url.host().is_none() {
-        return Err(SubscriptionError::EndpointUrl);
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(SubscriptionError::EndpointCredentials);
-    }
-    match url.scheme() {
-        "https" => Ok(url),
-        "http" if allow_loopback_http && is_loopback_ip(&url) => Ok(url),
-        _ => Err(SubscriptionError::EndpointScheme),
-    }
-}
-
-/// Only an IP literal counts: a name could resolve anywhere.
-fn is_loopback_ip(url: &Url) -> bool {
-    let host = url.host_str().unwrap_or_default();
-    // An IPv6 literal is written in brackets.
-    let host = host
-        .strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host);
-    host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Browsers send unpadded base64url; a padded one is taken too.
@@ -387,17 +358,21 @@ pub enum PushError {
     },
     #[error("the push service refused the message ({0})")]
     Refused(u16),
-    #[error("the push service could not be reached: {0}")]
+    #[error("the push service's address is not sent to: {0}")]
+    Address(#[from] EgressError),
+    #[error("the push service could not be reached: {}", egress::reasons(.0))]
     Transport(reqwest::Error),
     #[error("the system's random source failed")]
     Random,
 }
 
-/// Encrypts `payload` for `sub`, signs for its push service and sends it.
-/// Nothing goes out when the payload is over [`MAX_PAYLOAD`], the topic is
-/// malformed or the subscription's keys do not decode.
+/// Encrypts `payload` for `sub`, signs for its push service and sends it
+/// through `egress`. Nothing goes out when the payload is over
+/// [`MAX_PAYLOAD`], the topic is malformed, the subscription's keys do not
+/// decode, or its endpoint is not somewhere `egress` sends to; a redirect
+/// is not followed (it is refused, 3xx).
 pub async fn send(
-    client: &reqwest::Client,
+    egress: &Egress,
     vapid: &Vapid,
     sub: &Subscription,
     payload: &[u8],
@@ -414,11 +389,7 @@ pub async fn send(
     {
         return Err(PushError::Topic);
     }
-    // `from_json` decided about plain http; here the URL only has to parse.
-    let endpoint = Url::parse(&sub.endpoint).map_err(|_| SubscriptionError::EndpointUrl)?;
-    if !matches!(endpoint.scheme(), "https" | "http") {
-        return Err(SubscriptionError::EndpointScheme.into());
-    }
+    let (client, endpoint) = egress.client_for(&sub.endpoint)?;
     let (ua_public, auth) = decode_keys(&sub.p256dh, &sub.auth)?;
     let body = encrypt(payload, &ua_public, &auth)?;
     let authorization = vapid.authorization(&endpoint, SystemTime::now());
@@ -607,19 +578,16 @@ mod tests {
     fn a_browser_subscription_is_read_and_kept_unpadded() {
         let (_, p256dh) = ua_key();
         let padded_auth = format!("{AUTH16}==");
-        let sub = Subscription::from_json(
-            &sub_json(
-                "https://push.example.net/wpush/v2/abc",
-                &p256dh,
-                &padded_auth,
-            ),
-            false,
-        )
+        let sub = Subscription::from_json(&sub_json(
+            "https://push.example.net/wpush/v2/abc",
+            &p256dh,
+            &padded_auth,
+        ))
         .unwrap();
         assert_eq!(sub.endpoint, "https://push.example.net/wpush/v2/abc");
         assert_eq!(sub.p256dh, p256dh);
         assert_eq!(sub.auth, AUTH16);
-        assert_eq!(Subscription::from_json(&sub.to_json(), false).unwrap(), sub);
+        assert_eq!(Subscription::from_json(&sub.to_json()).unwrap(), sub);
         let shown = format!("{sub:?}");
         assert!(shown.contains("https://push.example.net"), "{shown}");
         assert!(!shown.contains("abc") && !shown.contains(AUTH16), "{shown}");
@@ -630,84 +598,40 @@ mod tests {
         use SubscriptionError as E;
         let (_, p) = ua_key();
         let ok = "https://push.example.net/x";
-        let cases: Vec<(Value, bool, E)> = vec![
-            (json!([]), false, E::NotAnObject),
+        let cases: Vec<(Value, E)> = vec![
+            (json!([]), E::NotAnObject),
             (
                 json!({"keys": {"p256dh": p, "auth": AUTH16}}),
-                false,
                 E::Missing("endpoint"),
             ),
-            (json!({"endpoint": ok}), false, E::Missing("keys.p256dh")),
+            (json!({"endpoint": ok}), E::Missing("keys.p256dh")),
             (
                 json!({"endpoint": ok, "keys": {"p256dh": p}}),
-                false,
                 E::Missing("keys.auth"),
             ),
             (
                 json!({"endpoint": ok, "keys": {"p256dh": 4, "auth": AUTH16}}),
-                false,
                 E::Missing("keys.p256dh"),
             ),
-            (sub_json("push/x", &p, AUTH16), false, E::EndpointUrl),
-            (
-                sub_json("ftp://push.example.net/x", &p, AUTH16),
-                false,
-                E::EndpointScheme,
-            ),
-            (
-                sub_json("http://push.example.net/x", &p, AUTH16),
-                true,
-                E::EndpointScheme,
-            ),
-            (
-                sub_json("http://127.0.0.1:9/x", &p, AUTH16),
-                false,
-                E::EndpointScheme,
-            ),
-            (
-                sub_json("http://localhost:9/x", &p, AUTH16),
-                true,
-                E::EndpointScheme,
-            ),
-            (
-                sub_json("https://u:pw@push.example.net/x", &p, AUTH16),
-                false,
-                E::EndpointCredentials,
-            ),
-            (
-                sub_json(ok, "not base64!", AUTH16),
-                false,
-                E::P256dhEncoding,
-            ),
+            (sub_json("push/x", &p, AUTH16), E::EndpointUrl),
+            (sub_json(ok, "not base64!", AUTH16), E::P256dhEncoding),
             // The compressed form (33 bytes) of a real point.
             (
                 sub_json(ok, &B64.encode(&d(&p)[..33]), AUTH16),
-                false,
                 E::P256dhPoint,
             ),
             // 65 bytes, 0x04 first, not on the curve.
-            (
-                sub_json(ok, &B64.encode([4u8; 65]), AUTH16),
-                false,
-                E::P256dhPoint,
-            ),
-            (sub_json(ok, &p, "%%%"), false, E::AuthEncoding),
-            (
-                sub_json(ok, &p, &B64.encode([7u8; 15])),
-                false,
-                E::AuthLength(15),
-            ),
-            (
-                sub_json(ok, &p, &B64.encode([7u8; 32])),
-                false,
-                E::AuthLength(32),
-            ),
+            (sub_json(ok, &B64.encode([4u8; 65]), AUTH16), E::P256dhPoint),
+            (sub_json(ok, &p, "%%%"), E::AuthEncoding),
+            (sub_json(ok, &p, &B64.encode([7u8; 15])), E::AuthLength(15)),
+            (sub_json(ok, &p, &B64.encode([7u8; 32])), E::AuthLength(32)),
         ];
-        for (v, loopback, want) in cases {
-            assert_eq!(Subscription::from_json(&v, loopback), Err(want), "{v}");
+        for (v, want) in cases {
+            assert_eq!(Subscription::from_json(&v), Err(want), "{v}");
         }
-        for endpoint in ["http://127.0.0.1:9/push/x", "http://[::1]:9/push/x"] {
-            assert!(Subscription::from_json(&sub_json(endpoint, &p, AUTH16), true).is_ok());
+        // Where the endpoint is, is the egress's to judge (`egress` tests it).
+        for endpoint in ["http://127.0.0.1:9/push/x", "ftp://[::1]:9/push/x"] {
+            assert!(Subscription::from_json(&sub_json(endpoint, &p, AUTH16)).is_ok());
         }
     }
 
@@ -770,16 +694,16 @@ mod tests {
     fn loopback_sub() -> Subscription {
         let (_, p) = ua_key();
         // Port 9 (discard): nothing is sent before these checks anyway.
-        Subscription::from_json(&sub_json("http://127.0.0.1:9/push/x", &p, AUTH16), true).unwrap()
+        Subscription::from_json(&sub_json("http://127.0.0.1:9/push/x", &p, AUTH16)).unwrap()
     }
 
     #[tokio::test]
     async fn an_oversize_payload_or_bad_topic_is_refused_before_sending() {
-        let client = reqwest::Client::new();
+        let egress = Egress::new(true, Duration::from_secs(5)).unwrap();
         let v = Vapid::generate("mailto:ops@example.org").unwrap();
         let sub = loopback_sub();
         let big = vec![b'a'; MAX_PAYLOAD + 1];
-        let e = send(&client, &v, &sub, &big, &PushOptions::default())
+        let e = send(&egress, &v, &sub, &big, &PushOptions::default())
             .await
             .unwrap_err();
         assert!(
@@ -796,12 +720,12 @@ mod tests {
                 topic: Some(topic.into()),
                 ..PushOptions::default()
             };
-            let e = send(&client, &v, &sub, b"{}", &opts).await.unwrap_err();
+            let e = send(&egress, &v, &sub, b"{}", &opts).await.unwrap_err();
             assert!(matches!(e, PushError::Topic), "{topic}: {e:?}");
         }
         let mut broken = sub.clone();
         broken.auth = B64.encode([1u8; 8]);
-        let e = send(&client, &v, &broken, b"{}", &PushOptions::default())
+        let e = send(&egress, &v, &broken, b"{}", &PushOptions::default())
             .await
             .unwrap_err();
         assert!(

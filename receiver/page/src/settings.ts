@@ -216,10 +216,12 @@ function urlCard(): HTMLElement {
   const remove = h("button", { type: "button", class: "secondary", hidden: saved === null }, "Remove");
   const out = h("div", { class: "form-out" });
 
+  // The receiver judges the rest (public addresses only, unless its operator
+  // allows private ones, and http:// then) and says why it refuses one.
   function valid(text: string): boolean {
     try {
       const u = new URL(text);
-      return u.protocol === "https:" || (u.protocol === "http:" && ["localhost", "127.0.0.1", "[::1]"].includes(u.hostname));
+      return u.protocol === "https:" || u.protocol === "http:";
     } catch {
       return false;
     }
@@ -228,7 +230,7 @@ function urlCard(): HTMLElement {
   async function submit(): Promise<void> {
     const text = url.value.trim();
     if (!valid(text)) {
-      out.replaceChildren(message("error", h("p", null, "Give a whole https:// address (http:// only for localhost).")));
+      out.replaceChildren(message("error", h("p", null, "Give a whole https:// address.")));
       return;
     }
     save.disabled = true;

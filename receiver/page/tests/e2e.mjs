@@ -439,6 +439,30 @@ step("an account made with a passkey on the phone: the empty board; signed out, 
   world.done.add("account");
 });
 
+step("a notification URL on the receiver's own machine or network is refused, and the page says why", "notify-url", 60_000, async () => {
+  needs("account");
+  const { page } = world.ann;
+  await page.goto(`${world.origin}/#view=settings`);
+  await page.getByRole("heading", { name: "Notifications", level: 1 }).waitFor();
+  const address = page.getByLabel("Address");
+  const save = page.getByRole("button", { name: "Save" });
+  for (const [url, why] of [
+    ["https://169.254.169.254/latest/meta-data/", "169.254.169.254 is a link-local address"],
+    [`http://localhost:${new URL(world.receiver).port}/app/api/me`, "only https:// addresses are taken"],
+    ["https://localhost/hook", /Can't save it: url: localhost \((127\.0\.0\.1|::1)\) is a loopback address/],
+    ["https://[fd00::1]/hook", "fd00::1 is a unique-local address"],
+  ]) {
+    await address.fill(url);
+    await save.click();
+    await page.getByText(typeof why === "string" ? `Can't save it: url: ${why}` : why).waitFor({ timeout: WAIT_MS });
+  }
+  const said = page.getByText("its operator can allow private ones with --allow-private-notify");
+  await said.waitFor();
+  await said.scrollIntoViewIfNeeded();
+  await world.ann.shot("notify-url-refused.png");
+  assert.equal((await world.ann.fetch("/app/api/me")).status, 200, "still signed in");
+});
+
 step("`sessionpipe connect` in one step: the same six digits on the phone, Approve with the passkey, the sink and hooks added, the machine online on the board", "pair", 150_000, async () => {
   needs("account");
   const { page } = world.ann;

@@ -21,6 +21,10 @@ pub struct PageOptions {
     /// Sign-ins and registrations one client (an address, an IPv6 /64) may
     /// have under way at once (each lasts at most five minutes).
     pub ceremonies_per_client: usize,
+    /// Push endpoints and notification URLs may be at private addresses
+    /// (loopback, the LAN: a self-hosted ntfy), and plain http to them; by
+    /// default only https to public addresses.
+    pub allow_private_notify: bool,
 }
 
 impl PageOptions {
@@ -31,6 +35,7 @@ impl PageOptions {
             open_registration: false,
             page_dir: None,
             ceremonies_per_client: crate::accounts::CEREMONIES_PER_CLIENT,
+            allow_private_notify: false,
         }
     }
 
@@ -66,8 +71,8 @@ impl PageOptions {
         Ok(url)
     }
 
-    /// Whether the page is served where only its own machine reaches it, so a
-    /// loopback push endpoint (a test's) may be taken.
+    /// Whether the page is served where only its own machine reaches it
+    /// (its cookie is then not `Secure`: plain http on localhost).
     pub fn is_local(&self) -> bool {
         self.origin.starts_with("http://localhost")
     }

@@ -2,11 +2,15 @@
 //! the tier of text it may show) and plain notification URLs (a webhook, an
 //! ntfy topic), and the receiver's VAPID key they are signed with.
 //!
-//! This module owns those routes. It must not send anything (`notify` does,
-//! when an attention comes, signed with the VAPID key it keeps).
+//! This module owns those routes, and refuses an address the receiver will
+//! not send to (`egress`: https, no credentials, public addresses unless
+//! the operator allows private ones), saying why, when it is given. It must
+//! not send anything (`notify` does, when an attention comes, signed with
+//! the VAPID key it keeps, and checks the address again then).
 
 use super::state::Page;
 use crate::db::{Db, args};
+use crate::egress::EgressError;
 use crate::error::ApiError;
 use crate::push::Subscription;
 use crate::request::read_json;
@@ -62,8 +66,12 @@ async fn subscribe(
 ) -> Result<StatusCode, ApiError> {
     let me = page.me(&headers).await?;
     let doc = read_json(body, BODY_MAX).await?;
-    let sub = Subscription::from_json(&doc["subscription"], page.opts.is_local())
+    let sub = Subscription::from_json(&doc["subscription"])
         .map_err(|e| ApiError::malformed(format!("subscription: {e}")))?;
+    page.notifier
+        .check_address(&sub.endpoint)
+        .await
+        .map_err(|e| refused("subscription: its endpoint", e))?;
     // The service worker's `pushsubscriptionchange`: the browser replaced
     // a subscription of this account; the new one keeps its tier (the
     // worker cannot read the page's choice) and the old row goes.
@@ -140,28 +148,27 @@ async fn unsubscribe(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// An https URL (or http to a loopback address, on a receiver that is
-/// itself on localhost) without credentials in it.
-fn notify_url(page: &Page, doc: &Value) -> Result<String, ApiError> {
+/// The answer to an address the receiver will not send to: 400, with why.
+fn refused(what: &str, e: EgressError) -> ApiError {
+    let reason = match e {
+        EgressError::NotPublic { .. } | EgressError::PublicHttp { .. } => "address_refused",
+        EgressError::Unresolved { .. } => "unresolved",
+        _ => "malformed",
+    };
+    ApiError::new(StatusCode::BAD_REQUEST, reason, format!("{what}: {e}"))
+}
+
+/// The notification URL of `doc`, checked where it points.
+async fn notify_url(page: &Page, doc: &Value) -> Result<String, ApiError> {
     let raw = doc["url"]
         .as_str()
         .filter(|u| u.len() <= 2000)
         .ok_or_else(|| ApiError::malformed("url: missing"))?;
     let url = url::Url::parse(raw).map_err(|_| ApiError::malformed("url: not a URL"))?;
-    let loopback = url.host().is_some_and(|h| {
-        matches!(h, url::Host::Ipv4(a) if a.is_loopback())
-            || matches!(h, url::Host::Ipv6(a) if a.is_loopback())
-    });
-    let ok = match url.scheme() {
-        "https" => true,
-        "http" => loopback && page.opts.is_local(),
-        _ => false,
-    };
-    if !ok || !url.username().is_empty() || url.password().is_some() {
-        return Err(ApiError::malformed(
-            "url: an https URL without a user or password in it",
-        ));
-    }
+    page.notifier
+        .check_address(url.as_str())
+        .await
+        .map_err(|e| refused("url", e))?;
     Ok(url.to_string())
 }
 
@@ -172,7 +179,7 @@ async fn add_url(
 ) -> Result<StatusCode, ApiError> {
     let me = page.me(&headers).await?;
     let doc = read_json(body, BODY_MAX).await?;
-    let url = notify_url(&page, &doc)?;
+    let url = notify_url(&page, &doc).await?;
     let tier = tier(&doc)?;
     room(
         &page.db,

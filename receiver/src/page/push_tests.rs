@@ -1,8 +1,10 @@
 //! The page's API over real HTTP with a software passkey (the phone of
 //! `accounts::tests`): an account made and signed in, a device subscribed to
-//! Web Push at the test kit's loopback push service, and an `attention.needed`
-//! sent with the operator's sink token reaching that device, encrypted, with
-//! words that say what the attention is.
+//! Web Push at the test kit's loopback push service (with the operator's
+//! opt-in to private addresses), and an `attention.needed` sent with the
+//! operator's sink token reaching that device, encrypted, with words that
+//! say what the attention is; and without the opt-in, every address the
+//! receiver will not send to refused when it is given, saying why.
 
 use crate::accounts::tests::Phone;
 use crate::{ControlOptions, Options, PageOptions, Receiver};
@@ -109,7 +111,10 @@ fn attention(session: &str, seq: u64, tool: &str) -> Value {
 fn an_attention_reaches_a_subscribed_device_by_web_push_in_words_at_its_tier() {
     let rx = Receiver::start(Options {
         control: Some(ControlOptions::new("localhost")),
-        page: Some(PageOptions::new("")),
+        page: Some(PageOptions {
+            allow_private_notify: true,
+            ..PageOptions::new("")
+        }),
         ..Options::new(TOKEN)
     })
     .unwrap();
@@ -196,4 +201,114 @@ fn an_attention_reaches_a_subscribed_device_by_web_push_in_words_at_its_tier() {
     page.cookie = None;
     let (s, body) = page.call("GET", "/app/api/board", None);
     assert_eq!((s, body["reason"].as_str()), (401, Some("signed_out")));
+}
+
+#[test]
+fn addresses_the_receiver_will_not_send_to_are_refused_saying_why() {
+    let rx = Receiver::start(Options {
+        control: Some(ControlOptions::new("localhost")),
+        page: Some(PageOptions::new("")),
+        ..Options::new(TOKEN)
+    })
+    .unwrap();
+    let mut page = Page::signed_up(rx.url(), &mut Phone::new());
+    let service = PushService::start().unwrap();
+    let browser = service.subscribe();
+    for (url, reason, words) in [
+        (
+            "https://127.0.0.1/hook",
+            "address_refused",
+            "127.0.0.1 is a loopback address",
+        ),
+        (
+            "https://10.0.0.1/hook",
+            "address_refused",
+            "10.0.0.1 is a private address",
+        ),
+        (
+            "https://169.254.169.254/latest/meta-data/",
+            "address_refused",
+            "169.254.169.254 is a link-local address",
+        ),
+        (
+            "https://[::1]:8443/hook",
+            "address_refused",
+            "::1 is a loopback address",
+        ),
+        (
+            "https://[fd00::1]/hook",
+            "address_refused",
+            "fd00::1 is a unique-local address",
+        ),
+        (
+            "https://localhost:8443/hook",
+            "address_refused",
+            "is a loopback address",
+        ),
+        (
+            "http://ntfy.example.net/topic",
+            "malformed",
+            "only https:// addresses are taken",
+        ),
+        (
+            "https://me:secret@ntfy.example.net/topic",
+            "malformed",
+            "user name or password",
+        ),
+    ] {
+        let (s, said) = page.call(
+            "POST",
+            "/app/api/notify-url",
+            Some(json!({"url": url, "tier": 0})),
+        );
+        assert_eq!(
+            (s, said["reason"].as_str()),
+            (400, Some(reason)),
+            "{url}: {said}"
+        );
+        let detail = said["detail"].as_str().unwrap();
+        assert!(detail.starts_with("url: "), "{detail}");
+        assert!(detail.contains(words), "{url}: {detail}");
+        let mut sub = browser.clone();
+        sub["endpoint"] = json!(url);
+        let (s, said) = page.call(
+            "POST",
+            "/app/api/push",
+            Some(json!({"subscription": sub, "tier": 0})),
+        );
+        assert_eq!(
+            (s, said["reason"].as_str()),
+            (400, Some(reason)),
+            "{url}: {said}"
+        );
+        let detail = said["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with("subscription: its endpoint: "),
+            "{detail}"
+        );
+        assert!(detail.contains(words), "{url}: {detail}");
+    }
+    // The words a person reads say what to do about it.
+    let (_, said) = page.call(
+        "POST",
+        "/app/api/notify-url",
+        Some(json!({"url": "https://10.0.0.1/hook", "tier": 0})),
+    );
+    assert_eq!(
+        said["detail"],
+        "url: 10.0.0.1 is a private address: this receiver sends notifications only to \
+         public addresses (its operator can allow private ones with --allow-private-notify)"
+    );
+    // The test kit's loopback push service is refused too, and nothing is kept.
+    let (s, _) = page.call(
+        "POST",
+        "/app/api/push",
+        Some(json!({"subscription": browser, "tier": 0})),
+    );
+    assert_eq!(s, 400);
+    assert!(rx.query("SELECT url FROM notify_urls").is_empty());
+    assert!(
+        rx.query("SELECT endpoint FROM push_subscriptions")
+            .is_empty()
+    );
 }

@@ -59,7 +59,8 @@ impl Page {
         } else {
             "mailto:receiver@localhost".to_string()
         };
-        let notifier = Notifier::open(Arc::clone(&db), &subject, log.0).await?;
+        let notifier =
+            Notifier::open(Arc::clone(&db), &subject, log.0, opts.allow_private_notify).await?;
         Ok(Page {
             opts,
             accounts,
