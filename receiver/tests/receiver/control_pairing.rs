@@ -451,9 +451,13 @@ fn the_binary_serves_control_when_told() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     let bin = env!("CARGO_BIN_EXE_sessionpipe-receiver");
+    // Its own folder: the kill below leaves no temporary one behind.
+    let data = tempfile::tempdir().unwrap();
     let mut child = Command::new(bin)
         .args(["--token", TOKEN, "--quiet", "--control", "--open-pairing"])
         .args(["--session-tool", "mcp__sessionpipe", "--wait-max-s", "5"])
+        .arg("--data")
+        .arg(data.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -496,9 +500,13 @@ fn the_binary_takes_its_trusted_proxy_and_each_client_s_share() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     let bin = env!("CARGO_BIN_EXE_sessionpipe-receiver");
+    // Its own folder: the kill below leaves no temporary one behind.
+    let data = tempfile::tempdir().unwrap();
     let mut child = Command::new(bin)
         .args(["--token", TOKEN, "--quiet", "--control", "--open-pairing"])
         .args(["--trusted-proxy", "127.0.0.1", "--pairings-per-client", "1"])
+        .arg("--data")
+        .arg(data.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
