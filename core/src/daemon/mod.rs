@@ -11,18 +11,23 @@
 //! unlock) is what guarantees that a job written while a worker exits is taken by
 //! that worker or by the next one the hook starts.
 //!
-//! SIGTERM and SIGINT stop it within half a second: ingest stops between two
-//! batches (a batch commits whole or not at all, and its jobs leave the spool
-//! only after), sinks stop at their next step (a batch cut off in flight goes
-//! again, receivers dedup), the API closes and `ui.json` goes. Jobs not yet
-//! taken stay in the spool for the next start.
+//! SIGTERM and SIGINT stop it within half a second (`stop::STOP_BOUND`):
+//! ingest stops between two batches (a batch commits whole or not at all, and
+//! its jobs leave the spool only after), sinks stop at their next step (a batch
+//! cut off in flight goes again, receivers dedup), the API closes and `ui.json`
+//! goes. Jobs not yet taken stay in the spool for the next start. A program that
+//! runs the daemon inside itself (the app) owns the signals instead and stops it
+//! the same way through a `Stop` (`Options::stop`).
 //!
 //! Uses layers 1 to 3 and the crates below. Control (its socket and its
 //! long-polls) runs here on the same runtime; ACP and the pool listener will.
 
 pub mod api;
+mod stop;
 mod stream_wake;
 mod wake;
+
+pub use stop::{STOP_BOUND, Signal, Stop, ended_by_signal};
 
 use crate::pipeline::ingest::Ingest;
 use crate::pipeline::outbox::{Outbox, OutboxError};
@@ -42,6 +47,10 @@ pub struct Options {
     pub api: bool,
     pub api_port: u16,
     pub ui_dir: Option<std::path::PathBuf>,
+    /// `None`: the daemon owns its process, and SIGTERM or SIGINT stop it.
+    /// `Some`: a program runs it inside itself and owns the signals; the
+    /// daemon stops when that program pulls this (and never starts after).
+    pub stop: Option<Stop>,
 }
 
 impl Default for Options {
@@ -52,6 +61,7 @@ impl Default for Options {
             api: false,
             api_port: 0,
             ui_dir: None,
+            stop: None,
         }
     }
 }
@@ -111,8 +121,10 @@ pub fn run(paths: &StatePaths, opts: &Options) -> Result<(), DaemonError> {
     if opts.drain {
         crate::logging::to_file(&paths.log_file());
     }
+    // A drain worker whose work another process will do, or an embedder's
+    // daemon stopped before it had the lock.
     let Some(lock) = acquire_lock(paths, opts)? else {
-        return Ok(()); // a drain worker whose work another process will do
+        return Ok(());
     };
     // Everything in the state dir is this user's alone, whatever made it so far
     // (an older version, a folder made 0755 by hand).
@@ -139,28 +151,22 @@ pub fn run(paths: &StatePaths, opts: &Options) -> Result<(), DaemonError> {
     result
 }
 
-/// Sets `stopping` at SIGTERM or SIGINT and wakes the ingest loop to see it.
-async fn on_signal(stopping: Arc<AtomicBool>, wake: std::path::PathBuf) {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            tracing::warn!("cannot listen for signals: they end the daemon at once");
-            return;
-        };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
+/// Sets `stopping` at SIGTERM or SIGINT (or at the embedder's `stop`) and
+/// wakes the ingest loop to see it.
+async fn on_stop(stop: Option<Stop>, stopping: Arc<AtomicBool>, wake: std::path::PathBuf) {
+    match stop {
+        Some(stop) => {
+            stop.asked_async().await;
+            tracing::info!("stopping (asked by the program it runs in)");
         }
+        None => match ended_by_signal().await {
+            Ok(signal) => tracing::info!("stopping ({})", signal.name()),
+            Err(e) => {
+                tracing::warn!("cannot listen for signals ({e}): they end the daemon at once");
+                return;
+            }
+        },
     }
-    #[cfg(not(unix))]
-    if tokio::signal::ctrl_c().await.is_err() {
-        return;
-    }
-    tracing::info!("stopping");
     stopping.store(true, Ordering::Relaxed);
     spool::wake::poke(&wake);
 }
@@ -172,7 +178,11 @@ async fn serve(
     outbox: Outbox,
     stopping: Arc<AtomicBool>,
 ) -> Result<(), DaemonError> {
-    let signals = tokio::spawn(on_signal(stopping.clone(), paths.wake_socket()));
+    let signals = tokio::spawn(on_stop(
+        opts.stop.clone(),
+        stopping.clone(),
+        paths.wake_socket(),
+    ));
     let spool = Spool::of(paths);
     spool.sweep_stale_temps();
     let _ = outbox.prune_jobs_done(protocol::time::now_ms());
@@ -467,7 +477,8 @@ fn stdout_is_read() -> bool {
     std::io::stdout().is_terminal()
 }
 
-/// Takes the daemon lock. `Ok(None)`: a drain worker that need not run.
+/// Takes the daemon lock. `Ok(None)`: a drain worker that need not run, or a
+/// daemon stopped by its embedder while it waited.
 fn acquire_lock(paths: &StatePaths, opts: &Options) -> Result<Option<Lock>, DaemonError> {
     let mode = if opts.drain {
         Mode::Drain
@@ -476,6 +487,9 @@ fn acquire_lock(paths: &StatePaths, opts: &Options) -> Result<Option<Lock>, Daem
     };
     let started = Instant::now();
     loop {
+        if opts.stop.as_ref().is_some_and(Stop::asked) {
+            return Ok(None);
+        }
         match lock::try_acquire(paths, mode, stdout_sinks(opts)) {
             Ok(Some(lock)) => return Ok(Some(lock)),
             Ok(None) => {}
