@@ -7,15 +7,19 @@
 //!
 //! Owns the wiring and the app's life: a second launch opens the first one's
 //! window and exits; the window's closing leaves the tray running; "Quit" ends
-//! the process (the embedded daemon with it: the core loses nothing to a stop at
-//! any instant; the window follows, its stdin closed). Must not hold behaviour
-//! of its own.
+//! the process: the icon goes, the embedded daemon stops between two batches
+//! (as SIGTERM stops `sessionpipe daemon`), then the process exits 0 (the
+//! window follows, its stdin closed). SIGTERM and SIGINT (a logout, `kill`, a
+//! package upgrade, a service manager, Ctrl-C) end it the same way: the app
+//! owns the process's signals, not the daemon inside it. Must not hold
+//! behaviour of its own.
 
 use crate::backend;
 use crate::instance::{self, Ask};
 use crate::shared::Shared;
 use crate::tray::{Tray, View};
 use crate::window::Window;
+use sessionpipe_core::daemon::{STOP_BOUND, Signal};
 use sessionpipe_core::spool::StatePaths;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,6 +37,12 @@ pub enum UserEvent {
     View(Box<View>),
     /// A menu item was chosen.
     Menu(MenuEvent),
+    /// SIGTERM or SIGINT: the app ends as "Quit" does.
+    Signal(Signal),
+    /// The embedded daemon's thread is over (after `Backend::stop`).
+    DaemonEnded,
+    /// A time the quitting app waits for has come (`Quitting`).
+    QuitTimer,
 }
 
 pub fn run(hidden: bool) -> anyhow::Result<()> {
@@ -54,7 +64,11 @@ pub fn run(hidden: bool) -> anyhow::Result<()> {
     let (refresh, refresh_rx) = std::sync::mpsc::channel::<()>();
     let shared = Arc::new(Shared::new(paths.clone(), Window::default(), refresh));
 
-    backend::start(paths.clone(), backend::ui_dir());
+    quit_on_signals(proxy.clone());
+    let ended_proxy = proxy.clone();
+    let backend = backend::start(paths.clone(), backend::ui_dir(), move || {
+        let _ = ended_proxy.send_event(UserEvent::DaemonEnded);
+    });
     let on_ask = shared.clone();
     first.serve(move |ask| {
         if ask == Ask::Open {
@@ -77,16 +91,14 @@ pub fn run(hidden: bool) -> anyhow::Result<()> {
     }
 
     let mut tray: Option<Tray> = None;
+    let timer_proxy = proxy.clone();
     let mut refresher = Some((proxy, refresh_rx));
-    // Set by "Quit": the icon is gone at once, the process a moment later, so
-    // the panel's call that carried the click gets its answer first.
-    let mut quit_at: Option<Instant> = None;
+    // Set by "Quit" (or a signal): the icon is gone at once, the process once
+    // the daemon has stopped.
+    let mut quitting: Option<Quitting> = None;
+    let mut daemon_ended = false;
     event_loop.run(move |event, _, control_flow| {
-        *control_flow = match quit_at {
-            Some(at) if Instant::now() >= at => ControlFlow::ExitWithCode(0),
-            Some(at) => ControlFlow::WaitUntil(at),
-            None => ControlFlow::Wait,
-        };
+        let mut begin_quit = false;
         match event {
             // The tray is made once the loop runs (GTK is up on Linux, the
             // application is launched on macOS).
@@ -100,6 +112,7 @@ pub fn run(hidden: bool) -> anyhow::Result<()> {
                 Err(e) => {
                     eprintln!("sessionpipe-app: cannot put the icon in the tray: {e}");
                     *control_flow = ControlFlow::ExitWithCode(1);
+                    return;
                 }
             },
             Event::UserEvent(UserEvent::View(view)) => {
@@ -107,24 +120,124 @@ pub fn run(hidden: bool) -> anyhow::Result<()> {
                     t.show(*view);
                 }
             }
-            Event::UserEvent(UserEvent::Menu(e)) if quit_at.is_none() => {
-                let quit = crate::tray::on_menu(&shared, e.id().as_ref());
-                if quit {
-                    tray = None;
-                    shared.local_receiver.stop();
-                    let at = Instant::now() + QUIT_GRACE;
-                    quit_at = Some(at);
-                    *control_flow = ControlFlow::WaitUntil(at);
+            Event::UserEvent(UserEvent::Menu(e)) if quitting.is_none() => {
+                begin_quit = crate::tray::on_menu(&shared, e.id().as_ref());
+            }
+            Event::UserEvent(UserEvent::Signal(signal)) if quitting.is_none() => {
+                tracing::info!("{}: the app ends as Quit does", signal.name());
+                begin_quit = true;
+            }
+            Event::UserEvent(UserEvent::DaemonEnded) => {
+                daemon_ended = true;
+                if quitting.is_none() {
+                    tracing::warn!("the embedded daemon's thread ended");
                 }
             }
             Event::LoopDestroyed => tracing::info!("the app's event loop ended"),
             _ => {}
         }
+        if begin_quit {
+            tray = None;
+            shared.local_receiver.stop();
+            backend.stop();
+            quitting = Some(Quitting::begin(timer_proxy.clone()));
+        }
+        *control_flow = match &quitting {
+            Some(q) => q.flow(daemon_ended),
+            None => ControlFlow::Wait,
+        };
     })
 }
 
-/// How long the process outlives its icon after "Quit".
+/// The app on its way out: its icon gone, its daemon stopping.
+struct Quitting {
+    /// The least the process outlives its icon, so the panel's call that
+    /// carried the click on "Quit" gets its answer first.
+    grace_until: Instant,
+    /// The most it waits for the daemon (`DAEMON_WAIT`).
+    daemon_until: Instant,
+}
+
+/// How long the process outlives its icon at least.
 const QUIT_GRACE: Duration = Duration::from_millis(200);
+
+/// The most the app waits for its daemon to stop: the daemon's own bound
+/// (half a second), and as much again for a batch that a loaded machine or a
+/// debug build makes slower. Past it the process ends anyway: the core loses
+/// nothing to a stop at any instant, and a batch cut off goes again at the
+/// next start.
+const DAEMON_WAIT: Duration = STOP_BOUND.saturating_mul(2);
+
+impl Quitting {
+    /// From now; the loop is woken at both times (tao's `WaitUntil` is no
+    /// timer on Linux: it waits for the next event of any kind).
+    fn begin(proxy: EventLoopProxy<UserEvent>) -> Quitting {
+        let now = Instant::now();
+        let q = Quitting {
+            grace_until: now + QUIT_GRACE,
+            daemon_until: now + DAEMON_WAIT,
+        };
+        let times = [q.grace_until, q.daemon_until];
+        let spawned = std::thread::Builder::new()
+            .name("quit-timer".into())
+            .spawn(move || {
+                for at in times {
+                    std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                    let _ = proxy.send_event(UserEvent::QuitTimer);
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start the quit's timer: {e}");
+        }
+        q
+    }
+
+    /// Exit 0 once the grace is over and the daemon has stopped (or had its
+    /// time); until then, wait for whichever comes next.
+    fn flow(&self, daemon_ended: bool) -> ControlFlow {
+        let until = if daemon_ended {
+            self.grace_until
+        } else {
+            self.grace_until.max(self.daemon_until)
+        };
+        if Instant::now() >= until {
+            ControlFlow::ExitWithCode(0)
+        } else {
+            ControlFlow::WaitUntil(until)
+        }
+    }
+}
+
+/// Starts the thread that turns SIGTERM and SIGINT (Ctrl-C elsewhere) into
+/// "Quit". A second one, while the first is being carried out, ends the
+/// process at once, as the signal would have (the daemon loses nothing to it).
+fn quit_on_signals(proxy: EventLoopProxy<UserEvent>) {
+    use sessionpipe_core::daemon::ended_by_signal;
+    let spawned = std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            let listened = sessionpipe_core::runtime::block_on(async {
+                let first = ended_by_signal().await?;
+                let _ = proxy.send_event(UserEvent::Signal(first));
+                ended_by_signal().await
+            });
+            match listened {
+                Ok(again) => {
+                    tracing::warn!("{} again: the app ends now", again.name());
+                    std::process::exit(match again {
+                        Signal::Terminate => 143,
+                        Signal::Interrupt => 130,
+                    });
+                }
+                Err(e) => tracing::warn!(
+                    "cannot listen for SIGTERM and SIGINT ({e}): they end the app at once"
+                ),
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot start the signals' thread: {e}");
+    }
+}
 
 /// How often the menu's sessions and ages are read again.
 const REFRESH: Duration = Duration::from_secs(3);

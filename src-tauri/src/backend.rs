@@ -5,13 +5,15 @@
 //! serving the UI's files) whenever the lock is free, and otherwise waits and tries
 //! again, so the app takes over within seconds when the daemon it attached to goes
 //! away (a drain worker started by a hook lets go of the lock on its own once the
-//! spool is empty). Owns reading who holds the lock and where that daemon's UI is.
+//! spool is empty). Owns reading who holds the lock and where that daemon's UI is,
+//! and stopping the embedded daemon when the app ends (the app, not the daemon,
+//! owns the process's signals: `app`).
 //!
 //! Must not ingest, decide or deliver anything itself (the core's daemon does), nor
 //! talk to another daemon except through the state dir's files (`daemon.lock`,
 //! `ui.json`), the same way `sessionpipe status` and `sessionpipe ui` do.
 
-use sessionpipe_core::daemon;
+use sessionpipe_core::daemon::{self, Stop};
 use sessionpipe_core::spool::StatePaths;
 use sessionpipe_core::state::lock::{self, Holder, Mode};
 use std::path::{Path, PathBuf};
@@ -34,23 +36,62 @@ pub enum Link {
 
 pub use sessionpipe_core::state::ui_file::UiAddress;
 
-/// Starts the supervisor thread: the daemon runs in it while this process holds
-/// the lock, which is for the rest of the app's life once it has it.
-pub fn start(paths: StatePaths, ui_dir: Option<PathBuf>) {
-    let opts = daemon::Options {
-        api: true,
-        ui_dir,
-        ..Default::default()
-    };
-    let spawned = std::thread::Builder::new()
-        .name("daemon".into())
-        .spawn(move || supervise(&paths, &opts));
-    if let Err(e) = spawned {
-        tracing::warn!("cannot start the daemon's thread: {e}");
+/// The supervisor thread, seen from the app: the way to stop it.
+pub struct Backend {
+    stop: Stop,
+}
+
+impl Backend {
+    /// Stops the embedded daemon as SIGTERM stops `sessionpipe daemon`
+    /// (between two batches, within `daemon::STOP_BOUND`), or the wait for
+    /// the lock; the supervisor's `ended` follows.
+    pub fn stop(&self) {
+        self.stop.stop();
     }
 }
 
-fn supervise(paths: &StatePaths, opts: &daemon::Options) {
+/// Starts the supervisor thread: the daemon runs in it while this process holds
+/// the lock, which is for the rest of the app's life once it has it, until
+/// `Backend::stop`. `ended` is called once the thread is over (also if it
+/// could not start or panicked).
+pub fn start(
+    paths: StatePaths,
+    ui_dir: Option<PathBuf>,
+    ended: impl FnOnce() + Send + 'static,
+) -> Backend {
+    let stop = Stop::new();
+    let opts = daemon::Options {
+        api: true,
+        ui_dir,
+        stop: Some(stop.clone()),
+        ..Default::default()
+    };
+    let on_end = OnEnd(Some(Box::new(ended)));
+    let supervisor_stop = stop.clone();
+    let spawned = std::thread::Builder::new()
+        .name("daemon".into())
+        .spawn(move || {
+            let _on_end = on_end;
+            supervise(&paths, &opts, &supervisor_stop);
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot start the daemon's thread: {e}");
+    }
+    Backend { stop }
+}
+
+/// Calls its function when dropped: at the supervisor's end, however it ends.
+struct OnEnd(Option<Box<dyn FnOnce() + Send>>);
+
+impl Drop for OnEnd {
+    fn drop(&mut self) {
+        if let Some(ended) = self.0.take() {
+            ended();
+        }
+    }
+}
+
+fn supervise(paths: &StatePaths, opts: &daemon::Options, stop: &Stop) {
     let me = std::process::id();
     let mut said = None::<String>;
     let mut say = |what: String| {
@@ -59,7 +100,7 @@ fn supervise(paths: &StatePaths, opts: &daemon::Options) {
             said = Some(what);
         }
     };
-    loop {
+    while !stop.asked() {
         if let Some(Holder { pid, mode, .. }) = lock::holder(paths)
             && mode == Mode::Daemon
             && pid != me
@@ -67,17 +108,18 @@ fn supervise(paths: &StatePaths, opts: &daemon::Options) {
             say(format!(
                 "attached to the sessionpipe daemon running as pid {pid}; taking over when it stops"
             ));
-            std::thread::sleep(RETRY);
+            stop.wait_timeout(RETRY);
             continue;
         }
-        // Blocks for as long as this process holds the lock (the app's life). A
-        // drain worker holding it is waited out inside; another daemon that got
-        // the lock first makes it return at once with the reason.
+        // Blocks for as long as this process holds the lock (the app's life,
+        // until the stop). A drain worker holding it is waited out inside;
+        // another daemon that got the lock first makes it return at once with
+        // the reason.
         match daemon::run(paths, opts) {
             Ok(()) => say("the embedded daemon stopped".into()),
             Err(e) => say(format!("the embedded daemon did not start: {e}")),
         }
-        std::thread::sleep(RETRY);
+        stop.wait_timeout(RETRY);
     }
 }
 

@@ -4,7 +4,10 @@ tray client, a reader of notification calls, a window manager's close (python3-g
 
   desktop.py watch             own org.kde.StatusNotifierWatcher on the session bus and
                            print "registered <epoch_ms> <bus name> <object path>"
-                           for every item that registers (the tray icon)
+                           for every item that registers (the tray icon), and
+                           "unregistered <epoch_ms> <bus name> <object path>"
+                           when the bus name that registered it goes away (as
+                           a panel's watcher drops an item)
   desktop.py icon NAME PATH    print the item's IconName (appindicator: a PNG's path)
   desktop.py menu NAME PATH    print the item's menu: "<id>\t<toggle-state>\t<label>"
   desktop.py click NAME PATH ID
@@ -76,7 +79,8 @@ def watch():
             arg = params.unpack()[0]
             # appindicator passes its object path; others pass a bus name.
             name, obj = (sender, arg) if arg.startswith("/") else (arg, "/StatusNotifierItem")
-            items.append(f"{name}{obj}")
+            if f"{name}{obj}" not in items:
+                items.append(f"{name}{obj}")
             print(f"registered {int(time.time() * 1000)} {name} {obj}", flush=True)
             conn.emit_signal(None, "/StatusNotifierWatcher", "org.kde.StatusNotifierWatcher",
                              "StatusNotifierItemRegistered", GLib.Variant("(s)", (items[-1],)))
@@ -89,8 +93,21 @@ def watch():
             "ProtocolVersion": GLib.Variant("i", 0),
         }[prop]
 
+    def on_owner_changed(conn, sender, path, iface, signal, params):
+        name, _old, new = params.unpack()
+        if new:
+            return
+        for item in [i for i in items if i.startswith(name + "/")]:
+            items.remove(item)
+            print(f"unregistered {int(time.time() * 1000)} {name} {item[len(name):]}", flush=True)
+            conn.emit_signal(None, "/StatusNotifierWatcher", "org.kde.StatusNotifierWatcher",
+                             "StatusNotifierItemUnregistered", GLib.Variant("(s)", (item,)))
+
     def on_bus(conn, name):
         conn.register_object("/StatusNotifierWatcher", node.interfaces[0], on_call, on_get, None)
+        conn.signal_subscribe("org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged",
+                              "/org/freedesktop/DBus", None, Gio.DBusSignalFlags.NONE,
+                              on_owner_changed)
 
     def on_name(conn, name):
         print("watching", flush=True)

@@ -44,7 +44,14 @@
 #  17. Droid and Kiro appearing after setup (their folders made) are offered
 #      in the menu; "Watch Droid" installs Droid's hooks (status says
 #      installed), "Don't offer Kiro again" declines Kiro without touching
-#      its files, and the lines go.
+#      its files, and the lines go;
+#  18. SIGTERM and SIGINT end the app as Quit does: SIGTERM to an app whose
+#      embedded daemon is working through a backlog of 2000 hook jobs, SIGINT
+#      to one with its window open; each exits 0 within 1.5 s (the app waits
+#      up to a second for its daemon), its daemon says "stopping" and does not
+#      start again, removes ui.json and its sockets (a killed one leaves
+#      ui.json), its tray item leaves the watcher, its window's processes end;
+#      the backlog is all in the outbox after the next start, once each.
 # Installs nothing; a missing tool fails with the apt package to install.
 # Usage: src-tauri/tests/xvfb.sh   (binaries from $SESSIONPIPE_BIN_DIR, default
 # target/debug: cargo build -p sessionpipe-app -p sessionpipe-core -p sessionpipe-hook;
@@ -686,5 +693,67 @@ grep -q "droid: current" "$W/status-offers.txt" || fail "status after Watch Droi
 ok "Watch Droid installed its hooks (status: $(grep -F "droid:" "$W/status-offers.txt")); Kiro is declined and was not touched; the lines went"
 click "Quit"
 wait_for 15 "the app to quit" bash -c "! kill -0 $APP 2>/dev/null"
+
+step "18. SIGTERM and SIGINT end the app as Quit does"
+S7=5e0c1a52-7777-4c1e-9d7a-000000000007
+JOBS=2000
+# A backlog: hooks that found no daemon and could start no worker.
+for n in $(seq "$JOBS"); do
+  SESSIONPIPE_BIN=/nonexistent hook PostToolUse "$S7" \
+    "\"tool_name\":\"Bash\",\"tool_use_id\":\"toolu_$n\",\"tool_input\":{\"command\":\"echo $n\"},\"tool_response\":{\"stdout\":\"$n\",\"stderr\":\"\",\"interrupted\":false}"
+done
+spooled() { find "$STATE/spool" -maxdepth 1 -name '*.job' ! -name '.*' | wc -l; }
+[ "$(spooled)" = "$JOBS" ] || fail "$(spooled) jobs spooled, not $JOBS"
+unregistered() { grep -q "^unregistered [0-9]* $1\$" "$W/watch.log"; }
+# ended_as_quit SIGNAL LOG: the app ends within a second, exit 0, its daemon
+# stopped (not killed, not started again), its tray item gone from the watcher.
+ended_as_quit() {
+  local signal=$1 log=$2 item=$ITEM t0 took code=0
+  t0=$(now_ms)
+  kill "-$signal" "$APP"
+  wait_for 5 "the app to end after SIG$signal" gone "$APP" || fail "SIG$signal did not end the app: $(tail -n 5 "$W/$log")"
+  took=$(($(now_ms) - t0))
+  wait "$APP" || code=$?
+  [ "$code" = 0 ] || fail "the app exited $code after SIG$signal: $(tail -n 5 "$W/$log")"
+  # The app waits up to a second for its daemon (half a second in a release
+  # build, a debug build's batch of 1 024 jobs about as long again).
+  ((took < 1500)) || fail "SIG$signal to exit took $took ms"
+  grep -q "SIG$signal: the app ends as Quit does" "$W/$log" || fail "the app did not say why it ended: $(cat "$W/$log")"
+  grep -q "stopping (asked by the program it runs in)" "$W/$log" || fail "the daemon did not stop: $(cat "$W/$log")"
+  grep -q "the embedded daemon stopped" "$W/$log" || fail "the daemon's thread did not end: $(cat "$W/$log")"
+  [ "$(grep -c "daemon running" "$W/$log")" = 1 ] || fail "the daemon started again: $(cat "$W/$log")"
+  for f in ui.json wake.sock wake-stream.sock control.sock; do
+    [ ! -e "$STATE/$f" ] || fail "$f is left after SIG$signal: the daemon did not stop as it should"
+  done
+  wait_for 5 "the tray item $item to leave the watcher" unregistered "$item"
+  ok "SIG$signal: exit 0 in $took ms; the daemon said \"stopping\" and stopped, ui.json and the sockets gone; the tray item unregistered"
+}
+start_app app5.log --hidden
+find_item
+# Its ingest starts right after it says so: the signal comes into the backlog.
+wait_for 15 "the embedded daemon to run" grep -q "daemon running" "$W/app5.log"
+ended_as_quit TERM app5.log
+left=$(spooled)
+ok "$((JOBS - left)) of $JOBS jobs taken before SIGTERM, $left left in the spool for the next start"
+
+start_app app6.log
+find_item
+wait_for 20 "the window" window_open
+# Every job in the outbox once: the ones taken before the signal and the rest.
+tools_ended() { "$SP_BIN/sessionpipe" tail --no-follow --json --session "$S7" | /usr/bin/python3 -c '
+import json, sys
+ids = [json.loads(l)["data"]["call_id"] for l in sys.stdin if l.strip() and json.loads(l)["type"] == "tool.ended"]
+print(len(ids), len(set(ids)))'; }
+all_in() { [ "$(tools_ended)" = "$JOBS $JOBS" ]; }
+wait_for 60 "all $JOBS tool.ended in the outbox" all_in || fail "tool.ended (all, distinct): $(tools_ended)"
+[ "$(spooled)" = 0 ] || fail "$(spooled) jobs still spooled"
+ok "all $JOBS jobs are in the outbox once each; the spool is empty"
+procs=$(window_pids | xargs)
+[ -n "$procs" ] || fail "no window process under the app"
+ended_as_quit INT app6.log
+# shellcheck disable=SC2086
+wait_for 10 "the window's processes ($procs) to end" gone $procs
+window_closed || fail "the window is still on screen"
+ok "SIGINT ended the open window too ($procs)"
 
 printf '\nall app checks passed\n'
