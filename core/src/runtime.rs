@@ -23,8 +23,10 @@ pub fn daemon() -> std::io::Result<tokio::runtime::Runtime> {
 /// eight per core), and each keeps what it freed: the daemon's memory after
 /// 300 board requests on a year's outbox then ranged 23 to 30 MB from run to
 /// run; with two arenas, 22.5 to 22.9 MB at the same speed (`bench_year`).
-/// Elsewhere (musl, macOS, Windows) the allocator is left as it is.
-fn cap_malloc_arenas() {
+/// Elsewhere (musl, macOS, Windows) the allocator is left as it is. A
+/// program that runs the daemon inside itself calls it first thing, before
+/// its own threads take arenas of their own.
+pub fn cap_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // glibc's <malloc.h>: `int mallopt(int param, int value)`.

@@ -82,6 +82,10 @@ fn say(line: &str) {
 static GDK_GL: std::sync::OnceLock<Option<std::ffi::OsString>> = std::sync::OnceLock::new();
 
 fn tray(hidden: bool) -> anyhow::Result<()> {
+    // The embedded daemon's allocator cap, before any thread (GTK's, D-Bus's,
+    // the app's own) takes an arena of its own: it is the process's, and the
+    // daemon sets it only once its runtime starts, after all of those.
+    sessionpipe_core::runtime::cap_malloc_arenas();
     // On X11, GTK picks its visuals through GLX at start-up, which loads Mesa (and
     // LLVM with it): about 50 MB resident in a process that never draws with GL.
     // The tray's menus do not; the web view, which may, runs in the window's
