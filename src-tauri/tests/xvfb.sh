@@ -47,8 +47,8 @@
 #      its files, and the lines go;
 #  18. SIGTERM and SIGINT end the app as Quit does: SIGTERM to an app whose
 #      embedded daemon is working through a backlog of 2000 hook jobs, SIGINT
-#      to one with its window open; each exits 0 within 1.5 s (the app waits
-#      up to a second for its daemon), its daemon says "stopping" and does not
+#      to one with its window open; each exits 0 within 2.5 s (the app waits
+#      up to 2 s for its daemon), its daemon says "stopping" and does not
 #      start again, removes ui.json and its sockets (a killed one leaves
 #      ui.json), its tray item leaves the watcher, its window's processes end;
 #      the backlog is all in the outbox after the next start, once each.
@@ -715,9 +715,10 @@ ended_as_quit() {
   took=$(($(now_ms) - t0))
   wait "$APP" || code=$?
   [ "$code" = 0 ] || fail "the app exited $code after SIG$signal: $(tail -n 5 "$W/$log")"
-  # The app waits up to a second for its daemon (half a second in a release
-  # build, a debug build's batch of 1 024 jobs about as long again).
-  ((took < 1500)) || fail "SIG$signal to exit took $took ms"
+  # The app waits up to 2 s for its daemon: a release build's stops within
+  # half a second, a debug build's batch of 1 024 jobs on a loaded machine
+  # takes up to about a second.
+  ((took < 2500)) || fail "SIG$signal to exit took $took ms"
   grep -q "SIG$signal: the app ends as Quit does" "$W/$log" || fail "the app did not say why it ended: $(cat "$W/$log")"
   grep -q "stopping (asked by the program it runs in)" "$W/$log" || fail "the daemon did not stop: $(cat "$W/$log")"
   grep -q "the embedded daemon stopped" "$W/$log" || fail "the daemon's thread did not end: $(cat "$W/$log")"
@@ -728,13 +729,19 @@ ended_as_quit() {
   wait_for 5 "the tray item $item to leave the watcher" unregistered "$item"
   ok "SIG$signal: exit 0 in $took ms; the daemon said \"stopping\" and stopped, ui.json and the sockets gone; the tray item unregistered"
 }
+# The signal goes as soon as the tray is up and the daemon runs (its ingest
+# starts then), so it comes into the backlog: the item is the one registered
+# after the watcher's log had $seen lines (no other app runs now), without
+# find_item's slower look on the bus.
+seen=$(wc -l <"$W/watch.log")
+registered_since() { tail -n +$((seen + 1)) "$W/watch.log" | grep -m 1 '^registered ' | cut -d' ' -f3-; }
 start_app app5.log --hidden
-find_item
-# Its ingest starts right after it says so: the signal comes into the backlog.
+wait_for 30 "the tray item" registered_since
+ITEM=$(registered_since)
 wait_for 15 "the embedded daemon to run" grep -q "daemon running" "$W/app5.log"
 ended_as_quit TERM app5.log
 left=$(spooled)
-ok "$((JOBS - left)) of $JOBS jobs taken before SIGTERM, $left left in the spool for the next start"
+ok "$((JOBS - left)) of $JOBS jobs in the outbox when the app ended (a batch under way commits whole), $left left in the spool for the next start"
 
 start_app app6.log
 find_item
