@@ -52,10 +52,12 @@ pub fn claim(paths: &StatePaths, ask: Ask) -> anyhow::Result<Option<First>> {
     sessionpipe_core::spool::files::create_private_dir(&paths.root)
         .with_context(|| format!("cannot create {}", paths.root.display()))?;
     let lock_path = paths.root.join("app.lock");
-    let lock = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
+    let mut options = File::options();
+    options.create(true).truncate(false).write(true);
+    // Private from its first byte, as every file of the state dir is.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let lock = options
         .open(&lock_path)
         .with_context(|| format!("cannot open {}", lock_path.display()))?;
     match lock.try_lock() {

@@ -292,6 +292,10 @@ t_reg=$(awk -v n="${ITEM%% *}" '$1 == "registered" && $3 == n {print $2; exit}' 
 ok "tray item $ITEM registered $((t_reg - t0)) ms after the app started ($SP_BIN)"
 wait_for 15 "the embedded daemon to hold the lock" lock_held_by "$APP"
 ok "the embedded daemon holds the lock (pid $APP)"
+# Every file the app leaves in the state dir is private from its first byte.
+[ "$(stat -c %a "$STATE/app.lock")" = 600 ] || fail "app.lock is $(stat -c %a "$STATE/app.lock")"
+! grep -q "made private" "$W/app.log" || fail "the app's daemon had to make a file private: $(grep "made private" "$W/app.log")"
+ok "app.lock is 0600 and nothing needed making private"
 wait_for 10 "the menu" menu_has "No live sessions"
 for line in "Pause notifications" "Open at login" "Open sessionpipe" "Quit"; do
   menu_has "$line" || fail "the menu has no \"$line\": $(menu)"
