@@ -167,6 +167,11 @@ pub enum StopWithout {
     All,
     /// The turns asked before the call (its own, not a later one).
     AskedBefore,
+    /// Its turn, held until the transcript has the harness's own record of
+    /// this Stop (`Shaped::stop_written_at`; Copilot CLI writes every hook
+    /// call into its log, and writes the log late); everything as it stands
+    /// where the call gives no time.
+    Written,
 }
 
 /// Why a call maps to nothing.
@@ -236,6 +241,11 @@ pub trait Shaped: Sync {
     /// The instant a call's `AskedBefore` reads compare with.
     fn asked_before(&self, job: &Job, _payload: &Map<String, Value>) -> i64 {
         job.at_ms()
+    }
+    /// The time a Stop's own record in the transcript carries
+    /// (`StopWithout::Written`, `Rec::Stopped`), where the harness writes one.
+    fn stop_written_at(&self, _job: &Job, _payload: &Map<String, Value>) -> Option<i64> {
+        None
     }
 }
 
@@ -413,6 +423,10 @@ fn plan(shaped: &dyn Shaped, read: Read, job: &Job, p: &Map<String, Value>) -> O
                     false,
                     false,
                 ),
+                StopWithout::Written => match shaped.stop_written_at(job, p) {
+                    Some(at) => plan(Want::StoppedAt(at), true, true, false),
+                    None => plan(Want::All, true, false, false),
+                },
             },
         },
         Read::AsItStands => plan(Want::All, true, false, false),

@@ -4,11 +4,12 @@
 //! into `Rec`s: the person's words, the agent's words, a tool call, an
 //! interruption, a title. `TurnLog` assembles them into turns and decides which
 //! turns are whole and may be sent, holding a turn back until its end is in the
-//! file (Claude Code flushes its transcript after its Stop hook fires). It keeps
-//! only what is not yet sent, plus a cursor, so a long file is never re-read from
-//! the start. What it keeps is kept redacted: every word goes through `secrets@1`
-//! as it is fed, so a turn held in the outbox's session records holds no secret.
-//! It does no I/O and knows no harness.
+//! file (Claude Code flushes its transcript after its Stop hook fires, Copilot
+//! CLI often only after its session ended). It keeps only what is not yet sent,
+//! plus a cursor, so a long file is never re-read from the start. What it keeps
+//! is kept redacted: every word goes through `secrets@1` as it is fed, so a turn
+//! held in the outbox's session records holds no secret. It does no I/O and
+//! knows no harness.
 
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +42,10 @@ pub enum Rec {
     /// Build's `turn_completed`, written at the turn's end): a turn whose ask
     /// carried no id takes this one, so prompt ids still match the hooks'.
     Done { prompt_id: Option<String> },
+    /// The harness wrote down a Stop hook's call, timed as the call's own
+    /// payload (Copilot CLI's `hook.start` record of its `agentStop`): the
+    /// running turn is over, and all it said is in the file before this.
+    Stopped { at_ms: i64 },
 }
 
 /// A turn ready to send.
@@ -93,6 +98,9 @@ pub struct TurnLog {
     /// The session's first ask by the person (for a `first-ask` title).
     #[serde(default)]
     pub first_ask: Option<String>,
+    /// The time of the latest Stop the file wrote down (`Rec::Stopped`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stopped_ms: Option<i64>,
 }
 
 /// Which turns a read may send.
@@ -121,6 +129,11 @@ pub enum Want {
     /// invocation): a daemon catching up can find the call's own turn closed in
     /// the file already, by an ask made after the call.
     ClosedBy(i64),
+    /// The turn a Stop timed at this instant (epoch ms) ended, in a file that
+    /// writes each Stop down (`Rec::Stopped`) and whose Stop names no words
+    /// (Copilot CLI): the turns closed so far, the Stop's own among them once
+    /// the file has its record (`stopped_since`).
+    StoppedAt(i64),
 }
 
 impl TurnLog {
@@ -180,6 +193,12 @@ impl TurnLog {
                         t.closed = true;
                     }
                 }
+                Rec::Stopped { at_ms } => {
+                    if let Some(t) = self.open_mut() {
+                        t.closed = true;
+                    }
+                    self.stopped_ms = self.stopped_ms.max(Some(at_ms));
+                }
             }
         }
     }
@@ -221,7 +240,10 @@ impl TurnLog {
             }
             let ok = t.closed
                 || match want {
-                    Want::Closed | Want::ClosedBefore(_) | Want::ClosedBy(_) => false,
+                    Want::Closed
+                    | Want::ClosedBefore(_)
+                    | Want::ClosedBy(_)
+                    | Want::StoppedAt(_) => false,
                     Want::All | Want::AskedBefore(_) => true,
                     Want::EndedWith(words) => {
                         i == newest && !t.tool_after_words && same_words(&t.last_words, words)
@@ -263,6 +285,12 @@ impl TurnLog {
         self.turns
             .last()
             .is_none_or(|t| t.closed || (!t.tool_after_words && same_words(&t.last_words, words)))
+    }
+
+    /// True when the file wrote down a Stop made at or after `at_ms` (epoch
+    /// ms): everything of the turn that Stop ended has been read.
+    pub fn stopped_since(&self, at_ms: i64) -> bool {
+        self.stopped_ms.is_some_and(|at| at >= at_ms)
     }
 
     /// True when the turn a Stop named (`prompt_id`) was already sent.
@@ -654,6 +682,35 @@ mod tests {
         let t = log.take(&Want::ClosedBefore("p2".into()));
         assert_eq!((t.len(), t[0].prompt_id.as_deref()), (1, Some("p1")));
         assert!(log.sent(Some("p1")));
+    }
+
+    /// Copilot CLI writes its log after its hooks fire: a Stop read before
+    /// the file has its record finds the turn half said (or not at all), and
+    /// its turn is whole only once that record is read.
+    #[test]
+    fn a_stop_the_file_writes_down_closes_its_turn_once_read() {
+        let unnamed = |w: &str| Rec::Ask {
+            words: w.into(),
+            prompt_id: None,
+            at_ms: Some(1),
+            injected: false,
+        };
+        let mut log = TurnLog::default();
+        assert!(!log.stopped_since(1_000), "nothing read yet");
+        log.feed([unnamed("a")]);
+        assert!(log.take(&Want::StoppedAt(1_000)).is_empty(), "half said");
+        log.feed([reply("A"), Rec::Stopped { at_ms: 1_000 }]);
+        assert!(log.stopped_since(1_000) && !log.stopped_since(1_001));
+        let t = log.take(&Want::StoppedAt(1_000));
+        assert_eq!((t[0].user.as_str(), t[0].assistant.as_str()), ("a", "A"));
+        // A Stop with no turn open (its ask never read) is still its record.
+        log.feed([Rec::Stopped { at_ms: 2_000 }]);
+        assert!(log.stopped_since(2_000));
+        // A record of an earlier Stop, read late, does not move it back.
+        log.feed([Rec::Stopped { at_ms: 1_500 }]);
+        assert!(log.stopped_since(2_000));
+        let back: TurnLog = serde_json::from_str(&serde_json::to_string(&log).unwrap()).unwrap();
+        assert_eq!(back, log);
     }
 
     #[test]

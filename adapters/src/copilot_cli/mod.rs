@@ -47,6 +47,15 @@
 //!   person's, so it would only repeat the turn's start with the wrong length.
 //! - `errorOccurred` (not in the row) ends the turn with an error only when it
 //!   says `recoverable: false`; a recoverable one is a retry Copilot makes.
+//! - `events.jsonl` lags the hooks. Copilot queues its records and writes them
+//!   once it has made none for 100 ms (`COPILOT_SESSIONFS_FLUSH_DEBOUNCE_MS`),
+//!   and its hooks are records too: in `copilot -p` the file did not exist yet
+//!   when `agentStop` and even `sessionEnd` fired (it came some 15 ms after the
+//!   end), or held the ask without the reply. `agentStop` names no words, but
+//!   Copilot writes each hook call down as it starts it (`hook.start`, with
+//!   the call's payload): the Stop's turn is held until the file has that
+//!   record of this `agentStop` (`StopWithout::Written`, by its `timestamp`),
+//!   as Claude Code's Stop is held until its words are in.
 //!
 //! An `agentStop` may carry a verified control message back as
 //! `{"decision":"block","reason":…}` (Claude Code's Stop answer): Copilot then
@@ -142,7 +151,7 @@ static TABLE: Table = Table {
             HookEvent::plain("agentStop"),
             Rule::TurnEnd(TurnEndReason::Stop),
             Read::StopWords {
-                otherwise: StopWithout::All,
+                otherwise: StopWithout::Written,
             },
         ),
         Row::new(
@@ -332,6 +341,12 @@ impl Shaped for CopilotCli {
         p.get("timestamp")
             .and_then(Value::as_i64)
             .unwrap_or_else(|| job.at_ms())
+    }
+
+    /// `agentStop`'s `timestamp`: its `hook.start` record in `events.jsonl`
+    /// carries the same payload (`transcript.rs`).
+    fn stop_written_at(&self, _job: &Job, p: &Map<String, Value>) -> Option<i64> {
+        p.get("timestamp").and_then(Value::as_i64)
     }
 }
 

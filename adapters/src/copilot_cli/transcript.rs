@@ -5,9 +5,12 @@
 //! Owns which records are words: `user.message` (`data.content`, the person's ask
 //! as typed; `transformedContent` is Copilot's own wrapping and is not read) and
 //! `assistant.message` (`data.content`, then its `toolRequests`), with
-//! `tool.execution_start` / `tool.execution_complete` as tool records; and what
-//! `session.start` says (the model, the version). Everything else (hooks,
-//! usage, the system prompt, the shutdown summary) is passed over, and so is
+//! `tool.execution_start` / `tool.execution_complete` as tool records; the
+//! session's own `agentStop` as Copilot wrote its call down (`hook.start`,
+//! its `input.timestamp` the call's): the turn is over, and all of it is in
+//! the file (`Rec::Stopped`; Copilot writes the log late, `mod.rs`); and what
+//! `session.start` says (the model, the version). Everything else (other
+//! hooks, usage, the system prompt, the shutdown summary) is passed over, and so is
 //! everything a subagent wrote into the session's log (a `task` call's): its
 //! task is a `user.message` whose `source` is `agent-<its parent>`, its
 //! replies and tools carry the `parentToolCallId` of the call that started it,
@@ -84,6 +87,11 @@ pub(super) fn record(v: &Value) -> Record {
             }
         }
         "tool.execution_start" | "tool.execution_complete" => r.recs.push(Rec::Tool),
+        "hook.start" if data["hookType"] == "agentStop" && data["input"]["agentId"].is_null() => {
+            if let Some(at_ms) = data["input"]["timestamp"].as_i64().or(at_ms) {
+                r.recs.push(Rec::Stopped { at_ms });
+            }
+        }
         _ => {}
     }
     r
@@ -200,5 +208,35 @@ mod tests {
         assert_eq!(turns[0].assistant, "All done.");
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("GRANDCHILD: echo") && text.contains("Child done."));
+    }
+
+    /// The session's own `agentStop`, as Copilot wrote its call down, is the
+    /// end of its turn; the subagents' (their `agentStop`s are in the same log)
+    /// are not.
+    #[test]
+    fn the_sessions_stop_written_down_ends_its_turn() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../conformance/transcripts/copilot-cli/nested-subagents.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap();
+        // The session's `agentStop` payload said `timestamp: 1796524698204`.
+        let stop = 1_796_524_698_204;
+        let at = text
+            .find(r#""hookType":"agentStop","input":{"sessionId":"d853543d"#)
+            .expect("the session's agentStop record");
+        let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let dir = tempfile::tempdir().unwrap();
+        let cut = dir.path().join("events.jsonl");
+        // Copilot had written everything but the session's own Stop.
+        std::fs::write(&cut, &text[..line_start]).unwrap();
+        let mut log = TurnLog::default();
+        let out = CopilotTranscript.read(&cut, 0).unwrap();
+        log.feed(out.recs);
+        assert!(!log.stopped_since(stop), "the subagents' Stops are not its");
+        assert!(log.take(&Want::StoppedAt(stop)).is_empty());
+        std::fs::write(&cut, &text).unwrap();
+        log.feed(CopilotTranscript.read(&cut, out.cursor).unwrap().recs);
+        assert!(log.stopped_since(stop) && !log.stopped_since(stop + 1));
+        let turns = log.take(&Want::StoppedAt(stop));
+        assert_eq!((turns.len(), turns[0].assistant.as_str()), (1, "All done."));
     }
 }

@@ -203,20 +203,22 @@ fn append_held_turn(
     }
     record.block.machine = Some(shared.machine.get());
     let path = shared.live.get(adapter.name(), session_id);
-    let turns = reading::held_turn(adapter, &mut record, protocol::time::now_ms(), path);
-    if turns.is_empty() {
+    let Some(turns) = reading::held_turn(adapter, &mut record, protocol::time::now_ms(), path)
+    else {
         return Ok(false);
-    }
+    };
     record.hold = None;
-    append_events(
-        &tx,
-        adapter,
-        session_id,
-        &mut record,
-        &task.event,
-        protocol::time::now_ms(),
-        turns,
-    )?;
+    if !turns.is_empty() {
+        append_events(
+            &tx,
+            adapter,
+            session_id,
+            &mut record,
+            &task.event,
+            protocol::time::now_ms(),
+            turns,
+        )?;
+    }
     tx.save_session(adapter.name(), session_id, &record)?;
     tx.commit()?;
     Ok(true)

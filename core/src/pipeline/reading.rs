@@ -139,7 +139,7 @@ pub fn around_call(
         }
     };
     if let Some(h) = &held {
-        let t = state.log.take(&Want::EndedWith(h.words.clone()));
+        let t = state.log.take(&h.want());
         sent(t, &mut around.before);
     }
     if let Some(plan) = &files.read {
@@ -166,7 +166,7 @@ pub fn around_call(
         let gone = record
             .transcript
             .as_ref()
-            .is_some_and(|t| t.log.sent(h.turn_id.as_deref()));
+            .is_some_and(|t| t.log.sent(h.turn_id.as_deref()) || h.written(&t.log));
         if gone || now > h.until_ms {
             record.hold = None;
         }
@@ -231,55 +231,62 @@ fn read_new(
     Some(limits)
 }
 
-/// The hold worker's read: the held turn's transcript event when it is whole.
-/// `path` is where the transcript really is, when the record keeps it redacted.
+/// The hold worker's read: once the held turn is whole, its transcript event
+/// (nothing, where the Stop's own record came with no turn to send); `None`
+/// while it is not. `path` is where the transcript really is, when the record
+/// keeps it redacted.
 pub fn held_turn(
     adapter: &dyn Adapter,
     record: &mut SessionRecord,
     now_ms: i64,
     path: Option<PathBuf>,
-) -> Vec<EventData> {
-    let (Some(source), Some(hold)) = (adapter.transcript(), record.hold.clone()) else {
-        return vec![];
-    };
+) -> Option<Vec<EventData>> {
+    let source = adapter.transcript()?;
+    let hold = record.hold.clone()?;
     // Limits this read found follow the held turn. When the turn is not whole
     // yet, nothing of the read is kept (the caller saves no record), so the
     // next read finds them again.
     let limits = read_new(source, record, path);
-    let Some(state) = record.transcript.as_mut() else {
-        return vec![];
-    };
+    let state = record.transcript.as_mut()?;
     let mut out: Vec<EventData> = state
         .log
-        .take(&Want::EndedWith(hold.words))
+        .take(&hold.want())
         .into_iter()
         .map(|t| transcript_event(t, now_ms))
         .collect();
-    if !out.is_empty() {
-        out.extend(limits.map(EventData::LimitsObserved));
+    if out.is_empty() && !hold.written(&state.log) {
+        return None;
     }
-    out
+    out.extend(limits.map(EventData::LimitsObserved));
+    Some(out)
 }
 
 /// A Stop's turn the file does not have whole yet: hold it (ADAPTERS.md, Claude
 /// Code Transcript row: re-read for a while, then at later hooks for a minute).
+/// Whole by the Stop's words (Claude Code, Codex), or by the Stop's own record
+/// in the file (Copilot CLI, whose Stop names no words).
 fn hold_for(plan: &ReadPlan, job: &Job, record: &mut SessionRecord, now: i64) -> Option<Hold> {
-    let Want::EndedWith(words) = &plan.want else {
-        return None;
-    };
     if !plan.hold {
         return None;
     }
     let turn_id = turn_id_of(job, record);
     let log = &record.transcript.as_ref()?.log;
-    if log.sent(turn_id.as_deref()) || log.last_turn_whole(words) {
-        return None;
-    }
-    // Kept in the session's record: as redacted as everything else there.
+    let (words, stopped_at) = match &plan.want {
+        Want::EndedWith(words) => {
+            if log.sent(turn_id.as_deref()) || log.last_turn_whole(words) {
+                return None;
+            }
+            // Kept in the session's record: as redacted as everything else there.
+            (redact::secrets(words).into_owned(), None)
+        }
+        Want::StoppedAt(at) if !log.stopped_since(*at) => (String::new(), Some(*at)),
+        _ => return None,
+    };
     let hold = Hold {
         turn_id,
-        words: redact::secrets(words).into_owned(),
+        words,
         until_ms: now + HOLD_MS,
+        stopped_at,
     };
     record.hold = Some(hold.clone());
     Some(hold)
@@ -364,6 +371,90 @@ mod tests {
         assert_eq!(r.running_turn, None);
     }
 
+    /// The daemon's reads around Copilot CLI's hooks, on a recorded
+    /// `events.jsonl` written as Copilot writes it: late. Its `agentStop`
+    /// names no words; the turn is held until the file has the Stop's own
+    /// record (Copilot's `hook.start` of it), and sent then, whole.
+    #[test]
+    fn the_daemons_reads_as_copilot_writes_its_log_late() {
+        let copilot = adapters::lookup("copilot-cli").unwrap();
+        let recorded = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../conformance/transcripts/copilot-cli/nested-subagents.jsonl");
+        let text = std::fs::read_to_string(recorded).unwrap();
+        let sid = "d853543d-36c2-497b-bfd5-f40d94f99811";
+        let stop_line = text
+            .find(&format!(
+                r#""hookType":"agentStop","input":{{"sessionId":"{sid}""#
+            ))
+            .unwrap();
+        let before_stop = text[..stop_line].rfind('\n').unwrap() + 1;
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let path = home.join(format!(".copilot/session-state/{sid}/events.jsonl"));
+        let kinds = |evs: &[EventData]| evs.iter().map(|e| e.kind()).collect::<Vec<_>>();
+        let call = |record: &mut SessionRecord, event: &str, extra: Value| {
+            let mut p = json!({"sessionId": sid, "cwd": "/w", "timestamp": 1_796_524_694_478_i64});
+            p.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            let job = harness::Job {
+                harness: "copilot-cli".into(),
+                event: event.into(),
+                payload: p.to_string().into_bytes(),
+                env: [("HOME".to_string(), home.display().to_string())].into(),
+                ..Default::default()
+            };
+            let live = LivePaths::default();
+            let reads = Reads {
+                turns: Turns::Send,
+                live: &live,
+                titles: None,
+            };
+            let files = copilot.files(&job);
+            let around = around_call(copilot, &job, &files, false, record, &reads, sid);
+            (
+                kinds(&around.before),
+                kinds(&around.after),
+                around.hold.is_some(),
+            )
+        };
+        let stop = json!({"transcriptPath": path, "stopReason": "end_turn",
+            "stop_hook_active": false, "timestamp": 1_796_524_698_204_i64});
+        let mut record = SessionRecord::default();
+
+        // Nothing written yet when the prompt and the Stop fire.
+        call(
+            &mut record,
+            "userPromptSubmitted",
+            json!({"prompt": "please delegate the echo"}),
+        );
+        let (before, after, held) = call(&mut record, "agentStop", stop.clone());
+        assert_eq!((before, after, held), (vec![], vec![], true));
+        assert!(held_turn(copilot, &mut record, 0, None).is_none());
+        // Written up to the Stop: the reply is in, the Stop's record is not.
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &text[..before_stop]).unwrap();
+        assert!(held_turn(copilot, &mut record, 0, None).is_none());
+        std::fs::write(&path, &text).unwrap();
+        let sent = held_turn(copilot, &mut record, 0, None).expect("whole");
+        let Some(EventData::TurnTranscript(t)) = sent.first() else {
+            panic!("{sent:?}")
+        };
+        assert_eq!(
+            (t.user.as_str(), t.assistant.as_str()),
+            ("please delegate the echo", "All done.")
+        );
+        record.hold = None;
+        let end = call(&mut record, "sessionEnd", json!({"reason": "complete"}));
+        assert_eq!(end, (vec![], vec![], false), "nothing is sent twice");
+
+        // A Stop read once its record is in sends its turn after its end.
+        let mut record = SessionRecord::default();
+        call(&mut record, "sessionStart", json!({"source": "new"}));
+        let (_, after, held) = call(&mut record, "agentStop", stop);
+        assert_eq!((after, held), (vec!["turn.transcript"], false));
+    }
+
     /// The daemon's reads around Codex's hooks, on the
     /// recorded rollout cut where Codex had written it at each hook: the version
     /// and model at the start; a Stop whose words are not in the file yet holds
@@ -423,7 +514,7 @@ mod tests {
         let (_, after, held) = call(&mut record, "Stop", words, &path);
         assert_eq!((after, held), (vec![], true));
         write(lines.len());
-        let sent = held_turn(codex, &mut record, 0, None);
+        let sent = held_turn(codex, &mut record, 0, None).expect("whole");
         assert_eq!(kinds(&sent), ["turn.transcript", "limits.observed"]);
 
         // Codex compresses the rollout; its next hook names the `.zst`.

@@ -182,11 +182,34 @@ pub struct TranscriptState {
     pub log: harness::transcript::TurnLog,
 }
 
+/// A Stop's turn the transcript does not have whole yet (`reading`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Hold {
     pub turn_id: Option<String>,
+    /// The words the Stop named: the turn is whole once they are its last.
     pub words: String,
     pub until_ms: i64,
+    /// Instead of words, the time of the Stop's own record in the file
+    /// (`Want::StoppedAt`): the turn is whole once that record is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_at: Option<i64>,
+}
+
+impl Hold {
+    /// The read that sends the held turn once it is whole.
+    pub fn want(&self) -> harness::transcript::Want {
+        use harness::transcript::Want;
+        match self.stopped_at {
+            Some(at) => Want::StoppedAt(at),
+            None => Want::EndedWith(self.words.clone()),
+        }
+    }
+
+    /// True when nothing is left to wait for: the file has the Stop's own
+    /// record (a Stop held by words is whole when its turn is sent).
+    pub fn written(&self, log: &harness::transcript::TurnLog) -> bool {
+        self.stopped_at.is_some_and(|at| log.stopped_since(at))
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

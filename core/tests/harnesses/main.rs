@@ -17,6 +17,7 @@ mod real_codex;
 mod real_codex_control;
 mod real_codex_runs;
 mod real_copilot_cli;
+mod real_copilot_droid_transcripts;
 mod real_droid;
 mod real_gemini_cli;
 mod real_gemini_cli_transcripts;

@@ -32,8 +32,8 @@ use std::time::Duration;
 
 const VERSION: &str = "1.0.102";
 
-struct Setup {
-    sb: Sandbox,
+pub(crate) struct Setup {
+    pub(crate) sb: Sandbox,
     copilot: PathBuf,
     path: String,
     archive: PathBuf,
@@ -45,7 +45,7 @@ struct Setup {
     _daemon: Daemon,
 }
 
-fn setup() -> Option<Setup> {
+pub(crate) fn setup() -> Option<Setup> {
     setup_with(false)
 }
 
@@ -127,7 +127,7 @@ impl Setup {
     }
 
     /// `copilot -p PROMPT FLAGS...` in the project, against `api`, run to its end.
-    fn run(&self, api: &MockChat, prompt: &str, flags: &[&str]) -> std::process::Output {
+    pub(crate) fn run(&self, api: &MockChat, prompt: &str, flags: &[&str]) -> std::process::Output {
         self.command(api, prompt, flags)
             .output()
             .expect("copilot runs")
@@ -148,7 +148,7 @@ impl Setup {
         c
     }
 
-    fn jobs(&self) -> Vec<Job> {
+    pub(crate) fn jobs(&self) -> Vec<Job> {
         jobs_in(&self.archive).unwrap()
     }
 
@@ -178,7 +178,7 @@ fn kinds(events: &[Value]) -> Vec<&str> {
 }
 
 /// The session id the run's hooks named.
-fn session_of(jobs: &[Job]) -> String {
+pub(crate) fn session_of(jobs: &[Job]) -> String {
     let start = jobs
         .iter()
         .find(|j| j.event == "sessionStart")

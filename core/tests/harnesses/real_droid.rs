@@ -42,10 +42,10 @@ use std::process::Stdio;
 use std::time::Duration;
 
 const VERSION: &str = "0.225.2";
-const MODEL: &str = "custom:Mock-0";
+pub(crate) const MODEL: &str = "custom:Mock-0";
 
-struct Setup {
-    sb: Sandbox,
+pub(crate) struct Setup {
+    pub(crate) sb: Sandbox,
     droid: PathBuf,
     path: String,
     archive: PathBuf,
@@ -55,7 +55,7 @@ struct Setup {
     _daemon: Daemon,
 }
 
-fn setup(api: &MockChat) -> Option<Setup> {
+pub(crate) fn setup(api: &MockChat) -> Option<Setup> {
     setup_with(api, false)
 }
 
@@ -133,7 +133,7 @@ impl Setup {
         );
     }
 
-    fn command(&self) -> std::process::Command {
+    pub(crate) fn command(&self) -> std::process::Command {
         let mut c = self.sb.command(&self.droid);
         c.current_dir(&self.project)
             .env("PATH", &self.path)
@@ -142,7 +142,7 @@ impl Setup {
         c
     }
 
-    fn jobs(&self) -> Vec<Job> {
+    pub(crate) fn jobs(&self) -> Vec<Job> {
         jobs_in(&self.archive).unwrap()
     }
 
@@ -175,7 +175,7 @@ fn kinds(events: &[Value]) -> Vec<&str> {
     events.iter().map(|e| e["type"].as_str().unwrap()).collect()
 }
 
-fn session_of(jobs: &[Job]) -> String {
+pub(crate) fn session_of(jobs: &[Job]) -> String {
     let start = jobs
         .iter()
         .find(|j| j.event == "SessionStart")
@@ -184,7 +184,7 @@ fn session_of(jobs: &[Job]) -> String {
     p["session_id"].as_str().unwrap().to_string()
 }
 
-fn execute(command: &str, risk: &str) -> Step {
+pub(crate) fn execute(command: &str, risk: &str) -> Step {
     Step::tool(
         "Execute",
         json!({"command": command, "summary": format!("Run {command}"), "riskLevel": risk,
