@@ -584,8 +584,13 @@ fn ingest_job(
     let var = job.env(names::CONTROL_SESSION);
     let session = names.session_of(tx, adapter.name(), native, var, records)?;
     let key: SessionKey = (adapter.name().to_string(), session);
-    // Later jobs of a deferred session wait too, so its events stay in order.
-    if deferred.contains(&key) || (!taken.contains(&key) && !ctx.busy.try_take(&key)) {
+    // Later jobs of a deferred session wait too, so its events stay in order;
+    // so do those of a session whose turn this batch holds: the hold worker
+    // has it once the batch commits, as it would for a job of the next batch
+    // (a Stop and its session's end often come in one batch, and the end must
+    // not read the turn before the worker had its time for it).
+    let held = holds.iter().any(|h| h.key == key);
+    if held || deferred.contains(&key) || (!taken.contains(&key) && !ctx.busy.try_take(&key)) {
         return Ok(Taken::Deferred(key));
     }
     taken.insert(key.clone());
@@ -605,13 +610,12 @@ fn ingest_job(
         titles::heard(record, heard);
     }
     // Whether this call may make an ask due: it must be able to wait in the
-    // spool for the answer (a worker to ask, the record as it was found to
-    // put back, and no held turn of this batch that has the session already).
+    // spool for the answer (a worker to ask, and the record as it was found to
+    // put back; a held turn of this batch deferred the call above).
     let can_ask = ctx.asks.is_some()
         && ctx.reads.titles.is_some()
         && subagent.is_none()
-        && !only_tools(&mapping.events)
-        && !holds.iter().any(|h| h.key == key);
+        && !only_tools(&mapping.events);
     let before_call = (can_ask && !fresh).then(|| record.clone());
     names::bind(record, &key.1, native, var);
     let mut events = mapping.events;
