@@ -2,7 +2,8 @@
 //! queued for a session's next Stop, waiters (`sessionpipe wait`) blocked on a
 //! session, permission hooks waiting on an attention, answers that came before
 //! their hook asked, and the hook calls ingest has committed (a hook asks by
-//! its job's name, and may ask before or after ingest took the job).
+//! its job's name, and may ask before or after ingest took the job; a job
+//! ingest took that reports nothing gets nothing at once).
 //!
 //! First answer wins: the terminal answering first is learnt from the session's
 //! next hook (ingest reports the attention cleared), which releases a waiting
@@ -96,8 +97,10 @@ type AttentionKey = (String, String);
 
 #[derive(Default)]
 struct Inner {
-    seen: HashMap<String, (Seen, Instant)>,
-    seen_waiters: HashMap<String, Vec<oneshot::Sender<Seen>>>,
+    /// Jobs ingest committed, by name: the call, or none for a job that
+    /// reports nothing (`passed`).
+    seen: HashMap<String, (Option<Seen>, Instant)>,
+    seen_waiters: HashMap<String, Vec<oneshot::Sender<Option<Seen>>>>,
     prompts: HashMap<String, VecDeque<QueuedPrompt>>,
     waiters: HashMap<String, Vec<oneshot::Sender<(String, From)>>>,
     slots: HashMap<AttentionKey, Slot>,
@@ -176,9 +179,7 @@ impl Hub {
         {
             let mut inner = self.lock();
             let now = Instant::now();
-            inner
-                .seen
-                .retain(|_, (_, at)| now.duration_since(*at) < SEEN_KEEP);
+            forget_old_seen(&mut inner, now);
             for call in calls {
                 let session = session_ref(&call.harness, &call.session);
                 for id in &call.attentions.cleared {
@@ -199,16 +200,28 @@ impl Hub {
                         transcript: call.transcript.clone(),
                     });
                 }
-                if let Some(waiters) = inner.seen_waiters.remove(&call.job) {
-                    for tx in waiters {
-                        let _ = tx.send(call.clone());
-                    }
-                }
-                inner.seen.insert(call.job.clone(), (call, now));
+                let job = call.job.clone();
+                remember_seen(&mut inner, job, Some(call), now);
             }
         }
         for from in expired {
             self.finish(&from, ack_expired(&from, "the terminal answered first"));
+        }
+    }
+
+    /// Ingest committed these jobs, and none reports anything (a call not a
+    /// session's, or not its session's to report, as a Codex subagent's Stop;
+    /// one it could not read): a hook that asks about one gets nothing now,
+    /// instead of waiting out its patience for a call that never comes.
+    pub fn passed(&self, jobs: Vec<String>) {
+        if jobs.is_empty() {
+            return;
+        }
+        let mut inner = self.lock();
+        let now = Instant::now();
+        forget_old_seen(&mut inner, now);
+        for job in jobs {
+            remember_seen(&mut inner, job, None, now);
         }
     }
 
@@ -526,11 +539,13 @@ impl Hub {
         }
     }
 
+    /// The call ingest committed for `job`, waited for up to `patience`;
+    /// `None` for a job that reports nothing, or that did not come in time.
     async fn seen_job(&self, job: &str, patience: Duration) -> Option<Seen> {
         let rx = {
             let mut inner = self.lock();
             if let Some((call, _)) = inner.seen.get(job) {
-                return Some(call.clone());
+                return call.clone();
             }
             let (tx, rx) = oneshot::channel();
             inner
@@ -553,7 +568,7 @@ impl Hub {
                 }
             }
         }
-        got
+        got.flatten()
     }
 }
 
@@ -566,6 +581,23 @@ pub enum HookAnswer {
     /// A decision for the waiting prompt; from a receiver's message, or (no
     /// `From`) the person at this machine.
     Permission(Decision, Option<From>),
+}
+
+fn forget_old_seen(inner: &mut Inner, now: Instant) {
+    inner
+        .seen
+        .retain(|_, (_, at)| now.duration_since(*at) < SEEN_KEEP);
+}
+
+/// Keeps what ingest committed for `job` (for `SEEN_KEEP`) and hands it to
+/// the hooks already waiting on it.
+fn remember_seen(inner: &mut Inner, job: String, call: Option<Seen>, now: Instant) {
+    if let Some(waiters) = inner.seen_waiters.remove(&job) {
+        for tx in waiters {
+            let _ = tx.send(call.clone());
+        }
+    }
+    inner.seen.insert(job, (call, now));
 }
 
 fn remember_closed(closed: &mut HashMap<AttentionKey, Instant>, key: AttentionKey, now: Instant) {

@@ -1,5 +1,6 @@
 //! The hub's rules, on calls and messages made by hand: answers reach the
-//! hook that waits, once; prompts wait for their session's own Stop.
+//! hook that waits, once; prompts wait for their session's own Stop; a job
+//! that reports nothing is answered at once.
 
 use super::*;
 use crate::pipeline::append::Appended;
@@ -162,6 +163,40 @@ async fn a_subagents_stop_takes_nothing_of_its_sessions() {
         HookAnswer::Turn("framed".into(), from("m1")),
         "the session's own Stop takes it"
     );
+}
+
+/// A Stop ingest took but reports nothing of (a Codex subagent's, an
+/// ephemeral thread's, one it could not read) gets nothing, whether it
+/// asked before or after, and while a hook about a job never taken still
+/// waits; a prompt queued for the session stays for its own Stop.
+#[tokio::test]
+async fn a_job_that_reports_nothing_is_answered_nothing_at_once() {
+    let (hub, _finals) = Hub::new();
+    let hub = std::sync::Arc::new(hub);
+    let s = "codex:s1";
+    assert_eq!(
+        hub.offer_prompt(from("m1"), s, "framed".into(), true, true),
+        PromptOffer::Queued
+    );
+    let ask = |job: &'static str| {
+        let h = hub.clone();
+        tokio::spawn(async move { h.hook(job, Ask::Turn, Duration::from_secs(5)).await })
+    };
+    let never = ask("j0");
+    let early = ask("j1");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    hub.passed(vec!["j1".into(), "j2".into()]);
+    assert_eq!(early.await.unwrap(), HookAnswer::Nothing);
+    assert_eq!(ask("j2").await.unwrap(), HookAnswer::Nothing);
+    assert!(!never.is_finished(), "answered before the patience ran out");
+    let mut own = call("j3", &[], &[]);
+    (own.harness, own.event) = ("codex".into(), "Stop".into());
+    hub.seen(vec![own]);
+    assert_eq!(
+        hub.hook("j3", Ask::Turn, Duration::from_secs(1)).await,
+        HookAnswer::Turn("framed".into(), from("m1"))
+    );
+    never.abort();
 }
 
 #[tokio::test]

@@ -218,7 +218,10 @@ async fn serve(
         None
     } else {
         let told = hub.clone();
-        ingest.tell_seen(move |seen| told.seen(seen));
+        ingest.tell_seen(move |took| {
+            told.seen(took.calls);
+            told.passed(took.passed);
+        });
         // What was verified before a restart is queued again before a hook
         // can ask the socket for it.
         let progress_events = ingest.local_events(paths.outbox()).map(Arc::new);

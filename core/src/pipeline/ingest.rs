@@ -65,7 +65,7 @@ pub struct Ingest {
     /// Rung after each commit that appended events (the sinks wait on it).
     after_commit: Option<Box<dyn Fn() + Send>>,
     /// Told, after each commit, of every hook call it took.
-    on_seen: Option<Box<dyn Fn(Vec<Seen>) + Send>>,
+    on_seen: Option<Box<dyn Fn(Committed) + Send>>,
     stop: Option<Arc<std::sync::atomic::AtomicBool>>,
     /// Remote titles' asker (the daemon's; none asks nothing).
     titles: Option<Arc<dyn RemoteTitles>>,
@@ -146,6 +146,18 @@ pub struct Seen {
     pub subagent: Option<String>,
 }
 
+/// What one commit tells control (`Ingest::tell_seen`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Committed {
+    /// The hook calls it reported into their sessions.
+    pub calls: Vec<Seen>,
+    /// The jobs it took that report nothing (ignored: not a session's, or
+    /// not its session's to report; quarantined; or committed before, their
+    /// file left behind by a crash): a hook that asks about one waits for
+    /// nothing.
+    pub passed: Vec<String>,
+}
+
 /// What ingesting one job did, beyond its outcome.
 enum Taken {
     Done(
@@ -222,8 +234,8 @@ impl Ingest {
         self.after_commit = Some(Box::new(ring));
     }
 
-    /// Calls `seen` after each commit with the hook calls it took (control).
-    pub fn tell_seen(&mut self, seen: impl Fn(Vec<Seen>) + Send + 'static) {
+    /// Calls `seen` after each commit with the jobs it took (control).
+    pub fn tell_seen(&mut self, seen: impl Fn(Committed) + Send + 'static) {
         self.on_seen = Some(Box::new(seen));
     }
 
@@ -427,10 +439,11 @@ impl Ingest {
         let mut asks: Vec<TitleTask> = Vec::new();
         let mut outcomes = Vec::with_capacity(names.len());
         let mut waiting = 0;
-        let mut seen = Vec::new();
+        let mut seen = Committed::default();
         let tx = self.outbox.begin()?;
         for name in names {
             if let Some(done) = tx.job_outcome(name)? {
+                seen.passed.push(name.clone());
                 outcomes.push((name.clone(), Outcome::from_record(&done)));
                 continue;
             }
@@ -461,7 +474,10 @@ impl Ingest {
                     asks.push(task);
                 }
                 Taken::Done(outcome, session, seen_now) => {
-                    seen.extend(seen_now.map(|s| *s));
+                    match seen_now {
+                        Some(call) => seen.calls.push(*call),
+                        None => seen.passed.push(name.clone()),
+                    }
                     if let Some((_, Some(hold))) = session {
                         holds.retain(|h| h.key != hold.key);
                         holds.push(hold);
@@ -493,7 +509,7 @@ impl Ingest {
             ring();
         }
         if let Some(tell) = &self.on_seen
-            && !seen.is_empty()
+            && !(seen.calls.is_empty() && seen.passed.is_empty())
         {
             tell(seen);
         }

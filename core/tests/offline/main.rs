@@ -16,6 +16,7 @@ mod conformance;
 mod control;
 mod control_acp;
 mod control_runs;
+mod control_socket;
 mod crash;
 mod daemon_life;
 mod delivery_conformance;
