@@ -10,7 +10,9 @@
 //! answers until the stream ends. Any failure is silence.
 
 use spool::StatePaths;
+#[cfg(unix)]
 use std::io::{Read, Write};
+#[cfg(unix)]
 use std::time::Duration;
 
 /// What a hook call asks the daemon for.
@@ -20,6 +22,8 @@ pub enum Ask {
     Permission,
 }
 
+// Only the Unix socket's request uses these: Windows has no control socket.
+#[cfg(unix)]
 impl Ask {
     fn wire(self) -> &'static str {
         match self {

@@ -282,18 +282,29 @@ fn init_log() {
         .try_init();
 }
 
-/// Blocks until SIGINT or SIGTERM.
+/// Blocks until SIGINT or SIGTERM (on Windows, Ctrl+C or Ctrl+Break).
 fn wait_for_signal() -> std::io::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .build()?;
     rt.block_on(async {
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let mut term = signal(SignalKind::terminate())?;
+            let mut int = signal(SignalKind::interrupt())?;
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        #[cfg(windows)]
+        {
+            let mut brk = tokio::signal::windows::ctrl_break()?;
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => r?,
+                _ = brk.recv() => {}
+            }
         }
         Ok(())
     })

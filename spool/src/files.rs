@@ -90,10 +90,11 @@ fn replace(path: &Path, bytes: &[u8], private: bool) -> io::Result<()> {
 /// alone (folders 0700, everything else 0600) as it is found. Links are not
 /// followed (a link's own mode means nothing) and what cannot be changed is
 /// still reported.
+/// Windows has no mode bits: nothing is reported there.
 pub fn not_private(root: &Path, fix: bool) -> Vec<(std::path::PathBuf, u32)> {
-    let mut found = Vec::new();
     #[cfg(unix)]
     {
+        let mut found = Vec::new();
         use std::os::unix::fs::PermissionsExt;
         let mut stack = vec![root.to_path_buf()];
         while let Some(path) = stack.pop() {
@@ -117,10 +118,13 @@ pub fn not_private(root: &Path, fix: bool) -> Vec<(std::path::PathBuf, u32)> {
                 stack.extend(rd.flatten().map(|e| e.path()));
             }
         }
+        found
     }
     #[cfg(not(unix))]
-    let _ = (root, fix);
-    found
+    {
+        let _ = (root, fix);
+        Vec::new()
+    }
 }
 
 #[cfg(all(test, unix))]

@@ -24,7 +24,6 @@
 use std::fmt::Write as _;
 use std::fs;
 use std::io::Read;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -209,7 +208,12 @@ fn main() {
         RECORDER.replace("__OUT__", &hooks_dir.display().to_string()),
     )
     .unwrap();
-    fs::set_permissions(&recorder, fs::Permissions::from_mode(0o755)).unwrap();
+    // A `sh` script, run by the Linux build of Claude Code in e2e/.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&recorder, fs::Permissions::from_mode(0o755)).unwrap();
+    }
     fs::write(
         home.join(".claude/settings.json"),
         serde_json::to_string_pretty(&settings(&recorder)).unwrap(),

@@ -32,7 +32,9 @@
 //!   writer's pid, from the socket); in `bypassPermissions` the same line was
 //!   read as fast (0.28 s) and held, behind a dialog naming the mismatch.
 
-use serde_json::{Value, json};
+#[cfg(unix)]
+use serde_json::Value;
+use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
 

@@ -224,7 +224,6 @@ pub fn p50(ms: &[f64]) -> f64 {
 /// epoch) to `log`, then becomes `program`: how a benchmark sees the moment
 /// a program it did not spawn itself starts.
 pub fn timing_wrapper(dir: &Path, name: &str, program: &Path, log: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
     let p = dir.join(name);
     std::fs::write(
         &p,
@@ -235,7 +234,12 @@ pub fn timing_wrapper(dir: &Path, name: &str, program: &Path, log: &Path) -> Pat
         ),
     )
     .unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // A `sh` script: the benchmarks that use it run on Linux.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     p
 }
 

@@ -645,10 +645,13 @@ mod tests {
         assert_eq!(out.lines().len(), 1);
     }
 
-    /// An output the test reads while the server writes.
+    /// An output the test reads while the server writes (the tests that use
+    /// it need a Unix socket for the daemon's end).
+    #[cfg(unix)]
     #[derive(Clone, Default)]
     struct Shared(Arc<Mutex<Vec<u8>>>);
 
+    #[cfg(unix)]
     impl Shared {
         fn lines(&self) -> Vec<String> {
             let bytes = self.0.lock().unwrap().clone();
@@ -671,6 +674,7 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     impl Write for Shared {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
             self.0.lock().unwrap().extend_from_slice(buf);

@@ -528,9 +528,9 @@ fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// A new folder, `0700`; never one that exists (nor through a symlink: mkdir
 /// of an existing link fails).
 fn new_folder(path: &Path) -> io::Result<()> {
-    let mut b = std::fs::DirBuilder::new();
+    let b = &mut std::fs::DirBuilder::new();
     #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    std::os::unix::fs::DirBuilderExt::mode(b, 0o700);
     b.create(path)
 }
 

@@ -331,7 +331,8 @@ async fn read_line_bounded<R: tokio::io::AsyncBufRead + Unpin>(
     }
 }
 
-#[cfg(test)]
+// The harness these tests run is a `sh` script.
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

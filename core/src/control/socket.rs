@@ -8,16 +8,26 @@
 //! an empty answer is silence. A waiter gets the framed message alone.
 //! Requests are bounded (one line of 4 KiB, read within 2 s, 256 connections).
 
+// The server is a Unix socket; Windows has no control socket (README: "What
+// has never run, per platform"), only the request types.
+#[cfg(unix)]
 use super::hub::{Ask, HookAnswer, Hub};
+#[cfg(unix)]
 use super::machine::Control;
+#[cfg(unix)]
 use std::sync::Arc;
+#[cfg(unix)]
 use std::time::Duration;
+#[cfg(unix)]
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 /// A request line: a hook's is small, an ask carries a task of up to 20 000
 /// characters.
+#[cfg(unix)]
 const MAX_LINE: usize = 128 * 1024;
+#[cfg(unix)]
 const READ_REQUEST: Duration = Duration::from_secs(2);
+#[cfg(unix)]
 const MAX_CONNECTIONS: usize = 256;
 
 /// One request line.
@@ -178,6 +188,7 @@ async fn serve(stream: tokio::net::UnixStream, hub: &Hub, control: Option<&Arc<C
 }
 
 /// The harness's own answer for what the hub gave a hook.
+#[cfg(unix)]
 fn hook_bytes(harness: &str, got: HookAnswer) -> String {
     let Some(control) = adapters::lookup(harness).and_then(|a| a.control()) else {
         return String::new();
@@ -213,6 +224,7 @@ mod tests {
         assert!(serde_json::from_str::<Request>(r#"{"op":"run","cmd":"rm"}"#).is_err());
     }
 
+    #[cfg(unix)]
     #[test]
     fn only_a_harness_with_an_answer_channel_gets_bytes() {
         let d = super::super::hub::Decision {

@@ -314,9 +314,13 @@ async fn serve(
         );
         // Exit: stop answering wakes first, so a hook that writes a job from
         // now on starts a new worker (which waits for this lock); then take
-        // what came in (after a signal, the next start takes it).
-        drop(stream_wake);
-        drop(wake);
+        // what came in (after a signal, the next start takes it). Without
+        // Unix sockets neither holds anything to close.
+        #[cfg_attr(not(unix), allow(clippy::drop_non_drop))]
+        {
+            drop(stream_wake);
+            drop(wake);
+        }
         if !loop_stopping.load(Ordering::Relaxed)
             && let Err(e) = ingest.drain()
         {
@@ -344,11 +348,9 @@ async fn serve(
     if let Some(p) = pool {
         p.stop();
     }
-    if let Some((socket, task)) = control {
-        if let Some(t) = task {
-            t.abort();
-        }
-        drop(socket);
+    // The socket (whose Drop removes its file) goes at the end of this block.
+    if let Some((_socket, Some(task))) = control {
+        task.abort();
     }
     let stop_api = async {
         if let Some(api) = api {

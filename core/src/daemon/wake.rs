@@ -1,7 +1,9 @@
 //! The daemon's end of the wake socket: a datagram socket the hook (and a drain
 //! worker) sends one byte to; `spool::wake::poke` is the other end.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(unix)]
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[cfg(unix)]

@@ -16,5 +16,6 @@ pub mod losses;
 pub mod machine_name;
 pub mod progress;
 pub mod secrets;
+#[cfg(unix)]
 pub mod socket_file;
 pub mod ui_file;

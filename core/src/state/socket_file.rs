@@ -2,13 +2,13 @@
 //! mode but 0600: it is bound at a hidden name beside its own, made 0600, and
 //! only then renamed into place (a rename is atomic, and a client finds a
 //! socket by its path). A dead daemon's socket at the path is replaced by the
-//! rename. Owns only that; what listens on the socket is its caller's.
+//! rename. Owns only that; what listens on the socket is its caller's. Unix
+//! only (state/mod.rs): Windows has no Unix sockets here.
 
 use std::io;
 use std::path::Path;
 
 /// Binds `path` through `bind` (which binds the path it is given) as above.
-#[cfg(unix)]
 pub fn bind_private<T>(path: &Path, bind: impl FnOnce(&Path) -> io::Result<T>) -> io::Result<T> {
     use std::os::unix::fs::PermissionsExt;
     let name = path
@@ -31,7 +31,6 @@ pub fn bind_private<T>(path: &Path, bind: impl FnOnce(&Path) -> io::Result<T>) -
 mod tests {
     use super::*;
 
-    #[cfg(unix)]
     #[test]
     fn the_socket_is_placed_private_over_a_dead_one_and_answers() {
         use std::os::unix::fs::PermissionsExt;
@@ -54,7 +53,6 @@ mod tests {
         assert_eq!(sock.recv(&mut buf).unwrap(), 1);
     }
 
-    #[cfg(unix)]
     #[test]
     fn a_bind_that_fails_leaves_nothing() {
         let dir = tempfile::tempdir().unwrap();

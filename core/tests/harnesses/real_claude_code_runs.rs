@@ -351,6 +351,7 @@ fn a_start_with_files_puts_them_on_disk_and_a_bad_hash_or_the_eleventh_starts_no
             .trim(),
         "*"
     );
+    #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(dir.join("notes.txt"))

@@ -15,6 +15,8 @@ mod cli_sessions;
 mod conformance;
 mod control;
 mod control_acp;
+// Unix only: the inbox stand-in is a Unix socket, the harness stand-ins `sh` scripts.
+#[cfg(unix)]
 mod control_runs;
 mod control_socket;
 mod crash;
@@ -32,6 +34,8 @@ mod install_gemini_cli;
 mod install_kiro;
 mod install_m2_harnesses;
 mod install_opencode;
+// Unix only: symlinks made with std::os::unix and file modes.
+#[cfg(unix)]
 mod install_persons_files;
 mod keychain;
 mod outbox_schema;
