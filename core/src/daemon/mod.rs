@@ -348,9 +348,13 @@ async fn serve(
     if let Some(p) = pool {
         p.stop();
     }
-    // The socket (whose Drop removes its file) goes at the end of this block.
-    if let Some((_socket, Some(task))) = control {
-        task.abort();
+    if let Some((socket, task)) = control {
+        if let Some(t) = task {
+            t.abort();
+        }
+        // Its Drop removes the socket's file (Windows has no socket: a `()`).
+        #[cfg_attr(not(unix), allow(dropping_copy_types))]
+        drop(socket);
     }
     let stop_api = async {
         if let Some(api) = api {
