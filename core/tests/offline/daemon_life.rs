@@ -253,6 +253,7 @@ fn modes_under(root: &Path) -> (Vec<String>, BTreeSet<String>) {
 }
 
 /// Runs `sessionpipe ARGS`, which must succeed.
+#[cfg(unix)]
 fn ok(sb: &Sandbox, args: &[&str]) {
     let out = sb.sessionpipe(args);
     assert!(

@@ -9,6 +9,8 @@ mod api;
 mod api_hardening;
 mod backfill;
 mod chaos;
+// Unix only: the commands run beside a daemon reached over its Unix sockets.
+#[cfg(unix)]
 mod cli_logs;
 mod cli_output;
 mod cli_sessions;
