@@ -20,6 +20,8 @@ mod control_acp;
 // Unix only: the inbox stand-in is a Unix socket, the harness stand-ins `sh` scripts.
 #[cfg(unix)]
 mod control_runs;
+// Unix only: a hook's wait on the control socket, a Unix socket.
+#[cfg(unix)]
 mod control_socket;
 mod crash;
 mod daemon_life;
