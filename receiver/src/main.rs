@@ -245,19 +245,25 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{}", handle.url());
-    let _ = out.flush();
-    drop(out);
     let data = if on_postgres {
         "PostgreSQL".to_string()
     } else {
         handle.data_dir().join("receiver.db").display().to_string()
     };
     tracing::info!("listening on {}, data in {data}", handle.url());
-    if let Some(origin) = handle.page_origin() {
+    // A page that cannot be shown was warned of at the start, and is not
+    // advertised.
+    if let Some(origin) = handle
+        .page_origin()
+        .filter(|_| handle.page_missing().is_none())
+    {
         tracing::info!("the page is at {origin}");
     }
+    // The URL last: a reader of the first line knows the log above is written.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{}", handle.url());
+    let _ = out.flush();
+    drop(out);
     if let Err(e) = wait_for_signal() {
         tracing::error!("cannot wait for signals: {e}");
     }

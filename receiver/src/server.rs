@@ -138,6 +138,9 @@ impl Receiver {
             control,
             page,
         };
+        if let Some(why) = sides.page.as_ref().and_then(|p| p.files_missing()) {
+            tracing::warn!("no page to show: {why}");
+        }
         #[cfg(feature = "test-doors")]
         tracing::warn!(
             "this build serves the test doors (/test/...): it is for tests, never to be \
@@ -277,6 +280,12 @@ impl Handle {
     /// Where people open the page, when it is on.
     pub fn page_origin(&self) -> Option<String> {
         self.sides.page.as_ref().map(|p| p.origin().to_string())
+    }
+
+    /// Why the page is on but cannot be shown (no built page, an empty
+    /// `page_dir`), when it cannot; the start logged it as a warning.
+    pub fn page_missing(&self) -> Option<String> {
+        self.sides.page.as_ref().and_then(|p| p.files_missing())
     }
 
     pub fn addr(&self) -> SocketAddr {

@@ -25,6 +25,26 @@ fn page_built() -> bool {
     !built::ASSETS.is_empty()
 }
 
+/// Why the page cannot be shown, when it cannot: no `index.html` in the
+/// folder given (`--page-dir`), or none built into this binary. The start-up
+/// log says it, and the page's address is then not advertised.
+pub(super) fn missing(page_dir: Option<&std::path::Path>) -> Option<String> {
+    match page_dir {
+        Some(dir) if !dir.join("index.html").is_file() => Some(format!(
+            "the page folder {} has no index.html: the page's address answers 404",
+            dir.display()
+        )),
+        Some(_) => None,
+        None if !built::ASSETS.iter().any(|(n, _)| *n == "index.html") => Some(
+            "this receiver was built without its page: run `npm ci && npm run build` in \
+             receiver/page, then build the receiver again (or pass --page-dir); until \
+             then the page's address answers 503"
+                .into(),
+        ),
+        None => None,
+    }
+}
+
 /// Only the receiver's own origin, for scripts, styles, fetches and the
 /// service worker; images may be inline.
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \

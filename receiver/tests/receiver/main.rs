@@ -5,8 +5,9 @@
 //! a loopback push service (`push`); the systemd unit (`service_unit`); a
 //! database held by another connection stalling only the writes
 //! (`database_held`); the page's guard on every state-changing call
-//! (`page_guard`); the build that ships, without test doors (`shipped`). One
-//! test binary.
+//! (`page_guard`); the build that ships, without test doors (`shipped`); the
+//! start-up log of a page that cannot be shown (`page_missing`). One test
+//! binary.
 
 mod binding;
 mod common;
@@ -14,6 +15,7 @@ mod control_pairing;
 mod control_queue;
 mod database_held;
 mod page_guard;
+mod page_missing;
 mod persistence;
 mod push;
 mod service_unit;
