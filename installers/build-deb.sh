@@ -42,7 +42,7 @@ for tool in cargo rustc npm node dpkg-deb; do
   command -v "$tool" >/dev/null || { echo "build-deb.sh: $tool is missing" >&2; exit 1; }
 done
 if ! pkg-config --exists webkit2gtk-4.1 ayatana-appindicator3-0.1 2>/dev/null; then
-  echo "build-deb.sh: the Tauri build packages are missing (apt: libwebkit2gtk-4.1-dev libayatana-appindicator3-dev, see README)" >&2
+  echo "build-deb.sh: the Tauri build packages are missing (apt: libwebkit2gtk-4.1-dev libayatana-appindicator3-dev, see docs/src/getting-started.md)" >&2
   exit 1
 fi
 

@@ -93,7 +93,7 @@ url=http://127.0.0.1:$port/good
 ok "served on $url, signed by $fpr"
 
 step "1. the source added as a user adds it; apt-get update of it"
-# As the README says: the keyring from the repository, then the entry.
+# As the book says (docs/src/install.md): the keyring from the repository, then the entry.
 mkdir -p /etc/apt/keyrings
 curl -fsS "$url/sessionpipe-archive-keyring.gpg" -o "$keyring"
 chmod 0644 "$keyring"

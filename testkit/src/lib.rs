@@ -13,7 +13,8 @@
 //! cross-session inbox and the registry record that names it; [`postgres`], a
 //! throwaway PostgreSQL server; [`balancer`], a round-robin load balancer in
 //! front of several receivers; and [`push`], a loopback Web Push service that
-//! decrypts what it is sent.
+//! decrypts what it is sent; [`reference`], which keeps the book's generated
+//! pages current.
 //! It is a dev-dependency only; nothing here ships.
 
 pub mod acp_agents;
@@ -34,6 +35,7 @@ pub mod openai;
 pub mod postgres;
 #[cfg(feature = "push")]
 pub mod push;
+pub mod reference;
 pub mod sandbox;
 pub mod terminal;
 

@@ -1,8 +1,8 @@
 //! `sessionpipe ask` and `sessionpipe handoff`: one session asks another on
-//! this machine, over the daemon's control socket (README, "Ask and
-//! handoff"). `ask` waits and prints the asked session's whole answer;
-//! `handoff` returns at once and the answer comes back into the asking
-//! session as a message of its own.
+//! this machine, over the daemon's control socket (the book's control page,
+//! "Between sessions on this machine"). `ask` waits and prints the asked
+//! session's whole answer; `handoff` returns at once and the answer comes back
+//! into the asking session as a message of its own.
 //!
 //! Only the request and its answer pass here: the daemon picks the rung,
 //! runs what it runs and holds the rules (control folders, never above

@@ -20,7 +20,7 @@ pub enum ConfigAction {
     Get {
         /// One setting's name (as config.json spells it).
         key: Option<String>,
-        /// Print JSON instead of lines (its shape is in the README).
+        /// Print JSON instead of lines (its shape: docs/src/reference/json.md).
         #[arg(long)]
         json: bool,
     },

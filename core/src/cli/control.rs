@@ -31,7 +31,7 @@ pub enum ControlAction {
     },
     /// The paired receivers, their keys and whether they are polled.
     Status {
-        /// Print JSON instead of lines (its shape is in the README).
+        /// Print JSON instead of lines (its shape: docs/src/reference/json.md).
         #[arg(long)]
         json: bool,
     },

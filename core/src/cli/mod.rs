@@ -71,7 +71,7 @@ enum Command {
         /// The name events carry for this machine (`config set machine`).
         #[arg(long, value_name = "NAME", conflicts_with = "dry_run")]
         machine: Option<String>,
-        /// Print JSON instead of lines (its shape is in the README).
+        /// Print JSON instead of lines (its shape: docs/src/reference/json.md).
         #[arg(long)]
         json: bool,
     },
@@ -83,13 +83,13 @@ enum Command {
         /// Say what would be removed and write nothing.
         #[arg(long)]
         dry_run: bool,
-        /// Print JSON instead of lines (its shape is in the README).
+        /// Print JSON instead of lines (its shape: docs/src/reference/json.md).
         #[arg(long)]
         json: bool,
     },
     /// Hooks per harness, the daemon, the outbox.
     Status {
-        /// Print JSON instead of lines (its shape is in the README).
+        /// Print JSON instead of lines (its shape: docs/src/reference/json.md).
         #[arg(long)]
         json: bool,
     },
@@ -198,7 +198,7 @@ enum Command {
         /// `2026-11-01`, midnight UTC).
         #[arg(long, value_name = "TIME")]
         since: Option<String>,
-        /// Print JSON instead of lines (its shape is in the README).
+        /// Print JSON instead of lines (its shape: docs/src/reference/json.md).
         #[arg(long)]
         json: bool,
     },
@@ -218,7 +218,7 @@ enum Command {
         #[arg(long = "harness", value_name = "NAME", value_parser = harness_names())]
         harnesses: Vec<String>,
         /// Print JSON instead of lines, and the progress as one JSON record
-        /// per line on stderr (the shapes are in the README).
+        /// per line on stderr (the shapes: docs/src/reference/json.md).
         #[arg(long)]
         json: bool,
     },

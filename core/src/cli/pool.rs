@@ -27,7 +27,7 @@ pub enum PoolAction {
         /// Only this config dir (default: every one with a sign-in).
         #[arg(long, value_name = "DIR")]
         config_dir: Option<PathBuf>,
-        /// Print JSON instead of lines (its shape is in the README).
+        /// Print JSON instead of lines (its shape: docs/src/reference/json.md).
         #[arg(long)]
         json: bool,
     },
@@ -49,19 +49,19 @@ pub enum PoolAction {
     /// Point every Claude Code config dir at the pool (three `env` keys in
     /// its settings.json; a daemon must be running).
     On {
-        /// Print JSON instead of lines (its shape is in the README).
+        /// Print JSON instead of lines (its shape: docs/src/reference/json.md).
         #[arg(long)]
         json: bool,
     },
     /// Take those keys out again.
     Off {
-        /// Print JSON instead of lines (its shape is in the README).
+        /// Print JSON instead of lines (its shape: docs/src/reference/json.md).
         #[arg(long)]
         json: bool,
     },
     /// Each account's windows, status, reset times and pinned sessions.
     Status {
-        /// Print JSON instead of lines (its shape is in the README).
+        /// Print JSON instead of lines (its shape: docs/src/reference/json.md).
         #[arg(long)]
         json: bool,
     },

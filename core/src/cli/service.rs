@@ -25,7 +25,7 @@ pub enum ServiceAction {
     /// Whether it is installed, what the service manager says of it, and
     /// whether the daemon runs.
     Status {
-        /// Print JSON instead of lines (its shape is in the README).
+        /// Print JSON instead of lines (its shape: docs/src/reference/json.md).
         #[arg(long)]
         json: bool,
     },

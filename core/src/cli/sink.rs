@@ -31,7 +31,7 @@ pub enum SinkAction {
     },
     /// List the sinks.
     List {
-        /// Print JSON instead of lines (its shape is in the README).
+        /// Print JSON instead of lines (its shape: docs/src/reference/json.md).
         #[arg(long)]
         json: bool,
     },

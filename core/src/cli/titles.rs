@@ -19,19 +19,19 @@ pub enum TitlesAction {
     /// each config dir's own sign-in for that one read; then ask about the
     /// last 30 days and send each session named otherwise again.
     On {
-        /// Print JSON instead of lines (its shape is in the README).
+        /// Print JSON instead of lines (its shape: docs/src/reference/json.md).
         #[arg(long)]
         json: bool,
     },
     /// Stop asking (nothing is read or sent from then on).
     Off {
-        /// Print JSON instead of lines (its shape is in the README).
+        /// Print JSON instead of lines (its shape: docs/src/reference/json.md).
         #[arg(long)]
         json: bool,
     },
     /// Ask about the last 30 days again, as turning it on does.
     Refresh {
-        /// Print JSON instead of lines (its shape is in the README).
+        /// Print JSON instead of lines (its shape: docs/src/reference/json.md).
         #[arg(long)]
         json: bool,
     },

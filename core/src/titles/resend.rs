@@ -4,7 +4,7 @@
 //! name is sent again as `session.backfill`, seq 0, with claude.ai's name.
 //!
 //! A receiver deduplicates on (harness, session, seq), so the re-send is a
-//! duplicate key by design; the README's rule (a `session.backfill` at seq 0
+//! duplicate key by design; the rule in the book's sinks page (a `session.backfill` at seq 0
 //! under a new event id is the session's newer name) is how it still lands.
 //! This module owns choosing the sessions and making the re-sent envelope. It
 //! must not touch a session's live seq, re-send one that has a `custom` title

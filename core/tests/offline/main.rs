@@ -45,6 +45,7 @@ mod keychain;
 mod outbox_schema;
 mod pool;
 mod pool_api;
+mod reference_docs;
 mod remote_titles;
 mod retention;
 mod secrets_at_rest;

@@ -245,7 +245,7 @@ export function refusalWords(code: string | undefined, detail?: string): string 
   return words ?? detail ?? code ?? "no reason given";
 }
 
-/** A start's levels (README: read · safe · edits · auto): a name, and what it lets the agent do. */
+/** A start's levels (docs/src/control.md: read · safe · edits · auto): a name, and what it lets the agent do. */
 export const LEVEL_NAMES: Record<string, string> = {
   read: "Read only",
   safe: "Safe",

@@ -483,7 +483,7 @@ step("`sessionpipe connect` in one step: the same six digits on the phone, Appro
   world.daemon = { url: doc.url, token: doc.token, child: daemon };
   assert.equal((await daemonApi("GET", "/api/settings")).body.machine, MACHINE_NAME);
 
-  // The person connects the machine in one step, as the README says:
+  // The person connects the machine in one step, as the book says:
   // `sessionpipe connect <receiver>` pairs (open pairing: no token to copy),
   // adds the sink the receiver hands over and installs the hooks. It prints
   // the link and six digits and waits for the approval on the phone.

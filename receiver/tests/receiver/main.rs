@@ -6,8 +6,8 @@
 //! database held by another connection stalling only the writes
 //! (`database_held`); the page's guard on every state-changing call
 //! (`page_guard`); the build that ships, without test doors (`shipped`); the
-//! start-up log of a page that cannot be shown (`page_missing`). One test
-//! binary.
+//! start-up log of a page that cannot be shown (`page_missing`); the book's
+//! reference of the binary's flags (`reference_docs`). One test binary.
 
 mod binding;
 mod common;
@@ -18,5 +18,6 @@ mod page_guard;
 mod page_missing;
 mod persistence;
 mod push;
+mod reference_docs;
 mod service_unit;
 mod shipped;

@@ -1,6 +1,6 @@
 //! The receiver as it ships has no test doors. Built the way a release is
 //! (`installers/build-receiver.sh`: the package alone, without `test-doors`;
-//! the dev profile here, for time) and started the way the README says (the
+//! the dev profile here, for time) and started the way the book says (the
 //! page, open pairing, a data folder), it answers 404 at every test door,
 //! from loopback with its own token, while the events side works; the test
 //! build, with the feature, opens them. The tray app, which runs a receiver
