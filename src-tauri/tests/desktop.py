@@ -10,6 +10,12 @@ tray client, a reader of notification calls, a window manager's close (python3-g
                            a panel's watcher drops an item)
   desktop.py icon NAME PATH    print the item's IconName (appindicator: a PNG's path)
   desktop.py menu NAME PATH    print the item's menu: "<id>\t<toggle-state>\t<label>"
+  desktop.py menu-shot NAME PATH FILE
+                           draw the item's menu as a GTK panel shows a tray
+                           menu (a Gtk.Menu of its dbusmenu layout: labels,
+                           check marks, separators, disabled items; the icon
+                           beside it) and save it as the PNG FILE; for the
+                           book's picture of the menu
   desktop.py click NAME PATH ID
                            click menu item ID, as a panel does (dbusmenu Event)
   desktop.py notices LOG       read dbus-monitor's text (Notify and CloseNotification
@@ -152,6 +158,70 @@ def menu(name, path):
             walk(child)
 
     walk(layout)
+
+
+def menu_shot(name, path, out):
+    """The menu as a panel draws it, from the same layout `menu` prints."""
+    import gi
+    gi.require_version("Gtk", "3.0")
+    gi.require_version("Gdk", "3.0")
+    from gi.repository import Gdk, Gtk
+    reply = bus().call_sync(name, menu_path(name, path), "com.canonical.dbusmenu", "GetLayout",
+                            GLib.Variant("(iias)", (0, -1, [])), None,
+                            Gio.DBusCallFlags.NONE, 5000, None)
+    _, layout = reply.unpack()
+    settings = Gtk.Settings.get_default()
+    settings.set_property("gtk-font-name", "DejaVu Sans 10")
+    settings.set_property("gtk-theme-name", "Adwaita")
+
+    def build(node):
+        shell = Gtk.Menu()
+        for ident, props, children in node[2]:
+            if not props.get("visible", True):
+                continue
+            if props.get("type") == "separator":
+                item = Gtk.SeparatorMenuItem()
+            elif props.get("toggle-type") == "checkmark":
+                item = Gtk.CheckMenuItem.new_with_mnemonic(props.get("label", ""))
+                item.set_active(props.get("toggle-state", 0) == 1)
+            else:
+                item = Gtk.MenuItem.new_with_mnemonic(props.get("label", ""))
+            item.set_sensitive(props.get("enabled", True))
+            if children:
+                item.set_submenu(build((ident, props, children)))
+            shell.append(item)
+        return shell
+
+    root = build(layout)
+    root.show_all()
+    # A panel pops the menu up under its icon; here at a fixed place on an
+    # empty screen, then the menu's own window is read back.
+    root.popup_at_rect(Gdk.get_default_root_window(), Gdk.Rectangle(), Gdk.Gravity.NORTH_WEST,
+                       Gdk.Gravity.NORTH_WEST, None)
+    done = {}
+
+    def grab():
+        window = root.get_toplevel().get_window()
+        if window is None or not window.is_viewable():
+            return True
+        w, h = window.get_width(), window.get_height()
+        pixbuf = Gdk.pixbuf_get_from_window(window, 0, 0, w, h)
+        if pixbuf is None:
+            return True
+        pixbuf.savev(out, "png", [], [])
+        done["size"] = (w, h)
+        Gtk.main_quit()
+        return False
+
+    # Two frames after it is mapped, so it has drawn.
+    GLib.timeout_add(400, grab)
+    GLib.timeout_add(10000, Gtk.main_quit)
+    Gtk.main()
+    if "size" not in done:
+        print("desktop.py: the menu never showed", file=sys.stderr)
+        return 1
+    print(f"{out}: {done['size'][0]}x{done['size'][1]}")
+    return 0
 
 
 def click(name, path, ident):
@@ -386,6 +456,8 @@ def main(argv):
         print(prop(argv[2], argv[3], "org.kde.StatusNotifierItem", "IconName"))
     elif cmd == "menu" and len(argv) == 4:
         menu(argv[2], argv[3])
+    elif cmd == "menu-shot" and len(argv) == 5:
+        return menu_shot(argv[2], argv[3], argv[4])
     elif cmd == "click" and len(argv) == 5:
         click(argv[2], argv[3], argv[4])
     elif cmd == "notices" and len(argv) == 3:

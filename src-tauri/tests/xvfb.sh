@@ -25,8 +25,9 @@
 #      through dunst (`dunstctl context`, dunstrc's dmenu) runs the real tool and
 #      the notification goes;
 #  12. two sessions' prompts at once are both listed in the tray menu, with what
-#      each will run; the menu's Allow runs one tool, its Deny refuses the other
-#      (the model is told so);
+#      each will run (the menu drawn as a panel shows it: tray-menu-approval.png);
+#      the menu's Allow runs one tool, its Deny refuses the other (the model is
+#      told so);
 #  13. the window on a waiting prompt (the menu's line opens it on the session)
 #      shows Allow and Deny; the page's Allow (the same page, in Chromium through
 #      playwright-core from ui/node_modules) runs the tool and says so;
@@ -507,6 +508,10 @@ both_listed() {
 wait_for 60 "both prompts in the menu" both_listed
 echo "the menu's approvals:"
 menu | cut -f3 | sed -n '/^Approvals (/,/^Pause notifications/p' | sed 's/^/  /'
+# The menu drawn as a panel draws it, for the README and the book.
+/usr/bin/python3 "$DESKTOP_PY" menu-shot $ITEM "$A/tray-menu-approval.png" 2>>"$W/menu-shot.log" ||
+  fail "the menu could not be drawn: $(cat "$W/menu-shot.log")"
+ok "screenshot $A/tray-menu-approval.png"
 click_after "Bash touch made-from-the-menu.txt" Allow
 wait_for 30 "the tool allowed from the menu to run" test -e "$HOME/work/beta/made-from-the-menu.txt"
 finished beta "$B_PID"

@@ -615,6 +615,7 @@ step("a real Claude Code permission prompt answered from the phone, with a messa
   const allow = attention.getByRole("button", { name: "Allow", exact: true });
   await allow.waitFor({ timeout: WAIT_MS });
   await attention.getByRole("button", { name: "Deny", exact: true }).waitFor();
+  await world.ann.shot("session-approval.png");
   const words = `Also tell me the folder you are in, please (${randomUUID().slice(0, 8)}).`;
   const box = page.getByRole("textbox", { name: "Send a message" });
   await box.fill(words);
