@@ -83,7 +83,9 @@ pub fn run(hidden: bool) -> anyhow::Result<()> {
     // An update, once in, ends the app as "Quit" does; the new one starts then.
     let quit_proxy = proxy.clone();
     crate::update::start(shared.clone(), move || {
-        let quit = MenuEvent { id: "quit".into() };
+        let quit = MenuEvent {
+            id: crate::tray::LineId::Quit.menu_id().into(),
+        };
         let _ = quit_proxy.send_event(UserEvent::Menu(quit));
     });
     if !hidden {

@@ -188,13 +188,8 @@ impl Item {
 
 /// The id of a prompt's menu item: it names the prompt itself, so a click on a
 /// menu built a moment ago answers that prompt and no other.
-pub fn item_id(item: Item, prompt: &Prompt) -> String {
-    format!(
-        "{ITEM_PREFIX}{}{SEP}{}{SEP}{}",
-        item.word(),
-        prompt.session,
-        prompt.attention
-    )
+pub fn item_id(item: Item, session: &str, attention: &str) -> String {
+    format!("{ITEM_PREFIX}{}{SEP}{session}{SEP}{attention}", item.word())
 }
 
 /// What a menu item's id does, and the session and attention it names.
@@ -350,12 +345,12 @@ mod tests {
     #[test]
     fn a_menu_item_names_its_prompt() {
         let p = &answerable(&overview())[0];
-        let id = item_id(Item::Answer(Decision::Deny), p);
+        let id = item_id(Item::Answer(Decision::Deny), &p.session, &p.attention);
         assert_eq!(
             from_item_id(&id),
             Some((Item::Answer(Decision::Deny), "claude-code:a1", "perm-1"))
         );
-        let id = item_id(Item::Open, p);
+        let id = item_id(Item::Open, &p.session, &p.attention);
         assert_eq!(
             from_item_id(&id),
             Some((Item::Open, "claude-code:a1", "perm-1"))

@@ -43,14 +43,6 @@ pub struct Offer {
 }
 
 impl Offer {
-    pub fn watch_id(&self) -> String {
-        format!("{WATCH_PREFIX}{}", self.harness)
-    }
-
-    pub fn decline_id(&self) -> String {
-        format!("{DECLINE_PREFIX}{}", self.harness)
-    }
-
     pub fn watch_label(&self) -> String {
         format!(
             "Watch {} (found on this machine)",
@@ -64,6 +56,14 @@ impl Offer {
 
     pub fn failed_label(&self) -> Option<String> {
         self.failed.as_ref().map(|why| format!("Not done: {why}"))
+    }
+}
+
+/// The id of an offer's menu item: what it asks for, and for which harness.
+pub fn item_id(act: Act, harness: &str) -> String {
+    match act {
+        Act::Watch => format!("{WATCH_PREFIX}{harness}"),
+        Act::Decline => format!("{DECLINE_PREFIX}{harness}"),
     }
 }
 
@@ -152,8 +152,14 @@ mod tests {
         assert_eq!(o.watch_label(), "Watch Droid (found on this machine)");
         assert_eq!(o.decline_label(), "Don't offer Droid again");
         assert_eq!(o.failed_label(), None);
-        assert_eq!(from_item_id(&o.watch_id()), Some((Act::Watch, "droid")));
-        assert_eq!(from_item_id(&o.decline_id()), Some((Act::Decline, "droid")));
+        assert_eq!(
+            from_item_id(&item_id(Act::Watch, &o.harness)),
+            Some((Act::Watch, "droid"))
+        );
+        assert_eq!(
+            from_item_id(&item_id(Act::Decline, &o.harness)),
+            Some((Act::Decline, "droid"))
+        );
         assert_eq!(
             from_item_id("offer-watch:../x"),
             None,

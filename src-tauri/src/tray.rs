@@ -21,6 +21,10 @@
 //! sessionpipe" and "Quit", under the app's own update when one is out
 //! (`update`: "Update to 0.2.0 and restart", "Skip 0.2.0").
 //!
+//! The menu is data (`menu`): one ordered list of lines with typed ids, made
+//! from the `View`, from which it is built and updated; a click's id reads
+//! back as a `LineId`, which `on_menu` acts on.
+//!
 //! Lives on the main thread (`app`'s event loop), which hands it each new `View`
 //! read by the refresher thread; it changes what changed in place (labels,
 //! checks, the icon) and rebuilds the menu only when its lines come or go. Must
@@ -30,20 +34,21 @@
 use crate::approvals::{self, Item, Prompt};
 use crate::backend::{self, Link};
 use crate::board::{self, Board};
-use crate::daemon_api::Decision;
 use crate::local_receiver::{self, Status};
-use crate::offers::{self, Offer};
+use crate::offers::Offer;
 use crate::shared::Shared;
 use crate::{daemon_api, notices, prefs};
 use anyhow::Context;
 use sessionpipe_core::pipeline::session::Glance;
 use sessionpipe_core::spool::StatePaths;
 use std::sync::Arc;
-use tray_icon::menu::{CheckMenuItem, IsMenuItem, Menu, MenuItem, PredefinedMenuItem};
 use tray_icon::{Icon, TrayIcon, TrayIconBuilder};
 
+mod menu;
+use menu::Built;
+pub use menu::LineId;
+
 const TRAY_ID: &str = "sessionpipe";
-const SESSION_PREFIX: &str = "session:";
 
 const IDLE: &[u8] = include_bytes!("../icons/tray/idle.png");
 const WORKING: &[u8] = include_bytes!("../icons/tray/working.png");
@@ -81,28 +86,24 @@ fn decode_rgba(png_bytes: &[u8]) -> anyhow::Result<(Vec<u8>, u32, u32)> {
     Ok((rgba, info.width, info.height))
 }
 
-/// One answerable prompt's lines and its items' ids.
+/// One answerable prompt's lines, and the prompt they name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Asking {
-    /// The prompt's notice key: the menu's shape.
-    key: String,
+    /// `harness:session-id`
+    session: String,
+    attention: String,
     who: String,
     what: String,
-    open: String,
-    allow: String,
-    deny: String,
 }
 
 impl Asking {
     fn of(prompt: &Prompt, notify_tier: u8) -> Asking {
         let (who, what) = prompt.menu_lines(notify_tier);
         Asking {
-            key: prompt.notice_key(),
+            session: prompt.session.clone(),
+            attention: prompt.attention.clone(),
             who: approvals::menu_text(&who),
             what: approvals::menu_text(&what),
-            open: approvals::item_id(Item::Open, prompt),
-            allow: approvals::item_id(Item::Answer(Decision::Allow), prompt),
-            deny: approvals::item_id(Item::Answer(Decision::Deny), prompt),
         }
     }
 }
@@ -193,24 +194,17 @@ impl View {
         self
     }
 
-    /// The menu's shape: which lines exist. Same shape: the items are updated in
-    /// place; another shape: the menu is built again (an offer's lines too).
-    fn shape(&self) -> (Vec<&str>, Vec<&str>, [bool; 8], &[Offer]) {
-        (
-            self.asking.iter().map(|a| a.key.as_str()).collect(),
-            self.board.rows.iter().map(|r| r.key.as_str()).collect(),
-            [
-                self.link_line().is_some(),
-                self.board.more > 0,
-                self.lost.is_some(),
-                self.more_asking > 0,
-                self.control_stopped.is_some(),
-                matches!(self.phone, Status::Serving { .. }),
-                matches!(self.phone, Status::Failed { .. }),
-                self.progress.is_some(),
-            ],
-            &self.offers,
-        )
+    /// The menu's shape (`menu::Shape`): same shape, the items are updated
+    /// in place; another, the menu is built again.
+    #[cfg(test)]
+    fn shape(&self) -> Vec<menu::Shape> {
+        menu::shape(&menu::lines(self))
+    }
+
+    /// Whether the menu has the line `id`.
+    #[cfg(test)]
+    fn has_line(&self, id: &menu::LineId) -> bool {
+        menu::lines(self).iter().any(|l| l.id() == Some(id))
     }
 
     fn asking_header(&self) -> String {
@@ -248,241 +242,23 @@ impl View {
     }
 }
 
-/// The menu's items that change in place.
-struct Items {
-    menu: Menu,
-    header: MenuItem,
-    link: Option<MenuItem>,
-    progress: Option<MenuItem>,
-    lost: Option<MenuItem>,
-    control_stopped: Option<MenuItem>,
-    asking_header: Option<MenuItem>,
-    /// Per prompt: who asks, what will run, Allow, Deny.
-    asking: Vec<[MenuItem; 4]>,
-    more_asking: Option<MenuItem>,
-    sessions: Vec<MenuItem>,
-    more: Option<MenuItem>,
-    pause: CheckMenuItem,
-    login: CheckMenuItem,
-    phone: CheckMenuItem,
-    /// "Open the phone page (…)" while it serves; why it cannot, disabled.
-    phone_line: Option<MenuItem>,
-}
-
-impl Items {
-    fn build(view: &View) -> anyhow::Result<Items> {
-        let disabled = |text: &str| MenuItem::new(text, false, None);
-        let header = disabled(&view.board.summary());
-        let link = view.link_line().map(|l| disabled(&l));
-        let progress = view.progress.as_deref().map(disabled);
-        let lost = view.lost.as_deref().map(|l| disabled(&capitalised(l)));
-        let control_stopped = view
-            .control_stopped
-            .as_deref()
-            .map(|l| disabled(&capitalised(l)));
-        let offers: Vec<_> = view
-            .offers
-            .iter()
-            .map(|o| {
-                (
-                    MenuItem::with_id(o.watch_id(), o.watch_label(), true, None),
-                    MenuItem::with_id(o.decline_id(), o.decline_label(), true, None),
-                    o.failed_label().map(|l| disabled(&l)),
-                )
-            })
-            .collect();
-        let asking_header = (!view.asking.is_empty()).then(|| disabled(&view.asking_header()));
-        let asking: Vec<[MenuItem; 4]> = view
-            .asking
-            .iter()
-            .map(|a| {
-                [
-                    MenuItem::with_id(&a.open, &a.who, true, None),
-                    disabled(&a.what),
-                    MenuItem::with_id(&a.allow, "Allow", true, None),
-                    MenuItem::with_id(&a.deny, "Deny", true, None),
-                ]
-            })
-            .collect();
-        let more_asking = (view.more_asking > 0)
-            .then(|| MenuItem::with_id("more-approvals", more_asking_text(view), true, None));
-        let sessions: Vec<MenuItem> = view
-            .board
-            .rows
-            .iter()
-            .map(|r| MenuItem::with_id(format!("{SESSION_PREFIX}{}", r.key), &r.label, true, None))
-            .collect();
-        let more =
-            (view.board.more > 0).then(|| MenuItem::with_id("more", more_text(view), true, None));
-        let pause = CheckMenuItem::with_id("pause", "Pause notifications", true, view.paused, None);
-        let login =
-            CheckMenuItem::with_id("login", "Open at login", true, view.open_at_login, None);
-        let phone = CheckMenuItem::with_id(
-            "phone",
-            "Phone page on this computer",
-            true,
-            view.local_receiver,
-            None,
-        );
-        let phone_line = phone_line_text(view)
-            .map(|(text, serving)| MenuItem::with_id("phone-open", text, serving, None));
-        let update: Vec<MenuItem> = view
-            .update
-            .iter()
-            .map(|l| MenuItem::with_id(l.id, &l.text, l.enabled, None))
-            .collect();
-        let open = MenuItem::with_id("open", "Open sessionpipe", true, None);
-        let quit = MenuItem::with_id("quit", "Quit", true, None);
-        let sep = PredefinedMenuItem::separator;
-        let (sep1, sep2, sep3, sep4, sep5) = (sep(), sep(), sep(), sep(), sep());
-        let mut all: Vec<&dyn IsMenuItem> = vec![&header];
-        if let Some(l) = &link {
-            all.push(l);
-        }
-        if let Some(l) = &progress {
-            all.push(l);
-        }
-        if let Some(l) = &lost {
-            all.push(l);
-        }
-        if let Some(l) = &control_stopped {
-            all.push(l);
-        }
-        all.push(&sep1);
-        for (watch, decline, failed) in &offers {
-            all.extend([watch as &dyn IsMenuItem, decline]);
-            if let Some(f) = failed {
-                all.push(f);
-            }
-        }
-        if !offers.is_empty() {
-            all.push(&sep5);
-        }
-        if let Some(h) = &asking_header {
-            all.push(h);
-            all.extend(asking.iter().flatten().map(|i| i as &dyn IsMenuItem));
-            if let Some(m) = &more_asking {
-                all.push(m);
-            }
-            all.push(&sep4);
-        }
-        all.extend(sessions.iter().map(|s| s as &dyn IsMenuItem));
-        if let Some(m) = &more {
-            all.push(m);
-        }
-        if !sessions.is_empty() {
-            all.push(&sep2);
-        }
-        all.extend([&pause as &dyn IsMenuItem, &login, &phone]);
-        if let Some(l) = &phone_line {
-            all.push(l);
-        }
-        all.push(&sep3);
-        all.extend(update.iter().map(|i| i as &dyn IsMenuItem));
-        all.extend([&open as &dyn IsMenuItem, &quit]);
-        let menu = Menu::with_items(&all)?;
-        Ok(Items {
-            menu,
-            header,
-            link,
-            progress,
-            lost,
-            control_stopped,
-            asking_header,
-            asking,
-            more_asking,
-            sessions,
-            more,
-            pause,
-            login,
-            phone,
-            phone_line,
-        })
-    }
-
-    /// Updates the items of a menu of the same shape.
-    fn update(&self, view: &View) {
-        self.header.set_text(view.board.summary());
-        if let (Some(item), Some(text)) = (&self.link, view.link_line()) {
-            item.set_text(text);
-        }
-        if let (Some(item), Some(text)) = (&self.progress, &view.progress) {
-            item.set_text(text);
-        }
-        if let (Some(item), Some(text)) = (&self.lost, &view.lost) {
-            item.set_text(capitalised(text));
-        }
-        if let (Some(item), Some(text)) = (&self.control_stopped, &view.control_stopped) {
-            item.set_text(capitalised(text));
-        }
-        if let Some(item) = &self.asking_header {
-            item.set_text(view.asking_header());
-        }
-        for (items, a) in self.asking.iter().zip(&view.asking) {
-            items[0].set_text(&a.who);
-            items[1].set_text(&a.what);
-        }
-        if let Some(item) = &self.more_asking {
-            item.set_text(more_asking_text(view));
-        }
-        for (item, row) in self.sessions.iter().zip(&view.board.rows) {
-            item.set_text(&row.label);
-        }
-        if let Some(item) = &self.more {
-            item.set_text(more_text(view));
-        }
-        self.pause.set_checked(view.paused);
-        self.login.set_checked(view.open_at_login);
-        self.phone.set_checked(view.local_receiver);
-        if let (Some(item), Some((text, _))) = (&self.phone_line, phone_line_text(view)) {
-            item.set_text(text);
-        }
-    }
-}
-
-/// The core's line as a menu item starts it.
-fn capitalised(line: &str) -> String {
-    let mut chars = line.chars();
-    chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
-}
-
-/// The local receiver's menu line and whether it opens the page.
-fn phone_line_text(view: &View) -> Option<(String, bool)> {
-    let line = view.phone.line()?;
-    Some(match &view.phone {
-        Status::Serving { origin } => (format!("Open the phone page ({origin})"), true),
-        _ => (line, false),
-    })
-}
-
-fn more_text(view: &View) -> String {
-    format!("{} more in the window…", view.board.more)
-}
-
-fn more_asking_text(view: &View) -> String {
-    format!("{} more approvals in the window…", view.more_asking)
-}
-
 /// The icon and its menu, on the main thread.
 pub struct Tray {
     icon: TrayIcon,
     last: View,
-    items: Items,
+    menu: Built,
 }
 
 impl Tray {
     /// Puts the icon in the tray.
     pub fn build(shared: &Shared) -> anyhow::Result<Tray> {
         let view = View::read_with(&shared.paths, false);
-        let items = Items::build(&view)?;
+        let menu = Built::build(menu::lines(&view))?;
         let icon = TrayIconBuilder::new()
             .with_id(TRAY_ID)
             .with_icon(icon(view.board.state)?)
             .with_tooltip(view.tooltip())
-            .with_menu(Box::new(items.menu.clone()))
+            .with_menu(Box::new(menu.menu.clone()))
             .with_menu_on_left_click(true)
             .build()?;
         if let Err(e) = prefs::follow_open_at_login(view.open_at_login) {
@@ -491,7 +267,7 @@ impl Tray {
         Ok(Tray {
             icon,
             last: view,
-            items,
+            menu,
         })
     }
 
@@ -520,82 +296,94 @@ impl Tray {
         if view == last {
             return Ok(());
         }
-        // An update's lines are few and change rarely: rebuilt.
-        if view.shape() == last.shape() && view.update == last.update {
-            self.items.update(view);
+        let Err(lines) = self.menu.update(menu::lines(view)) else {
             return Ok(());
-        }
-        let rebuilt = Items::build(view)?;
+        };
+        let rebuilt = Built::build(lines)?;
         self.icon.set_menu(Some(Box::new(rebuilt.menu.clone())));
-        self.items = rebuilt;
+        self.menu = rebuilt;
         Ok(())
     }
 }
 
 /// Acts on a menu item; `true` when it was "Quit".
 pub fn on_menu(shared: &Arc<Shared>, id: &str) -> bool {
-    if crate::update::on_menu(id) {
+    let Some(line) = LineId::parse(id) else {
+        shared.refresh_now();
         return false;
-    }
-    if let Some((item, session, attention)) = approvals::from_item_id(id) {
-        match item {
-            Item::Open => shared.open_window(Some(session)),
-            // The person's click: the only way an answer is ever posted.
-            Item::Answer(decision) => notices::answer_clicked(
-                shared.clone(),
-                session.to_string(),
-                attention.to_string(),
-                decision,
-            ),
+    };
+    match line {
+        LineId::Update(act) => {
+            crate::update::on_menu(act);
+            return false;
         }
-        return false;
-    }
-    if let Some(key) = id.strip_prefix(SESSION_PREFIX) {
-        shared.open_window(Some(key));
-        return false;
-    }
-    if let Some((act, harness)) = offers::from_item_id(id) {
-        // The daemon installs the hooks (or notes the no), off the main
-        // thread; the menu then shows what it says.
-        let (shared, harness) = (shared.clone(), harness.to_string());
-        let spawned = std::thread::Builder::new()
-            .name("tray-offer".into())
-            .spawn(move || {
-                shared.offers.act(&shared.paths, act, &harness);
-                shared.refresh_now();
-            });
-        if let Err(e) = spawned {
-            tracing::warn!("the offer's click: {e}");
+        LineId::Prompt {
+            item,
+            session,
+            attention,
+        } => {
+            match item {
+                Item::Open => shared.open_window(Some(&session)),
+                // The person's click: the only way an answer is ever posted.
+                Item::Answer(decision) => {
+                    notices::answer_clicked(shared.clone(), session, attention, decision)
+                }
+            }
+            return false;
         }
-        return false;
-    }
-    match id {
-        "open" | "more" | "more-approvals" => shared.open_window(None),
-        "pause" => {
+        LineId::Session(key) => {
+            shared.open_window(Some(&key));
+            return false;
+        }
+        LineId::Offer(act, harness) => {
+            // The daemon installs the hooks (or notes the no), off the main
+            // thread; the menu then shows what it says.
+            let shared = shared.clone();
+            let spawned = std::thread::Builder::new()
+                .name("tray-offer".into())
+                .spawn(move || {
+                    shared.offers.act(&shared.paths, act, &harness);
+                    shared.refresh_now();
+                });
+            if let Err(e) = spawned {
+                tracing::warn!("the offer's click: {e}");
+            }
+            return false;
+        }
+        LineId::Open | LineId::MoreSessions | LineId::MoreApprovals => shared.open_window(None),
+        LineId::Pause => {
             if let Err(e) = prefs::toggle_paused(&shared.paths) {
                 tracing::warn!("pause notifications: {e}");
             }
         }
-        "login" => {
+        LineId::OpenAtLogin => {
             if let Err(e) = prefs::toggle_open_at_login(&shared.paths) {
                 tracing::warn!("open at login: {e}");
             }
         }
         // Started or stopped off the main thread (a stop lets requests in
         // flight finish); turned on, its page is opened.
-        "phone" => match prefs::toggle_local_receiver(&shared.paths) {
+        LineId::PhonePage => match prefs::toggle_local_receiver(&shared.paths) {
             Ok(on) => follow_local_receiver(shared.clone(), on),
             Err(e) => tracing::warn!("phone page: {e}"),
         },
-        "phone-open" => {
+        LineId::OpenPhonePage => {
             let port = prefs::load(&shared.paths).local_receiver_port();
             open_page(&local_receiver::origin(port));
         }
-        "quit" => {
+        LineId::Quit => {
             tracing::info!("Quit chosen in the menu: the app ends");
             return true;
         }
-        _ => {}
+        // Lines of words: nothing to do.
+        LineId::Summary
+        | LineId::Link
+        | LineId::Progress
+        | LineId::Lost
+        | LineId::ControlStopped
+        | LineId::OfferFailed(_)
+        | LineId::Approvals
+        | LineId::PromptWhat { .. } => {}
     }
     // The check items flip themselves when clicked; the refresh sets them to
     // what config.json says.
@@ -632,6 +420,8 @@ fn open_page(origin: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::daemon_api::Decision;
+    use crate::offers;
 
     #[test]
     fn each_prompt_gets_its_lines_and_items_that_name_it() {
@@ -644,16 +434,21 @@ mod tests {
         let a = Asking::of(prompt, 1);
         assert_eq!(a.who, "Codex · Ship it · ~/src/api");
         assert_eq!(a.what, "Bash: make &&&& make install", "muda shows && as &");
+        let item = |item| LineId::Prompt {
+            item,
+            session: a.session.clone(),
+            attention: a.attention.clone(),
+        };
         assert_eq!(
-            approvals::from_item_id(&a.allow),
+            approvals::from_item_id(&item(Item::Answer(Decision::Allow)).menu_id()),
             Some((Item::Answer(Decision::Allow), "codex:c1", "p9"))
         );
         assert_eq!(
-            approvals::from_item_id(&a.deny),
+            approvals::from_item_id(&item(Item::Answer(Decision::Deny)).menu_id()),
             Some((Item::Answer(Decision::Deny), "codex:c1", "p9"))
         );
         assert_eq!(
-            approvals::from_item_id(&a.open),
+            approvals::from_item_id(&item(Item::Open).menu_id()),
             Some((Item::Open, "codex:c1", "p9"))
         );
         assert_eq!(Asking::of(prompt, 0).what, "wants your permission");
@@ -665,12 +460,12 @@ mod tests {
         let paths = StatePaths::new(dir.path());
         paths.ensure().unwrap();
         let off = View::read(&paths);
-        assert_eq!(phone_line_text(&off), None);
+        assert_eq!(menu::phone_line_text(&off), None);
         let serving = off.clone().with_phone(Status::Serving {
             origin: "http://localhost:47474".into(),
         });
         assert_eq!(
-            phone_line_text(&serving),
+            menu::phone_line_text(&serving),
             Some(("Open the phone page (http://localhost:47474)".into(), true))
         );
         let failed = off.clone().with_phone(Status::Failed {
@@ -678,7 +473,7 @@ mod tests {
             why: "Address already in use".into(),
         });
         assert_eq!(
-            phone_line_text(&failed),
+            menu::phone_line_text(&failed),
             Some((
                 "Phone page: cannot listen on port 47474: Address already in use".into(),
                 false
@@ -708,11 +503,11 @@ mod tests {
         let line = view.lost.clone().expect("a loss is told");
         assert!(line.contains("at 2027-01-15T08:00:00.000Z"), "{line}");
         assert!(
-            capitalised(&line).starts_with("A hook call was lost"),
+            menu::capitalised(&line).starts_with("A hook call was lost"),
             "{line}"
         );
         assert!(view.tooltip().contains("lost"));
-        assert!(view.shape().2[2], "the menu has the line");
+        assert!(view.has_line(&LineId::Lost), "the menu has the line");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -731,7 +526,10 @@ mod tests {
         let failed = none.clone().with_offers(vec![droid(Some("HTTP 500"))]);
         assert_ne!(failed.shape(), offered.shape(), "its failure line comes");
         assert_eq!(
-            offers::from_item_id(&offered.offers[0].watch_id()),
+            offers::from_item_id(&offers::item_id(
+                offers::Act::Watch,
+                &offered.offers[0].harness
+            )),
             Some((offers::Act::Watch, "droid"))
         );
         assert_eq!(
@@ -765,7 +563,7 @@ mod tests {
             view.tooltip(),
             format!("sessionpipe: No live sessions; {line}")
         );
-        assert!(view.shape().2[7], "the menu has the line");
+        assert!(view.has_line(&LineId::Progress), "the menu has the line");
         assert_ne!(
             view.shape(),
             idle.shape(),
@@ -813,11 +611,11 @@ mod tests {
         let view = View::read(&paths);
         let line = view.control_stopped.clone().expect("a line");
         assert!(
-            capitalised(&line)
+            menu::capitalised(&line)
                 .starts_with("Control with https://rx.example stopped: the receiver refused"),
             "{line}"
         );
-        assert!(view.shape().2[4]);
+        assert!(view.has_line(&LineId::ControlStopped));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -24,13 +24,20 @@ const BUILT_URL: Option<&str> = option_env!("SESSIONPIPE_UPDATE_URL");
 /// answers once a day; looking hourly catches a machine that slept past it.
 const LOOK: Duration = Duration::from_secs(60 * 60);
 
-const INSTALL_ID: &str = "update:install";
-const SKIP_ID: &str = "update:skip";
+/// What an update's menu line does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Act {
+    /// Install it and restart (again, after a failure).
+    Install,
+    Skip,
+    /// Words while it installs.
+    Busy,
+}
 
 /// One menu line of the update's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Line {
-    pub id: &'static str,
+    pub act: Act,
     pub text: String,
     pub enabled: bool,
 }
@@ -117,36 +124,36 @@ fn look(running: &Running) {
 
 /// The update's menu lines now (none, mostly).
 pub fn lines() -> Vec<Line> {
-    let line = |id, text: String, enabled| Line { id, text, enabled };
+    let line = |act, text: String, enabled| Line { act, text, enabled };
     match &*phase() {
         Phase::Quiet => Vec::new(),
         Phase::Offered(u) => vec![
             line(
-                INSTALL_ID,
+                Act::Install,
                 format!("Update to {} and restart", u.version()),
                 true,
             ),
-            line(SKIP_ID, format!("Skip {}", u.version()), true),
+            line(Act::Skip, format!("Skip {}", u.version()), true),
         ],
-        Phase::Installing(v) => vec![line("update:busy", format!("Updating to {v}…"), false)],
+        Phase::Installing(v) => vec![line(Act::Busy, format!("Updating to {v}…"), false)],
         Phase::Failed(u) => vec![line(
-            INSTALL_ID,
+            Act::Install,
             format!("Updating to {} failed: try again", u.version()),
             true,
         )],
     }
 }
 
-/// Acts on an update line's click; `false` when `id` is not one.
-pub fn on_menu(id: &str) -> bool {
+/// Acts on an update line's click.
+pub fn on_menu(act: Act) {
     let Some(running) = RUNNING.get() else {
-        return id.starts_with("update:");
+        return;
     };
-    match id {
-        INSTALL_ID => {
+    match act {
+        Act::Install => {
             let mut now = phase();
             let (Phase::Offered(update) | Phase::Failed(update)) = &*now else {
-                return true;
+                return;
             };
             let update = update.clone();
             *now = Phase::Installing(update.version().clone());
@@ -158,7 +165,7 @@ pub fn on_menu(id: &str) -> bool {
                 tracing::warn!("cannot start the update's thread: {e}");
             }
         }
-        SKIP_ID => {
+        Act::Skip => {
             let mut now = phase();
             if let Phase::Offered(update) = &*now {
                 if let Err(e) = running.updater.skip(update.version()) {
@@ -167,10 +174,9 @@ pub fn on_menu(id: &str) -> bool {
                 *now = Phase::Quiet;
             }
         }
-        other => return other.starts_with("update:"),
+        Act::Busy => return,
     }
     running.shared.refresh_now();
-    true
 }
 
 /// Downloads, checks and installs `update`, then hands over to what starts
