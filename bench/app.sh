@@ -29,7 +29,7 @@ if [ "${1:-}" != "--inner" ]; then
     ui_dir=""
   else
     ui_dir=$root/ui/dist
-    [ -f "$ui_dir/index.html" ] || { echo "missing ui/dist: (cd ui && npm ci && npm run build)" >&2; exit 1; }
+    [ -f "$ui_dir/index.html" ] || { echo "missing ui/dist: (npm ci && npm run build at the repo root)" >&2; exit 1; }
   fi
   work=$(mktemp -d /tmp/sp-app-bench.XXXXXX)
   start_x "$work/xvfb.log"

@@ -3,7 +3,7 @@
 # SQLite and PostgreSQL (batches of 50) against the same receiver answering 202
 # unread, a thousand machines long-polling (memory, and a queued command's
 # wake-up against one machine's), and the page's first load, compressed.
-# Needs the page built (cd receiver/page && npm ci && npm run build) and, for
+# Needs the page built (npm ci && npm run build at the repo root) and, for
 # the PostgreSQL line, Debian's postgresql package.
 # Usage: bench/receiver.sh [BATCHES] [MACHINES]
 set -euo pipefail

@@ -8,7 +8,7 @@
 # receiver/tests/receiver/shipped.rs builds with this script (--debug) and
 # checks that the doors are gone.
 #
-# Needs the page built first (cd receiver/page && npm ci && npm run build):
+# Needs the page built first (npm ci && npm run build at the repo root):
 # the binary carries it.
 #
 # Usage: installers/build-receiver.sh [--debug]   → prints the binary's path last
@@ -26,7 +26,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 target=${CARGO_TARGET_DIR:-$root/target}
 [ -f receiver/page/dist/index.html ] || {
-  echo "build-receiver.sh: receiver/page/dist is missing (cd receiver/page && npm ci && npm run build)" >&2
+  echo "build-receiver.sh: receiver/page/dist is missing (npm ci && npm run build at the repo root)" >&2
   exit 1
 }
 cargo build "${cargo_profile[@]}" --locked --quiet -p sessionpipe-receiver --bin sessionpipe-receiver

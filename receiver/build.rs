@@ -1,5 +1,5 @@
 //! Builds the receiver's page into the binary: every file under `page/dist`
-//! (made by `npm run build` in `page/`) becomes an entry of a table the
+//! (made by `npm run build` at the repo root) becomes an entry of a table the
 //! receiver serves. Without a built page the table is empty and the receiver
 //! says how to build it. Owns nothing else.
 

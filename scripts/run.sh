@@ -46,7 +46,7 @@ ui_log=$(mktemp)
 if ! command -v npm >/dev/null; then
   echo "npm is missing: no UI (the daemon and the hooks work without it; install Node 20 and npm, then run this again)" >&2
 elif say "building the UI (npm ci and vite: about a minute the first time)" &&
-  (cd ui && npm ci --no-audit --no-fund --loglevel=error --no-update-notifier && npm run build --silent) >"$ui_log" 2>&1; then
+  (npm ci --no-audit --no-fund --loglevel=error --no-update-notifier && npm run build --silent --workspace ui) >"$ui_log" 2>&1; then
   rm -rf "$ui_dir" && mkdir -p "$ui_dir" && cp -r ui/dist/. "$ui_dir/"
   echo "the UI is in $ui_dir" >&2
 else

@@ -67,13 +67,16 @@ say "actionlint .github/workflows/*.yml (with shellcheck on the run: scripts)"
 shellcheck=$(command -v shellcheck)
 "$actionlint" -shellcheck "$shellcheck" .github/workflows/*.yml
 
-say "npm ci: the real harnesses (e2e/), the UI toolchain (ui/) and the receiver's page (receiver/page/)"
+say "npm ci: the real harnesses (e2e/), and the web workspace (the UI, the receiver's page, web-shared/)"
 (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
 # Qwen Code cannot be locked (e2e/qwen/package.json says why): its exact version alone.
 (cd e2e/qwen && npm install --omit=optional --no-package-lock --no-audit --no-fund --loglevel=error)
-(cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
-# The receiver's page is built into the receiver binary: before cargo builds it.
-(cd receiver/page && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
+# One npm ci at the root for the UI (ui/), the receiver's page (receiver/page/)
+# and what they share (web-shared/); both are built here (the page before
+# cargo builds the receiver, which carries it), and all three type-checked.
+npm ci --no-audit --no-fund --loglevel=error
+npm run build --silent
+npm run typecheck --silent
 
 say "the book: mdBook (pinned, installed once into ~/.cache), every internal link and anchor checked"
 scripts/book.sh
@@ -101,6 +104,13 @@ cross_log=$(mktemp)
 scripts/cross-check.sh >"$cross_log" 2>&1 &
 cross_pid=$!
 trap 'kill "$cross_pid" 2>/dev/null || true; rm -f "$cross_log" "$run_stamp"' EXIT
+
+say "the web pages' generated API types are what the Rust types make (web-shared/src/generated/)"
+# The tests named typescript fail, naming the command that writes the file,
+# when a type the daemon's local API or the receiver's page API serializes
+# changed and the committed TypeScript was not made again (the workspace's
+# test binaries, which the next step runs whole).
+cargo test --workspace --lib --quiet typescript
 
 say "cargo test (the real Claude Code is required here)"
 SESSIONPIPE_REQUIRE_HARNESSES=1 cargo test --workspace --quiet

@@ -56,6 +56,7 @@ pub struct Account {
 
 /// What `pool status` and the hello show of one account.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct AccountView {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -7,6 +7,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 
 /// One event on the wire: exactly these members, in this order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Envelope {
     pub protocol: u32,
     pub id: String,
@@ -21,6 +22,7 @@ pub struct Envelope {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct HarnessRef {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -32,6 +34,7 @@ pub struct HarnessRef {
 /// What the sender knows of a session. Receivers merge these with COALESCE, so an
 /// absent field never blanks a known one; `merge` does the same on this side.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionBlock {
     pub id: String,
     pub seq: u64,
@@ -153,6 +156,7 @@ fn looks_like_uri(s: &str) -> bool {
 
 /// Where a title came from; a better source is never replaced by a worse one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "kebab-case")]
 pub enum TitleSource {
     FirstAsk,
@@ -195,6 +199,7 @@ impl SessionBlock {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Privacy {
     pub rulesets: Vec<String>,
     pub pii: bool,

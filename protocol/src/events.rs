@@ -342,6 +342,7 @@ pub struct LimitsObserved {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct LimitWindow {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -22,6 +22,7 @@ pub use envelope::{
 pub use events::*;
 pub use tiers::{KNOWN_TYPES, field_tier, type_tier};
 pub use validate::{
-    ValidationError, fit_tool_name, harness_display_name, valid_harness_name, valid_machine_name,
-    valid_session_id, valid_time, valid_tool_name, valid_type, valid_ulid, validate_envelope,
+    HARNESS_DISPLAY_NAMES, ValidationError, fit_tool_name, harness_display_name,
+    valid_harness_name, valid_machine_name, valid_session_id, valid_time, valid_tool_name,
+    valid_type, valid_ulid, validate_envelope,
 };

@@ -103,22 +103,30 @@ pub fn valid_tool_name(name: &str) -> bool {
 /// How a harness of the registry is named to a person (`claude-code` →
 /// `Claude Code`); a name the registry does not know is shown as it is.
 pub fn harness_display_name(harness: &str) -> String {
-    match harness {
-        "claude-code" => "Claude Code",
-        "codex" => "Codex",
-        "gemini-cli" => "Gemini CLI",
-        "antigravity" => "Antigravity",
-        "devin" => "Devin",
-        "grok-build" => "Grok Build",
-        "cursor" => "Cursor",
-        "copilot-cli" => "Copilot CLI",
-        "droid" => "Droid",
-        "kiro" => "Kiro",
-        "opencode" => "OpenCode",
-        other => other,
-    }
-    .to_string()
+    HARNESS_DISPLAY_NAMES
+        .iter()
+        .find(|(name, _)| *name == harness)
+        .map_or(harness, |(_, shown)| shown)
+        .to_string()
 }
+
+/// Each harness's name as people read it, by its protocol name: the tray,
+/// notifications and both web pages say these (the pages' table,
+/// `web-shared/src/generated/harness-names.ts`, is generated from this one).
+/// A harness not here is named as it is (`goose`).
+pub const HARNESS_DISPLAY_NAMES: &[(&str, &str)] = &[
+    ("claude-code", "Claude Code"),
+    ("codex", "Codex"),
+    ("gemini-cli", "Gemini CLI"),
+    ("antigravity", "Antigravity"),
+    ("devin", "Devin"),
+    ("grok-build", "Grok Build"),
+    ("cursor", "Cursor"),
+    ("copilot-cli", "Copilot CLI"),
+    ("droid", "Droid"),
+    ("kiro", "Kiro"),
+    ("opencode", "OpenCode"),
+];
 
 /// `^[a-z][a-z0-9-]{0,39}$`.
 pub fn valid_harness_name(name: &str) -> bool {

@@ -19,8 +19,10 @@ use serde_json::{Map, Value, json};
 /// The longest last words kept for the board, in characters.
 pub const LAST_WORDS_MAX: usize = 600;
 
-/// Where a session stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where a session stands (the page's API names it `SessionState`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(rename = "SessionState"))]
+#[serde(rename_all = "snake_case")]
 pub enum State {
     NeedsYou,
     Working,

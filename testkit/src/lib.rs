@@ -14,7 +14,8 @@
 //! throwaway PostgreSQL server; [`balancer`], a round-robin load balancer in
 //! front of several receivers; and [`push`], a loopback Web Push service that
 //! decrypts what it is sent; [`reference`], which keeps the book's generated
-//! pages current.
+//! pages current; and [`typescript`], the generated TypeScript files of
+//! `web-shared/`, compared with the committed ones.
 //! It is a dev-dependency only; nothing here ships.
 
 pub mod acp_agents;
@@ -38,6 +39,8 @@ pub mod push;
 pub mod reference;
 pub mod sandbox;
 pub mod terminal;
+#[cfg(feature = "ts")]
+pub mod typescript;
 
 pub use anthropic::{MockAnthropic, Script, Turn};
 pub use http::{HttpServer, Request, Response};

@@ -27,6 +27,7 @@ import type {
   SinkRemoved,
   SinkTest,
   SinkView,
+  TitlesSet,
   TitlesState,
   Unpaired,
 } from "./types";
@@ -147,7 +148,7 @@ export class Api {
   }
 
   /** Turns remote titles on (then the last 30 days are asked about) or off. */
-  setTitles(on: boolean): Promise<TitlesState> {
+  setTitles(on: boolean): Promise<TitlesSet> {
     return this.#call("PUT", "/api/titles", { on });
   }
 

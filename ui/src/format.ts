@@ -1,26 +1,9 @@
 // Words for what the API says: harness names, ages, times, event summaries, tiers.
 
-import type { Attention, EventEnvelope, SessionAccount } from "./types";
+import { TURN_END, attentionLine, cut, duration, join, limitsLine, num, str } from "@sessionpipe/web-shared/format";
+import type { EventEnvelope, SessionAccount } from "./types";
 
-const HARNESS_NAMES: Record<string, string> = {
-  "claude-code": "Claude Code",
-  codex: "Codex",
-  "gemini-cli": "Gemini CLI",
-  antigravity: "Antigravity",
-  devin: "Devin",
-  "grok-build": "Grok Build",
-  cursor: "Cursor",
-  "copilot-cli": "GitHub Copilot CLI",
-  droid: "Droid",
-  kiro: "Kiro",
-  opencode: "OpenCode",
-  goose: "goose",
-};
-
-/** `claude-code` → `Claude Code`; an unknown name is shown as it is. */
-export function harnessName(name: string): string {
-  return HARNESS_NAMES[name] ?? name;
-}
+export { STATE_WORDS, harnessName } from "@sessionpipe/web-shared/format";
 
 /** `3400` → `3 400` (a no-break space between groups of three, as the tray writes it). */
 export function grouped(n: number): string {
@@ -43,12 +26,6 @@ export function clock(iso: string): string {
   return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
 }
 
-export const STATE_WORDS = {
-  needs_you: "Needs you",
-  working: "Working",
-  done: "Done",
-} as const;
-
 const KIND_WORDS: Record<string, string> = {
   permission: "Permission",
   question: "Question",
@@ -63,12 +40,8 @@ export function kindWord(kind: string | null | undefined): string {
 }
 
 /** What an attention asks, in one line: `Bash — Bash rm -rf build`. */
-export function attentionText(a: Attention): string {
-  const tool = a.tool ?? "";
-  const msg = a.message ?? "";
-  // Claude Code's message already starts with the tool (`Bash rm -rf build`).
-  if (msg !== "" && tool !== "" && msg.startsWith(tool)) return msg;
-  return [tool, msg].filter((p) => p !== "").join(" — ");
+export function attentionText(a: Parameters<typeof attentionLine>[0]): string {
+  return attentionLine(a, " — ");
 }
 
 const WINDOW_NAMES: Record<string, string> = {
@@ -111,26 +84,6 @@ export function tierName(tier: number): string {
   return TIERS[tier]?.name ?? `tier ${tier}`;
 }
 
-function str(v: unknown): string | undefined {
-  return typeof v === "string" && v !== "" ? v : undefined;
-}
-
-function num(v: unknown): number | undefined {
-  return typeof v === "number" && Number.isFinite(v) ? v : undefined;
-}
-
-function cut(text: string, max = 120): string {
-  const one = text.replace(/\s+/g, " ").trim();
-  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
-}
-
-function duration(ms: number | undefined): string | undefined {
-  if (ms === undefined) return undefined;
-  if (ms < 1000) return `${ms} ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
-  return `${Math.round(ms / 60_000)} min`;
-}
-
 /** A short line for a tool's input: its command, file or pattern. */
 function inputText(input: unknown): string | undefined {
   if (typeof input === "string") return cut(input, 80);
@@ -143,11 +96,6 @@ function inputText(input: unknown): string | undefined {
   return undefined;
 }
 
-function join(...parts: (string | undefined)[]): string {
-  return parts.filter((p): p is string => p !== undefined && p !== "").join(" · ");
-}
-
-const TURN_END: Record<string, string> = { stop: "finished", interrupt: "interrupted", error: "stopped on an error" };
 const CLEARED: Record<string, string> = { answered: "answered", cancelled: "cancelled", timeout: "timed out", unknown: "cleared" };
 
 /** One line saying what an event was about. */
@@ -177,7 +125,7 @@ export function summary(e: EventEnvelope): string {
       return cut(paths.join(", "), 120);
     }
     case "attention.needed":
-      return join(kindWord(str(d["kind"])), attentionText({ attention_id: "", agent_id: null, tool: str(d["tool"]) ?? null, message: str(d["message"]) ?? null }));
+      return join(kindWord(str(d["kind"])), attentionText({ tool: str(d["tool"]) ?? null, message: str(d["message"]) ?? null }));
     case "attention.cleared":
       return CLEARED[str(d["how"]) ?? ""] ?? "cleared";
     case "subagent.started":
@@ -185,15 +133,8 @@ export function summary(e: EventEnvelope): string {
       return join(str(d["agent_type"]), str(d["agent_id"]));
     case "context.compacted":
       return join(str(d["trigger"]));
-    case "limits.observed": {
-      const windows = Array.isArray(d["windows"]) ? d["windows"] : [];
-      return windows
-        .map((w: unknown) => {
-          const o = (typeof w === "object" && w !== null ? w : {}) as Record<string, unknown>;
-          return `${str(o["id"]) ?? "?"} ${num(o["used_percent"])?.toFixed(0) ?? "?"}%`;
-        })
-        .join(", ");
-    }
+    case "limits.observed":
+      return limitsLine(d["windows"]);
     default:
       return cut(Object.keys(d).join(", "), 80);
   }

@@ -1,9 +1,10 @@
 // The sessionpipe UI: one page, routed by its fragment, talking to the daemon's
 // local API with the token the fragment brought (`sessionpipe ui` prints the link).
 
+import "@sessionpipe/web-shared/base.css";
 import "./style.css";
 import { Api, ApiError } from "./api";
-import { h, prose } from "./dom";
+import { h, prose } from "@sessionpipe/web-shared/dom";
 import { href, parseHash, type Route, type View } from "./route";
 import type { Mounted, ViewContext } from "./view";
 import { mountSessions } from "./views/sessions";

@@ -5,7 +5,7 @@
 // install anything without the person's click.
 
 import { describeError, type Api } from "./api";
-import { h, message } from "./dom";
+import { h, message } from "@sessionpipe/web-shared/dom";
 import { harnessName } from "./format";
 import type { HarnessOffer } from "./types";
 

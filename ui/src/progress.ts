@@ -6,7 +6,7 @@
 // away when the work ends. It decides nothing: it shows what the daemon says.
 
 import type { Api } from "./api";
-import { h, patch } from "./dom";
+import { h, patch } from "@sessionpipe/web-shared/dom";
 import { grouped, harnessName } from "./format";
 import type { LongWork } from "./types";
 

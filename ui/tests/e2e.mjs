@@ -20,6 +20,7 @@ import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { stop } from "@sessionpipe/web-shared/e2e";
 import { ACP_AGENT, BIN_DIR, HOOK, WAIT_MS, daemonApi, sandbox, waitFor } from "./sandbox.mjs";
 import "./pool.mjs";
 
@@ -473,12 +474,7 @@ async function startReceiver(t, dir, extra = []) {
   const child = spawn(RECEIVER, ["--token", token, "--data", data, "--quiet", "--control", ...extra], { stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
   child.stderr.on("data", (d) => (stderr += d));
-  t.after(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const gone = new Promise((r) => child.once("exit", r));
-    child.kill("SIGTERM");
-    await gone;
-  });
+  t.after(() => stop(child));
   const url = await new Promise((resolve, reject) => {
     let out = "";
     child.stdout.on("data", (d) => {

@@ -2,7 +2,8 @@
 // built binaries, ui/dist and Debian's Chromium (checked before anything runs),
 // `waitFor`, `sandbox` (a temporary HOME and state dir, the real daemon serving
 // ui/dist, Chromium on the page with the token) and `daemonApi`. It owns
-// starting and stopping those; it must not hold a test of its own.
+// starting and stopping those; it must not hold a test of its own. What the
+// receiver page's suite does the same way is web-shared's (`@sessionpipe/web-shared/e2e`).
 
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
@@ -11,66 +12,31 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { BIN_DIR, CARGO_BUILD, CHROMIUM, CHROMIUM_ARGS, ROOT, daemonCall, preflight, recordPageErrors, stop, waiter } from "@sessionpipe/web-shared/e2e";
 
+export { BIN_DIR, ROOT };
 export const UI_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-export const ROOT = path.resolve(UI_DIR, "..");
-export const BIN_DIR = path.resolve(ROOT, process.env.CARGO_TARGET_DIR ?? "target", "debug");
 export const DAEMON = path.join(BIN_DIR, "sessionpipe");
 export const HOOK = path.join(BIN_DIR, "sessionpipe-hook");
 /** The scripted ACP agent: any executable file stands in for an installed agent. */
 export const ACP_AGENT = path.join(BIN_DIR, "acp-test-agent");
 export const DIST = path.join(UI_DIR, "dist");
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 export const SHOTS = path.join(ROOT, "test-artifacts", "ui");
-export const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 /** The tray app's window. */
 export const VIEWPORT = { width: 900, height: 640 };
 /** Long enough for the board's 2 s refresh plus the daemon's ingest, with room. */
 export const WAIT_MS = 10_000;
 
-function preflight() {
-  const missing = [];
-  for (const [file, fix] of [
-    [DAEMON, "cargo build --workspace --bins (at the repo root)"],
-    [HOOK, "cargo build --workspace --bins (at the repo root)"],
-    [ACP_AGENT, "cargo build --workspace --bins (at the repo root)"],
-    [path.join(DIST, "index.html"), "npm run build (in ui/)"],
-    [CHROMIUM, "apt-get install -y --no-install-recommends chromium"],
-  ]) {
-    if (!fs.existsSync(file)) missing.push(`  ${file} is missing: run ${fix}`);
-  }
-  if (missing.length > 0) {
-    console.error(`The UI tests cannot start:\n${missing.join("\n")}`);
-    process.exit(1);
-  }
-}
-preflight();
+preflight("UI tests", [
+  [DAEMON, CARGO_BUILD],
+  [HOOK, CARGO_BUILD],
+  [ACP_AGENT, CARGO_BUILD],
+  [path.join(DIST, "index.html"), "npm run build (in ui/)"],
+  [CHROMIUM, "apt-get install -y --no-install-recommends chromium"],
+]);
 fs.mkdirSync(SHOTS, { recursive: true });
 
-export async function waitFor(what, check, timeout = WAIT_MS) {
-  const deadline = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ""}`);
-    }
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+export const waitFor = waiter({ timeout: WAIT_MS, every: 25 });
 
 /**
  * A sandbox: temporary HOME and state dir, the real daemon serving ui/dist, and
@@ -102,13 +68,7 @@ export async function sandbox(t, { hash = "", prepare = () => {}, extraEnv = {} 
 
   t.after(async () => {
     await context?.close().catch(() => {});
-    if (exited === null) {
-      const gone = new Promise((r) => daemon.once("exit", r));
-      daemon.kill("SIGTERM");
-      const timer = setTimeout(() => daemon.kill("SIGKILL"), 3000);
-      await gone;
-      clearTimeout(timer);
-    }
+    if (exited === null) await stop(daemon, 3000);
     if (process.env.KEEP_SANDBOX !== "1") fs.rmSync(dir, { recursive: true, force: true });
   });
 
@@ -131,12 +91,7 @@ export async function sandbox(t, { hash = "", prepare = () => {}, extraEnv = {} 
     env: { ...process.env, HOME: path.join(dir, "browser-home") },
   });
   const page = context.pages()[0] ?? (await context.newPage());
-  page.on("pageerror", (e) => pageErrors.push(String(e)));
-  // A failed API call logs its status (expected in some tests); a refused script,
-  // style or connection (the page's Content-Security-Policy) never is.
-  page.on("console", (m) => {
-    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) pageErrors.push(m.text());
-  });
+  recordPageErrors(page, pageErrors);
   t.after(() => assert.deepEqual(pageErrors, [], "no uncaught errors or CSP refusals in the page"));
   await page.goto(`${doc.url}/#token=${doc.token}${hash}`);
 
@@ -162,11 +117,6 @@ export async function sandbox(t, { hash = "", prepare = () => {}, extraEnv = {} 
 }
 
 /** The daemon's API, from the test (the token from ui.json). */
-export async function daemonApi(sb, method, where, body) {
-  const r = await fetch(`${sb.url}${where}`, {
-    method,
-    headers: { authorization: `Bearer ${sb.token}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: r.status, body: await r.json() };
+export function daemonApi(sb, method, where, body) {
+  return daemonCall(sb, method, where, body);
 }

@@ -123,7 +123,9 @@ impl SessionRecord {
 
 /// A session's state at a glance: it needs the person (an attention is open), an
 /// agent is working (a turn runs), or neither. Ordered most urgent first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
 pub enum Glance {
     NeedsYou,
     Working,

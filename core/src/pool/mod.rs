@@ -57,12 +57,15 @@ pub enum PoolError {
 
 /// One account `add` put in the pool.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Added {
     pub id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub email: Option<String>,
     /// Where it came from (a config dir), for `--import`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub from: Option<String>,
     /// It was in the pool already; its sign-in was replaced.
     pub again: bool,

@@ -27,6 +27,7 @@ const NAMES: [&str; 3] = [BASE_URL, AUTH_TOKEN, FIRST_PARTY];
 
 /// What one settings file got.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Switched {
     /// The file, `~`-relative.
     pub file: String,

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 /// What discovery (`/.well-known/sessionpipe`) said of a receiver.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Discovery {
     pub events: String,
     pub max_tier: u8,

@@ -70,6 +70,7 @@ pub enum SinkError {
 
 /// Where one sink sends.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Target {
     Http { url: String },
@@ -78,6 +79,7 @@ pub enum Target {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Sink {
     pub id: String,
     #[serde(flatten)]
@@ -147,15 +149,15 @@ impl Sink {
 
     /// The sink as the API and `status --json` show it: its URLs as
     /// `http::shown_url` prints them (a query-string token never shows).
-    pub fn shown(&self) -> serde_json::Value {
-        let mut v = serde_json::to_value(self).expect("a sink serialises");
-        if let Target::Http { url } = &self.target {
-            v["url"] = serde_json::json!(http::shown_url(url));
+    pub fn shown(&self) -> Sink {
+        let mut shown = self.clone();
+        if let Target::Http { url } = &mut shown.target {
+            *url = http::shown_url(url);
         }
-        if let Some(d) = &self.discovery {
-            v["discovery"]["events"] = serde_json::json!(http::shown_url(&d.events));
+        if let Some(d) = &mut shown.discovery {
+            d.events = http::shown_url(&d.events);
         }
-        v
+        shown
     }
 
     /// A line for `sink list` and `status`.

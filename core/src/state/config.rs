@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use spool::StatePaths;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(default)]
 pub struct Config {
     /// Read transcripts into `turn.transcript` events (tier 2). Off by default:

@@ -26,6 +26,7 @@ pub const EVERY: Duration = Duration::from_millis(250);
 
 /// Which long work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Work {
     /// `sessionpipe backfill`, and `install`'s one backfill.
@@ -36,6 +37,7 @@ pub enum Work {
 
 /// How far into it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Stage {
     /// The harnesses' files are read: `done` of `total` harnesses (how many
@@ -48,6 +50,7 @@ pub enum Stage {
 
 /// One step of a long work, as it tells its observer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Progress {
     pub what: Work,
     pub stage: Stage,
@@ -87,6 +90,7 @@ impl Progress {
 
 /// What `progress.json` holds: the step, who writes it and since when.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Filed {
     #[serde(flatten)]
     pub progress: Progress,

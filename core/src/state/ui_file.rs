@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::SystemTime;
 
 /// What a daemon without the UI's files serves, and how to get them.
-pub const NO_UI_FILES: &str = "this daemon serves the API only: the UI's files were not found (build them with `cd ui && npm ci && npm run build` and start the daemon with `--ui ui/dist`, or install the package, which has them)";
+pub const NO_UI_FILES: &str = "this daemon serves the API only: the UI's files were not found (build them with `npm ci && npm run build` at the repo root and start the daemon with `--ui ui/dist`, or install the package, which has them)";
 
 /// Where the daemon's UI is.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

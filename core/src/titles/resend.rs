@@ -25,6 +25,7 @@ pub const DAYS: u32 = 30;
 
 /// What a re-send did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Resent {
     /// Sessions with a claude.ai link that were asked about.
     pub asked: usize,

@@ -138,6 +138,7 @@ pub trait HookInstall: Sync {
 
 /// The state of one file, for `status`, or what `install`/`uninstall` did to it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "state", content = "reason", rename_all = "snake_case")]
 pub enum FileState {
     Current,
@@ -193,10 +194,12 @@ impl FileState {
 }
 
 #[derive(Clone, Debug, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FileReport {
     pub path: String,
     /// The optional entry this line is about (`status-line`); none for the hooks.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub entry: Option<&'static str>,
     #[serde(flatten)]
     pub state: FileState,
@@ -204,12 +207,13 @@ pub struct FileReport {
 
 /// One harness's result: `files` empty means the harness was not found.
 #[derive(Clone, Debug, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct HarnessReport {
     pub harness: String,
     pub summary: String,
     pub files: Vec<FileReport>,
     /// Not found: where it was looked for.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub looked_for: Vec<String>,
 }
 

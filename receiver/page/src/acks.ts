@@ -3,7 +3,7 @@
 // Sent → Taken → the reply as it grows → Delivered, or why not.
 
 import { ApiError, api, describeError } from "./api";
-import { h, type Child } from "./dom";
+import { h, type Child } from "@sessionpipe/web-shared/dom";
 import { refusalWords } from "./format";
 import type { CommandStatus } from "./types";
 

@@ -2,8 +2,10 @@
 // mismatch with the receiver is fixed here and nowhere else. Same origin, the
 // `sp_session` cookie; every POST/DELETE also sends `x-sessionpipe-page: 1`.
 
+import type { Approved, Queued } from "@sessionpipe/web-shared/page-api";
 import type {
   Board,
+  Ceremony,
   CommandPost,
   CommandStatus,
   Config,
@@ -127,20 +129,15 @@ function sessionPath(key: string): string {
   return at < 0 ? seg(key) : `${seg(key.slice(0, at))}:${seg(key.slice(at + 1))}`;
 }
 
-export interface StartCeremony<T> {
-  ceremony: string;
-  publicKey: T;
-}
-
 export const api = {
   // Discovery and account.
   config: (): Promise<Config> => call("GET", "/config"),
   me: (): Promise<Me> => call("GET", "/me"),
-  registerStart: (name: string, invite: string | null): Promise<StartCeremony<Record<string, unknown>>> =>
+  registerStart: (name: string, invite: string | null): Promise<Ceremony> =>
     call("POST", "/register/start", invite === null ? { name } : { name, invite }),
   registerFinish: (ceremony: string, device: string, credential: unknown): Promise<SignedIn> =>
     call("POST", "/register/finish", { ceremony, device, credential }),
-  signinStart: (): Promise<StartCeremony<Record<string, unknown>>> => call("POST", "/signin/start", {}),
+  signinStart: (): Promise<Ceremony> => call("POST", "/signin/start", {}),
   signinFinish: (ceremony: string, credential: unknown): Promise<SignedIn> => call("POST", "/signin/finish", { ceremony, credential }),
   signout: (): Promise<void> => call("POST", "/signout", {}),
   invite: (device: boolean): Promise<Invite> => call("POST", "/invites", { device }),
@@ -151,9 +148,9 @@ export const api = {
 
   // Control.
   pairing: (code: string): Promise<Pairing> => call("GET", `/pair/${seg(code)}`),
-  approvePairing: (code: string, key: Key, proof: Assertion): Promise<{ machine: string }> =>
+  approvePairing: (code: string, key: Key, proof: Assertion): Promise<Approved> =>
     call("POST", `/pair/${seg(code)}/approve`, { key: { id: key.id, alg: key.alg, spki: key.spki }, proof }),
-  command: (post: CommandPost): Promise<{ id: string }> => call("POST", "/commands", post),
+  command: (post: CommandPost): Promise<Queued> => call("POST", "/commands", post),
   commandStatus: (id: string): Promise<CommandStatus> => call("GET", `/commands/${seg(id)}`),
   /** The file's bytes as they are; `x-file-name` percent-encoded (a header holds only Latin-1). */
   upload: (file: Blob, name: string, type: string): Promise<Uploaded> =>

@@ -3,7 +3,7 @@
 
 import { api, describeError } from "./api";
 import { thisCredential, trusts, type App, type Mounted } from "./app";
-import { h, message, patch, type Child } from "./dom";
+import { h, message, patch, type Child } from "@sessionpipe/web-shared/dom";
 import { STATE_WORDS, age, ago, attentionText, harnessName, kindWord, sessionName } from "./format";
 import { poll } from "./poll";
 import { href, sessionHref } from "./route";

@@ -5,7 +5,7 @@
 
 import { api, describeError } from "./api";
 import { thisCredential, trusts, type App, type Mounted } from "./app";
-import { h, message, patch, type Child } from "./dom";
+import { h, message, patch, type Child } from "@sessionpipe/web-shared/dom";
 import { ago, clock } from "./format";
 import { poll } from "./poll";
 import { send, sendError } from "./send";

@@ -1,26 +1,9 @@
 // Words for what the API says: harness names, ages, times, events, refusals.
 
-import type { Attention, Session, SessionEvent, SessionState } from "./types";
+import { TURN_END, attentionLine, cut, duration, join, limitsLine, num, str } from "@sessionpipe/web-shared/format";
+import type { Session, SessionEvent } from "./types";
 
-const HARNESS_NAMES: Record<string, string> = {
-  "claude-code": "Claude Code",
-  codex: "Codex",
-  "gemini-cli": "Gemini CLI",
-  antigravity: "Antigravity",
-  devin: "Devin",
-  "grok-build": "Grok Build",
-  cursor: "Cursor",
-  "copilot-cli": "GitHub Copilot CLI",
-  droid: "Droid",
-  kiro: "Kiro",
-  opencode: "OpenCode",
-  goose: "goose",
-};
-
-/** `claude-code` → `Claude Code`; an unknown name is shown as it is. */
-export function harnessName(name: string): string {
-  return HARNESS_NAMES[name] ?? name;
-}
+export { STATE_WORDS, cut, harnessName } from "@sessionpipe/web-shared/format";
 
 /** Time since `iso`, in a few characters: `just now`, `42 s`, `5 min`, `3 h`, `2 d`. */
 export function age(iso: string | null | undefined, now = Date.now()): string {
@@ -57,12 +40,6 @@ export function clock(iso: string): string {
   return `${d.toLocaleDateString([], { month: "short", day: "numeric" })} ${time}`;
 }
 
-export const STATE_WORDS: Record<SessionState, string> = {
-  needs_you: "Needs you",
-  working: "Working",
-  done: "Done",
-};
-
 const KIND_WORDS: Record<string, string> = {
   permission: "Wants permission",
   question: "Has a question",
@@ -77,12 +54,8 @@ export function kindWord(kind: string | null | undefined): string {
 }
 
 /** What an attention asks, in one line: `Bash rm -rf build`. */
-export function attentionText(a: Pick<Attention, "tool" | "message">): string {
-  const tool = a.tool ?? "";
-  const msg = a.message ?? "";
-  // Claude Code's message already starts with the tool (`Bash rm -rf build`).
-  if (msg !== "" && tool !== "" && msg.startsWith(tool)) return msg;
-  return [tool, msg].filter((p) => p !== "").join(": ");
+export function attentionText(a: Parameters<typeof attentionLine>[0]): string {
+  return attentionLine(a, ": ");
 }
 
 /** The folder's last part: `~/code/shop` → `shop`. */
@@ -98,30 +71,6 @@ export function sessionName(s: Pick<Session, "title" | "cwd" | "id">): string {
   if (title) return title;
   const folder = lastPart(s.cwd);
   return folder !== "" ? folder : `Session ${s.id.slice(0, 8)}`;
-}
-
-function str(v: unknown): string | undefined {
-  return typeof v === "string" && v !== "" ? v : undefined;
-}
-
-function num(v: unknown): number | undefined {
-  return typeof v === "number" && Number.isFinite(v) ? v : undefined;
-}
-
-export function cut(text: string, max = 160): string {
-  const one = text.replace(/\s+/g, " ").trim();
-  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
-}
-
-function duration(ms: number | undefined): string | undefined {
-  if (ms === undefined) return undefined;
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
-  return `${Math.round(ms / 60_000)} min`;
-}
-
-function join(...parts: (string | undefined | false)[]): string {
-  return parts.filter((p): p is string => typeof p === "string" && p !== "").join(" · ");
 }
 
 const TYPE_WORDS: Record<string, string> = {
@@ -153,7 +102,6 @@ export function typeWord(type: string): string {
 
 const SOURCE: Record<string, string> = { startup: "new", resume: "resumed", clear: "after a clear", compact: "after compacting", fork: "forked" };
 const ENDED: Record<string, string> = { clear: "cleared", logout: "logged out", exit: "exited", other: "" };
-const TURN_END: Record<string, string> = { stop: "finished", interrupt: "interrupted", error: "stopped on an error" };
 const CLEARED: Record<string, string> = { answered: "answered", cancelled: "cancelled", timeout: "timed out", unknown: "no longer waiting" };
 
 /** One line of detail for an event (the words of turns are shown apart: see `turnWords`). */
@@ -187,15 +135,8 @@ export function eventDetail(e: SessionEvent): string {
       return join(str(d["agent_type"]));
     case "context.compacted":
       return str(d["trigger"]) === "manual" ? "asked for" : str(d["trigger"]) === "auto" ? "automatically" : "";
-    case "limits.observed": {
-      const windows = Array.isArray(d["windows"]) ? d["windows"] : [];
-      return windows
-        .map((w: unknown) => {
-          const o = (typeof w === "object" && w !== null ? w : {}) as Record<string, unknown>;
-          return `${str(o["id"]) ?? "?"} ${num(o["used_percent"])?.toFixed(0) ?? "?"}%`;
-        })
-        .join(", ");
-    }
+    case "limits.observed":
+      return limitsLine(d["windows"]);
     default:
       return "";
   }

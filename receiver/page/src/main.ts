@@ -2,12 +2,13 @@
 // path and fragment (route.ts), talking only to the receiver's /app/api/
 // (api.ts) with the session cookie; every command signed on this device (sign.ts).
 
+import "@sessionpipe/web-shared/base.css";
 import "./style.css";
 import { ApiError, api, describeError, whenSignedOut } from "./api";
 import type { App, Mounted } from "./app";
 import { mountBoard } from "./board";
 import { mountDevices } from "./devices";
-import { h, message } from "./dom";
+import { h, message } from "@sessionpipe/web-shared/dom";
 import { mountPair } from "./pair";
 import { inviteCode, parseLocation, type Route, type ViewName } from "./route";
 import { mountSession } from "./session";

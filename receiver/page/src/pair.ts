@@ -6,7 +6,7 @@
 
 import { ApiError, api, describeError } from "./api";
 import { signerOf, thisCredential, type App, type Mounted } from "./app";
-import { h, message, patch, type Child } from "./dom";
+import { h, message, patch, type Child } from "@sessionpipe/web-shared/dom";
 import { until } from "./format";
 import { passkeyError } from "./passkey";
 import { poll } from "./poll";

@@ -5,7 +5,7 @@
 
 import { ApiError, api, describeError } from "./api";
 import { machineById, signerOf, type App, type Mounted } from "./app";
-import { h, message, patch, type Child } from "./dom";
+import { h, message, patch, type Child } from "@sessionpipe/web-shared/dom";
 import { STATE_WORDS, ago, attentionText, clock, cut, eventDetail, harnessName, kindWord, sessionName, turnWords, typeWord } from "./format";
 import { poll } from "./poll";
 import { sessionHref, type Route } from "./route";

@@ -5,7 +5,7 @@
 import { api, describeError } from "./api";
 import { fromB64url } from "./bytes";
 import type { App, Mounted } from "./app";
-import { field, h, message, uid, type Child } from "./dom";
+import { field, h, message, uid, type Child } from "@sessionpipe/web-shared/dom";
 import type { Config, Tier } from "./types";
 
 const TIER_KEY = "sessionpipe.push.tier";

@@ -3,7 +3,7 @@
 
 import { api, describeError } from "./api";
 import { rememberCredential } from "./app";
-import { field, h, message, type Child } from "./dom";
+import { field, h, message, type Child } from "@sessionpipe/web-shared/dom";
 import { guessDevice } from "./format";
 import { createPasskey, passkeyError, passkeysSupported, signInWithPasskey } from "./passkey";
 import type { Config, SignedIn } from "./types";

@@ -6,7 +6,7 @@
 import { api, describeError } from "./api";
 import { sameBytes, fromB64url, sha256 } from "./bytes";
 import { machineById, signerOf, trusts, thisCredential, type App, type Mounted } from "./app";
-import { field, fill, h, message, type Child } from "./dom";
+import { field, fill, h, message, type Child } from "@sessionpipe/web-shared/dom";
 import { LEVEL_NAMES, LEVEL_WORDS, ago, harnessName } from "./format";
 import { sessionHref, type Route } from "./route";
 import { send, sendError } from "./send";

@@ -1,30 +1,26 @@
-// The shapes of /app/api/ (see API.md). Members the page does not read are
-// left out; optional ones are read defensively.
+// The shapes of /app/api/ (see API.md). What the receiver answers with is
+// generated from the Rust types that serialize it
+// (`@sessionpipe/web-shared/page-api`); what a machine sent (its hello) and
+// what the page sends (signed commands, a pairing's key and proof) are the
+// page's own, below.
 
-export interface Config {
-  /** null when the receiver carries no commands (control is off). */
-  rp_id: string | null;
-  rp_name: string;
-  registration: "open" | "invite";
-  accounts: boolean;
-  vapid_public_key: string | null;
-}
+import type { Board as BoardShape, Machine as MachineShape, Me as MeShape } from "@sessionpipe/web-shared/page-api";
 
-export interface Account {
-  id: string;
-  name: string;
-  created_at: string;
-}
-
-/** A passkey on the account; `{id, alg, spki}` is exactly the protocol's key. */
-export interface Credential {
-  id: string;
-  name: string;
-  alg: number;
-  spki: string;
-  added_at: string;
-  used_at: string | null;
-}
+export type {
+  Account,
+  Attention,
+  Ceremony,
+  Config,
+  Credential,
+  Invite,
+  Pairing,
+  Session,
+  SessionEvent,
+  SessionPage,
+  SessionState,
+  SignedIn,
+  Uploaded,
+} from "@sessionpipe/web-shared/page-api";
 
 /** The protocol's key: what a machine enrols. */
 export interface Key {
@@ -54,88 +50,12 @@ export interface Hello {
   files?: boolean;
 }
 
-export interface Machine {
-  id: string;
-  name: string;
-  online: boolean;
-  last_poll_at: string | null;
-  hello: Hello | null;
-  keys: string[];
-}
+/** A machine of the account, its hello read as the machine sends it. */
+export type Machine = Omit<MachineShape, "hello"> & { hello: Hello | null };
 
-export interface Me {
-  account: Account;
-  credentials: Credential[];
-  machines: Machine[];
-  /** The id of the credential this session signed in with. */
-  credential?: string;
-}
+export type Board = Omit<BoardShape, "machines"> & { machines: Machine[] };
 
-export type SessionState = "needs_you" | "working" | "done";
-
-export interface Attention {
-  id: string;
-  kind: string;
-  tool: string | null;
-  message: string | null;
-  at: string;
-}
-
-export interface Session {
-  key: string;
-  harness: string;
-  id: string;
-  machine: string | null;
-  machine_id: string | null;
-  state: SessionState;
-  title: string | null;
-  cwd: string | null;
-  model: string | null;
-  first_at: string;
-  last_at: string;
-  last_words: string | null;
-  attention: Attention | null;
-}
-
-export interface SessionEvent {
-  seq: number;
-  type: string;
-  time: string;
-  arrived_at: string;
-  tier: number;
-  data: Record<string, unknown>;
-}
-
-export interface Board {
-  machines: Machine[];
-  sessions: Session[];
-}
-
-export interface SessionPage {
-  session: Session;
-  events: SessionEvent[];
-}
-
-export interface SignedIn {
-  account: Account;
-  credential: Credential;
-}
-
-export interface Invite {
-  code: string;
-  url: string;
-  expires_at: string;
-}
-
-export interface Pairing {
-  code: string;
-  machine: string;
-  name: string;
-  check: string;
-  expires_at: string;
-  first: boolean;
-  status: "pending" | "approved" | "expired";
-}
+export type Me = Omit<MeShape, "machines"> & { machines: Machine[] };
 
 /** A passkey assertion, as the protocol carries it (all base64url). */
 export interface Assertion {
@@ -176,11 +96,6 @@ export interface CommandStatus {
     final: FinalAck | null;
     progress: { seq: number; reply: string } | null;
   };
-}
-
-export interface Uploaded {
-  sha256: string;
-  size: number;
 }
 
 /** A file of a `start`, as signed. */

@@ -26,27 +26,16 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { BIN_DIR, CARGO_BUILD, CHROMIUM, CHROMIUM_ARGS, ROOT, daemonCall, preflight, recordPageErrors, stop, waiter } from "@sessionpipe/web-shared/e2e";
 
 const PAGE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const ROOT = path.resolve(PAGE_DIR, "..", "..");
-const BIN_DIR = path.resolve(ROOT, process.env.CARGO_TARGET_DIR ?? "target", "debug");
 const DAEMON = path.join(BIN_DIR, "sessionpipe");
 const HOOK = path.join(BIN_DIR, "sessionpipe-hook");
 const RECEIVER = path.join(BIN_DIR, "sessionpipe-receiver");
 const CLAUDE = path.join(ROOT, "e2e", "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude");
 const DESKTOP_PY = path.join(ROOT, "src-tauri", "tests", "desktop.py");
 const PYTHON = process.env.PYTHON ?? "/usr/bin/python3";
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SHOTS = path.join(ROOT, "test-artifacts", "receiver-page");
-const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 /** A phone. */
 const PHONE = { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true };
 /** The board and a session refresh every 3 s; a command's acks every 1 s. */
@@ -67,54 +56,33 @@ function newestIn(dir) {
   return newest;
 }
 
-function preflight() {
-  const missing = [];
-  const build = "cargo build --workspace --bins (at the repo root)";
-  for (const [file, fix] of [
-    [RECEIVER, build],
-    [DAEMON, build],
-    [HOOK, build],
+preflight(
+  "receiver page's tests",
+  [
+    [RECEIVER, CARGO_BUILD],
+    [DAEMON, CARGO_BUILD],
+    [HOOK, CARGO_BUILD],
     [CLAUDE, "npm ci (in e2e/)"],
     [DESKTOP_PY, "git checkout src-tauri/tests/desktop.py"],
     [PYTHON, "apt-get install -y python3"],
     [CHROMIUM, "apt-get install -y --no-install-recommends chromium"],
-  ]) {
-    if (!fs.existsSync(file)) missing.push(`  ${file} is missing: run ${fix}`);
-  }
-  if (missing.length === 0) {
+  ],
+  () => {
     // The receiver carries the page it was built with: older than its sources
     // or the page's build, it would test something else.
+    const stale = [];
     const built = fs.statSync(RECEIVER).mtimeMs;
     for (const dir of [path.join(ROOT, "receiver", "src"), path.join(PAGE_DIR, "dist")]) {
       if (!fs.existsSync(dir)) continue;
       const newest = newestIn(dir);
-      if (newest.mtime > built) missing.push(`  ${RECEIVER} is older than ${newest.file}: run ${build}`);
+      if (newest.mtime > built) stale.push(`  ${RECEIVER} is older than ${newest.file}: run ${CARGO_BUILD}`);
     }
-  }
-  if (missing.length > 0) {
-    console.error(`The receiver page's tests cannot start:\n${missing.join("\n")}`);
-    process.exit(1);
-  }
-}
-preflight();
+    return stale;
+  },
+);
 fs.mkdirSync(SHOTS, { recursive: true });
 
-async function waitFor(what, check, timeout = WAIT_MS) {
-  const deadline = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeout} ms waiting for ${what}${last ? `: ${last.message}` : ""}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const waitFor = waiter({ timeout: WAIT_MS, every: 100 });
 
 // ---------------------------------------------------------------------------
 // What every test shares: one temporary folder, the processes started, the
@@ -160,16 +128,6 @@ after(async () => {
   if (process.env.KEEP_SANDBOX === "1") console.error(`kept ${DIR}`);
   else fs.rmSync(DIR, { recursive: true, force: true });
 });
-
-/** SIGTERM, then SIGKILL after 5 s; resolves once it is gone. */
-async function stop(child) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const gone = new Promise((r) => child.once("exit", r));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
-  await gone;
-  clearTimeout(timer);
-}
 
 /** Starts a program; its stdout/stderr go to files under DIR (or stdout piped). */
 function start(name, program, args, opts = {}) {
@@ -230,14 +188,8 @@ function personEnv(extra = {}) {
 }
 
 /** The daemon's local API (the token from ui.json). */
-async function daemonApi(method, where, body) {
-  const r = await fetch(`${world.daemon.url}${where}`, {
-    method,
-    headers: { authorization: `Bearer ${world.daemon.token}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  return { status: r.status, body: text === "" ? null : JSON.parse(text) };
+function daemonApi(method, where, body) {
+  return daemonCall(world.daemon, method, where, body);
 }
 
 /** The daemon's secrets file (SESSIONPIPE_SECRETS=file): the tokens pairing handed it. */
@@ -252,12 +204,7 @@ function secrets() {
 async function phone(name) {
   const context = await world.browser.newContext(PHONE);
   const page = await context.newPage();
-  page.on("pageerror", (e) => world.pageErrors.push(`${name}: ${e}`));
-  // A refused API call logs its status (expected here); a refused script,
-  // style or connection (the page's Content-Security-Policy) never is.
-  page.on("console", (m) => {
-    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) world.pageErrors.push(`${name}: ${m.text()}`);
-  });
+  recordPageErrors(page, world.pageErrors, name);
   const cdp = await context.newCDPSession(page);
   await cdp.send("WebAuthn.enable", { enableUI: false });
   const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {

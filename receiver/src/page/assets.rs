@@ -93,8 +93,8 @@ fn serve(page: &Page, name: &str) -> Response {
             return (
                 StatusCode::SERVICE_UNAVAILABLE,
                 [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-                "This receiver was built without its page: run `npm ci && npm run build` in \
-                 receiver/page, then build the receiver again (or pass --page-dir).\n",
+                "This receiver was built without its page: run `npm ci && npm run build` at \
+                 the repo root, then build the receiver again (or pass --page-dir).\n",
             )
                 .into_response();
         }

@@ -2,9 +2,10 @@
 //! / working / done, with title, folder, harness, model, age and last words),
 //! and one session's timeline.
 //!
-//! This module owns those two reads and their JSON. It must not change state,
+//! This module owns those two reads (their shapes are `shapes`'). It must not change state,
 //! and it reads only the signed-in account's rows.
 
+use super::shapes::{Board, Machine, Session, SessionEvent, SessionPage};
 use super::state::Page;
 use crate::error::ApiError;
 use crate::store::{self, SessionRow};
@@ -12,7 +13,7 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// Sessions on the board at most.
@@ -28,7 +29,7 @@ pub(super) fn routes() -> Router<Arc<Page>> {
 }
 
 /// The account's machines, as the board and `me` list them.
-pub(super) async fn machines_json(page: &Page, account: &str) -> Result<Vec<Value>, ApiError> {
+pub(super) async fn machines_of(page: &Page, account: &str) -> Result<Vec<Machine>, ApiError> {
     let control = &page.control;
     let now = protocol::time::now_ms();
     // A poll is the machine's heartbeat: online within two long-polls.
@@ -36,60 +37,64 @@ pub(super) async fn machines_json(page: &Page, account: &str) -> Result<Vec<Valu
     let rows = control.store.machines_of(account).await?;
     Ok(rows
         .into_iter()
-        .map(|m| {
-            let keys: Vec<Value> = m.keys.iter().map(|k| k["id"].clone()).collect();
-            json!({
-                "id": m.id, "name": m.name,
-                "online": m.last_poll_ms.is_some_and(|t| now - t <= online_ms),
-                "last_poll_at": m.last_poll_ms.map(protocol::time::rfc3339_ms),
-                "hello": m.hello, "keys": keys,
-            })
+        .map(|m| Machine {
+            online: m.last_poll_ms.is_some_and(|t| now - t <= online_ms),
+            last_poll_at: m.last_poll_ms.map(protocol::time::rfc3339_ms),
+            keys: m.keys.iter().map(|k| k["id"].clone()).collect(),
+            id: m.id,
+            name: m.name,
+            hello: m.hello,
         })
         .collect())
 }
 
-fn session_json(r: &SessionRow, machines: &[Value]) -> Value {
+fn session_of(r: &SessionRow, machines: &[Machine]) -> Session {
     let b = &r.folded.block;
-    let name = b.get("machine").and_then(Value::as_str);
+    let member = |name: &str| b.get(name).and_then(Value::as_str).map(str::to_string);
+    let name = member("machine");
     // The machine whose token sent it; for the operator's token, by name.
-    let machine_id = r.machine_id.clone().map(Value::String).or_else(|| {
-        name.and_then(|n| {
-            machines
-                .iter()
-                .find(|m| m["name"] == n)
-                .map(|m| m["id"].clone())
-        })
+    let machine_id = r.machine_id.clone().or_else(|| {
+        let name = name.as_deref()?;
+        machines
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| m.id.clone())
     });
-    json!({
-        "key": format!("{}:{}", r.harness, r.id),
-        "harness": r.harness, "id": r.id,
-        "machine": name, "machine_id": machine_id,
-        "state": r.folded.state.as_str(),
-        "title": b.get("title"), "cwd": b.get("cwd"), "model": b.get("model"),
-        "repo": b.get("repo"), "branch": b.get("branch"),
-        "first_at": protocol::time::rfc3339_ms(r.first_ms),
-        "last_at": protocol::time::rfc3339_ms(r.last_ms),
-        "last_words": r.folded.last_words,
-        "attention": r.folded.attention,
-    })
+    Session {
+        key: format!("{}:{}", r.harness, r.id),
+        harness: r.harness.clone(),
+        id: r.id.clone(),
+        machine: name,
+        machine_id,
+        state: r.folded.state,
+        title: member("title"),
+        cwd: member("cwd"),
+        model: member("model"),
+        repo: member("repo"),
+        branch: member("branch"),
+        first_at: protocol::time::rfc3339_ms(r.first_ms),
+        last_at: protocol::time::rfc3339_ms(r.last_ms),
+        last_words: r.folded.last_words.clone(),
+        attention: r.folded.attention.clone(),
+    }
 }
 
-async fn board(State(page): State<Arc<Page>>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+async fn board(State(page): State<Arc<Page>>, headers: HeaderMap) -> Result<Json<Board>, ApiError> {
     let me = page.me(&headers).await?;
-    let machines = machines_json(&page, &me.account.id).await?;
-    let sessions: Vec<Value> = store::sessions(&page.db, &me.account.id, BOARD_MAX)
+    let machines = machines_of(&page, &me.account.id).await?;
+    let sessions = store::sessions(&page.db, &me.account.id, BOARD_MAX)
         .await?
         .iter()
-        .map(|r| session_json(r, &machines))
+        .map(|r| session_of(r, &machines))
         .collect();
-    Ok(Json(json!({"machines": machines, "sessions": sessions})))
+    Ok(Json(Board { machines, sessions }))
 }
 
 async fn session(
     State(page): State<Arc<Page>>,
     headers: HeaderMap,
     Path(key): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SessionPage>, ApiError> {
     let me = page.me(&headers).await?;
     let (harness, id) = key
         .split_once(':')
@@ -99,19 +104,24 @@ async fn session(
     let row = store::session(&page.db, owner, harness, id)
         .await?
         .ok_or_else(|| ApiError::not_found("session"))?;
-    let machines = machines_json(&page, owner).await?;
-    let events: Vec<Value> = store::timeline(&page.db, owner, harness, id, TIMELINE_MAX)
+    let machines = machines_of(&page, owner).await?;
+    let events = store::timeline(&page.db, owner, harness, id, TIMELINE_MAX)
         .await?
         .into_iter()
-        .map(|(e, arrived)| {
-            json!({
-                "seq": e["session"]["seq"], "type": e["type"], "time": e["time"],
-                "arrived_at": protocol::time::rfc3339_ms(arrived),
-                "tier": e["tier"], "data": e["data"],
-            })
+        .map(|(mut e, arrived)| {
+            let mut take = |at: &str| e.pointer_mut(at).map(Value::take).unwrap_or_default();
+            SessionEvent {
+                seq: take("/session/seq"),
+                kind: take("/type"),
+                time: take("/time"),
+                arrived_at: protocol::time::rfc3339_ms(arrived),
+                tier: take("/tier"),
+                data: take("/data"),
+            }
         })
         .collect();
-    Ok(Json(
-        json!({"session": session_json(&row, &machines), "events": events}),
-    ))
+    Ok(Json(SessionPage {
+        session: session_of(&row, &machines),
+        events,
+    }))
 }

@@ -8,6 +8,7 @@
 //! must be by one of that account's own passkeys, a nonce is taken once. It
 //! must not sign (the device did) and carries the command's bytes unchanged.
 
+use super::shapes::{Approved, Pairing, PairingStatus, Queued, Uploaded};
 use super::state::Page;
 use crate::control::{file_sha256, shapes::NewMessage};
 use crate::error::ApiError;
@@ -61,7 +62,7 @@ async fn pairing(
     State(page): State<Arc<Page>>,
     headers: HeaderMap,
     Path(code): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Pairing>, ApiError> {
     page.me(&headers).await?;
     let now = now();
     let p = page
@@ -71,17 +72,21 @@ async fn pairing(
         .await?
         .ok_or_else(|| ApiError::not_found("pairing"))?;
     let status = if p.approved.is_some() {
-        "approved"
+        PairingStatus::Approved
     } else if now >= p.expires_ms {
-        "expired"
+        PairingStatus::Expired
     } else {
-        "pending"
+        PairingStatus::Pending
     };
-    Ok(Json(json!({
-        "code": code, "machine": p.machine, "name": p.name, "check": p.check,
-        "expires_at": protocol::time::rfc3339_ms(p.expires_ms), "first": p.first,
-        "status": status,
-    })))
+    Ok(Json(Pairing {
+        code,
+        machine: p.machine,
+        name: p.name,
+        check: p.check,
+        expires_at: protocol::time::rfc3339_ms(p.expires_ms),
+        first: p.first,
+        status,
+    }))
 }
 
 async fn approve(
@@ -89,7 +94,7 @@ async fn approve(
     headers: HeaderMap,
     Path(code): Path<String>,
     body: Body,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Approved>, ApiError> {
     let me = page.me(&headers).await?;
     let doc = read_json(body, BODY_MAX).await?;
     let ctl = &page.control;
@@ -130,14 +135,14 @@ async fn approve(
         .await?;
     page.log
         .line(|| "200 pairing approved from the page".into());
-    Ok(Json(json!({"machine": machine})))
+    Ok(Json(Approved { machine }))
 }
 
 async fn command(
     State(page): State<Arc<Page>>,
     headers: HeaderMap,
     body: Body,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Queued>), ApiError> {
     let me = page.me(&headers).await?;
     let doc = read_json(body, BODY_MAX).await?;
     let ctl = &page.control;
@@ -204,7 +209,7 @@ async fn command(
     ctl.wake(&machine).await;
     page.log
         .line(|| format!("201 {} queued from the page", verified.command.kind()));
-    Ok((StatusCode::CREATED, Json(json!({"id": id}))))
+    Ok((StatusCode::CREATED, Json(Queued { id })))
 }
 
 async fn command_state(
@@ -233,7 +238,7 @@ async fn file(
     quota: Quota,
     headers: HeaderMap,
     body: Body,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Uploaded>), ApiError> {
     let me = page.me(&headers).await?;
     quota.take(Door::Upload)?;
     let declared = headers
@@ -268,6 +273,9 @@ async fn file(
         .await?;
     Ok((
         StatusCode::CREATED,
-        Json(json!({"sha256": sha256, "size": bytes.len()})),
+        Json(Uploaded {
+            sha256,
+            size: bytes.len(),
+        }),
     ))
 }

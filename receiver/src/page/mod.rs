@@ -8,7 +8,8 @@
 //! signed in (`state`: the `sp_session` cookie, checked on every API call),
 //! the guard layered over every state-changing call (`guard`: the page's own
 //! header and, when the browser sends one, its origin), and its routes
-//! (`routes`). It must not sign anything: every command is signed on the
+//! (`routes`); what its API answers with is `shapes`, declared for the page
+//! by `typescript`. It must not sign anything: every command is signed on the
 //! person's device, and the receiver only checks it early with the
 //! machine's own verifier and carries it. One account never reads or
 //! commands another's: every query below names the signed-in one.
@@ -26,8 +27,11 @@ mod push_routes;
 #[cfg(test)]
 mod push_tests;
 mod routes;
+mod shapes;
 mod sign_in;
 mod state;
+#[cfg(test)]
+mod typescript;
 
 pub use options::PageOptions;
 pub use routes::router;

@@ -6,7 +6,8 @@
 //! a passkey itself (`accounts` does, with webauthn-rs) and never puts a
 //! token, a code or a challenge into a log.
 
-use super::board_routes::machines_json;
+use super::board_routes::machines_of;
+use super::shapes::{self, Ceremony, Invite, SignedIn};
 use super::state::{Page, cleared_cookie, cookie};
 use crate::accounts::{Account, Credential};
 use crate::error::ApiError;
@@ -18,7 +19,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// The largest body an account call reads (a credential with its
@@ -41,16 +42,23 @@ fn now() -> i64 {
     protocol::time::now_ms()
 }
 
-pub(super) fn account_json(a: &Account) -> Value {
-    json!({"id": a.id, "name": a.name, "created_at": protocol::time::rfc3339_ms(a.created_ms)})
+fn account_shown(a: &Account) -> shapes::Account {
+    shapes::Account {
+        id: a.id.clone(),
+        name: a.name.clone(),
+        created_at: protocol::time::rfc3339_ms(a.created_ms),
+    }
 }
 
-pub(super) fn credential_json(c: &Credential) -> Value {
-    json!({
-        "id": c.id, "name": c.name, "alg": c.alg, "spki": c.spki,
-        "added_at": protocol::time::rfc3339_ms(c.added_ms),
-        "used_at": c.used_ms.map(protocol::time::rfc3339_ms),
-    })
+fn credential_shown(c: &Credential) -> shapes::Credential {
+    shapes::Credential {
+        id: c.id.clone(),
+        name: c.name.clone(),
+        alg: c.alg,
+        spki: c.spki.clone(),
+        added_at: protocol::time::rfc3339_ms(c.added_ms),
+        used_at: c.used_ms.map(protocol::time::rfc3339_ms),
+    }
 }
 
 fn text<'a>(doc: &'a Value, member: &str, max: usize) -> Result<&'a str, ApiError> {
@@ -67,18 +75,18 @@ fn text<'a>(doc: &'a Value, member: &str, max: usize) -> Result<&'a str, ApiErro
     Ok(s)
 }
 
-async fn config(State(page): State<Arc<Page>>) -> Result<Json<Value>, ApiError> {
+async fn config(State(page): State<Arc<Page>>) -> Result<Json<shapes::Config>, ApiError> {
     let mode = page
         .accounts
         .registration_mode(page.opts.open_registration)
         .await?;
-    Ok(Json(json!({
-        "rp_id": page.accounts.rp_id(),
-        "rp_name": page.accounts.rp_name(),
-        "registration": mode,
-        "accounts": page.accounts.any_account().await?,
-        "vapid_public_key": page.notifier.vapid_public_key(),
-    })))
+    Ok(Json(shapes::Config {
+        rp_id: page.accounts.rp_id().to_string(),
+        rp_name: page.accounts.rp_name().to_string(),
+        registration: mode,
+        accounts: page.accounts.any_account().await?,
+        vapid_public_key: page.notifier.vapid_public_key(),
+    }))
 }
 
 /// Every start and finish of a ceremony is charged to the client (an
@@ -87,7 +95,7 @@ async fn register_start(
     State(page): State<Arc<Page>>,
     quota: Quota,
     body: Body,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Ceremony>, ApiError> {
     quota.take(Door::Ceremony)?;
     let doc = read_json(body, BODY_MAX).await?;
     let name = text(&doc, "name", 80)?;
@@ -102,7 +110,10 @@ async fn register_start(
             now(),
         )
         .await?;
-    Ok(Json(json!({"ceremony": ceremony, "publicKey": public_key})))
+    Ok(Json(Ceremony {
+        ceremony,
+        public_key,
+    }))
 }
 
 /// A signed-in answer: the account and credential, with the cookie set.
@@ -117,7 +128,10 @@ async fn signed_in(
         .await?;
     Ok((
         [(header::SET_COOKIE, page.session_cookie(&token))],
-        Json(json!({"account": account_json(account), "credential": credential_json(credential)})),
+        Json(SignedIn {
+            account: account_shown(account),
+            credential: credential_shown(credential),
+        }),
     )
         .into_response())
 }
@@ -148,10 +162,13 @@ async fn register_finish(
 async fn signin_start(
     State(page): State<Arc<Page>>,
     quota: Quota,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Ceremony>, ApiError> {
     quota.take(Door::Ceremony)?;
     let (public_key, ceremony) = page.accounts.signin_start(&quota.client(), now()).await?;
-    Ok(Json(json!({"ceremony": ceremony, "publicKey": public_key})))
+    Ok(Json(Ceremony {
+        ceremony,
+        public_key,
+    }))
 }
 
 async fn signin_finish(
@@ -183,29 +200,29 @@ async fn signout(State(page): State<Arc<Page>>, headers: HeaderMap) -> Result<Re
 async fn whoami(
     State(page): State<Arc<Page>>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<shapes::Me>, ApiError> {
     let me = page.me(&headers).await?;
-    let credentials: Vec<Value> = page
+    let credentials = page
         .accounts
         .credentials(&me.account.id)
         .await?
         .iter()
-        .map(credential_json)
+        .map(credential_shown)
         .collect();
-    let machines = machines_json(&page, &me.account.id).await?;
-    Ok(Json(json!({
-        "account": account_json(&me.account),
-        "credential": me.credential,
-        "credentials": credentials,
-        "machines": machines,
-    })))
+    let machines = machines_of(&page, &me.account.id).await?;
+    Ok(Json(shapes::Me {
+        account: account_shown(&me.account),
+        credential: me.credential,
+        credentials,
+        machines,
+    }))
 }
 
 async fn invite(
     State(page): State<Arc<Page>>,
     headers: HeaderMap,
     body: Body,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Invite>), ApiError> {
     let me = page.me(&headers).await?;
     let doc = read_json(body, BODY_MAX).await?;
     let device = doc["device"].as_bool().ok_or_else(|| {
@@ -215,9 +232,10 @@ async fn invite(
     let url = format!("{}/#invite={code}", page.opts.origin.trim_end_matches('/'));
     Ok((
         StatusCode::CREATED,
-        Json(json!({
-            "code": code, "url": url,
-            "expires_at": protocol::time::rfc3339_ms(now() + 24 * 3600 * 1000),
-        })),
+        Json(Invite {
+            code,
+            url,
+            expires_at: protocol::time::rfc3339_ms(now() + 24 * 3600 * 1000),
+        }),
     ))
 }

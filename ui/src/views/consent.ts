@@ -4,7 +4,7 @@
 // (`consentParts`). This file owns the words only: it must not call the API
 // or hold a switch.
 
-import { h, prose } from "../dom";
+import { h, prose } from "@sessionpipe/web-shared/dom";
 
 export type ConsentKind = "pairing" | "pool" | "titles";
 

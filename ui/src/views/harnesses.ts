@@ -4,7 +4,7 @@
 // ACP, beside its hooks or, when it has none, as a row of its own.
 
 import { ApiError, describeError } from "../api";
-import { h, message, prose, type Child } from "../dom";
+import { h, message, prose, type Child } from "@sessionpipe/web-shared/dom";
 import { harnessName } from "../format";
 import type { AcpAgent, FileReport, HarnessReport } from "../types";
 import type { Mounted, ViewContext } from "../view";
@@ -240,6 +240,6 @@ function renderFile(f: FileReport): HTMLElement {
     h("code", null, f.path),
     ": ",
     h("span", { class: "state" }, STATE_WORDS[f.state] ?? f.state),
-    f.reason !== undefined ? h("span", { class: "reason" }, ` — ${f.reason}`) : null,
+    "reason" in f ? h("span", { class: "reason" }, ` — ${f.reason}`) : null,
   );
 }

@@ -8,7 +8,7 @@
 // but an http(s) pairing URL.
 
 import { ApiError, describeError } from "../api";
-import { h, message, patch, uid, type Child } from "../dom";
+import { h, message, patch, uid, type Child } from "@sessionpipe/web-shared/dom";
 import type { ControlMode, ControlReceiver, ControlView, PairingState, PairRequest } from "../types";
 import type { Mounted, ViewContext } from "../view";
 import { consentParts } from "./consent";

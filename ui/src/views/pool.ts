@@ -13,7 +13,7 @@
 
 import "./pool.css";
 import { ApiError, describeError } from "../api";
-import { h, message, patch, prose, uid, type Child } from "../dom";
+import { h, message, patch, prose, uid, type Child } from "@sessionpipe/web-shared/dom";
 import { when, windowName } from "../format";
 import type { LimitWindow, PoolAccount, PoolState } from "../types";
 import type { Mounted, ViewContext } from "../view";

@@ -8,7 +8,7 @@
 // setup is offered above the board (`offers`).
 
 import { ApiError, describeError } from "../api";
-import { h, message, patch, type Child } from "../dom";
+import { h, message, patch, type Child } from "@sessionpipe/web-shared/dom";
 import { STATE_WORDS, accountText, age, attentionText, clock, harnessName, kindWord, summary, when } from "../format";
 import { href, splitKey, type Route } from "../route";
 import type { Approval, ApprovalDecision, EventEnvelope, Overview, SessionAccount, SessionState, SessionView } from "../types";

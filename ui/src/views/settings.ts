@@ -3,7 +3,7 @@
 // that changed.
 
 import { ApiError, describeError } from "../api";
-import { h, message, uid } from "../dom";
+import { h, message, uid } from "@sessionpipe/web-shared/dom";
 import { harnessName } from "../format";
 import type { Settings, SettingsChange } from "../types";
 import type { Mounted, ViewContext } from "../view";

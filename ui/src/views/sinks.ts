@@ -2,7 +2,7 @@
 // lag; add (a token is sent once and never shown again), test, remove.
 
 import { ApiError, describeError } from "../api";
-import { h, message, uid, type Child } from "../dom";
+import { h, message, uid, type Child } from "@sessionpipe/web-shared/dom";
 import { TIERS, tierName } from "../format";
 import type { NewSink, SinkTest, SinkView } from "../types";
 import type { Mounted, ViewContext } from "../view";

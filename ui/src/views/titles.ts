@@ -6,8 +6,8 @@
 // change puts the switch back to what the daemon says.
 
 import { ApiError, describeError } from "../api";
-import { h, message, prose, uid } from "../dom";
-import type { TitlesResent, TitlesState } from "../types";
+import { h, message, prose, uid } from "@sessionpipe/web-shared/dom";
+import type { TitlesResent, TitlesSet, TitlesState } from "../types";
 import type { Mounted, ViewContext } from "../view";
 import { consentParts } from "./consent";
 
@@ -47,7 +47,7 @@ export function mountTitles(root: HTMLElement, ctx: ViewContext): Mounted {
     ),
   );
 
-  function show(state: TitlesState): void {
+  function show(state: TitlesState | TitlesSet): void {
     toggle.checked = state.remote_titles;
     toggle.disabled = false;
     status.replaceChildren(said(state));
@@ -91,12 +91,12 @@ export function mountTitles(root: HTMLElement, ctx: ViewContext): Mounted {
 }
 
 /** What the state says, in words. */
-function said(state: TitlesState): HTMLElement {
+function said(state: TitlesState | TitlesSet): HTMLElement {
   if (!state.remote_titles) {
     return message("info", h("p", null, h("strong", null, "Off. "), "Nothing reads Claude Code's sign-in or asks claude.ai anything."));
   }
   const parts = [h("strong", null, "On. "), "Sessions with a claude.ai link are asked about from their next hook call."];
-  if (state.resent) parts.push(" ", resentText(state.resent));
+  if ("resent" in state && state.resent !== null) parts.push(" ", resentText(state.resent));
   return message("ok", h("p", null, ...parts));
 }
 

@@ -6,6 +6,10 @@
 //! No token or key material beyond a key's id is ever in an answer.
 
 use super::error::ApiError;
+use super::shapes::{
+    ApprovalAnswered, ControlKey, ControlReceiver, ControlView, PairingState, Removed, Unpaired,
+    reply,
+};
 use super::views::{Answer, Ctx, body};
 use crate::control::pair::{self, PairError, PairRequest};
 use crate::control::store::Store;
@@ -14,7 +18,7 @@ use crate::state::config::Config;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 impl From<PairError> for ApiError {
     fn from(e: PairError) -> Self {
@@ -44,38 +48,46 @@ impl From<crate::control::store::StoreError> for ApiError {
 /// `GET /api/control`.
 pub async fn view(State(ctx): State<Ctx>) -> Answer {
     let paths = ctx.paths.clone();
-    let mut doc = blocking(move || -> Result<Value, ApiError> {
+    let mut view = blocking(move || -> Result<ControlView, ApiError> {
         let config = Config::load(&paths)?;
         let (receivers, keys) = match Store::open_readonly(&paths.outbox())? {
             Some(s) => (s.receivers()?, s.keys(None)?),
             None => (Vec::new(), Vec::new()),
         };
-        Ok(json!({
-            "receivers": receivers.iter().map(|r| json!({
-                "receiver": r.origin,
-                "machine": r.machine,
-                "account": r.account,
-                "polling": r.stopped.is_none(),
-                "stopped": r.stopped,
-                "keys": keys.iter().filter(|k| k.receiver == r.origin).map(|k| json!({
-                    "id": k.id,
-                    "alg": if k.alg == -7 { "ES256" } else { "RS256" },
-                    "name": k.name,
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-            "folders": config.control_folders,
-            "mode": config.control_mode,
-            "local_approvals": config.local_approvals,
-        }))
+        let receivers = receivers
+            .into_iter()
+            .map(|r| ControlReceiver {
+                keys: keys
+                    .iter()
+                    .filter(|k| k.receiver == r.origin)
+                    .map(|k| ControlKey {
+                        id: k.id.clone(),
+                        alg: if k.alg == -7 { "ES256" } else { "RS256" },
+                        name: k.name.clone(),
+                    })
+                    .collect(),
+                polling: r.stopped.is_none(),
+                receiver: r.origin,
+                machine: r.machine,
+                account: r.account,
+                stopped: r.stopped,
+            })
+            .collect();
+        Ok(ControlView {
+            receivers,
+            folders: config.control_folders,
+            mode: config.control_mode,
+            local_approvals: config.local_approvals,
+            pairing: None,
+        })
     })
     .await?;
-    doc["pairing"] = ctx
+    view.pairing = ctx
         .pairing
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .clone()
-        .unwrap_or(Value::Null);
-    Ok(Json(doc))
+        .clone();
+    Ok(reply(&view))
 }
 
 /// `POST /api/control/pair {receiver, folders?, mode?, name?}`: answers with
@@ -110,13 +122,16 @@ pub async fn pair(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejecti
         folder_here: false,
         sink_tier: 0,
     };
-    let (tx, rx) = tokio::sync::oneshot::channel::<Value>();
+    let (tx, rx) = tokio::sync::oneshot::channel::<PairingState>();
     let tx = std::sync::Mutex::new(Some(tx));
     let state = ctx.pairing.clone();
     let paths = ctx.paths.clone();
     let task = tokio::spawn(async move {
         let result = pair::pair(&paths, &request, |started| {
-            let shown = json!({"state": "waiting", "url": started.url, "check": started.check});
+            let shown = PairingState::Waiting {
+                url: started.url.clone(),
+                check: started.check.clone(),
+            };
             *state.lock().unwrap_or_else(|p| p.into_inner()) = Some(shown.clone());
             if let Some(tx) = tx.lock().unwrap_or_else(|p| p.into_inner()).take() {
                 let _ = tx.send(shown);
@@ -124,15 +139,20 @@ pub async fn pair(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejecti
         })
         .await;
         let end = match &result {
-            Ok(p) => json!({"state": "paired", "receiver": p.receiver.origin,
-                            "account": p.receiver.account, "sink_added": p.sink_added}),
-            Err(e) => json!({"state": "failed", "error": e.to_string()}),
+            Ok(p) => PairingState::Paired {
+                receiver: p.receiver.origin.clone(),
+                account: p.receiver.account.clone(),
+                sink_added: p.sink_added,
+            },
+            Err(e) => PairingState::Failed {
+                error: e.to_string(),
+            },
         };
         *state.lock().unwrap_or_else(|p| p.into_inner()) = Some(end);
         result
     });
     match rx.await {
-        Ok(shown) => Ok(Json(shown)),
+        Ok(shown) => Ok(reply(&shown)),
         // It ended before the receiver gave a link: say why.
         Err(_) => match task.await {
             Ok(Err(e)) => Err(e.into()),
@@ -151,7 +171,9 @@ pub async fn off(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejectio
         .as_str()
         .ok_or_else(|| ApiError::BadRequest("receiver: a paired receiver's origin".into()))?;
     if pair::off(&ctx.paths, receiver).await? {
-        Ok(Json(json!({"unpaired": receiver})))
+        Ok(reply(&Unpaired {
+            unpaired: receiver.to_string(),
+        }))
     } else {
         Err(ApiError::NotFound(format!("not paired with {receiver}")))
     }
@@ -194,7 +216,10 @@ pub async fn answer(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejec
         ));
     }
     tracing::info!("a permission prompt of {session} was answered at this machine");
-    Ok(Json(json!({"answered": attention, "decision": decision})))
+    Ok(reply(&ApprovalAnswered {
+        answered: attention,
+        decision,
+    }))
 }
 
 /// `DELETE /api/control/keys/{id}`.
@@ -205,5 +230,5 @@ pub async fn remove_key(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answe
     if n == 0 {
         return Err(ApiError::NotFound(format!("no key {id}")));
     }
-    Ok(Json(json!({"removed": id})))
+    Ok(reply(&Removed { removed: id }))
 }

@@ -51,7 +51,9 @@ impl IntoResponse for ApiError {
         if matches!(self, ApiError::Internal(_)) {
             tracing::warn!("the local API failed: {self}");
         }
-        let body = axum::Json(serde_json::json!({"error": self.to_string()}));
+        let body = super::shapes::reply(&super::shapes::ApiErrorBody {
+            error: self.to_string(),
+        });
         (self.status(), body).into_response()
     }
 }

@@ -8,13 +8,17 @@
 //! rebinding, and so is any request with more than one `Host`. The listener
 //! binds 127.0.0.1 only and serves on the daemon's runtime through
 //! `sessionpipe-listener` (a connection cap, header and request deadlines). This module owns routing and checks; `views` the handlers, which call
-//! the library (`pool` the Pool page's); `error` what a failure answers.
+//! the library (`pool` the Pool page's); `error` what a failure answers;
+//! `shapes` what they answer with, declared for the UI by `typescript`.
 
 mod control;
 mod error;
 mod pool;
 #[cfg(test)]
 mod props;
+mod shapes;
+#[cfg(test)]
+mod typescript;
 mod views;
 
 pub use error::ApiError;
@@ -226,9 +230,10 @@ async fn new_ui_token(State(ctx): State<Ctx>) -> Result<axum::Json<serde_json::V
     .await
     .map_err(|e| ApiError::Internal(e.to_string()))?;
     *ctx.token.write().unwrap_or_else(|p| p.into_inner()) = token;
-    Ok(axum::Json(
-        serde_json::json!({"url": address.url, "page": address.page(None)}),
-    ))
+    Ok(shapes::reply(&shapes::UiToken {
+        page: address.page(None),
+        url: address.url,
+    }))
 }
 
 /// Nothing the daemon serves is cached: the board changes, the UI is rebuilt.

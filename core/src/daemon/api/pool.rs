@@ -10,14 +10,14 @@
 //! --login` stays at the terminal: it needs a pasted code).
 
 use super::error::ApiError;
+use super::shapes::{PoolImported, PoolRemoved, PoolState, PoolSwitched, reply};
 use super::views::{Answer, Ctx};
 use crate::pool::{self, PoolError, service::Snapshot, store::PoolFile};
 use crate::runtime::blocking;
-use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use harness::install::Host;
-use serde_json::{Value, json};
+use serde_json::Value;
 use spool::StatePaths;
 use std::path::PathBuf;
 
@@ -52,22 +52,22 @@ fn host() -> Result<Host, ApiError> {
 /// The pool as the page shows it: on or off, the listener's port while on,
 /// whether the accounts' windows are the running daemon's (`live`), and
 /// every account (`pool status --json`'s `accounts`).
-fn pool_view(paths: &StatePaths) -> Result<Value, ApiError> {
+fn pool_view(paths: &StatePaths) -> Result<PoolState, ApiError> {
     let file = PoolFile::load(paths)?;
     let live = Snapshot::load(paths).filter(|_| crate::state::lock::holder(paths).is_some());
     let accounts = pool::views(paths, &file, live.as_ref());
-    Ok(json!({
-        "on": file.on,
-        "port": file.port.filter(|_| file.on),
-        "live": live.is_some(),
-        "accounts": accounts,
-    }))
+    Ok(PoolState {
+        on: file.on,
+        port: file.port.filter(|_| file.on),
+        live: live.is_some(),
+        accounts,
+    })
 }
 
 /// `GET /api/pool`.
 pub async fn view(State(ctx): State<Ctx>) -> Answer {
     let paths = ctx.paths.clone();
-    blocking(move || Ok(Json(pool_view(&paths)?))).await
+    blocking(move || Ok(reply(&pool_view(&paths)?))).await
 }
 
 /// `POST /api/pool/on` and `/off`: `pool on|off`. Answers with the pool and
@@ -76,14 +76,15 @@ async fn switch(ctx: Ctx, on: bool) -> Answer {
     let paths = ctx.paths.clone();
     blocking(move || {
         let host = host()?;
-        let files = if on {
+        let settings = if on {
             pool::switch::on(&paths, &host)?
         } else {
             pool::switch::off(&paths, &host)?
         };
-        let mut v = pool_view(&paths)?;
-        v["settings"] = json!(files);
-        Ok(Json(v))
+        Ok(reply(&PoolSwitched {
+            pool: pool_view(&paths)?,
+            settings,
+        }))
     })
     .await
 }
@@ -100,7 +101,7 @@ async fn set_enabled(ctx: Ctx, id: String, enabled: bool) -> Answer {
     let paths = ctx.paths.clone();
     blocking(move || {
         pool::set_enabled(&paths, &id, enabled)?;
-        Ok(Json(pool_view(&paths)?))
+        Ok(reply(&pool_view(&paths)?))
     })
     .await
 }
@@ -120,9 +121,10 @@ pub async fn remove(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answer {
     let paths = ctx.paths.clone();
     blocking(move || {
         let gone = pool::remove(&paths, &id)?;
-        let mut v = pool_view(&paths)?;
-        v["removed"] = json!(gone.id);
-        Ok(Json(v))
+        Ok(reply(&PoolRemoved {
+            pool: pool_view(&paths)?,
+            removed: gone.id,
+        }))
     })
     .await
 }
@@ -151,9 +153,10 @@ pub async fn import(State(ctx): State<Ctx>, given: Bytes) -> Answer {
         let host = host()?;
         let dir = dir.map(|d| config_dir(&d, &host)).transpose()?;
         let added = pool::add_import(&paths, &host, dir.as_deref())?;
-        let mut v = pool_view(&paths)?;
-        v["added"] = json!(added);
-        Ok(Json(v))
+        Ok(reply(&PoolImported {
+            pool: pool_view(&paths)?,
+            added,
+        }))
     })
     .await
 }

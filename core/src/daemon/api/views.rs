@@ -6,9 +6,14 @@
 //! runtime's blocking pool; a failure is an `ApiError` with its status.
 
 use super::error::ApiError;
+use super::shapes::{
+    AccountWindow, AcpAgent, Approval, Attention, DaemonView, Declined, EffectiveSettings,
+    HarnessOffer, HarnessView, Offers, Overview, PairingState, ProgressView, Removed,
+    SessionAccount, SessionView, SinkAdded, SinkTest, SinkView, TitlesSet, TitlesState, reply,
+};
 use crate::installers::{Action, Installers};
 use crate::pipeline::outbox::Outbox;
-use crate::pipeline::session::SessionRecord;
+use crate::pipeline::session::{Glance, SessionRecord};
 use crate::pool::store::PoolFile;
 use crate::runtime::blocking;
 use crate::sinks::{self, NewSink, SinkList};
@@ -16,6 +21,7 @@ use crate::state::config::Config;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
+use harness::install::HarnessReport;
 use serde_json::{Value, json};
 use spool::StatePaths;
 use std::sync::Arc;
@@ -30,7 +36,7 @@ pub struct Ctx {
     /// `127.0.0.1:<port>`: the only `Host` answered.
     pub host: Arc<String>,
     /// The pairing the UI started, while it runs and after it ended.
-    pub pairing: Arc<std::sync::Mutex<Option<Value>>>,
+    pub pairing: Arc<std::sync::Mutex<Option<PairingState>>>,
     /// Control's hub: which permission prompts wait (local approvals).
     pub hub: Option<Arc<crate::control::hub::Hub>>,
 }
@@ -76,89 +82,88 @@ pub async fn overview(State(ctx): State<Ctx>) -> Answer {
             None => Vec::new(),
         };
         let emails = account_emails(&paths);
-        let mut sessions: Vec<Value> = records
+        let mut sessions: Vec<SessionView> = records
             .iter()
             .filter(|(_, _, r)| r.last_ms > 0)
-            .map(|(h, id, r)| {
-                let mut v = session_view(h, id, r, now);
-                v["account"] = session_account(r, &emails, alert);
-                v
+            .map(|(h, id, r)| SessionView {
+                account: session_account(r, &emails, alert),
+                ..session_view(h, id, r, now)
             })
-            .filter(|v| v["state"] != "done" || now - v["last_ms"].as_i64().unwrap_or(0) < BOARD_MS)
+            .filter(|s| s.state != Glance::Done || now - s.last_ms < BOARD_MS)
             .collect();
-        let rank = |v: &Value| match v["state"].as_str() {
-            Some("needs_you") => 0,
-            Some("working") => 1,
-            _ => 2,
-        };
-        sessions.sort_by_key(|v| {
-            (
-                rank(v),
-                std::cmp::Reverse(v["last_ms"].as_i64().unwrap_or(0)),
-            )
-        });
+        // Needing the person, then working, then done (`Glance`'s order).
+        sessions.sort_by_key(|s| (s.state, std::cmp::Reverse(s.last_ms)));
         if let Some(ob) = &outbox {
-            for s in sessions.iter_mut().filter(|s| s["state"] == "needs_you") {
+            for s in sessions.iter_mut().filter(|s| s.state == Glance::NeedsYou) {
                 describe_attentions(ob, s);
             }
         }
-        let approvals: Vec<Value> = sessions
+        let approvals: Vec<Approval> = sessions
             .iter()
             .flat_map(|s| {
-                s["attentions"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|mut a| {
-                        a["session"] = s["key"].clone();
-                        a["title"] = s["title"].clone();
-                        a["cwd"] = s["cwd"].clone();
-                        a["harness"] = s["harness"].clone();
-                        // Its hook waits and the person allows answering here.
-                        let key = (
-                            s["key"].as_str().unwrap_or("").to_string(),
-                            a["attention_id"].as_str().unwrap_or("").to_string(),
-                        );
-                        a["answerable"] = json!(local && waiting.contains(&key));
-                        a
-                    })
-                    .collect::<Vec<_>>()
+                s.attentions.iter().map(|a| Approval {
+                    attention: a.clone(),
+                    session: s.key.clone(),
+                    title: s.title.clone(),
+                    cwd: s.cwd.clone(),
+                    harness: s.harness.clone(),
+                    // Its hook waits and the person allows answering here.
+                    answerable: local && waiting.contains(&(s.key.clone(), a.attention_id.clone())),
+                })
             })
             .collect();
-        let daemon = crate::state::lock::holder(&paths)
-            .map(|h| json!({"pid": h.pid, "mode": h.mode.as_str()}));
-        Ok(Json(json!({
-            "machine": machine, "daemon": daemon, "sessions": sessions, "approvals": approvals
-        })))
+        let daemon = crate::state::lock::holder(&paths).map(|h| DaemonView {
+            pid: h.pid,
+            mode: h.mode.as_str(),
+        });
+        Ok(reply(&Overview {
+            machine,
+            daemon,
+            sessions,
+            approvals,
+        }))
     })
     .await
 }
 
-/// One session on the board: who, where, its state at a glance, its attentions.
-fn session_view(harness: &str, id: &str, r: &SessionRecord, now: i64) -> Value {
-    let attentions: Vec<Value> = r
+/// A session on the board: who, where, its state at a glance, its attentions
+/// (described by `describe_attentions`), no account yet.
+fn session_view(harness: &str, id: &str, r: &SessionRecord, now: i64) -> SessionView {
+    let attentions = r
         .open
         .iter()
-        .map(|a| json!({"attention_id": a.id, "agent_id": a.agent_id}))
+        .map(|a| Attention {
+            attention_id: a.id.clone(),
+            agent_id: a.agent_id.clone(),
+            kind: None,
+            tool: None,
+            message: None,
+            time: None,
+        })
         .collect();
-    json!({
-        "key": format!("{harness}:{id}"),
-        "harness": harness,
-        "id": id,
-        "title": r.block.title.clone().or_else(|| r.block.cwd.clone()).unwrap_or_else(|| id.chars().take(8).collect()),
-        "cwd": r.block.cwd,
-        "repo": r.block.repo,
-        "branch": r.block.branch,
-        "model": r.block.model,
-        "url": r.block.url,
-        "state": r.glance().as_str(),
-        "ended": r.ended,
-        "last_ms": r.last_ms,
-        "first_ms": (r.first_ms > 0).then_some(r.first_ms),
-        "age_s": (now - r.last_ms).max(0) / 1000,
-        "attentions": attentions,
-    })
+    SessionView {
+        key: format!("{harness}:{id}"),
+        harness: harness.to_string(),
+        id: id.to_string(),
+        title: r
+            .block
+            .title
+            .clone()
+            .or_else(|| r.block.cwd.clone())
+            .unwrap_or_else(|| id.chars().take(8).collect()),
+        cwd: r.block.cwd.clone(),
+        repo: r.block.repo.clone(),
+        branch: r.block.branch.clone(),
+        model: r.block.model.clone(),
+        url: r.block.url.clone(),
+        state: r.glance(),
+        ended: r.ended,
+        last_ms: r.last_ms,
+        first_ms: (r.first_ms > 0).then_some(r.first_ms),
+        age_s: (now - r.last_ms).max(0) / 1000,
+        attentions,
+        account: None,
+    }
 }
 
 /// The emails the pool knows, by account id (the board names an account by
@@ -175,39 +180,42 @@ fn account_emails(paths: &StatePaths) -> Vec<(String, String)> {
 }
 
 /// A session's account, from its latest `limits.observed` when that names
-/// one: `{id, email?, window: {id, used_percent, resets_at?}?, near}`, the
-/// window being the fullest it reported (the one it burns most) and `near`
-/// whether it reached `alert` percent (`pool_alert_percent`, where the pool
-/// asks for attention). Null otherwise.
-fn session_account(r: &SessionRecord, emails: &[(String, String)], alert: u8) -> Value {
-    let Some(limits) = &r.limits else {
-        return Value::Null;
-    };
-    let Some(id) = limits.account_id.as_deref().filter(|a| !a.is_empty()) else {
-        return Value::Null;
-    };
-    let email = emails.iter().find(|(a, _)| a == id).map(|(_, e)| e);
+/// one: its id, the pool's email for it, the fullest window it reported (the
+/// one it burns most) and whether that reached `alert` percent
+/// (`pool_alert_percent`, where the pool asks for attention).
+fn session_account(
+    r: &SessionRecord,
+    emails: &[(String, String)],
+    alert: u8,
+) -> Option<SessionAccount> {
+    let limits = r.limits.as_ref()?;
+    let id = limits.account_id.as_deref().filter(|a| !a.is_empty())?;
+    let email = emails.iter().find(|(a, _)| a == id).map(|(_, e)| e.clone());
     let fullest = sessionpipe_pool::limits::fullest(&limits.windows);
     let near = fullest.is_some_and(|w| w.used_percent >= f64::from(alert));
-    let window = fullest
-        .map(|w| json!({"id": w.id, "used_percent": w.used_percent, "resets_at": w.resets_at}));
-    json!({"id": id, "email": email, "window": window, "near": near})
+    let window = fullest.map(|w| AccountWindow {
+        id: w.id.clone(),
+        used_percent: w.used_percent,
+        resets_at: w.resets_at.clone(),
+    });
+    Some(SessionAccount {
+        id: id.to_string(),
+        email,
+        window,
+        near,
+    })
 }
 
 /// Fills each open attention of a session with what its `attention.needed` said
 /// (`kind`, and `tool`, `message`, `time` when present), read from the session's
 /// recent events: the board and the approvals list show what is being asked.
-fn describe_attentions(ob: &Outbox, session: &mut Value) {
-    let (Some(harness), Some(id)) = (session["harness"].as_str(), session["id"].as_str()) else {
-        return;
-    };
+/// An attention's newest event wins (a valid one always has a `kind`).
+fn describe_attentions(ob: &Outbox, session: &mut SessionView) {
     // Its last 200 events, of which only the attentions are read whole.
-    let Ok(rows) = ob.recent_of_type(harness, id, "attention.needed", 200) else {
+    let Ok(rows) = ob.recent_of_type(&session.harness, &session.id, "attention.needed", 200) else {
         return;
     };
-    let Some(attentions) = session["attentions"].as_array_mut() else {
-        return;
-    };
+    let text = |v: &Value| v.as_str().map(str::to_string);
     for row in &rows {
         let Ok(env) = serde_json::from_str::<Value>(&row.envelope) else {
             continue;
@@ -216,12 +224,12 @@ fn describe_attentions(ob: &Outbox, session: &mut Value) {
             continue;
         }
         let data = &env["data"];
-        for a in attentions.iter_mut() {
-            if a["attention_id"] == data["attention_id"] && a.get("kind").is_none() {
-                a["kind"] = data["kind"].clone();
-                a["tool"] = data["tool"].clone();
-                a["message"] = data["message"].clone();
-                a["time"] = env["time"].clone();
+        for a in session.attentions.iter_mut() {
+            if data["attention_id"] == a.attention_id.as_str() && a.kind.is_none() {
+                a.kind = text(&data["kind"]);
+                a.tool = text(&data["tool"]);
+                a.message = text(&data["message"]);
+                a.time = text(&env["time"]);
             }
         }
     }
@@ -260,33 +268,43 @@ fn harness_reports(ctx: &Ctx, names: &[String], action: Action) -> Answer {
         agents
             .iter()
             .find(|a| a.harness == harness)
-            .map(|a| json!({"product": a.product, "program": a.program, "over_acp": a.over_acp}))
+            .map(|a| AcpAgent {
+                product: a.product,
+                program: a.program.clone(),
+                over_acp: a.over_acp,
+            })
     };
-    let mut out: Vec<Value> = acted
-        .iter()
-        .map(|a| {
-            let mut v = serde_json::to_value(&a.report).expect("a report serialises");
-            v["note"] = json!(a.first_install_note.or(a.note));
-            v["line"] = json!(a.report.line());
-            v["hooks"] = json!(true);
-            v["acp"] = json!(acp_of(&a.report.harness));
-            v
+    let mut out: Vec<HarnessView> = acted
+        .into_iter()
+        .map(|a| HarnessView {
+            note: a.first_install_note.or(a.note),
+            line: a.report.line(),
+            hooks: true,
+            acp: acp_of(&a.report.harness),
+            report: a.report,
         })
         .collect();
     if names.is_empty() {
         for a in agents.iter().filter(|a| !a.hooked) {
-            out.push(json!({
-                "harness": a.harness,
-                "summary": "no hooks",
-                "files": [],
-                "note": null,
-                "line": format!("{}: no hooks; an ACP agent at {}", a.harness, a.program.display()),
-                "hooks": false,
-                "acp": acp_of(a.harness),
-            }));
+            out.push(HarnessView {
+                report: HarnessReport {
+                    harness: a.harness.to_string(),
+                    summary: "no hooks".into(),
+                    files: Vec::new(),
+                    looked_for: Vec::new(),
+                },
+                note: None,
+                line: format!(
+                    "{}: no hooks; an ACP agent at {}",
+                    a.harness,
+                    a.program.display()
+                ),
+                hooks: false,
+                acp: acp_of(a.harness),
+            });
         }
     }
-    Ok(Json(Value::Array(out)))
+    Ok(reply(&out))
 }
 
 /// Each harness: its hooks' state per file, with the reason when skipped or inactive.
@@ -300,13 +318,14 @@ pub async fn harnesses(State(ctx): State<Ctx>) -> Answer {
 pub async fn offers(State(ctx): State<Ctx>) -> Answer {
     let paths = ctx.paths.clone();
     blocking(move || {
-        let offers: Vec<Value> = crate::installers::offers(&paths)?
+        let offers = crate::installers::offers(&paths)?
             .into_iter()
-            .map(|r| {
-                json!({"harness": r.harness, "files": r.files.iter().map(|f| f.path.clone()).collect::<Vec<_>>()})
+            .map(|r| HarnessOffer {
+                files: r.files.iter().map(|f| f.path.clone()).collect(),
+                harness: r.harness,
             })
             .collect();
-        Ok(Json(json!({"offers": offers})))
+        Ok(reply(&Offers { offers }))
     })
     .await
 }
@@ -316,7 +335,7 @@ pub async fn decline_offer(State(ctx): State<Ctx>, Path(name): Path<String>) -> 
     let paths = ctx.paths.clone();
     blocking(move || {
         crate::installers::decline(&paths, &name)?;
-        Ok(Json(json!({"declined": name})))
+        Ok(reply(&Declined { declined: name }))
     })
     .await
 }
@@ -346,7 +365,7 @@ pub async fn sinks(State(ctx): State<Ctx>) -> Answer {
     blocking(move || {
         let list = SinkList::load(&paths)?;
         let ob = Outbox::open_readonly(&paths.outbox())?;
-        let views: Vec<Value> = list
+        let views: Vec<SinkView> = list
             .sinks
             .iter()
             .map(|s| {
@@ -354,14 +373,15 @@ pub async fn sinks(State(ctx): State<Ctx>) -> Answer {
                 let behind = ob
                     .as_ref()
                     .and_then(|o| o.sink_cursor(&s.id).and_then(|c| o.count_after(c)).ok());
-                let mut v = s.shown();
-                v["behind"] = json!(behind.map_or(0, |b| b.count));
-                v["behind_exact"] = json!(behind.is_none_or(|b| b.exact));
-                v["line"] = json!(s.describe());
-                v
+                SinkView {
+                    sink: s.shown(),
+                    behind: behind.map_or(0, |b| b.count),
+                    behind_exact: behind.is_none_or(|b| b.exact),
+                    line: s.describe(),
+                }
             })
             .collect();
-        Ok(Json(Value::Array(views)))
+        Ok(reply(&views))
     })
     .await
 }
@@ -394,18 +414,20 @@ pub async fn add_sink(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRej
         webhook_secret: secret("webhook_secret"),
     };
     let added = sinks::add(&ctx.paths, new).await?;
-    Ok(Json(json!({
-        "added": added.sink.describe(),
-        "id": added.sink.id,
-        "tier": added.sink.tier,
-    })))
+    Ok(reply(&SinkAdded {
+        added: added.sink.describe(),
+        id: added.sink.id,
+        tier: added.sink.tier,
+    }))
 }
 
 pub async fn remove_sink(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answer {
     let paths = ctx.paths.clone();
     blocking(move || {
         let s = sinks::remove(&paths, &id)?;
-        Ok(Json(json!({"removed": s.describe()})))
+        Ok(reply(&Removed {
+            removed: s.describe(),
+        }))
     })
     .await
 }
@@ -413,7 +435,7 @@ pub async fn remove_sink(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answ
 /// `sink test`: discovery and a dry run of the filter; sends nothing.
 pub async fn test_sink(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answer {
     let (ok, lines) = sinks::test_report(&ctx.paths, &id).await?;
-    Ok(Json(json!({"ok": ok, "lines": lines})))
+    Ok(reply(&SinkTest { ok, lines }))
 }
 
 pub async fn settings(State(ctx): State<Ctx>) -> Answer {
@@ -426,9 +448,18 @@ pub async fn settings(State(ctx): State<Ctx>) -> Answer {
 /// falls back to).
 fn settings_view(c: &Config) -> Value {
     let mut v = serde_json::to_value(c).expect("config serialises");
-    v["notify_tier"] = json!(c.notify_tier());
-    v["retention_days"] = json!(c.retention_days());
-    v["hostname"] = json!(crate::state::config::hostname());
+    let effective = EffectiveSettings {
+        notify_tier: c.notify_tier(),
+        retention_days: c.retention_days(),
+        hostname: crate::state::config::hostname(),
+    };
+    if let (Some(stored), Value::Object(effective)) = (
+        v.as_object_mut(),
+        serde_json::to_value(effective).expect("settings serialise"),
+    ) {
+        // A stored key keeps its place and shows the value in effect.
+        stored.extend(effective);
+    }
     v
 }
 
@@ -457,7 +488,7 @@ pub async fn titles(State(ctx): State<Ctx>) -> Answer {
     let paths = ctx.paths.clone();
     blocking(move || {
         let on = Config::load(&paths)?.remote_titles;
-        Ok(Json(json!({"remote_titles": on})))
+        Ok(reply(&TitlesState { remote_titles: on }))
     })
     .await
 }
@@ -479,7 +510,10 @@ pub async fn put_titles(
         // Its progress is filed by `titles` (`GET /api/progress` shows it).
         let resent = crate::titles::set(&paths, on, &host, &mut |_| {})
             .map_err(|e| ApiError::Internal(e.to_string()))?;
-        Ok(Json(json!({"remote_titles": on, "resent": resent})))
+        Ok(reply(&TitlesSet {
+            remote_titles: on,
+            resent,
+        }))
     })
     .await
 }
@@ -491,8 +525,8 @@ pub async fn put_titles(
 pub async fn progress(State(ctx): State<Ctx>) -> Answer {
     let paths = ctx.paths.clone();
     blocking(move || {
-        let now = crate::state::progress::current(&paths);
-        Ok(Json(json!({ "progress": now })))
+        let progress = crate::state::progress::current(&paths);
+        Ok(reply(&ProgressView { progress }))
     })
     .await
 }
@@ -514,6 +548,9 @@ mod tests {
     #[test]
     fn a_sessions_account_is_named_by_the_pools_email_with_its_fullest_window() {
         let mut r = SessionRecord::default();
+        let session_account = |r: &SessionRecord, emails: &[(String, String)], alert| {
+            serde_json::to_value(session_account(r, emails, alert)).unwrap()
+        };
         assert_eq!(session_account(&r, &[], 90), Value::Null);
         r.limits = Some(LimitsObserved {
             account_id: Some("acct-1".into()),

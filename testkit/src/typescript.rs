@@ -1,0 +1,123 @@
+//! The generated TypeScript files of `web-shared/src/generated/`: the shapes
+//! the web pages read, declared from the Rust types that serialize them
+//! (ts-rs derives `TS` on them in their crate's tests and reads their serde
+//! attributes), and a check that the committed file is that text.
+//!
+//! Owns the files' layout (a header saying where they come from, then each
+//! type once, in the order first named) and the check. The shapes themselves
+//! are the types' and ts-rs's. `SESSIONPIPE_WRITE_TYPES=1` writes a file
+//! that is not current instead of failing.
+
+use std::any::TypeId;
+use std::collections::HashSet;
+use std::path::Path;
+use ts_rs::{TS, TypeVisitor};
+
+/// The environment variable that makes `check` write the file.
+pub const WRITE_VAR: &str = "SESSIONPIPE_WRITE_TYPES";
+
+/// A file of declarations being put together.
+pub struct Declarations {
+    cfg: ts_rs::Config,
+    seen: HashSet<TypeId>,
+    /// Each name declared, with its declaration: two types may declare one
+    /// name only with the same text (`Map<String, Value>` and `Value` both
+    /// declare `JsonValue`).
+    names: Vec<(String, String)>,
+    out: Vec<String>,
+}
+
+impl Default for Declarations {
+    fn default() -> Self {
+        Declarations::new()
+    }
+}
+
+impl Declarations {
+    /// JSON has one number type: 64-bit integers are `number` (every value
+    /// the APIs send fits in 2^53).
+    pub fn new() -> Declarations {
+        Declarations {
+            cfg: ts_rs::Config::new().with_large_int("number"),
+            seen: HashSet::new(),
+            names: Vec::new(),
+            out: Vec::new(),
+        }
+    }
+
+    /// Declares `T`, then every type it names that is not declared yet.
+    pub fn add<T: TS + 'static + ?Sized>(&mut self) -> &mut Self {
+        self.declare::<T>();
+        self
+    }
+
+    /// A declaration written out, for a shape made of declared ones (an
+    /// alias, an `Omit`): it must name only types of this file.
+    pub fn text(&mut self, declaration: &str) -> &mut Self {
+        self.out.push(declaration.trim_end().to_string());
+        self
+    }
+
+    fn declare<T: TS + 'static + ?Sized>(&mut self) {
+        if T::output_path().is_none() || !self.seen.insert(TypeId::of::<T>()) {
+            return;
+        }
+        let (name, decl) = (T::ident(&self.cfg), T::decl(&self.cfg));
+        match self.names.iter().find(|(n, _)| *n == name) {
+            Some((_, same)) if *same == decl => {}
+            Some((_, other)) => panic!("two types declare {name}: {other} and {decl}"),
+            None => {
+                let docs = T::docs().map(|d| format!("{}\n", d.trim_end()));
+                self.out
+                    .push(format!("{}export {decl}", docs.unwrap_or_default()));
+                self.names.push((name, decl));
+            }
+        }
+        struct Visit<'a>(&'a mut Declarations);
+        impl TypeVisitor for Visit<'_> {
+            fn visit<U: TS + 'static + ?Sized>(&mut self) {
+                self.0.declare::<U>();
+            }
+        }
+        T::visit_dependencies(&mut Visit(self));
+    }
+
+    /// The file: `header` (a comment, each line as given), then the declarations.
+    pub fn render(&self, header: &str) -> String {
+        let mut text = String::new();
+        for line in header.trim_end().lines() {
+            text.push_str(if line.is_empty() { "//" } else { "// " });
+            text.push_str(line);
+            text.push('\n');
+        }
+        for d in &self.out {
+            text.push('\n');
+            text.push_str(d);
+            text.push('\n');
+        }
+        text
+    }
+}
+
+/// Fails unless `path` holds `text`; with `SESSIONPIPE_WRITE_TYPES=1` it
+/// writes `text` there instead. `again` is the command that makes it.
+pub fn check(path: &Path, text: &str, again: &str) {
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    if committed == text {
+        return;
+    }
+    if std::env::var(WRITE_VAR).is_ok_and(|v| v == "1") {
+        std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        return;
+    }
+    let first = committed
+        .lines()
+        .zip(text.lines())
+        .position(|(a, b)| a != b)
+        .unwrap_or_else(|| committed.lines().count().min(text.lines().count()));
+    panic!(
+        "{} is not what the Rust types make (first difference at line {}): run `{WRITE_VAR}=1 {again}` and commit it",
+        path.display(),
+        first + 1
+    );
+}
