@@ -1,7 +1,7 @@
 // The window's page on a waiting permission prompt, for src-tauri/tests/xvfb.sh
 // step 12: the same page the app's window loads (the daemon's UI, the token in
 // the fragment, from $SP_UI_PAGE), in Debian's Chromium through playwright-core
-// from ui/node_modules. Finds the approval whose text has TEXT, checks it shows
+// as ui/ resolves it (the npm workspace's, at the repo root). Finds the approval whose text has TEXT, checks it shows
 // Allow and Deny, clicks Allow (a person's click) and waits for the page to say
 // it was allowed; screenshots to SHOT. Owns nothing else; exits 1 on failure.
 // Usage: SP_UI_PAGE=URL node approve-in-page.mjs UI_DIR TEXT SHOT

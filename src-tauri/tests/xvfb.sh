@@ -30,7 +30,7 @@
 #      told so);
 #  13. the window on a waiting prompt (the menu's line opens it on the session)
 #      shows Allow and Deny; the page's Allow (the same page, in Chromium through
-#      playwright-core from ui/node_modules) runs the tool and says so;
+#      playwright-core from the npm workspace) runs the tool and says so;
 #  14. a waiting prompt answered in the terminal (its session's next hook event)
 #      withdraws its notification, Allow and all, and leaves the menu;
 #  15. the account pool (a fake sign-in imported, its upstream a loopback server
@@ -526,8 +526,8 @@ wait_for 15 "the approvals to leave the menu" no_approvals
 ok "both listed; Allow ran made-from-the-menu.txt, Deny refused never-made.txt (the model read \"Denied at this machine\"); the menu has no approvals left"
 
 step "13. the window shows a waiting prompt's Allow and Deny; the page's Allow runs the tool"
-playwright=$root/ui/node_modules/playwright-core
-[ -d "$playwright" ] || fail "missing playwright-core: (cd ui && npm ci)"
+playwright=$root/node_modules/playwright-core
+[ -d "$playwright" ] || fail "missing playwright-core: npm ci (at the repo root)"
 claude_run delta "$HOME/work/delta" "touch made-in-the-window.txt"
 D_PID=$CLAUDE_PID
 wait_for 60 "the prompt in the menu" menu_has "Bash touch made-in-the-window.txt"
