@@ -4,7 +4,8 @@
 //! attributes), and a check that the committed file is that text.
 //!
 //! Owns the files' layout (a header saying where they come from, then each
-//! type once, in the order first named) and the check. The shapes themselves
+//! type once: the ones asked for in their order, each followed by the types
+//! it names, by name) and the check. The shapes themselves
 //! are the types' and ts-rs's. `SESSIONPIPE_WRITE_TYPES=1` writes a file
 //! that is not current instead of failing.
 
@@ -73,13 +74,30 @@ impl Declarations {
                 self.names.push((name, decl));
             }
         }
-        struct Visit<'a>(&'a mut Declarations);
+        // ts-rs visits a type's dependencies in no fixed order (it changes
+        // from one build to the next): they are declared by name instead, so
+        // that the file's text depends on the types alone.
+        struct Visit<'a> {
+            cfg: &'a ts_rs::Config,
+            found: Vec<(String, fn(&mut Declarations))>,
+        }
         impl TypeVisitor for Visit<'_> {
             fn visit<U: TS + 'static + ?Sized>(&mut self) {
-                self.0.declare::<U>();
+                if U::output_path().is_some() {
+                    self.found.push((U::ident(self.cfg), Declarations::declare::<U>));
+                }
             }
         }
-        T::visit_dependencies(&mut Visit(self));
+        let mut visit = Visit {
+            cfg: &self.cfg,
+            found: Vec::new(),
+        };
+        T::visit_dependencies(&mut visit);
+        let mut found = visit.found;
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, declare) in found {
+            declare(self);
+        }
     }
 
     /// The file: `header` (a comment, each line as given), then the declarations.

@@ -24,8 +24,6 @@ sessions: Array<SessionView>,
  */
 approvals: Array<Approval>, };
 
-export type DaemonView = { pid: number, mode: string, };
-
 /**
  * An attention in the approvals list, and the session it belongs to.
  */
@@ -43,6 +41,8 @@ answerable: boolean, attention_id: string, agent_id: string | null,
  */
 kind?: string, tool?: string, message?: string, time?: string, };
 
+export type DaemonView = { pid: number, mode: string, };
+
 /**
  * A session on the board: who, where, its state at a glance, its attentions.
  */
@@ -59,6 +59,16 @@ title: string, cwd: string | null, repo: string | null, branch: string | null, m
  * The account its latest `limits.observed` named, when one did.
  */
 account: SessionAccount | null, };
+
+/**
+ * An open attention. `kind`, `tool`, `message` and `time` come from its
+ * `attention.needed` event when the daemon found it (needing the person).
+ */
+export type Attention = { attention_id: string, agent_id: string | null, 
+/**
+ * `permission`, `question`, `elicitation`, `idle`, `error`.
+ */
+kind?: string, tool?: string, message?: string, time?: string, };
 
 /**
  * A session's state at a glance: it needs the person (an attention is open), an
@@ -79,19 +89,15 @@ near: boolean, };
 export type AccountWindow = { id: string, used_percent: number, resets_at: string | null, };
 
 /**
- * An open attention. `kind`, `tool`, `message` and `time` come from its
- * `attention.needed` event when the daemon found it (needing the person).
- */
-export type Attention = { attention_id: string, agent_id: string | null, 
-/**
- * `permission`, `question`, `elicitation`, `idle`, `error`.
- */
-kind?: string, tool?: string, message?: string, time?: string, };
-
-/**
  * One event on the wire: exactly these members, in this order.
  */
 export type Envelope = { protocol: number, id: string, type: string, time: string, tier: number, harness: HarnessRef, session: SessionBlock, privacy: Privacy, data: { [key in string]: JsonValue }, };
+
+export type HarnessRef = { name: string, version?: string | null, event?: string | null, };
+
+export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
+
+export type Privacy = { rulesets: Array<string>, pii: boolean, };
 
 /**
  * What the sender knows of a session. Receivers merge these with COALESCE, so an
@@ -103,12 +109,6 @@ export type SessionBlock = { id: string, seq: number, machine?: string | null, c
  * Where a title came from; a better source is never replaced by a worse one.
  */
 export type TitleSource = "first-ask" | "harness" | "custom";
-
-export type HarnessRef = { name: string, version?: string | null, event?: string | null, };
-
-export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
-
-export type Privacy = { rulesets: Array<string>, pii: boolean, };
 
 /**
  * `GET /api/harnesses` (and `POST /api/harnesses/{name}`): a harness's
@@ -395,14 +395,14 @@ started_at: string, updated_at: string, what: Work, stage: Stage, done: number, 
 harness?: string | null, };
 
 /**
- * Which long work.
- */
-export type Work = "backfill" | "titles";
-
-/**
  * How far into it.
  */
 export type Stage = "reading" | "sending";
+
+/**
+ * Which long work.
+ */
+export type Work = "backfill" | "titles";
 
 /**
  * `POST /api/ui-token`: the new page's address.
@@ -529,12 +529,6 @@ mode: string | null, local_approvals: boolean,
 pairing: PairingState | null, };
 
 /**
- * The pairing the UI started: while it waits for the approval, and how it
- * ended. `POST /api/control/pair` answers the first.
- */
-export type PairingState = { "state": "waiting", url: string, check: string, } | { "state": "paired", receiver: string, account: string | null, sink_added: boolean, } | { "state": "failed", error: string, };
-
-/**
  * A receiver this machine is paired with.
  */
 export type ControlReceiver = { 
@@ -563,6 +557,12 @@ export type ControlKey = { id: string,
  * `ES256` or `RS256`.
  */
 alg: string, name: string | null, };
+
+/**
+ * The pairing the UI started: while it waits for the approval, and how it
+ * ended. `POST /api/control/pair` answers the first.
+ */
+export type PairingState = { "state": "waiting", url: string, check: string, } | { "state": "paired", receiver: string, account: string | null, sink_added: boolean, } | { "state": "failed", error: string, };
 
 /**
  * `POST /api/control/off`.

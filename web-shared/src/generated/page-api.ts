@@ -110,9 +110,7 @@ machine_id: string | null, state: SessionState, title: string | null, cwd: strin
 attention: Attention | null, };
 
 /**
- * The open attention `board::fold` keeps (`Folded::attention`): never
- * serialized from this type (so a test-only one), it declares that JSON;
- * the test below folds one and reads it back as this.
+ * An open attention, as the board keeps it (`board::fold`).
  */
 export type Attention = { id: string, 
 /**
