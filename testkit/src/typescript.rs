@@ -17,6 +17,9 @@ use ts_rs::{TS, TypeVisitor};
 /// The environment variable that makes `check` write the file.
 pub const WRITE_VAR: &str = "SESSIONPIPE_WRITE_TYPES";
 
+/// Declares one type (and what it names) into a file.
+type Declare = fn(&mut Declarations);
+
 /// A file of declarations being put together.
 pub struct Declarations {
     cfg: ts_rs::Config,
@@ -79,12 +82,13 @@ impl Declarations {
         // that the file's text depends on the types alone.
         struct Visit<'a> {
             cfg: &'a ts_rs::Config,
-            found: Vec<(String, fn(&mut Declarations))>,
+            found: Vec<(String, Declare)>,
         }
         impl TypeVisitor for Visit<'_> {
             fn visit<U: TS + 'static + ?Sized>(&mut self) {
                 if U::output_path().is_some() {
-                    self.found.push((U::ident(self.cfg), Declarations::declare::<U>));
+                    self.found
+                        .push((U::ident(self.cfg), Declarations::declare::<U>));
                 }
             }
         }
