@@ -81,7 +81,7 @@ if [ "${1:-}" != "--inner" ]; then
   elif [ -f "$root/ui/dist/index.html" ]; then
     ui_dir=$root/ui/dist
   else
-    echo "missing ui/dist: (cd ui && npm ci && npm run build)" >&2
+    echo "missing ui/dist: npm ci && npm run build (at the repo root)" >&2
     exit 1
   fi
   work=$(mktemp -d /tmp/sp-app-test.XXXXXX)

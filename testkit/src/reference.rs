@@ -1,5 +1,6 @@
-//! The book's generated pages (`docs/src/reference/`, `docs/src/generated/`):
-//! a test renders one from the code and hands it here, which compares it with
+//! The book's generated pages (`docs/src/reference/`, `docs/src/generated/`),
+//! and the web pages' API types (`web-shared/src/generated/`, see
+//! `typescript`): a test renders one from the code and hands it here, which compares it with
 //! the committed file, or writes it when `SESSIONPIPE_WRITE_REFERENCE=1`.
 //!
 //! Owns that comparison and its message only; what a page says is the
@@ -35,7 +36,11 @@ pub fn check_or_write(path: &Path, generated: &str, regenerate: &str) {
         std::fs::write(path, generated).expect("the reference page can be written");
         return;
     }
-    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    // A checkout with CRLF line ends (Git's default on Windows) holds the
+    // same text.
+    let committed = std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .replace("\r\n", "\n");
     if committed == generated {
         return;
     }

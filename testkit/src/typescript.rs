@@ -1,21 +1,17 @@
 //! The generated TypeScript files of `web-shared/src/generated/`: the shapes
 //! the web pages read, declared from the Rust types that serialize them
 //! (ts-rs derives `TS` on them in their crate's tests and reads their serde
-//! attributes), and a check that the committed file is that text.
+//! attributes). A test hands the text to `reference::check_or_write`, which
+//! compares it with the committed file (or writes it with
+//! `SESSIONPIPE_WRITE_REFERENCE=1`), as for the book's generated pages.
 //!
 //! Owns the files' layout (a header saying where they come from, then each
 //! type once: the ones asked for in their order, each followed by the types
-//! it names, by name) and the check. The shapes themselves
-//! are the types' and ts-rs's. `SESSIONPIPE_WRITE_TYPES=1` writes a file
-//! that is not current instead of failing.
+//! it names, by name). The shapes themselves are the types' and ts-rs's.
 
 use std::any::TypeId;
 use std::collections::HashSet;
-use std::path::Path;
 use ts_rs::{TS, TypeVisitor};
-
-/// The environment variable that makes `check` write the file.
-pub const WRITE_VAR: &str = "SESSIONPIPE_WRITE_TYPES";
 
 /// Declares one type (and what it names) into a file.
 type Declare = fn(&mut Declarations);
@@ -119,27 +115,4 @@ impl Declarations {
         }
         text
     }
-}
-
-/// Fails unless `path` holds `text`; with `SESSIONPIPE_WRITE_TYPES=1` it
-/// writes `text` there instead. `again` is the command that makes it.
-pub fn check(path: &Path, text: &str, again: &str) {
-    let committed = std::fs::read_to_string(path).unwrap_or_default();
-    if committed == text {
-        return;
-    }
-    if std::env::var(WRITE_VAR).is_ok_and(|v| v == "1") {
-        std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        return;
-    }
-    let first = committed
-        .lines()
-        .zip(text.lines())
-        .position(|(a, b)| a != b)
-        .unwrap_or_else(|| committed.lines().count().min(text.lines().count()));
-    panic!(
-        "{} is not what the Rust types make (first difference at line {}): run `{WRITE_VAR}=1 {again}` and commit it",
-        path.display(),
-        first + 1
-    );
 }

@@ -31,7 +31,7 @@ preflight("UI tests", [
   [DAEMON, CARGO_BUILD],
   [HOOK, CARGO_BUILD],
   [ACP_AGENT, CARGO_BUILD],
-  [path.join(DIST, "index.html"), "npm run build (in ui/)"],
+  [path.join(DIST, "index.html"), "npm ci && npm run build (at the repo root)"],
   [CHROMIUM, "apt-get install -y --no-install-recommends chromium"],
 ]);
 fs.mkdirSync(SHOTS, { recursive: true });

@@ -36,8 +36,8 @@ pub(super) fn missing(page_dir: Option<&std::path::Path>) -> Option<String> {
         )),
         Some(_) => None,
         None if !built::ASSETS.iter().any(|(n, _)| *n == "index.html") => Some(
-            "this receiver was built without its page: run `npm ci && npm run build` in \
-             receiver/page, then build the receiver again (or pass --page-dir); until \
+            "this receiver was built without its page: run `npm ci && npm run build` at \
+             the repo root, then build the receiver again (or pass --page-dir); until \
              then the page's address answers 503"
                 .into(),
         ),

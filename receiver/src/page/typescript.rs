@@ -1,7 +1,7 @@
 //! The page API's answers as TypeScript, for the phone page: the test here
 //! makes `web-shared/src/generated/page-api.ts` from the types the handlers
 //! serialize (`shapes`) and fails when the committed file is not that text;
-//! `SESSIONPIPE_WRITE_TYPES=1` writes it.
+//! `SESSIONPIPE_WRITE_REFERENCE=1` writes it.
 //!
 //! What is not declared from a type, and why:
 //! - `GET /app/api/commands/{id}` answers control's record of the message
@@ -16,7 +16,8 @@
 //!   one place (`api.ts`).
 
 use super::shapes::*;
-use sessionpipe_testkit::typescript::{Declarations, check};
+use sessionpipe_testkit::reference::check_or_write;
+use sessionpipe_testkit::typescript::Declarations;
 use std::path::PathBuf;
 
 const AGAIN: &str = "cargo test -p sessionpipe-receiver --lib page::typescript";
@@ -37,7 +38,7 @@ fn page_api() -> String {
     d.render(&format!(
         "The receiver's page API (receiver/src/page/, `/app/api/`), as the Rust\n\
          types that serialize its answers declare it: generated, do not edit.\n\
-         After changing one of them: SESSIONPIPE_WRITE_TYPES=1 {AGAIN}"
+         After changing one of them: SESSIONPIPE_WRITE_REFERENCE=1 {AGAIN}"
     ))
 }
 
@@ -45,5 +46,5 @@ fn page_api() -> String {
 fn the_pages_generated_types_are_current() {
     let file =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../web-shared/src/generated/page-api.ts");
-    check(&file, &page_api(), AGAIN);
+    check_or_write(&file, &page_api(), AGAIN);
 }

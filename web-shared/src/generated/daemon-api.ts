@@ -1,6 +1,6 @@
 // The daemon's local API (core/src/daemon/api/), as the Rust types that
 // serialize its answers declare it: generated, do not edit. After changing
-// one of them: SESSIONPIPE_WRITE_TYPES=1 cargo test -p sessionpipe-core --lib daemon::api::typescript
+// one of them: SESSIONPIPE_WRITE_REFERENCE=1 cargo test -p sessionpipe-core --lib daemon::api::typescript
 
 /**
  * Every refused or failed call: `{"error": "..."}`, in words the UI shows.

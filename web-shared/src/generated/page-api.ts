@@ -1,6 +1,6 @@
 // The receiver's page API (receiver/src/page/, `/app/api/`), as the Rust
 // types that serialize its answers declare it: generated, do not edit.
-// After changing one of them: SESSIONPIPE_WRITE_TYPES=1 cargo test -p sessionpipe-receiver --lib page::typescript
+// After changing one of them: SESSIONPIPE_WRITE_REFERENCE=1 cargo test -p sessionpipe-receiver --lib page::typescript
 
 /**
  * `GET /app/api/config`: what the page needs before anyone signs in.

@@ -1,7 +1,7 @@
 //! The local API's answers as TypeScript, for the UI: the test here makes
 //! `web-shared/src/generated/daemon-api.ts` from the types the handlers
 //! serialize (`shapes`, and the library's types they hold) and fails when
-//! the committed file is not that text; `SESSIONPIPE_WRITE_TYPES=1` writes
+//! the committed file is not that text; `SESSIONPIPE_WRITE_REFERENCE=1` writes
 //! it. It makes `harness-names.ts` from the protocol's table the same way.
 //!
 //! What is not declared from a type, and why:
@@ -15,7 +15,8 @@
 
 use super::shapes::*;
 use crate::state::config::Config;
-use sessionpipe_testkit::typescript::{Declarations, check};
+use sessionpipe_testkit::reference::check_or_write;
+use sessionpipe_testkit::typescript::Declarations;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -59,7 +60,7 @@ fn daemon_api() -> String {
     d.render(&format!(
         "The daemon's local API (core/src/daemon/api/), as the Rust types that\n\
          serialize its answers declare it: generated, do not edit. After changing\n\
-         one of them: SESSIONPIPE_WRITE_TYPES=1 {AGAIN}"
+         one of them: SESSIONPIPE_WRITE_REFERENCE=1 {AGAIN}"
     ))
 }
 
@@ -67,7 +68,7 @@ fn harness_names() -> String {
     let mut text = format!(
         "// The protocol crate's HARNESS_DISPLAY_NAMES (protocol/src/validate.rs), as\n\
          // the tray and notifications say them: generated, do not edit. After\n\
-         // changing it: SESSIONPIPE_WRITE_TYPES=1 {AGAIN}\n\n\
+         // changing it: SESSIONPIPE_WRITE_REFERENCE=1 {AGAIN}\n\n\
          /** A harness's name as people read it, by its protocol name. */\n\
          export const HARNESS_NAMES: Readonly<Record<string, string>> = {{\n"
     );
@@ -80,6 +81,6 @@ fn harness_names() -> String {
 
 #[test]
 fn the_uis_generated_types_and_harness_names_are_current() {
-    check(&generated("daemon-api.ts"), &daemon_api(), AGAIN);
-    check(&generated("harness-names.ts"), &harness_names(), AGAIN);
+    check_or_write(&generated("daemon-api.ts"), &daemon_api(), AGAIN);
+    check_or_write(&generated("harness-names.ts"), &harness_names(), AGAIN);
 }
