@@ -3,8 +3,10 @@
 //! that says nothing) are cut off by deadlines, and the number of open
 //! connections is capped so a crowd of them cannot starve the rest.
 //!
-//! This crate owns the accept loop and each connection's life: the cap (a
-//! connection over it is closed at once), the deadline for a request's head,
+//! This crate owns the accept loop and each connection's life: the caps (a
+//! connection over the listener's, or over its client's share, is closed at
+//! once: one client holding idle connections cannot crowd the others out),
+//! the deadline for a request's head,
 //! the deadline for a whole request (its body read and its answer), the idle
 //! limit between keep-alive requests (hyper's head deadline covers it), and a
 //! stop that lets requests in flight finish within a grace period and then
@@ -12,7 +14,11 @@
 //! axum `Router` with their own checks. HTTP/1.1 only: every listener of
 //! sessionpipe is a loopback API or a receiver, behind a proxy or, with the
 //! `tls` feature, serving HTTPS itself (the TLS handshake is held to the head's
-//! deadline, so a client that never finishes it is cut off like any other).
+//! deadline, so a client that never finishes it is cut off like any other; the
+//! configuration may be chosen per connection from its hello, and a hello may
+//! be answered with a handshake alone, as ACME's TLS-ALPN-01 check wants).
+//! Who counts as one client is the caller's word (`Clients`): by default
+//! each address is one.
 
 use axum::Router;
 use axum::body::Body;
@@ -20,9 +26,10 @@ use axum::extract::ConnectInfo;
 use axum::http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use std::collections::HashMap;
 use std::future::Future;
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
@@ -34,6 +41,9 @@ use tower::ServiceExt;
 pub struct Limits {
     /// Connections open at once; one more is closed as soon as it is accepted.
     pub max_connections: usize,
+    /// Connections one client (as `Clients` counts them) may have open at
+    /// once; one more of its own is closed as soon as it is accepted.
+    pub per_client: usize,
     /// From the first byte of a request (or the end of the previous one on a
     /// kept-alive connection) to the end of its head.
     pub header_timeout: Duration,
@@ -50,6 +60,8 @@ impl Limits {
     /// (10 s at most), hence the request deadline.
     pub const LOCAL_API: Limits = Limits {
         max_connections: 64,
+        // One person's, on loopback: the listener's own cap is theirs.
+        per_client: 64,
         header_timeout: Duration::from_secs(5),
         request_timeout: Duration::from_secs(20),
         stop_grace: Duration::from_millis(200),
@@ -62,6 +74,7 @@ impl Limits {
     /// timeout ends a stalled one).
     pub const POOL: Limits = Limits {
         max_connections: 512,
+        per_client: 512,
         header_timeout: Duration::from_secs(10),
         request_timeout: Duration::from_secs(600),
         stop_grace: Duration::from_secs(2),
@@ -70,8 +83,12 @@ impl Limits {
     /// A receiver: many senders, batches of up to 256 KiB, and a long-poll
     /// held open per paired machine (a thousand machines is a thousand
     /// connections); a stop lets a batch in flight be stored and answered.
+    /// One address may hold 256 (an office of machines behind one NAT, each
+    /// with its long-poll and a batch in flight): sixteen addresses to fill
+    /// the listener, not one.
     pub const RECEIVER: Limits = Limits {
         max_connections: 4096,
+        per_client: 256,
         header_timeout: Duration::from_secs(10),
         request_timeout: Duration::from_secs(30),
         stop_grace: Duration::from_secs(2),
@@ -80,31 +97,117 @@ impl Limits {
 
 /// Serves `app` on `listener` until `stop` resolves, then lets requests in
 /// flight finish for `limits.stop_grace` and cuts the rest. Handlers can read
-/// the peer's address with `ConnectInfo<SocketAddr>`.
+/// the peer's address with `ConnectInfo<SocketAddr>`. Each address is one
+/// client.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: Limits,
     stop: impl Future<Output = ()> + Send,
 ) {
-    serve_with(listener, app, limits, None, stop).await;
+    serve_with(listener, app, limits, None, Clients::by_address(), stop).await;
 }
 
-/// How connections are spoken: plain HTTP, or HTTPS with this acceptor.
-#[cfg(feature = "tls")]
-pub type Tls = Option<tokio_rustls::TlsAcceptor>;
-#[cfg(not(feature = "tls"))]
-pub type Tls = Option<std::convert::Infallible>;
+/// Who counts as one client for `Limits::per_client`: a peer's address is
+/// mapped to the client it counts as (an IPv6 /64, say), or to none, for a
+/// peer whose connections are many clients' (a trusted reverse proxy): those
+/// count toward the listener's cap only.
+#[derive(Clone)]
+pub struct Clients(Arc<dyn Fn(IpAddr) -> Option<IpAddr> + Send + Sync>);
 
-/// As `serve`, over TLS when `tls` is given.
+impl Clients {
+    /// Each address is one client.
+    pub fn by_address() -> Clients {
+        Clients(Arc::new(Some))
+    }
+
+    /// `group` names the client a peer's address counts as, or `None` when
+    /// its connections are not one client's.
+    pub fn grouped(group: impl Fn(IpAddr) -> Option<IpAddr> + Send + Sync + 'static) -> Clients {
+        Clients(Arc::new(group))
+    }
+}
+
+/// The connections each client has open.
+struct Open {
+    per_client: usize,
+    counts: Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// One connection counted against its client, until dropped.
+struct Held {
+    open: Arc<Open>,
+    client: IpAddr,
+}
+
+impl Open {
+    /// A place for one more connection of `client`, if it has room.
+    fn take(self: &Arc<Self>, client: IpAddr) -> Option<Held> {
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let n = counts.entry(client).or_insert(0);
+        if *n >= self.per_client {
+            return None;
+        }
+        *n += 1;
+        Some(Held {
+            open: Arc::clone(self),
+            client,
+        })
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut counts = self.open.counts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = counts.get_mut(&self.client) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&self.client);
+            }
+        }
+    }
+}
+
+/// How HTTPS connections get their configuration.
+#[cfg(feature = "tls")]
+#[derive(Clone)]
+pub enum Tls {
+    /// The same for every connection.
+    Config(Arc<tokio_rustls::rustls::ServerConfig>),
+    /// Chosen for each connection from its hello.
+    Choose(Arc<dyn Fn(&tokio_rustls::rustls::server::ClientHello<'_>) -> Handshake + Send + Sync>),
+}
+
+/// What a connection's hello gets (`Tls::Choose`).
+#[cfg(feature = "tls")]
+pub enum Handshake {
+    /// The handshake with this configuration, then HTTP.
+    Serve(Arc<tokio_rustls::rustls::ServerConfig>),
+    /// The handshake with this configuration and nothing after it: the
+    /// connection is a check of the certificate shown (ACME's TLS-ALPN-01
+    /// validation), not a client.
+    Only(Arc<tokio_rustls::rustls::ServerConfig>),
+}
+
+/// Without the `tls` feature there is no HTTPS to speak.
+#[cfg(not(feature = "tls"))]
+#[derive(Clone)]
+pub enum Tls {}
+
+/// As `serve`, over TLS when `tls` is given, with clients counted by `clients`.
 pub async fn serve_with(
     listener: TcpListener,
     app: Router,
     limits: Limits,
-    tls: Tls,
+    tls: Option<Tls>,
+    clients: Clients,
     stop: impl Future<Output = ()> + Send,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let open = Arc::new(Open {
+        per_client: limits.per_client.max(1),
+        counts: Mutex::new(HashMap::new()),
+    });
     let (closing_tx, closing) = watch::channel(false);
     let mut connections = JoinSet::new();
     tokio::pin!(stop);
@@ -122,29 +225,31 @@ pub async fn serve_with(
                         continue;
                     }
                 };
+                let held = match (clients.0)(peer.ip().to_canonical()) {
+                    None => None,
+                    Some(client) => match open.take(client) {
+                        Some(h) => Some(h),
+                        None => {
+                            tracing::debug!("{peer}: its client has {} connections open, closed", limits.per_client);
+                            drop(stream);
+                            continue;
+                        }
+                    },
+                };
                 let Ok(slot) = slots.clone().try_acquire_owned() else {
                     tracing::debug!("{peer}: over {} connections, closed", limits.max_connections);
                     drop(stream);
                     continue;
                 };
-                                let (app, closing, tls) = (app.clone(), closing.clone(), tls.clone());
+                let (app, closing, tls) = (app.clone(), closing.clone(), tls.clone());
                 connections.spawn(async move {
                     let _ = stream.set_nodelay(true);
                     match tls {
                         None => connection(stream, peer, app, limits, closing).await,
-                        #[cfg(feature = "tls")]
-                        Some(acceptor) => {
-                            let shake = tokio::time::timeout(limits.header_timeout, acceptor.accept(stream));
-                            match shake.await {
-                                Ok(Ok(s)) => connection(s, peer, app, limits, closing).await,
-                                Ok(Err(e)) => tracing::debug!("{peer}: TLS: {e}"),
-                                Err(_) => tracing::debug!("{peer}: TLS handshake too slow"),
-                            }
-                        }
-                        #[cfg(not(feature = "tls"))]
-                        Some(never) => match never {},
+                        Some(tls) => secure(tls, stream, peer, app, limits, closing).await,
                     }
                     drop(slot);
+                    drop(held);
                 });
             }
         }
@@ -158,6 +263,58 @@ pub async fn serve_with(
     {
         connections.shutdown().await;
     }
+}
+
+/// One HTTPS connection: its handshake (within the head's deadline), then
+/// HTTP as `connection`.
+#[cfg(feature = "tls")]
+async fn secure(
+    tls: Tls,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    app: Router,
+    limits: Limits,
+    closing: watch::Receiver<bool>,
+) {
+    use tokio::io::AsyncWriteExt;
+    let shake = async {
+        match tls {
+            Tls::Config(config) => tokio_rustls::TlsAcceptor::from(config)
+                .accept(stream)
+                .await
+                .map(Some),
+            Tls::Choose(choose) => {
+                let acceptor = tokio_rustls::rustls::server::Acceptor::default();
+                let start = tokio_rustls::LazyConfigAcceptor::new(acceptor, stream).await?;
+                match choose(&start.client_hello()) {
+                    Handshake::Serve(config) => start.into_stream(config).await.map(Some),
+                    Handshake::Only(config) => {
+                        let mut s = start.into_stream(config).await?;
+                        let _ = s.shutdown().await;
+                        Ok(None)
+                    }
+                }
+            }
+        }
+    };
+    match tokio::time::timeout(limits.header_timeout, shake).await {
+        Ok(Ok(Some(s))) => connection(s, peer, app, limits, closing).await,
+        Ok(Ok(None)) => tracing::debug!("{peer}: a handshake alone, answered"),
+        Ok(Err(e)) => tracing::debug!("{peer}: TLS: {e}"),
+        Err(_) => tracing::debug!("{peer}: TLS handshake too slow"),
+    }
+}
+
+#[cfg(not(feature = "tls"))]
+async fn secure(
+    tls: Tls,
+    _: tokio::net::TcpStream,
+    _: SocketAddr,
+    _: Router,
+    _: Limits,
+    _: watch::Receiver<bool>,
+) {
+    match tls {}
 }
 
 /// One connection, until the client or a deadline closes it, or the stop.

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 const LIMITS: Limits = Limits {
     max_connections: 4,
+    per_client: 4,
     header_timeout: Duration::from_millis(300),
     request_timeout: Duration::from_millis(600),
     stop_grace: Duration::from_millis(200),
@@ -35,6 +36,10 @@ impl Running {
 }
 
 fn start() -> Running {
+    start_with(LIMITS, Clients::by_address())
+}
+
+fn start_with(limits: Limits, clients: Clients) -> Running {
     let app = Router::new()
         .route("/", get(|| async { "ok" }))
         .route(
@@ -54,7 +59,7 @@ fn start() -> Running {
             .unwrap();
         rt.block_on(async move {
             let listener = TcpListener::from_std(std_listener).unwrap();
-            serve(listener, app, LIMITS, async {
+            serve_with(listener, app, limits, None, clients, async {
                 let _ = rx.await;
             })
             .await;
@@ -213,4 +218,81 @@ fn a_stop_does_not_wait_for_a_slow_client() {
     std::thread::sleep(Duration::from_millis(50));
     let took = server.stop();
     assert!(took < LIMITS.stop_grace + SLACK, "{took:?}");
+}
+
+/// A connection to `addr` from `from` (another loopback address: another
+/// client).
+fn connect_from(from: std::net::IpAddr, addr: SocketAddr) -> TcpStream {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let s = rt.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(SocketAddr::new(from, 0)).unwrap();
+        socket.connect(addr).await.unwrap()
+    });
+    let s = s.into_std().unwrap();
+    s.set_nonblocking(false).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+/// Whether the server closed `s` at once without a word (read within 1 s).
+fn closed_at_once(s: &mut TcpStream) -> bool {
+    s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    let mut buf = [0u8; 16];
+    matches!(s.read(&mut buf), Ok(0))
+}
+
+#[test]
+fn one_client_holding_its_share_crowds_nobody_out_and_a_proxy_counts_for_none() {
+    let a: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+    let b: std::net::IpAddr = "127.0.0.2".parse().unwrap();
+    let proxy: std::net::IpAddr = "127.0.0.3".parse().unwrap();
+    let limits = Limits {
+        max_connections: 8,
+        per_client: 2,
+        header_timeout: Duration::from_secs(5),
+        ..LIMITS
+    };
+    let server = start_with(
+        limits,
+        Clients::grouped(move |ip| (ip != proxy).then_some(ip)),
+    );
+    // A holds its two, idle; its third is closed at once.
+    let held: Vec<TcpStream> = (0..2).map(|_| connect_from(a, server.addr)).collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let mut third = connect_from(a, server.addr);
+    assert!(closed_at_once(&mut third), "A's third connection is closed");
+    // B is served meanwhile, and so are four of the proxy's (more than one
+    // client's share: they are many clients').
+    let mut s = connect_from(b, server.addr);
+    write!(
+        s,
+        "GET /peer HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let (answer, _) = until_closed(s);
+    assert!(answer.ends_with("127.0.0.2"), "{answer}");
+    let mut through: Vec<TcpStream> = (0..4).map(|_| connect_from(proxy, server.addr)).collect();
+    for s in &mut through {
+        write!(s, "GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut buf = [0u8; 256];
+        let n = s.read(&mut buf).unwrap();
+        assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    }
+    // Once A lets one go, it has room for one again.
+    drop(held);
+    std::thread::sleep(Duration::from_millis(100));
+    let mut again = connect_from(a, server.addr);
+    write!(
+        again,
+        "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let (answer, _) = until_closed(again);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    drop(through);
+    server.stop();
 }

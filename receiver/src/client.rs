@@ -161,6 +161,14 @@ impl Proxies {
         self.trusted.iter().any(|n| n.contains(ip))
     }
 
+    /// Whom a connection from `peer` counts for, in the listener's cap per
+    /// client: its client (`ClientKey`), or nobody for a trusted proxy,
+    /// whose connections are many clients'.
+    pub fn connection_client(&self, peer: IpAddr) -> Option<IpAddr> {
+        let peer = peer.to_canonical();
+        (!self.trusts(peer)).then(|| ClientAddr(peer).key().0)
+    }
+
     /// The client of a request from `peer` with `headers`.
     pub fn client_of(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
         let peer = peer.to_canonical();
@@ -355,6 +363,22 @@ mod tests {
         ] {
             assert!(bad.parse::<Cidr>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_connection_counts_for_its_client_and_a_proxys_for_nobody() {
+        let p = proxies(&["10.0.0.0/8"], ProxyHeader::XForwardedFor);
+        assert_eq!(p.connection_client(ip("192.0.2.7")), Some(ip("192.0.2.7")));
+        assert_eq!(
+            p.connection_client(ip("::ffff:192.0.2.7")),
+            Some(ip("192.0.2.7"))
+        );
+        assert_eq!(
+            p.connection_client(ip("2001:db8:1:2:aaaa::1")),
+            p.connection_client(ip("2001:db8:1:2:bbbb::2")),
+            "one /64, one client"
+        );
+        assert_eq!(p.connection_client(ip("10.1.2.3")), None);
     }
 
     #[test]

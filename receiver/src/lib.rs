@@ -26,8 +26,8 @@
 //! 4. `events`, `control`: the machine-facing sides, each with its own state
 //!    and router.
 //! 5. `page`: the page and its API, over the control side.
-//! 6. `routes`, `options`, `tls`, `server`: putting it together and running
-//!    it.
+//! 6. `routes`, `options`, `tls`, `acme`, `server`: putting it together and
+//!    running it (HTTPS from files, or a certificate got over ACME).
 //!
 //! This crate owns the receiving side only. It must not depend on the sender's code
 //! (`sessionpipe-core`): it reads the rules from the spec on its own, so that a
@@ -46,6 +46,7 @@
 //! ```
 
 mod accounts;
+mod acme;
 mod board;
 mod buckets;
 pub mod check;
@@ -69,6 +70,7 @@ pub mod signature;
 mod store;
 mod tls;
 
+pub use acme::{Acme, LETS_ENCRYPT};
 pub use check::Key;
 pub use client::{Cidr, ProxyHeader};
 pub use control::{CONTROL_PATH, ControlOptions, file_sha256};

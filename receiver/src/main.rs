@@ -6,11 +6,11 @@
 //! the log goes to stderr through `tracing` (its level from `SESSIONPIPE_LOG`,
 //! else `RUST_LOG`, else `info`; `--quiet` drops the line per request). Exit
 //! codes: 0 after a signal, 1 when it cannot start, 2 for usage (clap's, and a
-//! non-loopback `--listen` without `--allow-remote`).
+//! non-loopback `--listen` without `--allow-remote` or `--domain`).
 
 use clap::Parser;
 use sessionpipe_receiver::{
-    Cidr, ControlOptions, Options, PageOptions, ProxyHeader, Receiver, TlsFiles,
+    Acme, Cidr, ControlOptions, LETS_ENCRYPT, Options, PageOptions, ProxyHeader, Receiver, TlsFiles,
 };
 use std::io::Write;
 use std::net::SocketAddr;
@@ -34,9 +34,10 @@ const ABOUT: &str = "The self-hostable sessionpipe receiver: your machines send 
     about = ABOUT
 )]
 struct Cli {
-    /// Address to listen on; port 0 picks a free one.
-    #[arg(long, default_value = "127.0.0.1:0")]
-    listen: SocketAddr,
+    /// Address to listen on; port 0 picks a free one. Default: 127.0.0.1:0,
+    /// or [::]:443 with --domain.
+    #[arg(long)]
+    listen: Option<SocketAddr>,
     /// The bearer token senders must present (or SESSIONPIPE_RECEIVER_TOKEN, which
     /// keeps it out of the process list).
     #[arg(long, env = "SESSIONPIPE_RECEIVER_TOKEN", hide_env_values = true)]
@@ -96,7 +97,12 @@ struct Cli {
     #[arg(long)]
     allow_private_notify: bool,
     /// Serve HTTPS with this certificate chain (PEM); with --tls-key.
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tls_key",
+        conflicts_with = "domains"
+    )]
     tls_cert: Option<PathBuf>,
     /// The certificate's private key (PEM); with --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
@@ -105,7 +111,7 @@ struct Cli {
     #[arg(long, value_name = "DIR")]
     page_dir: Option<PathBuf>,
     /// The WebAuthn rp id passkeys are made for: the page's host name, or a
-    /// domain it is under (default: localhost).
+    /// domain it is under (default: the first --domain, else localhost).
     #[arg(long)]
     rp_id: Option<String>,
     /// The longest control long-poll held, in seconds (1-60; default 25).
@@ -150,16 +156,72 @@ struct Cli {
     /// Pairings pending at once over all clients (default 512).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000), help_heading = "Clients and their limits")]
     max_pairings: Option<u32>,
+    /// Connections open at once (each paired machine holds one for its
+    /// long-poll; the process needs a file limit above it). Default 4096.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000), help_heading = "Clients and their limits")]
+    max_connections: Option<u32>,
+    /// Connections one client may have open at once (a trusted proxy's are
+    /// many clients', not counted so). Default 256.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000), help_heading = "Clients and their limits")]
+    connections_per_client: Option<u32>,
+    /// Get and renew a certificate for NAME over ACME and serve HTTPS with
+    /// it, no proxy needed; repeatable (one certificate for every NAME).
+    /// Each NAME must resolve to this machine, and the ACME server must
+    /// reach the port listened on: the TLS-ALPN-01 challenge is answered
+    /// there. It listens on [::]:443 (IPv4 too) unless --listen says
+    /// otherwise, which is public: --domain implies --allow-remote. The
+    /// origin and the rp id are https://NAME and NAME (the first) unless
+    /// given. Needs --data: the ACME account key and the certificate are
+    /// kept in DIR/acme.
+    #[arg(
+        long = "domain",
+        value_name = "NAME",
+        requires = "data",
+        help_heading = "HTTPS without a proxy"
+    )]
+    domains: Vec<String>,
+    /// The ACME directory to get the certificate from.
+    #[arg(long, value_name = "URL", requires = "domains", default_value = LETS_ENCRYPT, help_heading = "HTTPS without a proxy")]
+    acme_directory: String,
+    /// Trust this CA certificate (PEM) for the ACME directory's own HTTPS
+    /// (a private ACME server's), instead of the built-in roots.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "domains",
+        help_heading = "HTTPS without a proxy"
+    )]
+    acme_ca: Option<PathBuf>,
+    /// A contact address for the ACME account (the CA writes about expiry
+    /// and policy there); repeatable.
+    #[arg(
+        long = "acme-email",
+        value_name = "EMAIL",
+        requires = "domains",
+        help_heading = "HTTPS without a proxy"
+    )]
+    acme_emails: Vec<String>,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_log();
-    if !cli.listen.ip().is_loopback() && !cli.allow_remote {
+    let acme = (!cli.domains.is_empty()).then(|| Acme {
+        directory: cli.acme_directory.clone(),
+        ca: cli.acme_ca.clone(),
+        emails: cli.acme_emails.clone(),
+        ..Acme::new(cli.domains.clone())
+    });
+    let listen = cli.listen.unwrap_or_else(|| match acme {
+        Some(_) => SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 443)),
+        None => SocketAddr::from(([127, 0, 0, 1], 0)),
+    });
+    // A certificate for a public name is for a public listener.
+    let allow_remote = cli.allow_remote || acme.is_some();
+    if !listen.ip().is_loopback() && !allow_remote {
         eprintln!(
-            "sessionpipe-receiver: {} is not a loopback address \
-             (add --allow-remote to listen there)",
-            cli.listen
+            "sessionpipe-receiver: {listen} is not a loopback address \
+             (add --allow-remote to listen there)"
         );
         return ExitCode::from(2);
     }
@@ -189,8 +251,13 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    let rp_id = cli.rp_id.or_else(|| cli.domains.first().cloned());
+    let defaults = Options::new("-");
+    let max_connections = cli
+        .max_connections
+        .map_or(defaults.max_connections, |n| n as usize);
     let opts = Options {
-        listen: cli.listen,
+        listen,
         token: cli.token,
         max_tier: cli.max_tier,
         max_events: cli.max_events,
@@ -200,10 +267,10 @@ fn main() -> ExitCode {
         retention: (cli.retention_days > 0)
             .then(|| std::time::Duration::from_secs(u64::from(cli.retention_days) * 86_400)),
         webhook_secret: cli.webhook_secret,
-        allow_remote: cli.allow_remote,
+        allow_remote,
         log: !cli.quiet,
         control: (cli.control || page).then(|| {
-            let defaults = ControlOptions::new(cli.rp_id.unwrap_or_else(|| "localhost".into()));
+            let defaults = ControlOptions::new(rp_id.unwrap_or_else(|| "localhost".into()));
             ControlOptions {
                 wait_max_s: cli.wait_max_s.unwrap_or(25),
                 open_pairing: cli.open_pairing,
@@ -234,6 +301,13 @@ fn main() -> ExitCode {
                 ..defaults
             }
         }),
+        acme,
+        max_connections,
+        connections_per_client: cli
+            .connections_per_client
+            .map_or(defaults.connections_per_client.min(max_connections), |n| {
+                n as usize
+            }),
         workers: cli.workers.map(usize::from),
         trusted_proxies: cli.trusted_proxies,
         proxy_header: cli.proxy_header.unwrap_or_default(),

@@ -5,6 +5,7 @@
 //! does), and never shows the token or a secret (`Debug` is written out by
 //! hand for that).
 
+use crate::acme::Acme;
 use crate::client::{Cidr, ProxyHeader};
 use crate::control::ControlOptions;
 use crate::events::Settings;
@@ -18,7 +19,8 @@ use std::time::Duration;
 
 /// How a receiver is started. `Options::new(token)` gives the defaults: loopback on
 /// a free port, `max_tier` 3, the binding's default batch limits, a temporary
-/// folder, no signature, no control side, quiet, no trusted proxy.
+/// folder, no signature, no control side, quiet, plain HTTP, 4 096
+/// connections (256 per client), no trusted proxy.
 #[derive(Clone)]
 pub struct Options {
     pub listen: SocketAddr,
@@ -55,6 +57,16 @@ pub struct Options {
     /// Serve HTTPS with this certificate chain and private key (PEM files);
     /// `None` is plain HTTP (on loopback, or behind an HTTPS proxy).
     pub tls: Option<TlsFiles>,
+    /// Serve HTTPS with a certificate got and renewed over ACME (TLS-ALPN-01
+    /// on `listen`), kept in the data folder's `acme/`; not with `tls`. The
+    /// page's origin, when not given, is `https://` its first domain.
+    pub acme: Option<Acme>,
+    /// Connections open at once (a paired machine holds one for its
+    /// long-poll); one more is closed as soon as it is accepted.
+    pub max_connections: usize,
+    /// Connections one client (an address, an IPv6 /64) may have open at
+    /// once; a trusted proxy's are not counted as one client's.
+    pub connections_per_client: usize,
     /// The async worker threads (1-1024); `None` is one per core. The
     /// database has threads of its own besides.
     pub workers: Option<usize>,
@@ -88,6 +100,9 @@ impl std::fmt::Debug for Options {
             .field("control", &self.control)
             .field("page", &self.page)
             .field("tls", &self.tls)
+            .field("acme", &self.acme)
+            .field("max_connections", &self.max_connections)
+            .field("connections_per_client", &self.connections_per_client)
             .field("workers", &self.workers)
             .field("trusted_proxies", &self.trusted_proxies)
             .field("proxy_header", &self.proxy_header)
@@ -112,6 +127,9 @@ impl Options {
             control: None,
             page: None,
             tls: None,
+            acme: None,
+            max_connections: sessionpipe_listener::Limits::RECEIVER.max_connections,
+            connections_per_client: sessionpipe_listener::Limits::RECEIVER.per_client,
             workers: None,
             trusted_proxies: Vec::new(),
             proxy_header: ProxyHeader::default(),
@@ -136,6 +154,20 @@ impl Options {
         }
         if self.workers.is_some_and(|w| !(1..=1024).contains(&w)) {
             return Err(Invalid("workers is 1-1024".into()));
+        }
+        if !(1..=1_000_000).contains(&self.max_connections) {
+            return Err(Invalid("max_connections is 1-1000000".into()));
+        }
+        if !(1..=self.max_connections).contains(&self.connections_per_client) {
+            return Err(Invalid(
+                "connections_per_client is 1 to max_connections".into(),
+            ));
+        }
+        if let Some(a) = &self.acme {
+            if self.tls.is_some() {
+                return Err("tls files and acme: one source of certificates, not both".into());
+            }
+            a.check()?;
         }
         if !self.listen.ip().is_loopback() && !self.allow_remote {
             return Err(Invalid(format!(

@@ -5,10 +5,11 @@
 //! gives back reads what is stored, and stops it.
 //!
 //! This module owns that order and the server's life: the listener (plain,
-//! or TLS from `tls`: where a certificate comes from is decided there, and
-//! this path takes whatever acceptor it makes), the retention task, and the
-//! stop. It must not handle a request (`routes` and the sides do), and never
-//! logs a token or a secret.
+//! or TLS from files (`tls`) or over ACME (`acme`), whose renewal task runs
+//! here; the caps on connections, a trusted proxy's not counted as one
+//! client's), the retention task, and the stop. It must not handle a
+//! request (`routes` and the sides do), and never logs a token or a
+//! secret.
 
 use crate::client::Proxies;
 use crate::control::Control;
@@ -21,7 +22,6 @@ use crate::page::Page;
 use crate::request::RequestLog;
 use crate::routes::{self, Sides};
 use crate::store;
-use crate::tls::TlsFiles;
 use serde_json::Value;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -74,14 +74,16 @@ impl Receiver {
             None => db::Location::Folder(&data_dir),
         };
         let db = Arc::new(aside(rt.handle(), Db::open(at)).map_err(io::Error::other)?);
-        let acceptor = opts
-            .tls
-            .as_ref()
-            .map(TlsFiles::acceptor)
-            .transpose()
-            .map_err(invalid)?;
-        let https = acceptor.is_some();
-        let listener = TcpListener::bind(opts.listen)?;
+        let (tls, renewal) = match (&opts.tls, &opts.acme) {
+            (Some(files), _) => (Some(files.tls().map_err(invalid)?), None),
+            (None, Some(acme)) => {
+                let (tls, renewal) = acme.start(&data_dir.join("acme")).map_err(invalid)?;
+                (Some(tls), Some(renewal))
+            }
+            (None, None) => (None, None),
+        };
+        let https = tls.is_some();
+        let listener = bind(opts.listen)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -89,12 +91,21 @@ impl Receiver {
         let owners = Arc::new(Owners::new(Arc::clone(&db), opts.token.clone()));
         let page_opts = opts.page.map(|mut p| {
             if p.origin.is_empty() {
-                let scheme = if https { "https" } else { "http" };
-                p.origin = format!("{scheme}://localhost:{}", addr.port());
+                let port = addr.port();
+                p.origin = match &opts.acme {
+                    Some(a) if port == 443 => format!("https://{}", a.domains[0]),
+                    Some(a) => format!("https://{}:{port}", a.domains[0]),
+                    None if https => format!("https://localhost:{port}"),
+                    None => format!("http://localhost:{port}"),
+                };
             }
             p
         });
-        let mut limits = sessionpipe_listener::Limits::RECEIVER;
+        let mut limits = sessionpipe_listener::Limits {
+            max_connections: opts.max_connections,
+            per_client: opts.connections_per_client,
+            ..sessionpipe_listener::Limits::RECEIVER
+        };
         let control = match opts.control {
             Some(c) => {
                 // A long-poll is held up to wait_max_s: the request deadline must
@@ -154,14 +165,27 @@ impl Receiver {
             opts.trusted_proxies.clone(),
             opts.proxy_header,
         ));
+        let clients = {
+            let proxies = Arc::clone(&proxies);
+            sessionpipe_listener::Clients::grouped(move |peer| proxies.connection_client(peer))
+        };
         let app = routes::router(&sides, proxies, Arc::new(Limits::new()));
         let runtime = rt.handle().clone();
         if let Some(keep) = opts.retention {
             runtime.spawn(retain(Arc::clone(&db), keep, log, stop_rx.clone()));
         }
+        if let Some(renewal) = renewal {
+            let mut stop = stop_rx.clone();
+            runtime.spawn(async move {
+                tokio::select! {
+                    () = renewal => {}
+                    _ = stop.wait_for(|s| *s) => {}
+                }
+            });
+        }
         let thread = std::thread::Builder::new()
             .name("sessionpipe-receiver".into())
-            .spawn(move || serve(rt, listener, app, limits, acceptor, stop_rx))?;
+            .spawn(move || serve(rt, listener, app, (limits, tls, clients), stop_rx))?;
         Ok(Handle {
             addr,
             https,
@@ -231,21 +255,41 @@ async fn retain(
     }
 }
 
+/// Binds `at`; `[::]` where the system has no IPv6 is `0.0.0.0` on the same
+/// port (`[::]` takes IPv4 too where the system maps it, Linux's default).
+fn bind(at: SocketAddr) -> io::Result<TcpListener> {
+    match TcpListener::bind(at) {
+        Err(e) if at.ip() == std::net::Ipv6Addr::UNSPECIFIED => {
+            let v4 = SocketAddr::from(([0, 0, 0, 0], at.port()));
+            TcpListener::bind(v4).map_err(|_| e)
+        }
+        other => other,
+    }
+}
+
+/// How the listener serves: its caps, its TLS, who counts as one client.
+type Serving = (
+    sessionpipe_listener::Limits,
+    Option<sessionpipe_listener::Tls>,
+    sessionpipe_listener::Clients,
+);
+
 fn serve(
     rt: tokio::runtime::Runtime,
     listener: tokio::net::TcpListener,
     app: axum::Router,
-    limits: sessionpipe_listener::Limits,
-    tls: Option<tokio_rustls::TlsAcceptor>,
+    (limits, tls, clients): Serving,
     stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    // Slow senders are cut off, and a crowd of them cannot hold it
-    // (`sessionpipe-listener`); `stop` lets requests in flight finish briefly.
+    // Slow senders are cut off, and a crowd of them cannot hold it, nor one
+    // client a share of it past its own (`sessionpipe-listener`); `stop`
+    // lets requests in flight finish briefly.
     rt.block_on(sessionpipe_listener::serve_with(
         listener,
         app,
         limits,
         tls,
+        clients,
         async move {
             let mut stop = stop;
             let _ = stop.wait_for(|s| *s).await;

@@ -12,10 +12,11 @@
 //! tests that keep it layered; [`inbox`], a stand-in for Claude Code's
 //! cross-session inbox and the registry record that names it; [`postgres`], a
 //! throwaway PostgreSQL server; [`balancer`], a round-robin load balancer in
-//! front of several receivers; and [`push`], a loopback Web Push service that
+//! front of several receivers; [`push`], a loopback Web Push service that
 //! decrypts what it is sent; [`reference`], which keeps the book's generated
-//! pages current; and [`typescript`], the generated TypeScript files of
-//! `web-shared/`, compared with the committed ones.
+//! pages current; [`typescript`], the generated TypeScript files of
+//! `web-shared/`, compared with the committed ones; and [`pebble`], a
+//! throwaway ACME server (Let's Encrypt's test CA) and its DNS.
 //! It is a dev-dependency only; nothing here ships.
 
 pub mod acp_agents;
@@ -33,6 +34,8 @@ pub mod http;
 pub mod inbox;
 pub mod layers;
 pub mod openai;
+#[cfg(feature = "acme")]
+pub mod pebble;
 pub mod postgres;
 #[cfg(feature = "push")]
 pub mod push;

@@ -1,5 +1,5 @@
 //! The receiver over real HTTP: every answer of the binding and HTTPS
-//! (`binding`), the store across restarts on SQLite and PostgreSQL
+//! (`binding`), HTTPS with a certificate got over ACME from pebble (`acme`), the store across restarts on SQLite and PostgreSQL
 //! (`persistence`), the control side: pairing and who may call what
 //! (`control_pairing`), a machine's queue (`control_queue`); Web Push against
 //! a loopback push service (`push`); the systemd unit (`service_unit`); a
@@ -9,6 +9,7 @@
 //! start-up log of a page that cannot be shown (`page_missing`); the book's
 //! reference of the binary's flags (`reference_docs`). One test binary.
 
+mod acme;
 mod binding;
 mod common;
 mod control_pairing;
