@@ -4,7 +4,8 @@
 # temporary GnuPG home), served over HTTP on 127.0.0.1, its keyring fetched
 # into /etc/apt/keyrings/ and a sources.list.d entry with signed-by= it; then
 #   1. apt-get update (that source only) takes it without a warning, and
-#      apt-cache policy gives the package from it;
+#      apt-cache policy gives the package from it (and each MORE deb's, the
+#      receiver's: one repository holds them all);
 #   2. apt-get install sessionpipe installs it from there;
 #   3. a newer version published and signed (the same package, its version
 #      raised) is taken by apt-get update and apt-get install --only-upgrade;
@@ -17,12 +18,19 @@
 # checks, not repeated here. The package, the source entry, the keyring, apt's
 # lists of that source, the server and the keys are removed at the end, also
 # when a step fails.
-# Usage: installers/test-apt-repo.sh DEB   (as root; this machine is disposable)
+# Usage: installers/test-apt-repo.sh DEB [MORE...]   (as root; this machine is disposable)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+usage() { echo "usage: installers/test-apt-repo.sh DEB [MORE...]" >&2; exit 2; }
 deb=${1:-}
-[ -f "$deb" ] || { echo "usage: installers/test-apt-repo.sh DEB" >&2; exit 2; }
+[ -f "$deb" ] || usage
+shift
 deb=$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")
+more=()
+for d in "$@"; do
+  [ -f "$d" ] || usage
+  more+=("$(cd "$(dirname "$d")" && pwd)/$(basename "$d")")
+done
 [ "$(id -u)" -eq 0 ] || { echo "test-apt-repo.sh: run as root (it installs the package)" >&2; exit 1; }
 for tool in apt-get apt-cache apt-ftparchive gpg gpgv gpgconf python3 curl dpkg-deb; do
   command -v "$tool" >/dev/null || { echo "test-apt-repo.sh: $tool is missing (apt: apt-utils gnupg python3 curl)" >&2; exit 1; }
@@ -79,7 +87,7 @@ fpr=$(newkey "$GNUPGHOME")
 [ -n "$fpr" ] || fail "no key made: $(cat "$GNUPGHOME.log")"
 www=$work/www
 mkdir -p "$www"
-"$root/installers/apt-repo.sh" --key "$fpr" --out "$www/good" "$deb"
+"$root/installers/apt-repo.sh" --key "$fpr" --out "$www/good" "$deb" "${more[@]}"
 
 python3 -u -m http.server --bind 127.0.0.1 --directory "$www" 0 >"$work/http.log" 2>&1 &
 server=$!
@@ -117,6 +125,14 @@ candidate=$(apt-cache policy "$pkg" | awk '$1 == "Candidate:" { print $2 }')
 [ "$candidate" = "$version" ] || fail "the candidate is '$candidate', not $version"
 from_repo "$version" || fail "apt-cache policy does not give $version from $url"
 ok "the candidate is $version, from $url"
+for d in "${more[@]}"; do
+  p=$(dpkg-deb -f "$d" Package)
+  v=$(dpkg-deb -f "$d" Version)
+  c=$(apt-cache policy "$p" | awk '$1 == "Candidate:" { print $2 }')
+  [ "$c" = "$v" ] || fail "$p: the candidate is '$c', not $v"
+  apt-cache policy "$p" | grep -qF "$url stable/main" || fail "$p is not offered by $url"
+  ok "the same repository offers $p $v"
+done
 
 step "2. apt-get install $pkg"
 mkdir -p "$work/archives/partial"
@@ -142,7 +158,7 @@ dpkg-deb -R "$deb" "$work/v2"
 sed -i "s/^Version: .*/Version: $v2/" "$work/v2/DEBIAN/control"
 dpkg-deb -Zgzip -z1 --root-owner-group -b "$work/v2" "$deb2" >/dev/null
 rm -rf "$work/v2"
-"$root/installers/apt-repo.sh" --key "$fpr" --out "$www/good" "$deb" "$deb2"
+"$root/installers/apt-repo.sh" --key "$fpr" --out "$www/good" "$deb" "$deb2" "${more[@]}"
 apt-get update "${only[@]}" >"$work/update.log" 2>&1 || { cat "$work/update.log" >&2; fail "apt-get update"; }
 ! grep -E '^(W|E|Err):' "$work/update.log" || fail "apt-get update warned (above)"
 from_repo "$v2" || fail "apt-cache policy does not give $v2 from $url: $(apt-cache policy "$pkg")"

@@ -6,10 +6,11 @@
 # compiled for Windows and macOS as well), builds the book (its links and
 # anchors checked), builds everything, and runs every test: the workspace's
 # against the real harnesses, the UI in
-# Debian's Chromium, the tray app under Xvfb with D-Bus and dunst, and the deb
-# (built, installed with dpkg -i, checked, removed; then published in a signed
-# apt repository and installed, upgraded and removed from it with apt-get; as
-# root only: elsewhere that step says so and is skipped).
+# Debian's Chromium, the tray app under Xvfb with D-Bus and dunst, and the debs
+# (the app's built, installed with dpkg -i, checked, removed; the receiver's
+# installed, started, removed and purged; both published in a signed apt
+# repository and the app's installed, upgraded and removed from it with
+# apt-get; as root only: elsewhere that step says so and is skipped).
 # Usage: scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,8 @@ say() { printf '\n== [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS 
 # screenshot and window tools, Chromium for the UI's tests, systemd (for
 # `systemd-analyze verify` on the unit `sessionpipe service` writes; nothing
 # here boots it), python3-venv and shellcheck for the workflow linter,
-# apt-utils (apt-ftparchive) and gnupg for the signed apt repository, and for
+# apt-utils (apt-ftparchive) and gnupg for the signed apt repository, pebble
+# (Let's Encrypt's test CA, with its DNS) for the receiver's --domain, and for
 # scripts/cross-check.sh Debian's Rust 1.96 with its clippy and the standard
 # library's source (rustc-web: /usr/bin, behind the rustup toolchain on PATH)
 # and mingw-w64 (the C of dependencies for Windows).
@@ -35,7 +37,7 @@ APT_PACKAGES=(build-essential pkg-config file libwebkit2gtk-4.1-dev
   libgtk-3-dev
   curl xvfb xauth x11-utils xdotool imagemagick fonts-dejavu-core dbus dbus-bin
   dbus-x11 dunst libnotify-bin gnome-keyring python3 python3-gi chromium
-  postgresql systemd python3-venv shellcheck apt-utils gnupg
+  postgresql systemd python3-venv shellcheck apt-utils gnupg pebble
   rustc-web cargo-web rust-web-clippy rust-web-src gcc-mingw-w64-x86-64)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -136,10 +138,16 @@ if [ "$(id -u)" -eq 0 ]; then
   deb=$(installers/build-deb.sh --ui-built --debug | tail -n 1)
   installers/test-deb.sh "$deb"
 
-  say "the apt repository: the same deb signed with a throwaway key, served on 127.0.0.1, installed by apt-get"
-  installers/test-apt-repo.sh "$deb"
+  say "the receiver's deb: built (the dev build, without test doors), installed with dpkg -i, started, removed"
+  # Its binary is the one receiver/tests/receiver/shipped.rs built above;
+  # the script says whether systemd started it or its ExecStart ran by hand.
+  receiver_deb=$(installers/build-receiver-deb.sh --debug | tail -n 1)
+  installers/test-receiver-deb.sh "$receiver_deb"
+
+  say "the apt repository: both debs signed with a throwaway key, served on 127.0.0.1, installed by apt-get"
+  installers/test-apt-repo.sh "$deb" "$receiver_deb"
 else
-  say "the deb and the apt repository: skipped (installing needs root; run installers/test-deb.sh and installers/test-apt-repo.sh as root)"
+  say "the debs and the apt repository: skipped (installing needs root; run installers/test-deb.sh, installers/test-receiver-deb.sh and installers/test-apt-repo.sh as root)"
 fi
 
 say "conformance: the project's fixtures, and the shared data when it is beside the repo"
