@@ -1,7 +1,8 @@
 //! Pairing, from this machine only (CONTROL.md §2): discovery, `POST
 //! {control}/pair` with the sink token (or none and a poll key where the
 //! receiver offers open pairing), the link and six digits shown, the status
-//! asked every 2 s until paired, expired or gone, and the handed key's proof
+//! asked every 2 s until paired, expired or gone (a `429` is waited out as its
+//! `retry-after` says, not an end), and the handed key's proof
 //! verified before the key is trusted. The machine token goes to the secrets
 //! store, the key and the receiver to the control tables.
 //!
@@ -137,6 +138,11 @@ pub async fn pair(
             PairStatus::Pending => continue,
             PairStatus::Expired => return Err(PairError::Expired),
             PairStatus::Gone => return Err(PairError::Gone),
+            // The next ask comes ASK_EVERY after this wait.
+            PairStatus::Busy(wait) => {
+                tokio::time::sleep(wait.saturating_sub(ASK_EVERY)).await;
+                continue;
+            }
             PairStatus::Paired(p) => break p,
         }
     };

@@ -166,7 +166,14 @@ pub enum PairStatus {
     Expired,
     /// 404: the pairing is gone.
     Gone,
+    /// 429: asked too often from this address (others share it, or an
+    /// attacker floods it); ask again no sooner than this.
+    Busy(Duration),
 }
+
+/// The longest `retry-after` a pairing's status poll waits (a pairing lasts
+/// ten minutes; a receiver asking for more is read as asking for this).
+const BUSY_MAX: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct Paired {
@@ -212,6 +219,18 @@ pub async fn pair_status(
     match resp.status().as_u16() {
         200 => {}
         404 => return Ok(PairStatus::Gone),
+        429 => {
+            // Seconds (the receiver's form); a date or nothing: a short wait.
+            let after = resp
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map_or(Duration::from_secs(5), Duration::from_secs);
+            return Ok(PairStatus::Busy(
+                after.clamp(Duration::from_secs(1), BUSY_MAX),
+            ));
+        }
         s => return Err(refusal(s, resp).await),
     }
     let doc: Value = json(resp).await?;

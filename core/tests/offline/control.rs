@@ -664,3 +664,86 @@ fn connect_sets_a_machine_up_in_one_go_a_sink_pairing_and_hooks() {
         "hooks installed: {settings}"
     );
 }
+
+#[test]
+fn a_pairing_whose_status_poll_is_answered_429_waits_and_pairs() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let sb = Sandbox::new();
+    let project = sb.home.join("work/project");
+    std::fs::create_dir_all(&project).unwrap();
+    // A machine that has run sessionpipe before (`control pair` does not
+    // make the state folder itself).
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&sb.state)
+            .unwrap();
+    }
+    let mut c = sessionpipe_receiver::ControlOptions::new("localhost");
+    c.open_pairing = true;
+    let mut o = sessionpipe_receiver::Options::new(control::TOKEN);
+    o.control = Some(c);
+    let rx = sessionpipe_receiver::Receiver::start(o).unwrap();
+    // Someone else at this machine's address asks after pairings a hundred
+    // times as fast as its share refills (5 a second), for FLOOD: a status
+    // poll from here is answered 429 meanwhile (all but by a whisker).
+    const FLOOD: Duration = Duration::from_secs(8);
+    let (stop, refused) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let flooder = {
+        let (stop, refused, url) = (Arc::clone(&stop), Arc::clone(&refused), rx.url());
+        std::thread::spawn(move || {
+            let c = reqwest::blocking::Client::new();
+            while !stop.load(Ordering::SeqCst) {
+                if let Ok(r) = c.get(format!("{url}/v1/control/pair?code=000000")).send()
+                    && r.status() == 429
+                {
+                    refused.fetch_add(1, Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        })
+    };
+    let started = Instant::now();
+    while refused.load(Ordering::SeqCst) == 0 {
+        assert!(started.elapsed() < Duration::from_secs(20), "never refused");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let flood_ends = Instant::now() + FLOOD;
+    {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            std::thread::sleep(flood_ends.saturating_duration_since(Instant::now()));
+            stop.store(true, Ordering::SeqCst);
+        });
+    }
+    // The pairing is approved at once; the machine learns it once its polls
+    // are answered again, and pairs then instead of giving up at the first
+    // 429 (pair_by panics when the pairing fails).
+    let folder = project.to_string_lossy().into_owned();
+    let device = control::pair_by(
+        &sb,
+        &["control", "pair", &rx.url(), "--folder", &folder],
+        None,
+        &rx.url(),
+        control::TOKEN,
+    );
+    flooder.join().unwrap();
+    assert!(
+        refused.load(Ordering::SeqCst) > 100,
+        "the flood was refused"
+    );
+    let status = String::from_utf8_lossy(&sb.sessionpipe(&["control", "status", "--json"]).stdout)
+        .into_owned();
+    let doc: Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(
+        doc["receivers"][0]["machine"],
+        device.machine.as_str(),
+        "{doc}"
+    );
+}
