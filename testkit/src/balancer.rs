@@ -4,10 +4,13 @@
 //!
 //! This module owns the forwarding only: it reads one request (head and a
 //! `content-length` body), sends it to the next backend on a fresh connection
-//! with `connection: close`, and relays the whole answer back, keeping the
-//! client's connection alive when the answer says how long it is. It must not
-//! change what it carries beyond that header, and it does not speak chunked
-//! request bodies (the sessionpipe clients send lengths).
+//! with `connection: close` (and, started with `start_forwarding`, an
+//! `x-forwarded-for` naming the client's address, as a proxy does), and
+//! relays the whole answer back, keeping the client's connection alive when
+//! the answer says how long it is. It must not change what it carries beyond
+//! those headers, and it does not speak chunked request bodies (the
+//! sessionpipe clients send lengths). A backend it cannot reach or that
+//! breaks off is the client's connection closed, unanswered.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -29,6 +32,17 @@ impl Balancer {
     /// Listens on a free loopback port in front of `backends` (base URLs like
     /// `http://127.0.0.1:PORT`).
     pub fn start(backends: &[String]) -> io::Result<Balancer> {
+        Balancer::start_with(backends, false)
+    }
+
+    /// As `start`, and each request forwarded says who sent it: an
+    /// `x-forwarded-for` header with the client's address (for backends that
+    /// trust 127.0.0.1 as their proxy).
+    pub fn start_forwarding(backends: &[String]) -> io::Result<Balancer> {
+        Balancer::start_with(backends, true)
+    }
+
+    fn start_with(backends: &[String], forward: bool) -> io::Result<Balancer> {
         let addrs: Vec<SocketAddr> = backends
             .iter()
             .map(|u| {
@@ -64,7 +78,7 @@ impl Balancer {
                             thread::Builder::new()
                                 .name("balancer-conn".into())
                                 .spawn(move || {
-                                    let _ = serve(conn, &addrs, &next, &served);
+                                    let _ = serve(conn, &addrs, &next, &served, forward);
                                 });
                     }
                 })?;
@@ -149,8 +163,9 @@ fn read_head(r: &mut BufReader<TcpStream>) -> io::Result<Option<Head>> {
     }))
 }
 
-/// The head with its `connection` header replaced by `connection: close`.
-fn closing(head: &str) -> String {
+/// The head with its `connection` header replaced by `connection: close`,
+/// and an `x-forwarded-for` naming `client` when there is one.
+fn closing(head: &str, client: Option<std::net::IpAddr>) -> String {
     let mut out = String::with_capacity(head.len() + 20);
     for line in head.split_inclusive('\n') {
         let trimmed = line.trim_end();
@@ -165,6 +180,9 @@ fn closing(head: &str) -> String {
         }
         out.push_str(trimmed);
         out.push_str("\r\n");
+    }
+    if let Some(ip) = client {
+        out.push_str(&format!("x-forwarded-for: {ip}\r\n"));
     }
     out.push_str("connection: close\r\n\r\n");
     out
@@ -192,7 +210,11 @@ fn serve(
     addrs: &[SocketAddr],
     next: &AtomicUsize,
     served: &[AtomicU64],
+    forward: bool,
 ) -> io::Result<()> {
+    let from = forward
+        .then(|| client.peer_addr().map(|a| a.ip()))
+        .transpose()?;
     let mut writer = client.try_clone()?;
     let mut reader = BufReader::new(client);
     while let Some(head) = read_head(&mut reader)? {
@@ -201,7 +223,7 @@ fn serve(
         let i = next.fetch_add(1, Ordering::SeqCst) % addrs.len();
         served[i].fetch_add(1, Ordering::SeqCst);
         let mut backend = TcpStream::connect_timeout(&addrs[i], Duration::from_secs(5))?;
-        backend.write_all(closing(&head.text).as_bytes())?;
+        backend.write_all(closing(&head.text, from).as_bytes())?;
         backend.write_all(&body)?;
         let mut answer = Vec::new();
         backend.read_to_end(&mut answer)?;
@@ -223,8 +245,13 @@ mod tests {
     fn heads_are_closed_and_answers_framed() {
         let h = "POST /v1/events HTTP/1.1\r\nhost: x\r\nConnection: keep-alive\r\ncontent-length: 2\r\n\r\n";
         assert_eq!(
-            closing(h),
+            closing(h, None),
             "POST /v1/events HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\nconnection: close\r\n\r\n"
+        );
+        assert_eq!(
+            closing(h, Some([127, 0, 2, 7].into())),
+            "POST /v1/events HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\
+             x-forwarded-for: 127.0.2.7\r\nconnection: close\r\n\r\n"
         );
         assert!(framed(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"));
         assert!(framed(b"HTTP/1.1 204 No Content\r\n\r\n"));

@@ -15,8 +15,9 @@
 //! front of several receivers; [`push`], a loopback Web Push service that
 //! decrypts what it is sent; [`reference`], which keeps the book's generated
 //! pages current; [`typescript`], the generated TypeScript files of
-//! `web-shared/`, compared with the committed ones; and [`pebble`], a
-//! throwaway ACME server (Let's Encrypt's test CA) and its DNS.
+//! `web-shared/`, compared with the committed ones; [`pebble`], a throwaway
+//! ACME server (Let's Encrypt's test CA) and its DNS; and [`passkey`], a
+//! phone's software passkey for the receiver's page.
 //! It is a dev-dependency only; nothing here ships.
 
 pub mod acp_agents;
@@ -34,6 +35,8 @@ pub mod http;
 pub mod inbox;
 pub mod layers;
 pub mod openai;
+#[cfg(feature = "passkey")]
+pub mod passkey;
 #[cfg(feature = "acme")]
 pub mod pebble;
 pub mod postgres;

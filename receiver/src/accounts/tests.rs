@@ -1,22 +1,12 @@
-//! Real ceremonies against webauthn-authenticator-rs's software passkey: the
-//! options this module makes are answered, and the answers go through every
-//! check of webauthn-rs.
-//!
-//! The software passkey keeps no resident keys and answers only a request
-//! that names its credential; here the test plays the part a platform
-//! authenticator plays in discoverable sign-in: it keeps the user handle
-//! from the registration, names its own credential, and hands the user
-//! handle back beside the (signed) assertion, as a browser does.
+//! Real ceremonies against webauthn-authenticator-rs's software passkey
+//! (the test kit's `Phone`): the options this module makes are answered, and
+//! the answers go through every check of webauthn-rs.
 
 use super::*;
 use crate::db::Location;
 use p256::pkcs8::DecodePublicKey;
 use serde_json::{Value, json};
-use webauthn_authenticator_rs::WebauthnAuthenticator;
-use webauthn_authenticator_rs::softpasskey::SoftPasskey;
-use webauthn_rs::prelude::{
-    COSEKeyType, CreationChallengeResponse, Passkey, RequestChallengeResponse,
-};
+use webauthn_rs::prelude::{COSEKeyType, Passkey};
 
 const T0: i64 = 1_760_000_000_000;
 const ORIGIN: &str = "http://localhost:8080";
@@ -32,72 +22,8 @@ async fn accounts() -> (tempfile::TempDir, Arc<Db>, Accounts) {
     (dir, db, accounts)
 }
 
-/// A phone: the software passkey, and what its platform would keep.
-pub(crate) struct Phone {
-    key: WebauthnAuthenticator<SoftPasskey>,
-    origin: Url,
-    credential: Vec<u8>,
-    user: Vec<u8>,
-}
-
-impl Phone {
-    pub(crate) fn new() -> Phone {
-        Phone::at(ORIGIN)
-    }
-
-    pub(crate) fn at(origin: &str) -> Phone {
-        Phone {
-            // `true`: it reports user verification (it has no PIN to ask).
-            key: WebauthnAuthenticator::new(SoftPasskey::new(true)),
-            origin: Url::parse(origin).unwrap(),
-            credential: Vec::new(),
-            user: Vec::new(),
-        }
-    }
-
-    /// `navigator.credentials.create({publicKey: options})`, as the page
-    /// sends the answer (RegistrationResponseJSON).
-    pub(crate) fn create(&mut self, options: &Value) -> Value {
-        let mut ccr: CreationChallengeResponse =
-            serde_json::from_value(json!({ "publicKey": options })).unwrap();
-        // The soft passkey refuses to keep a resident key; its platform
-        // (this struct) keeps what discovery needs instead.
-        ccr.public_key
-            .authenticator_selection
-            .as_mut()
-            .unwrap()
-            .require_resident_key = false;
-        self.user = ccr.public_key.user.id.to_vec();
-        let answer = self.key.do_registration(self.origin.clone(), ccr).unwrap();
-        self.credential = answer.raw_id.to_vec();
-        page_json(serde_json::to_value(&answer).unwrap())
-    }
-
-    /// `navigator.credentials.get({publicKey: options})` with no
-    /// `allowCredentials`: this phone's one passkey answers, user handle and
-    /// all (AuthenticationResponseJSON).
-    pub(crate) fn get(&mut self, options: &Value) -> Value {
-        let mut options = options.clone();
-        assert!(options.get("allowCredentials").is_none());
-        options["allowCredentials"] = json!([{"type": "public-key", "id": b64(&self.credential)}]);
-        let rcr: RequestChallengeResponse =
-            serde_json::from_value(json!({ "publicKey": options })).unwrap();
-        let mut answer = self
-            .key
-            .do_authentication(self.origin.clone(), rcr)
-            .unwrap();
-        answer.response.user_handle = Some(self.user.clone().into());
-        page_json(serde_json::to_value(&answer).unwrap())
-    }
-}
-
-/// The member names a browser's `toJSON()` gives.
-fn page_json(mut v: Value) -> Value {
-    let o = v.as_object_mut().unwrap();
-    let ext = o.remove("extensions").unwrap_or(json!({}));
-    o.insert("clientExtensionResults".into(), ext);
-    v
-}
+/// A phone: the test kit's software passkey, and what its platform keeps.
+pub(crate) use sessionpipe_testkit::passkey::Phone;
 
 async fn register(
     accounts: &Accounts,
@@ -178,7 +104,7 @@ async fn first_registration_is_open_then_invites_are_needed() {
     assert!(first);
     assert!(ann.id.starts_with("a_") && ann.id.len() == 24, "{}", ann.id);
     assert_eq!((ann.name.as_str(), ann.created_ms), ("Ann", T0 + 1000));
-    assert_eq!(cred.id, b64(&phone.credential));
+    assert_eq!(cred.id, b64(phone.credential()));
     assert_eq!((cred.account.as_str(), cred.alg), (ann.id.as_str(), -7));
     assert_eq!((cred.name.as_str(), cred.used_ms), ("Ann's phone", None));
     assert_eq!(
@@ -263,7 +189,7 @@ async fn invites_add_a_device_or_make_an_account_once() {
     assert_eq!(same, ann);
     assert_eq!(second.account, ann.id);
     // The same user handle: a discoverable sign-in from either names Ann.
-    assert_eq!(laptop.user, phone.user);
+    assert_eq!(laptop.user(), phone.user());
     let all = accounts.credentials(&ann.id).await.unwrap();
     assert_eq!(
         all.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
@@ -286,7 +212,7 @@ async fn invites_add_a_device_or_make_an_account_once() {
         (bob.name.as_str(), bob_cred.account.as_str()),
         ("Bob", bob.id.as_str())
     );
-    assert_ne!(bobs.user, phone.user);
+    assert_ne!(bobs.user(), phone.user());
     let reused = register(&accounts, &mut Phone::new(), "Eve", Some(&code), T0).await;
     assert_eq!(code_of(reused), "bad_invite");
 
@@ -541,7 +467,7 @@ async fn tampered_late_and_unknown_answers_are_refused() {
         .unwrap();
     let (options, ceremony) = accounts.signin_start(CLIENT, T0).await.unwrap();
     let mut answer = phone.get(&options);
-    answer["response"]["userHandle"] = json!(b64(&bobs.user));
+    answer["response"]["userHandle"] = json!(b64(bobs.user()));
     let r = accounts.signin_finish(&ceremony, &answer, T0).await;
     assert_eq!(why(r), "its user handle is not its account's");
 

@@ -7,7 +7,9 @@
 //! (`database_held`); the page's guard on every state-changing call
 //! (`page_guard`); the build that ships, without test doors (`shipped`); the
 //! start-up log of a page that cannot be shown (`page_missing`); the book's
-//! reference of the binary's flags (`reference_docs`). One test binary.
+//! reference of the binary's flags (`reference_docs`); two processes on one
+//! PostgreSQL under load while one is killed and the database restarted
+//! (`load_fault`). One test binary.
 
 mod acme;
 mod binding;
@@ -15,6 +17,7 @@ mod common;
 mod control_pairing;
 mod control_queue;
 mod database_held;
+mod load_fault;
 mod page_guard;
 mod page_missing;
 mod persistence;
