@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # The receiver's benchmarks in BENCHMARKS.md: events ingested per second on
 # SQLite and PostgreSQL (batches of 50) against the same receiver answering 202
-# unread, a thousand machines long-polling (memory, and a queued command's
-# wake-up against one machine's), and the page's first load, compressed.
+# unread, MACHINES machines long-polling one receiver process (memory, and a
+# queued command's wake-up against one machine's), the page's first load,
+# compressed, and the load and fault run at full scale (two processes on one
+# PostgreSQL behind a balancer, 2 000 machines long-polling, one process
+# SIGKILLed, PostgreSQL restarted: receiver/examples/load_fault/).
 # Needs the page built (npm ci && npm run build at the repo root) and, for
-# the PostgreSQL line, Debian's postgresql package.
+# the PostgreSQL lines, Debian's postgresql package.
 # Usage: bench/receiver.sh [BATCHES] [MACHINES]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 batches="${1:-2000}"
-machines="${2:-1000}"
+machines="${2:-10000}"
+# A connection is a file on both sides: the bench's client and the receivers
+# it starts take the hard limit (MACHINES needs a little over MACHINES each).
+ulimit -n "$(ulimit -Hn)"
 # The bench arms the fault door and pairs through the test doors: a build with them.
 cargo build --release -q -p sessionpipe-receiver --features test-doors --bins --examples
 rel=${CARGO_TARGET_DIR:-target}/release
@@ -25,3 +31,6 @@ for f in "$dist/index.html" $(grep -o 'assets/[^"]*' "$dist/index.html" | sort -
   echo "page: $(basename "$f") $(stat -c %s "$f") bytes, $n gzip"
 done
 echo "page first load: $total bytes gzip (the target is under 100 000)"
+echo
+# Exit 2: PostgreSQL is not installed (said in its one line).
+"$rel"/examples/load_fault "$rel/sessionpipe-receiver" || [ $? -eq 2 ]
