@@ -25,10 +25,19 @@ fn page_built() -> bool {
     !built::ASSETS.is_empty()
 }
 
+// Here rather than in state.rs, which this module imports: the layering
+// test allows no import circle inside `page`.
+impl Page {
+    /// Why the page's files cannot be served, when they cannot.
+    pub fn files_missing(&self) -> Option<String> {
+        missing(self.opts.page_dir.as_deref())
+    }
+}
+
 /// Why the page cannot be shown, when it cannot: no `index.html` in the
 /// folder given (`--page-dir`), or none built into this binary. The start-up
 /// log says it, and the page's address is then not advertised.
-pub(super) fn missing(page_dir: Option<&std::path::Path>) -> Option<String> {
+fn missing(page_dir: Option<&std::path::Path>) -> Option<String> {
     match page_dir {
         Some(dir) if !dir.join("index.html").is_file() => Some(format!(
             "the page folder {} has no index.html: the page's address answers 404",

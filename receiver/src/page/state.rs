@@ -77,11 +77,6 @@ impl Page {
         &self.opts.origin
     }
 
-    /// Why the page's files cannot be served, when they cannot.
-    pub fn files_missing(&self) -> Option<String> {
-        super::assets::missing(self.opts.page_dir.as_deref())
-    }
-
     /// What tells devices of an attention (the events side's too).
     pub fn notifier(&self) -> Arc<Notifier> {
         Arc::clone(&self.notifier)
