@@ -13,8 +13,8 @@
 # settings, `dpkg --purge` deletes both (the user stays, as Debian's users
 # do). Depends: what dpkg-shlibdeps reads off the binary.
 #
-# Needs the receiver's page built first (cd receiver/page && npm ci && npm run
-# build): the binary carries it. Needs dpkg-deb and dpkg-shlibdeps (dpkg-dev).
+# Needs the receiver's page built first (npm ci && npm run build at the repo
+# root): the binary carries it. Needs dpkg-deb and dpkg-shlibdeps (dpkg-dev).
 #
 # Usage: installers/build-receiver-deb.sh [--debug]   → prints the .deb's path last
 #   --debug  package the dev profile's binary, built without test doors in
