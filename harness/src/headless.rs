@@ -13,37 +13,9 @@
 
 use std::path::{Path, PathBuf};
 
-/// A permission level a `start` may name, least to most (ADAPTERS.md, Start
-/// options). A machine's mode is the ceiling: `safe` (and `inherit`) allow
-/// `read` and `safe`, `auto` allows every level its harness offers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Level {
-    /// Looks, changes nothing.
-    Read,
-    /// Nothing that needs approval runs unattended.
-    Safe,
-    /// File edits inside the folder are accepted.
-    Edits,
-    /// The harness's own auto mode.
-    Auto,
-}
-
-impl Level {
-    pub const ALL: [Level; 4] = [Level::Read, Level::Safe, Level::Edits, Level::Auto];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Read => "read",
-            Level::Safe => "safe",
-            Level::Edits => "edits",
-            Level::Auto => "auto",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Level> {
-        Level::ALL.into_iter().find(|l| l.as_str() == s)
-    }
-}
+/// A permission level a `start` may name (the protocol's: a signed command
+/// names it, and the verifier reads it).
+pub use protocol::Level;
 
 /// What a run asks of the harness beyond its words.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

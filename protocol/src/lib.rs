@@ -4,12 +4,14 @@
 //! Owns the wire shapes and their rules: the envelope and the session block
 //! (`envelope`), the typed data of every event type (`events`), which tier
 //! carries which type and field (`tiers`: the one table both sides read), the
-//! syntactic rules and a whole-envelope check (`validate`), and the protocol's
-//! time format (`time`). No I/O, no harness, no storage: adapters build
+//! syntactic rules and a whole-envelope check (`validate`), the protocol's
+//! time format (`time`), and the permission levels a control `start` names
+//! (`level`). No I/O, no harness, no storage: adapters build
 //! `EventData`, the core wraps it in an `Envelope`, a receiver checks what it got.
 
 mod envelope;
 mod events;
+mod level;
 mod tiers;
 pub mod time;
 mod validate;
@@ -20,6 +22,7 @@ pub use envelope::{
     BLOCK_BOUNDS, Envelope, HarnessRef, PROTOCOL_VERSION, Privacy, SessionBlock, TitleSource,
 };
 pub use events::*;
+pub use level::Level;
 pub use tiers::{KNOWN_TYPES, field_tier, type_tier};
 pub use validate::{
     HARNESS_DISPLAY_NAMES, ValidationError, fit_tool_name, harness_display_name,

@@ -20,6 +20,7 @@ use crate::json;
 use crate::keys::{ES256, RS256, TrustedKey, is_b64url};
 use crate::refusal::Refusal;
 use crate::session_ids;
+use protocol::Level;
 use serde_json::{Map, Value};
 
 /// The whole command string, in characters.
@@ -58,7 +59,7 @@ impl Command {
 }
 
 /// `<harness>:<id>`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SessionRef {
     pub harness: String,
     pub id: String,
@@ -83,7 +84,7 @@ pub enum Body {
         files: Vec<FileRef>,
         /// The permission level asked for (`read` · `safe` · `edits` ·
         /// `auto`); `None`: the machine's default.
-        level: Option<String>,
+        level: Option<Level>,
         /// A model id for the harness; `None`: its own default.
         model: Option<String>,
     },
@@ -249,9 +250,6 @@ fn integer(v: &Value) -> Option<i64> {
     })
 }
 
-/// The levels a `start` may name (ADAPTERS.md, Start options).
-const LEVELS: &[&str] = &["read", "safe", "edits", "auto"];
-
 /// A model id: 1–100 characters of letters, digits and `._:/@[]-`, so it
 /// passes as one argument and can never read as a flag.
 fn valid_model(m: &str) -> bool {
@@ -282,8 +280,11 @@ fn body(kind: &str, map: &Map<String, Value>) -> Result<Body, Refusal> {
             },
             level: match map.get("level") {
                 None => None,
-                Some(Value::String(l)) if LEVELS.contains(&l.as_str()) => Some(l.clone()),
-                Some(_) => return Err(bad("level is none of read, safe, edits, auto")),
+                Some(l) => Some(
+                    l.as_str()
+                        .and_then(Level::parse)
+                        .ok_or_else(|| bad("level is none of read, safe, edits, auto"))?,
+                ),
             },
             model: match map.get("model") {
                 None => None,

@@ -469,7 +469,7 @@ fn a_start_may_name_a_level_and_a_model_and_nothing_else_may() {
         panic!()
     };
     assert_eq!(
-        (level.as_deref(), model.as_deref()),
+        (level.map(protocol::Level::as_str), model.as_deref()),
         (Some("edits"), Some("claude-opus-4-5[1m]"))
     );
     for (field, value) in [

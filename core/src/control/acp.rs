@@ -17,17 +17,16 @@
 //! words. Says which agents of the table are installed here and whether it
 //! drives them (`here`), for the hello, `doctor` and the UI.
 
+use super::ack::Ack;
 use super::held::{Held, lock};
-use super::hub::{Final, From};
-use super::machine::{
-    Control, Frame, Queued, ack_failed, ack_unsupported, framed, keep_final, local_folder,
-    now_text, reply_text,
-};
+use super::hub::MessageRef;
+use super::machine::{Control, Frame, finish, framed, local_folder};
+use super::queued::Queued;
 use super::store::NamedSession;
 use crate::state::config::Config;
-use harness::headless::Progress;
-use serde_json::{Value, json};
+use harness::headless::{Level, Progress};
 use sessionpipe_acp::{AcpError, Agent, AgentSpec, Bounds, Launch, Mode, TurnEnd};
+use sessionpipe_verifier::{Body, SessionRef};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -96,26 +95,25 @@ pub fn installed() -> Vec<&'static str> {
 }
 
 /// Whether this rung has `session` (held now, or started here before).
-pub(super) async fn has(control: &Arc<Control>, session: &str) -> bool {
+pub(super) async fn has(control: &Arc<Control>, session: &SessionRef) -> bool {
     if control.acp.get(session).is_some() {
         return true;
     }
     named(control, session).await.is_some()
 }
 
-async fn named(control: &Arc<Control>, session: &str) -> Option<NamedSession> {
-    let (harness, name) = session.split_once(':')?;
+async fn named(control: &Arc<Control>, session: &SessionRef) -> Option<NamedSession> {
     let c = control.clone();
-    let (h, n) = (harness.to_string(), name.to_string());
+    let (h, n) = (session.harness.clone(), session.id.clone());
     crate::runtime::blocking(move || c.store().named_session(&h, &n).ok().flatten())
         .await
         .filter(|n| n.how == HOW)
 }
 
 /// The mode a turn runs in: the machine's, lowered by the message's level.
-fn mode_of(config: &Config, level: Option<&str>) -> Mode {
+fn mode_of(config: &Config, level: Option<Level>) -> Mode {
     let machine_auto = config.control_mode.as_deref() == Some("auto");
-    let asked_less = matches!(level, Some("read" | "safe"));
+    let asked_less = matches!(level, Some(Level::Read | Level::Safe));
     if machine_auto && !asked_less {
         Mode::Auto
     } else {
@@ -138,34 +136,32 @@ fn bounds(config: &Config) -> (Duration, Bounds) {
 /// kept for what comes next. `text` is framed already.
 pub(super) async fn start_run(
     control: &Arc<Control>,
-    from: &From,
+    from: &MessageRef,
     q: &Queued,
     text: &str,
-) -> Value {
-    let Some((harness, name)) = q.session.split_once(':') else {
-        return ack_unsupported(&from.id, "no such session");
+) -> Ack {
+    let Body::Start { cwd, model, .. } = &q.body else {
+        return Ack::failed("only a start starts a session");
     };
+    let (harness, name) = (q.session.harness.as_str(), q.session.id.as_str());
     let Some((spec, program)) = found(harness) else {
-        return ack_unsupported(
-            &from.id,
-            "this machine cannot start a session of this harness",
-        );
+        return Ack::unsupported("this machine cannot start a session of this harness");
     };
-    if q.model.is_some() {
-        return ack_unsupported(&from.id, "this agent takes no model from a start");
+    if model.is_some() {
+        return Ack::unsupported("this agent takes no model from a start");
     }
     let config = Config::load(&control.paths).unwrap_or_default();
-    let cwd = PathBuf::from(q.cwd.as_deref().unwrap_or_default());
+    let cwd = PathBuf::from(cwd);
     begun(control, from).await;
     let agent = match open(spec, &program, &cwd, from, &q.session, &config).await {
         Ok(a) => a,
-        Err(e) => return ack_failed(&from.id, None, &e.to_string()),
+        Err(e) => return Ack::failed(e.to_string()),
     };
     let session = match agent.new_session(&cwd).await {
         Ok(s) => s,
         Err(e) => {
             agent.stop().await;
-            return ack_failed(&from.id, None, &e.to_string());
+            return Ack::failed(e.to_string());
         }
     };
     let kept = NamedSession {
@@ -181,38 +177,26 @@ pub(super) async fn start_run(
         &q.session,
         &held,
         text,
-        mode_of(&config, q.level.as_deref()),
+        mode_of(&config, q.level(from)),
     )
     .await;
-    if ack["outcome"] == "delivered" {
-        ack["session"] = json!(q.session);
+    if let Ack::Delivered { session, .. } = &mut ack {
+        *session = Some(q.session.clone());
     }
     ack
 }
 
 /// A prompt to a session this rung has: on its own task, its final ack kept.
-pub(super) fn prompt(control: Arc<Control>, from: From, q: Queued) {
+pub(super) fn prompt(control: Arc<Control>, from: MessageRef, q: Queued) {
     tokio::spawn(async move {
         let ack = prompt_run(&control, &from, &q).await;
-        keep_final(
-            &control,
-            Final {
-                receiver: from.receiver.clone(),
-                id: from.id.clone(),
-                ack,
-            },
-        )
-        .await;
+        finish(&control, &from, ack).await;
     });
 }
 
-async fn prompt_run(control: &Arc<Control>, from: &From, q: &Queued) -> Value {
+async fn prompt_run(control: &Arc<Control>, from: &MessageRef, q: &Queued) -> Ack {
     let config = Config::load(&control.paths).unwrap_or_default();
-    let text = framed(
-        from,
-        Frame::IntoSession,
-        q.text.as_deref().unwrap_or_default(),
-    );
+    let text = framed(from, Frame::IntoSession, q.text().unwrap_or_default());
     let held = match control.acp.get(&q.session) {
         Some(h) if !h.agent.ended() => h,
         _ => match reopen(control, from, q, &config).await {
@@ -226,7 +210,7 @@ async fn prompt_run(control: &Arc<Control>, from: &From, q: &Queued) -> Value {
         &q.session,
         &held,
         &text,
-        mode_of(&config, q.level.as_deref()),
+        mode_of(&config, q.level(from)),
     )
     .await
 }
@@ -234,18 +218,15 @@ async fn prompt_run(control: &Arc<Control>, from: &From, q: &Queued) -> Value {
 /// Starts the agent again and reopens the session it ran.
 async fn reopen(
     control: &Arc<Control>,
-    from: &From,
+    from: &MessageRef,
     q: &Queued,
     config: &Config,
-) -> Result<Arc<Held>, Value> {
+) -> Result<Arc<Held>, Ack> {
     let Some(named) = named(control, &q.session).await else {
-        return Err(ack_unsupported(&from.id, "no agent holds this session"));
+        return Err(Ack::unsupported("no agent holds this session"));
     };
-    let harness = q.session.split_once(':').map_or("", |(h, _)| h);
-    let Some(agent) = found(harness) else {
-        return Err(ack_failed(
-            &from.id,
-            None,
+    let Some(agent) = found(&q.session.harness) else {
+        return Err(Ack::failed(
             "the session's agent is no longer installed here",
         ));
     };
@@ -257,21 +238,21 @@ async fn reopen(
 /// for `session`; the final ack of what went wrong otherwise.
 async fn load(
     control: &Arc<Control>,
-    from: &From,
-    session: &str,
+    from: &MessageRef,
+    session: &SessionRef,
     (spec, program): (&AgentSpec, PathBuf),
     agent_session: &str,
     cwd: &Path,
     config: &Config,
-) -> Result<Arc<Held>, Value> {
+) -> Result<Arc<Held>, Ack> {
     let agent = open(spec, &program, cwd, from, session, config)
         .await
-        .map_err(|e| ack_failed(&from.id, None, &e.to_string()))?;
+        .map_err(|e| Ack::failed(e.to_string()))?;
     if let Err(e) = agent.load_session(agent_session, cwd).await {
         agent.stop().await;
         return Err(match e {
-            AcpError::NoLoad => ack_unsupported(&from.id, &e.to_string()),
-            e => ack_failed(&from.id, None, &e.to_string()),
+            AcpError::NoLoad => Ack::unsupported(e.to_string()),
+            e => Ack::failed(e.to_string()),
         });
     }
     Ok(hold(
@@ -292,45 +273,33 @@ async fn load(
 /// left alone: a second process is never opened beside a live one.
 pub(super) async fn prompt_loaded(
     control: &Arc<Control>,
-    from: &From,
+    from: &MessageRef,
     q: &Queued,
-) -> Option<Value> {
-    let (harness, id) = q.session.split_once(':')?;
+) -> Option<Ack> {
+    let (harness, id) = (q.session.harness.as_str(), q.session.id.as_str());
     let agent = found(harness)?;
     let (c, h, i) = (control.clone(), harness.to_string(), id.to_string());
     let record = crate::runtime::blocking(move || super::machine::session_record(&c, &h, &i)).await;
     let Some(record) = record else {
-        return Some(ack_unsupported(
-            &from.id,
-            "this machine has no such session",
-        ));
+        return Some(Ack::unsupported("this machine has no such session"));
     };
     if record.running_turn.is_some() {
-        return Some(ack_unsupported(
-            &from.id,
+        return Some(Ack::unsupported(
             "a turn of the session is running in a process with no server of its own; \
              a second one is not opened beside it",
         ));
     }
     let cwd = record.block.cwd.as_deref().and_then(local_folder);
     let Some(cwd) = cwd.filter(|c| c.is_dir()) else {
-        return Some(ack_failed(
-            &from.id,
-            None,
-            "the session's folder is not on this machine",
-        ));
+        return Some(Ack::failed("the session's folder is not on this machine"));
     };
     let config = Config::load(&control.paths).unwrap_or_default();
     let held = match load(control, from, &q.session, agent, id, &cwd, &config).await {
         Ok(h) => h,
         Err(ack) => return Some(ack),
     };
-    let text = framed(
-        from,
-        Frame::IntoSession,
-        q.text.as_deref().unwrap_or_default(),
-    );
-    let mode = mode_of(&config, q.level.as_deref());
+    let text = framed(from, Frame::IntoSession, q.text().unwrap_or_default());
+    let mode = mode_of(&config, q.level(from));
     Some(turn(control, from, &q.session, &held, &text, mode).await)
 }
 
@@ -340,8 +309,8 @@ async fn open(
     spec: &AgentSpec,
     program: &Path,
     cwd: &Path,
-    from: &From,
-    session: &str,
+    from: &MessageRef,
+    session: &SessionRef,
     config: &Config,
 ) -> Result<Agent, AcpError> {
     let launch = Launch {
@@ -359,7 +328,7 @@ async fn open(
 /// Keeps `agent` for `session`, and ends it once idle.
 fn hold(
     control: &Arc<Control>,
-    session: &str,
+    session: &SessionRef,
     agent: Agent,
     agent_session: String,
     config: &Config,
@@ -370,11 +339,11 @@ fn hold(
         turn: tokio::sync::Mutex::new(()),
         used: Mutex::new(tokio::time::Instant::now()),
     });
-    if let Some(old) = lock(&control.acp.held).insert(session.to_string(), held.clone()) {
+    if let Some(old) = lock(&control.acp.held).insert(session.clone(), held.clone()) {
         tokio::spawn(async move { old.agent.stop().await });
     }
     let idle = bounds(config).0;
-    let (c, s, h) = (control.clone(), session.to_string(), held.clone());
+    let (c, s, h) = (control.clone(), session.clone(), held.clone());
     tokio::spawn(async move {
         loop {
             let since = *lock(&h.used);
@@ -397,12 +366,12 @@ fn hold(
 /// One turn in a held session; its final ack.
 async fn turn(
     control: &Arc<Control>,
-    from: &From,
-    session: &str,
+    from: &MessageRef,
+    session: &SessionRef,
     held: &Arc<Held>,
     text: &str,
     mode: Mode,
-) -> Value {
+) -> Ack {
     let _one = held.turn.lock().await;
     let _slot = control.runs.slot().await;
     let (grew, mut grown) = tokio::sync::watch::channel(0u64);
@@ -420,11 +389,9 @@ async fn turn(
             }
         })
     };
-    let harness = session.split_once(':').map_or("", |(h, _)| h).to_string();
-    let name = session.split_once(':').map_or("", |(_, n)| n).to_string();
     let events = super::progress::Events {
-        harness,
-        session: name,
+        harness: session.harness.clone(),
+        session: session.id.clone(),
         user: harness::frames::unframe(text).0,
     };
     let progress = tokio::spawn(super::progress::send_progress(
@@ -446,25 +413,23 @@ async fn turn(
     progress.abort();
     *lock(&held.used) = tokio::time::Instant::now();
     match ran {
-        Ok(Ok(end)) => delivered(&from.id, &end),
+        Ok(Ok(end)) => delivered(&end),
         Ok(Err(e)) => {
             if held.agent.ended() {
                 end_held(control, session, held).await;
             }
-            ack_failed(&from.id, None, &e.to_string())
+            Ack::failed(e.to_string())
         }
         Err(_) => {
             end_held(control, session, held).await;
-            ack_failed(
-                &from.id,
-                None,
-                &format!("the agent did not finish within {minutes} minutes and was ended"),
-            )
+            Ack::failed(format!(
+                "the agent did not finish within {minutes} minutes and was ended"
+            ))
         }
     }
 }
 
-async fn end_held(control: &Arc<Control>, session: &str, held: &Arc<Held>) {
+async fn end_held(control: &Arc<Control>, session: &SessionRef, held: &Arc<Held>) {
     if let Some(h) = control.acp.forget(session).filter(|h| Arc::ptr_eq(h, held)) {
         h.agent.stop().await;
     } else {
@@ -473,7 +438,7 @@ async fn end_held(control: &Arc<Control>, session: &str, held: &Arc<Held>) {
 }
 
 /// `delivered`, mode `api`, with the reply and what the mode refused.
-fn delivered(id: &str, end: &TurnEnd) -> Value {
+fn delivered(end: &TurnEnd) -> Ack {
     let mut reply = end.reply.trim().to_string();
     if end.stop == "cancelled" {
         reply.push_str("\n\n(The turn was cancelled.)");
@@ -484,22 +449,22 @@ fn delivered(id: &str, end: &TurnEnd) -> Value {
             end.refused.join("; ")
         ));
     }
-    json!({"id": id, "outcome": "delivered", "at": now_text(), "mode": "api",
-           "reply": reply_text(&reply)})
+    Ack::Delivered {
+        mode: Some("api"),
+        reply: Some(reply),
+        session: None,
+    }
 }
 
 /// A verified `cancel` for a session this rung holds: `Some(ack)` when it
 /// was ours to answer.
-pub(super) async fn cancel(control: &Arc<Control>, from: &From, session: &str) -> Option<Value> {
+pub(super) async fn cancel(control: &Arc<Control>, session: &SessionRef) -> Option<Ack> {
     let held = control.acp.get(session)?;
     if !held.agent.running(&held.session) {
-        return Some(
-            json!({"id": from.id, "outcome": "expired", "at": now_text(),
-                           "detail": "no turn of this session is running"}),
-        );
+        return Some(Ack::expired("no turn of this session is running"));
     }
     if let Err(e) = held.agent.cancel(&held.session).await {
-        return Some(ack_failed(&from.id, None, &e.to_string()));
+        return Some(Ack::failed(e.to_string()));
     }
     // The turn's own ack says what it had done; this one says it stopped.
     let stopped = async {
@@ -508,7 +473,7 @@ pub(super) async fn cancel(control: &Arc<Control>, from: &From, session: &str) -
         }
     };
     let _ = tokio::time::timeout(CANCEL_WAIT, stopped).await;
-    Some(json!({"id": from.id, "outcome": "delivered", "at": now_text(), "mode": "api"}))
+    Some(Ack::delivered("api"))
 }
 
 /// Ends every agent this daemon holds (the daemon is stopping).
@@ -519,7 +484,7 @@ pub async fn stop_all(control: &Arc<Control>) {
     }
 }
 
-async fn begun(control: &Arc<Control>, from: &From) {
+async fn begun(control: &Arc<Control>, from: &MessageRef) {
     let c = control.clone();
     let (origin, id) = (from.receiver.clone(), from.id.clone());
     if let Err(e) = crate::runtime::blocking(move || c.store().set_begun(&origin, &id)).await {
@@ -542,8 +507,8 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(mode_of(&auto, None), Mode::Auto);
-        assert_eq!(mode_of(&auto, Some("safe")), Mode::Safe);
-        assert_eq!(mode_of(&Config::default(), Some("auto")), Mode::Safe);
+        assert_eq!(mode_of(&auto, Some(Level::Safe)), Mode::Safe);
+        assert_eq!(mode_of(&Config::default(), Some(Level::Auto)), Mode::Safe);
         assert_eq!(mode_of(&inherit, None), Mode::Safe, "nobody to ask");
     }
 

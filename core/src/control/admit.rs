@@ -8,12 +8,14 @@
 //!
 //! Blocking (it runs on the blocking pool); it sends nothing and runs nothing.
 
-use super::hub::{self, From};
-use super::machine::{Control, Queued, ack_refused, ack_unsupported, folder_allowed, now_text};
+use super::ack::Ack;
+use super::hub::MessageRef;
+use super::machine::{Control, folder_allowed};
+use super::queued::Queued;
 use super::store::{Admitted, Key, Receiver, State};
 use crate::state::config::Config;
 use harness::headless::Level;
-use serde_json::{Value, json};
+use serde_json::Value;
 use sessionpipe_verifier::{Body, Policy, Refusal};
 
 /// How far back the hourly start cap counts.
@@ -27,7 +29,7 @@ pub(super) enum Admission {
     /// Decided at once (refused, unsupported...): its final ack is kept.
     Decided,
     KeyAdded,
-    Verified(From, Box<Queued>),
+    Verified(MessageRef, Box<Queued>),
 }
 
 /// Verifies a new message inside the store's write transaction (its nonce and
@@ -71,7 +73,6 @@ pub(super) fn admit(
             sessionpipe_verifier::verify(&carried.signed, &policy, nonces).map(|v| {
                 machine_checks(
                     control,
-                    id,
                     receiver,
                     v,
                     carried.expires_at_ms.unwrap_or(i64::MAX),
@@ -90,11 +91,11 @@ pub(super) fn admit(
                 // every other refusal `refused` with its code.
                 ack: Some(
                     if matches!(refusal, Refusal::Expired) {
-                        json!({"id": id, "outcome": "expired", "at": now_text(),
-                               "detail": refusal.to_string()})
+                        Ack::expired(refusal.to_string())
                     } else {
-                        ack_refused(id, refusal.code(), &refusal.to_string())
+                        Ack::refused(refusal.code(), refusal.to_string())
                     }
+                    .json(id)
                     .to_string(),
                 ),
             },
@@ -109,13 +110,13 @@ pub(super) fn admit(
                 kind: None,
                 command: None,
                 state: State::Final,
-                ack: Some(ack.to_string()),
+                ack: Some(ack.json(id).to_string()),
             },
             Ok(Checked::Offer { queued, nonce }) => Admitted {
                 nonce: Some(nonce.clone()),
-                session: Some(queued.session.clone()),
-                kind: Some(queued.kind.clone()),
-                command: Some(serde_json::to_string(queued).expect("a queued command serialises")),
+                session: Some(queued.session.to_string()),
+                kind: Some(queued.kind().to_string()),
+                command: Some(queued.to_kept()),
                 state: State::Queued,
                 ack: None,
             },
@@ -131,7 +132,7 @@ pub(super) fn admit(
             Admission::Decided
         }
         Ok(Checked::Offer { queued, .. }) => Admission::Verified(
-            From {
+            MessageRef {
                 receiver: receiver.origin.clone(),
                 id: id.to_string(),
                 expires_ms: queued.expires_ms,
@@ -162,7 +163,7 @@ fn named_in(envelope: &Value) -> Option<(String, String)> {
 enum Checked {
     /// Decided now: this ack is final.
     Final {
-        ack: Value,
+        ack: Ack,
         nonce: String,
         session: String,
         key_added: Option<Key>,
@@ -177,39 +178,45 @@ enum Checked {
 /// for.
 fn machine_checks(
     control: &Control,
-    id: &str,
     receiver: &Receiver,
     verified: sessionpipe_verifier::Verified,
     expires_ms: i64,
     counts: &Counts,
 ) -> Checked {
     let cmd = verified.command;
-    let session = hub::session_ref(&cmd.session.harness, &cmd.session.id);
-    let fin = |ack: Value| Checked::Final {
+    let session = cmd.session.clone();
+    let fin = |ack: Ack| Checked::Final {
         ack,
         nonce: cmd.nonce.clone(),
-        session: session.clone(),
+        session: session.to_string(),
         key_added: None,
     };
-    let unsupported = |detail: &str| ack_unsupported(id, detail);
-    let mut queued = Queued {
-        session: session.clone(),
-        note: cmd.note.clone(),
-        expires_ms,
-        ..Default::default()
+    // Passed: the command waits as the verifier read it.
+    let offer = || Checked::Offer {
+        queued: Queued {
+            session: session.clone(),
+            body: cmd.body.clone(),
+            note: cmd.note.clone(),
+            expires_ms,
+        },
+        nonce: cmd.nonce.clone(),
     };
     let config = Config::load(&control.paths).unwrap_or_default();
     // Held in an ACP agent of ours, started as one, or a start of one still
     // running (its name is not kept until the agent names the session).
     let acp_session = counts.named.as_ref().is_some_and(|n| n.how == "acp")
         || (control.runs.starting_in(&session).is_some()
-            && super::acp::found(&cmd.session.harness).is_some());
+            && super::acp::found(&session.harness).is_some());
     match &cmd.body {
         Body::KeyAdd { key, name } => {
             return Checked::Final {
-                ack: json!({"id": id, "outcome": "delivered", "at": now_text()}),
+                ack: Ack::Delivered {
+                    mode: None,
+                    reply: None,
+                    session: None,
+                },
                 nonce: cmd.nonce.clone(),
-                session: session.clone(),
+                session: session.to_string(),
                 key_added: Some(Key {
                     receiver: receiver.origin.clone(),
                     id: key.id.clone(),
@@ -222,46 +229,38 @@ fn machine_checks(
         }
         // Only through a harness's own API (never a signal to a process).
         Body::Cancel => {
-            if adapters::lookup(&cmd.session.harness)
+            if adapters::lookup(&session.harness)
                 .and_then(|a| a.api())
                 .is_none()
                 && !acp_session
             {
-                return fin(unsupported(
+                return fin(Ack::unsupported(
                     "no cancel API for this session on this machine",
                 ));
             }
         }
-        Body::Start {
-            text,
-            cwd,
-            files,
-            level,
-            model,
-        } => {
-            let headless = adapters::lookup(&cmd.session.harness).and_then(|a| a.headless());
-            if headless.is_none() && super::acp::found(&cmd.session.harness).is_none() {
-                return fin(unsupported(
+        Body::Start { cwd, level, .. } => {
+            let headless = adapters::lookup(&session.harness).and_then(|a| a.headless());
+            if headless.is_none() && super::acp::found(&session.harness).is_none() {
+                return fin(Ack::unsupported(
                     "this machine cannot start a session of this harness",
                 ));
             }
             if !folder_allowed(Some(cwd), &config.control_folders) {
-                return fin(ack_refused(
-                    id,
+                return fin(Ack::refused(
                     "folder",
                     "the folder is not on this machine's control folders",
                 ));
             }
             if !std::path::Path::new(cwd).is_dir() {
-                return fin(ack_refused(id, "folder", "no such folder on this machine"));
+                return fin(Ack::refused("folder", "no such folder on this machine"));
             }
-            if let Some(l) = level.as_deref().and_then(Level::parse)
+            if let Some(l) = *level
                 && l > ceiling(&config)
             {
-                return fin(ack_refused(
-                    id,
+                return fin(Ack::refused(
                     "mode",
-                    &format!(
+                    format!(
                         "this machine's control mode allows no start at `{}`",
                         l.as_str()
                     ),
@@ -269,35 +268,21 @@ fn machine_checks(
             }
             let caps = config.run_caps();
             if counts.starts_hour >= caps.starts_hourly {
-                return fin(ack_refused(
-                    id,
+                return fin(Ack::refused(
                     "start_limit",
-                    &format!(
+                    format!(
                         "{} sessions were started in the last hour",
                         counts.starts_hour
                     ),
                 ));
             }
             if !control.runs.reserve_start(caps.starts_running) {
-                return fin(ack_refused(
-                    id,
+                return fin(Ack::refused(
                     "start_limit",
-                    &format!("{} started sessions are running", caps.starts_running),
+                    format!("{} started sessions are running", caps.starts_running),
                 ));
             }
-            queued.kind = "start".into();
-            queued.text = Some(text.clone());
-            queued.cwd = Some(cwd.clone());
-            queued.files = files
-                .iter()
-                .map(|f| json!({"name": f.name, "type": f.media_type, "size": f.size, "sha256": f.sha256}))
-                .collect();
-            queued.level = level.clone();
-            queued.model = model.clone();
-            return Checked::Offer {
-                queued,
-                nonce: cmd.nonce.clone(),
-            };
+            return offer();
         }
         Body::Prompt { .. } | Body::PermissionAnswer { .. } => {}
     }
@@ -309,25 +294,15 @@ fn machine_checks(
             .and_then(|n| n.cwd.clone())
             .or_else(|| control.runs.starting_in(&session));
         if !folder_allowed(cwd.as_deref(), &config.control_folders) {
-            return fin(outside_folders(id));
+            return fin(outside_folders());
         }
-        match &cmd.body {
-            Body::Prompt { text } => {
-                queued.kind = "prompt".into();
-                queued.text = Some(text.clone());
-            }
-            _ => queued.kind = "cancel".into(),
-        }
-        return Checked::Offer {
-            queued,
-            nonce: cmd.nonce.clone(),
-        };
+        return offer();
     }
-    let Some(adapter) = adapters::lookup(&cmd.session.harness) else {
-        return fin(unsupported("no such harness on this machine"));
+    let Some(adapter) = adapters::lookup(&session.harness) else {
+        return fin(Ack::unsupported("no such harness on this machine"));
     };
     let hooks = adapter.control();
-    let record = super::machine::session_record(control, &cmd.session.harness, &cmd.session.id);
+    let record = super::machine::session_record(control, &session.harness, &session.id);
     // A session control named (a start whose harness picked its own id)
     // has its folder where the start ran.
     let cwd = match (&record, &counts.named) {
@@ -337,8 +312,7 @@ fn machine_checks(
         (None, None) => match control.runs.starting_in(&session) {
             Some(cwd) => Some(cwd),
             None => {
-                return fin(ack_refused(
-                    id,
+                return fin(Ack::refused(
                     "no_session",
                     "this machine has no such session",
                 ));
@@ -346,19 +320,17 @@ fn machine_checks(
         },
     };
     if !folder_allowed(cwd.as_deref(), &config.control_folders) {
-        return fin(outside_folders(id));
+        return fin(outside_folders());
     }
     match &cmd.body {
-        Body::Prompt { text } => {
+        Body::Prompt { .. } => {
             let in_place = hooks.is_some_and(|h| h.turn_answer("").is_some())
-                || adapter_has_waiter(&cmd.session.harness);
+                || adapter_has_waiter(&session.harness);
             if !in_place && adapter.headless().is_none() && adapter.api().is_none() {
-                return fin(unsupported(
+                return fin(Ack::unsupported(
                     "this machine has no way into a session of this harness",
                 ));
             }
-            queued.kind = "prompt".into();
-            queued.text = Some(text.clone());
         }
         Body::PermissionAnswer {
             for_attention,
@@ -368,7 +340,7 @@ fn machine_checks(
                 .and_then(|h| h.permission_answer(true, None))
                 .is_none()
             {
-                return fin(unsupported(
+                return fin(Ack::unsupported(
                     "this harness's permission prompt takes no answer",
                 ));
             }
@@ -382,29 +354,21 @@ fn machine_checks(
                 // never seen is refused.
                 let closed = control.hub.was_closed(&session, for_attention);
                 return fin(if allow && !closed {
-                    ack_refused(id, "no_attention", "no such attention is open now")
+                    Ack::refused("no_attention", "no such attention is open now")
                 } else {
-                    json!({"id": id, "outcome": "expired", "at": now_text(),
-                           "detail": "the attention is no longer open"})
+                    Ack::expired("the attention is no longer open")
                 });
             }
-            queued.kind = "permission.answer".into();
-            queued.attention = Some(for_attention.clone());
-            queued.allow = Some(allow);
         }
-        Body::Cancel => queued.kind = "cancel".into(),
-        _ => unreachable!("handled above"),
+        Body::Cancel => {}
+        Body::Start { .. } | Body::KeyAdd { .. } => unreachable!("handled above"),
     }
-    Checked::Offer {
-        queued,
-        nonce: cmd.nonce.clone(),
-    }
+    offer()
 }
 
 /// The refusal of a message for a session outside the control folders.
-fn outside_folders(id: &str) -> Value {
-    ack_refused(
-        id,
+fn outside_folders() -> Ack {
+    Ack::refused(
         "folder",
         "the session's folder is not on this machine's control folders",
     )

@@ -13,12 +13,13 @@
 //! proxy; nothing of the answer is kept but whether it said yes. Never a
 //! signal to a process.
 
-use super::hub::Final;
-use super::hub::From;
-use super::machine::{Control, Frame, Queued, ack_unsupported, framed, keep_final};
+use super::ack::Ack;
+use super::hub::MessageRef;
+use super::machine::{Control, Frame, finish, framed};
+use super::queued::Queued;
 use harness::Memo;
 use harness::api::{Call, Method, SessionApi};
-use serde_json::Value;
+use sessionpipe_verifier::SessionRef;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -47,7 +48,7 @@ enum Through {
 /// A prompt no in-place rung took, for a harness with a server API: on its
 /// own task, followed to its reply when the server took it, else acked with
 /// why not (no rung past this one here).
-pub(super) fn prompt(control: Arc<Control>, from: From, q: Queued) {
+pub(super) fn prompt(control: Arc<Control>, from: MessageRef, q: Queued) {
     tokio::spawn(async move {
         let ack = match prompt_through(&control, &from, &q).await {
             Through::Taken => {
@@ -57,7 +58,7 @@ pub(super) fn prompt(control: Arc<Control>, from: From, q: Queued) {
             // No server: the harness's ACP agent, where one is installed.
             Through::Missed(why) => match super::acp::prompt_loaded(&control, &from, &q).await {
                 Some(ack) => ack,
-                None => ack_unsupported(&from.id, &why),
+                None => Ack::unsupported(why),
             },
         };
         finish(&control, &from, ack).await;
@@ -65,28 +66,19 @@ pub(super) fn prompt(control: Arc<Control>, from: From, q: Queued) {
 }
 
 /// A verified `cancel`, on its own task: `delivered` once the server took it.
-pub(super) fn cancel(control: Arc<Control>, from: From, q: Queued) {
+pub(super) fn cancel(control: Arc<Control>, from: MessageRef, q: Queued) {
     tokio::spawn(async move {
         let ack = match send(&control, &q.session, |api, memo, id| api.cancel(memo, id)).await {
-            Through::Taken => super::hub::ack_delivered(&from, "api"),
-            Through::Missed(why) => ack_unsupported(&from.id, &why),
+            Through::Taken => Ack::delivered("api"),
+            Through::Missed(why) => Ack::unsupported(why),
         };
         finish(&control, &from, ack).await;
     });
 }
 
-async fn finish(control: &Arc<Control>, from: &From, ack: Value) {
-    let f = Final {
-        receiver: from.receiver.clone(),
-        id: from.id.clone(),
-        ack,
-    };
-    keep_final(control, f).await;
-}
-
 /// Hands a prompt for `q.session` to its server.
-async fn prompt_through(control: &Arc<Control>, from: &From, q: &Queued) -> Through {
-    let text = q.text.as_deref().unwrap_or("");
+async fn prompt_through(control: &Arc<Control>, from: &MessageRef, q: &Queued) -> Through {
+    let text = q.text().unwrap_or("");
     let framed = framed(from, Frame::InPlace, text);
     send(control, &q.session, |api, memo, id| {
         api.prompt(memo, id, &framed)
@@ -97,12 +89,10 @@ async fn prompt_through(control: &Arc<Control>, from: &From, q: &Queued) -> Thro
 /// Checks that the session's server holds it, then makes `what`'s call.
 async fn send(
     control: &Arc<Control>,
-    session: &str,
+    session: &SessionRef,
     what: impl FnOnce(&dyn SessionApi, &Memo, &str) -> Option<Call>,
 ) -> Through {
-    let Some((harness, id)) = session.split_once(':') else {
-        return Through::Missed("no such session".into());
-    };
+    let (harness, id) = (session.harness.as_str(), session.id.as_str());
     let Some(api) = api_of(harness) else {
         return Through::Missed("this harness has no server API".into());
     };

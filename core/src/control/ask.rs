@@ -13,12 +13,15 @@
 //! mode, and no permission prompt is ever answered from here.
 
 use super::admit::adapter_has_waiter;
-use super::hub::From;
+use super::hub::{LOCAL, MessageRef};
 use super::ladder;
-use super::machine::{Control, LOCAL, Queued, folder_allowed};
+use super::machine::{Control, folder_allowed};
+use super::queued::Queued;
 use super::run::offer;
 use crate::state::config::Config;
+use harness::headless::Level;
 use serde_json::Value;
+use sessionpipe_verifier::{Body, SessionRef};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -71,11 +74,11 @@ async fn answer(control: &Arc<Control>, ask: &Ask) -> Result<(String, String), A
         crate::runtime::blocking(move || prepare(&c, &a, true)).await?
     };
     let rx = control.wait_local(&from.id);
-    let session = queued.session.clone();
+    let session = queued.session.to_string();
     if start {
         ladder::start(control.clone(), from.clone(), queued, false);
     } else if let Some(ack) = offer(control, &from, &queued, false).await {
-        return outcome(&ack).map(|r| (session, r));
+        return outcome(&ack.json(&from.id)).map(|r| (session, r));
     }
     let ack = tokio::time::timeout(ASK_WAIT, rx)
         .await
@@ -112,7 +115,11 @@ pub fn handoff(control: &Arc<Control>, ask: Ask) -> Result<(), AskError> {
 
 /// The local message for `ask`, and whether it starts a session (`reserve`:
 /// its start slot taken, for the run that follows).
-fn prepare(control: &Control, ask: &Ask, reserve: bool) -> Result<(From, Queued, bool), AskError> {
+fn prepare(
+    control: &Control,
+    ask: &Ask,
+    reserve: bool,
+) -> Result<(MessageRef, Queued, bool), AskError> {
     let task = ask.task.trim();
     if task.is_empty() || task.chars().count() > 20_000 {
         return Err(AskError::Task);
@@ -123,18 +130,21 @@ fn prepare(control: &Control, ask: &Ask, reserve: bool) -> Result<(From, Queued,
     };
     let adapter = adapters::lookup(harness).ok_or_else(|| AskError::Harness(harness.into()))?;
     let config = Config::load(&control.paths).unwrap_or_default();
-    let from = From {
+    let from = MessageRef {
         receiver: LOCAL.to_string(),
         id: ulid::Ulid::generate().to_string(),
         expires_ms: protocol::time::now_ms() + ASK_WAIT.as_millis() as i64,
     };
     let by = ask.from.as_deref().unwrap_or("a session");
-    let mut queued = Queued {
-        kind: "prompt".into(),
+    let text = harness::frames::asked(by, None, task);
+    let queued = |id: String, body: Body| Queued {
+        session: SessionRef {
+            harness: harness.to_string(),
+            id,
+        },
+        body,
+        note: None,
         expires_ms: from.expires_ms,
-        // The asked session is an agent: never above `safe` for it.
-        level: Some("safe".into()),
-        ..Default::default()
     };
     match id {
         Some(id) => {
@@ -164,8 +174,8 @@ fn prepare(control: &Control, ask: &Ask, reserve: bool) -> Result<(From, Queued,
             if !folder_allowed(Some(&cwd), &config.control_folders) {
                 return Err(AskError::Folder(cwd));
             }
-            queued.session = format!("{harness}:{id}");
-            queued.text = Some(harness::frames::asked(by, None, task));
+            // A prompt asked here runs at `safe` at most (`Queued::level`).
+            let queued = queued(id.to_string(), Body::Prompt { text });
             Ok((from, queued, false))
         }
         None => {
@@ -179,10 +189,15 @@ fn prepare(control: &Control, ask: &Ask, reserve: bool) -> Result<(From, Queued,
             if reserve && !control.runs.reserve_start(config.run_caps().starts_running) {
                 return Err(AskError::StartLimit);
             }
-            queued.kind = "start".into();
-            queued.session = format!("{harness}:{}", new_session_id());
-            queued.cwd = Some(cwd);
-            queued.text = Some(harness::frames::asked(by, None, task));
+            let body = Body::Start {
+                text,
+                cwd,
+                files: Vec::new(),
+                // The asked session is an agent: never above `safe` for it.
+                level: Some(Level::Safe),
+                model: None,
+            };
+            let queued = queued(new_session_id(), body);
             Ok((from, queued, true))
         }
     }

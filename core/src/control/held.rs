@@ -4,13 +4,14 @@
 //! entries; `acp` decides what runs, and when an idle one is ended.
 
 use sessionpipe_acp::Agent;
+use sessionpipe_verifier::SessionRef;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// The sessions this daemon holds an agent process for.
 #[derive(Default)]
 pub struct AcpSessions {
-    pub(super) held: Mutex<HashMap<String, Arc<Held>>>,
+    pub(super) held: Mutex<HashMap<SessionRef, Arc<Held>>>,
 }
 
 pub(super) struct Held {
@@ -27,11 +28,11 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl AcpSessions {
-    pub(super) fn get(&self, session: &str) -> Option<Arc<Held>> {
+    pub(super) fn get(&self, session: &SessionRef) -> Option<Arc<Held>> {
         lock(&self.held).get(session).cloned()
     }
 
-    pub(super) fn forget(&self, session: &str) -> Option<Arc<Held>> {
+    pub(super) fn forget(&self, session: &SessionRef) -> Option<Arc<Held>> {
         lock(&self.held).remove(session)
     }
 }

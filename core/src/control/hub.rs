@@ -13,7 +13,9 @@
 //! It holds no I/O and no store: every final outcome of a message it was handed
 //! goes out on `finals`, which `run` writes to the store and acks.
 
+use super::ack::Ack;
 use crate::pipeline::ingest::Seen;
+use sessionpipe_verifier::SessionRef;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -32,16 +34,40 @@ const CLOSED_MAX: usize = 10_000;
 pub struct Final {
     pub receiver: String,
     pub id: String,
+    /// The ack as it is kept and sent (`Ack::json`).
     pub ack: serde_json::Value,
 }
 
-/// Who a message came from, so its outcome finds its way back.
+impl Final {
+    /// `ack`, the final one of the message `from` names.
+    pub fn of(from: &MessageRef, ack: &Ack) -> Final {
+        Final {
+            receiver: from.receiver.clone(),
+            id: from.id.clone(),
+            ack: ack.json(&from.id),
+        }
+    }
+}
+
+/// The `receiver` of a message asked on this machine (`sessionpipe ask`):
+/// its acks go to the one who asked, never to a receiver.
+pub const LOCAL: &str = "local:";
+
+/// Which message an outcome is of, so it finds its way back: the receiver
+/// that sent it (its origin, or `LOCAL`) and its id there.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct From {
+pub struct MessageRef {
     pub receiver: String,
     pub id: String,
     /// `expires_at` of the receiver's envelope (epoch ms).
     pub expires_ms: i64,
+}
+
+impl MessageRef {
+    /// Asked at this machine, not sent by a receiver.
+    pub fn is_local(&self) -> bool {
+        self.receiver == LOCAL
+    }
 }
 
 /// A verified permission decision.
@@ -81,19 +107,20 @@ pub enum Ask {
 }
 
 struct QueuedPrompt {
-    from: From,
+    from: MessageRef,
     framed: String,
 }
 
 enum Slot {
     /// The permission hook waits for an answer (and where it came from: a
     /// receiver's message, or the person at this machine).
-    Waiting(oneshot::Sender<Option<(Decision, Option<From>)>>),
+    Waiting(oneshot::Sender<Option<(Decision, Option<MessageRef>)>>),
     /// An answer came before the hook asked.
-    Answered(Decision, From),
+    Answered(Decision, MessageRef),
 }
 
-type AttentionKey = (String, String);
+/// A session's attention: the session and the attention's id.
+type AttentionKey = (SessionRef, String);
 
 #[derive(Default)]
 struct Inner {
@@ -101,15 +128,15 @@ struct Inner {
     /// reports nothing (`passed`).
     seen: HashMap<String, (Option<Seen>, Instant)>,
     seen_waiters: HashMap<String, Vec<oneshot::Sender<Option<Seen>>>>,
-    prompts: HashMap<String, VecDeque<QueuedPrompt>>,
-    waiters: HashMap<String, Vec<oneshot::Sender<(String, From)>>>,
+    prompts: HashMap<SessionRef, VecDeque<QueuedPrompt>>,
+    waiters: HashMap<SessionRef, Vec<oneshot::Sender<(String, MessageRef)>>>,
     slots: HashMap<AttentionKey, Slot>,
     closed: HashMap<AttentionKey, Instant>,
     /// Sessions whose turn is running, as ingest last saw them.
-    running: HashMap<String, bool>,
+    running: HashMap<SessionRef, bool>,
     /// Prompts given to a hook or waiter whose socket write is under way:
     /// message id → session.
-    handing: HashMap<String, String>,
+    handing: HashMap<String, SessionRef>,
     /// Prompts handed over in place, whose reply `replies` now follows.
     follows: Vec<Follow>,
 }
@@ -117,8 +144,8 @@ struct Inner {
 /// A prompt handed over in place: its session answers it in its own turn,
 /// and the turn's reply is the final ack's.
 pub struct Follow {
-    pub from: From,
-    pub session: String,
+    pub from: MessageRef,
+    pub session: SessionRef,
     pub mode: &'static str,
     /// Told of every turn that ends from the hand-over on.
     pub turn_ends: tokio::sync::broadcast::Receiver<TurnEnd>,
@@ -127,7 +154,7 @@ pub struct Follow {
 /// A turn of `session` ended (its transcript, as the call named it).
 #[derive(Clone, Debug)]
 pub struct TurnEnd {
-    pub session: String,
+    pub session: SessionRef,
     pub transcript: Option<std::path::PathBuf>,
 }
 
@@ -139,11 +166,6 @@ pub struct Hub {
     followed: tokio::sync::Notify,
     /// Rung when the set of sessions with a waiter changes (the hello says it).
     waiting_changed: tokio::sync::Notify,
-}
-
-/// `<harness>:<id>`, the session's name in a command.
-pub fn session_ref(harness: &str, id: &str) -> String {
-    format!("{harness}:{id}")
 }
 
 impl Hub {
@@ -165,12 +187,8 @@ impl Hub {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn finish(&self, from: &From, ack: serde_json::Value) {
-        let _ = self.finals.send(Final {
-            receiver: from.receiver.clone(),
-            id: from.id.clone(),
-            ack,
-        });
+    fn finish(&self, from: &MessageRef, ack: Ack) {
+        let _ = self.finals.send(Final::of(from, &ack));
     }
 
     /// Ingest committed these hook calls (called from its thread).
@@ -181,7 +199,7 @@ impl Hub {
             let now = Instant::now();
             forget_old_seen(&mut inner, now);
             for call in calls {
-                let session = session_ref(&call.harness, &call.session);
+                let session = of_call(&call);
                 for id in &call.attentions.cleared {
                     let key = (session.clone(), id.clone());
                     match inner.slots.remove(&key) {
@@ -205,7 +223,7 @@ impl Hub {
             }
         }
         for from in expired {
-            self.finish(&from, ack_expired(&from, "the terminal answered first"));
+            self.finish(&from, Ack::expired("the terminal answered first"));
         }
     }
 
@@ -226,16 +244,16 @@ impl Hub {
     }
 
     /// Says whether `session`'s turn is running (ingest's view, from `run`).
-    pub fn set_running(&self, session: &str, running: bool) {
-        self.lock().running.insert(session.to_string(), running);
+    pub fn set_running(&self, session: &SessionRef, running: bool) {
+        self.lock().running.insert(session.clone(), running);
     }
 
     /// Offers a verified prompt to its session: a waiter first, then the
     /// running turn's Stop.
     pub fn offer_prompt(
         &self,
-        from: From,
-        session: &str,
+        from: MessageRef,
+        session: &SessionRef,
         framed: String,
         turn_running: bool,
         takes_turns: bool,
@@ -247,7 +265,7 @@ impl Hub {
                 if tx.send((framed.clone(), from.clone())).is_ok() {
                     // The socket's `handed` waits for this lock: it finds it.
                     let empty = waiters.is_empty();
-                    inner.handing.insert(from.id.clone(), session.to_string());
+                    inner.handing.insert(from.id.clone(), session.clone());
                     if empty {
                         inner.waiters.remove(session);
                         self.waiting_changed.notify_waiters();
@@ -261,7 +279,7 @@ impl Hub {
         if takes_turns && running {
             inner
                 .prompts
-                .entry(session.to_string())
+                .entry(session.clone())
                 .or_default()
                 .push_back(QueuedPrompt { from, framed });
             return PromptOffer::Queued;
@@ -272,12 +290,12 @@ impl Hub {
     /// Offers a verified permission answer to its attention.
     pub fn offer_answer(
         &self,
-        from: From,
-        session: &str,
+        from: MessageRef,
+        session: &SessionRef,
         attention: &str,
         decision: Decision,
     ) -> AnswerOffer {
-        let key = (session.to_string(), attention.to_string());
+        let key = (session.clone(), attention.to_string());
         let mut inner = self.lock();
         if inner.closed.contains_key(&key) {
             return AnswerOffer::Expired;
@@ -308,16 +326,16 @@ impl Hub {
     /// for ingest to have committed its job, then takes a queued prompt (a
     /// Stop) or waits up to `window` for an answer (a permission prompt).
     /// `Some(decision)` / `Some(framed)` only from a verified message.
-    pub async fn hook(&self, job: &str, ask: Ask, window: Duration) -> HookAnswer {
+    pub async fn hook(&self, job: &str, ask: Ask, window: Duration) -> ForHook {
         let Some(call) = self.seen_job(job, Duration::from_secs(5)).await else {
-            return HookAnswer::Nothing;
+            return ForHook::Nothing;
         };
-        let session = session_ref(&call.harness, &call.session);
+        let session = of_call(&call);
         match ask {
             // A subagent's own Stop, its call put under the session it works
             // for: the session's turn runs on, and its messages wait for its
             // own Stop.
-            Ask::Turn if call.subagent.is_some() => HookAnswer::Nothing,
+            Ask::Turn if call.subagent.is_some() => ForHook::Nothing,
             Ask::Turn => {
                 let next = {
                     let mut inner = self.lock();
@@ -335,20 +353,20 @@ impl Hub {
                         .insert(p.from.id.clone(), session.clone());
                 }
                 match next {
-                    Some(p) => HookAnswer::Turn(p.framed, p.from),
-                    None => HookAnswer::Nothing,
+                    Some(p) => ForHook::Turn(p.framed, p.from),
+                    None => ForHook::Nothing,
                 }
             }
             Ask::Permission => {
                 let Some(attention) = call.attentions.opened.first().cloned() else {
-                    return HookAnswer::Nothing;
+                    return ForHook::Nothing;
                 };
                 let key = (session, attention);
                 let rx = {
                     let mut inner = self.lock();
                     match inner.slots.remove(&key) {
                         Some(Slot::Answered(d, from)) => {
-                            return HookAnswer::Permission(d, Some(from));
+                            return ForHook::Permission(d, Some(from));
                         }
                         _ => {
                             let (tx, rx) = oneshot::channel();
@@ -358,14 +376,14 @@ impl Hub {
                     }
                 };
                 match tokio::time::timeout(window, rx).await {
-                    Ok(Ok(Some((d, from)))) => HookAnswer::Permission(d, from),
-                    Ok(_) => HookAnswer::Nothing,
+                    Ok(Ok(Some((d, from)))) => ForHook::Permission(d, from),
+                    Ok(_) => ForHook::Nothing,
                     Err(_) => {
                         // The window closed: the prompt stays the terminal's.
                         let mut inner = self.lock();
                         inner.slots.remove(&key);
                         remember_closed(&mut inner.closed, key, Instant::now());
-                        HookAnswer::Nothing
+                        ForHook::Nothing
                     }
                 }
             }
@@ -374,17 +392,17 @@ impl Hub {
 
     /// True when this attention was open and closed (answered in the
     /// terminal, its window gone, answered here): a late answer is `expired`.
-    pub fn was_closed(&self, session: &str, attention: &str) -> bool {
+    pub fn was_closed(&self, session: &SessionRef, attention: &str) -> bool {
         self.lock()
             .closed
-            .contains_key(&(session.to_string(), attention.to_string()))
+            .contains_key(&(session.clone(), attention.to_string()))
     }
 
     /// The permission prompts whose hook waits now, `(session, attention)`:
     /// what the person at this machine may answer (local approvals).
-    pub fn waiting_permissions(&self) -> Vec<(String, String)> {
+    pub fn waiting_permissions(&self) -> Vec<(SessionRef, String)> {
         let inner = self.lock();
-        let mut out: Vec<(String, String)> = inner
+        let mut out: Vec<(SessionRef, String)> = inner
             .slots
             .iter()
             .filter(|(_, s)| matches!(s, Slot::Waiting(tx) if !tx.is_closed()))
@@ -398,8 +416,8 @@ impl Hub {
     /// its notification or the window (local approvals, beyond the protocol;
     /// only ever their click). False when no hook waits on it (answered in the
     /// terminal, or its window closed): nothing is answered then.
-    pub fn answer_locally(&self, session: &str, attention: &str, allow: bool) -> bool {
-        let key = (session.to_string(), attention.to_string());
+    pub fn answer_locally(&self, session: &SessionRef, attention: &str, allow: bool) -> bool {
+        let key = (session.clone(), attention.to_string());
         let mut inner = self.lock();
         let Some(Slot::Waiting(tx)) = inner.slots.remove(&key) else {
             return false;
@@ -418,7 +436,7 @@ impl Hub {
     /// `failed`. A message is acked delivered only once it left this daemon.
     /// A prompt is not final then: its session answers it in the turn that
     /// follows, and `replies` acks it with that turn's reply.
-    pub fn handed(&self, from: &From, mode: &'static str, written: bool) {
+    pub fn handed(&self, from: &MessageRef, mode: &'static str, written: bool) {
         let prompt_of = self.lock().handing.remove(&from.id);
         if let (Some(session), true) = (prompt_of, written) {
             let follow = Follow {
@@ -432,20 +450,23 @@ impl Hub {
             return;
         }
         let ack = if written {
-            ack_delivered(from, mode)
+            Ack::delivered(mode)
         } else {
-            serde_json::json!({"id": from.id, "outcome": "failed", "at": at_now(),
-                "mode": mode, "detail": "the hook or waiter was gone before it took the message"})
+            Ack::Failed {
+                code: None,
+                mode: Some(mode),
+                detail: "the hook or waiter was gone before it took the message".into(),
+            }
         };
         self.finish(from, ack);
     }
 
     /// A prompt handed to a live session other than through a hook or a
     /// waiter (its inbox): its reply is followed the same way.
-    pub fn follow(&self, from: &From, session: &str, mode: &'static str) {
+    pub fn follow(&self, from: &MessageRef, session: &SessionRef, mode: &'static str) {
         let follow = Follow {
             from: from.clone(),
-            session: session.to_string(),
+            session: session.clone(),
             mode,
             turn_ends: self.turn_ends.subscribe(),
         };
@@ -464,11 +485,11 @@ impl Hub {
     }
 
     /// `sessionpipe wait`: blocks until a verified prompt for `session` comes.
-    pub async fn wait(&self, session: &str) -> Option<(String, From)> {
+    pub async fn wait(&self, session: &SessionRef) -> Option<(String, MessageRef)> {
         let rx = {
             let mut inner = self.lock();
             let (tx, rx) = oneshot::channel();
-            let list = inner.waiters.entry(session.to_string()).or_default();
+            let list = inner.waiters.entry(session.clone()).or_default();
             list.push(tx);
             if list.len() == 1 {
                 self.waiting_changed.notify_waiters();
@@ -479,7 +500,7 @@ impl Hub {
     }
 
     /// A waiter's connection closed: forget its sender.
-    pub fn waiter_gone(&self, session: &str) {
+    pub fn waiter_gone(&self, session: &SessionRef) {
         let mut inner = self.lock();
         if let Some(list) = inner.waiters.get_mut(session) {
             list.retain(|tx| !tx.is_closed());
@@ -491,9 +512,9 @@ impl Hub {
     }
 
     /// Sessions a waiter listens on (the hello's `waiting`).
-    pub fn waiting(&self) -> Vec<String> {
+    pub fn waiting(&self) -> Vec<SessionRef> {
         let inner = self.lock();
-        let mut out: Vec<String> = inner
+        let mut out: Vec<SessionRef> = inner
             .waiters
             .iter()
             .filter(|(_, l)| l.iter().any(|tx| !tx.is_closed()))
@@ -535,7 +556,7 @@ impl Hub {
             }
         }
         for from in gone {
-            self.finish(&from, ack_expired(&from, "past its expires_at"));
+            self.finish(&from, Ack::expired("past its expires_at"));
         }
     }
 
@@ -574,13 +595,32 @@ impl Hub {
 
 /// What a hook call gets back.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HookAnswer {
+pub enum ForHook {
     Nothing,
     /// A Stop hands this framed message to the model.
-    Turn(String, From),
+    Turn(String, MessageRef),
     /// A decision for the waiting prompt; from a receiver's message, or (no
-    /// `From`) the person at this machine.
-    Permission(Decision, Option<From>),
+    /// message) the person at this machine.
+    Permission(Decision, Option<MessageRef>),
+}
+
+/// The session `<harness>:<id>` names, as this machine's own callers write
+/// it (a waiter, the person's approval); no harness's rule is checked: a
+/// session nothing verified can name is only never found.
+pub fn session_named(text: &str) -> Option<SessionRef> {
+    let (harness, id) = text.split_once(':')?;
+    Some(SessionRef {
+        harness: harness.to_string(),
+        id: id.to_string(),
+    })
+}
+
+/// The session a committed hook call is of.
+fn of_call(call: &Seen) -> SessionRef {
+    SessionRef {
+        harness: call.harness.clone(),
+        id: call.session.clone(),
+    }
 }
 
 fn forget_old_seen(inner: &mut Inner, now: Instant) {
@@ -613,18 +653,6 @@ fn remember_closed(closed: &mut HashMap<AttentionKey, Instant>, key: AttentionKe
         }
     }
     closed.insert(key, now);
-}
-
-fn at_now() -> String {
-    protocol::time::rfc3339_ms(protocol::time::now_ms())
-}
-
-pub fn ack_delivered(from: &From, mode: &str) -> serde_json::Value {
-    serde_json::json!({"id": from.id, "outcome": "delivered", "at": at_now(), "mode": mode})
-}
-
-pub fn ack_expired(from: &From, detail: &str) -> serde_json::Value {
-    serde_json::json!({"id": from.id, "outcome": "expired", "at": at_now(), "detail": detail})
 }
 
 #[cfg(test)]

@@ -22,8 +22,12 @@ fn call(job: &str, opened: &[&str], cleared: &[&str]) -> Seen {
     }
 }
 
-fn from(id: &str) -> From {
-    From {
+fn s1() -> SessionRef {
+    sessionpipe_verifier::parse_session("claude-code:s1").unwrap()
+}
+
+fn from(id: &str) -> MessageRef {
+    MessageRef {
         receiver: "https://r".into(),
         id: id.into(),
         expires_ms: i64::MAX,
@@ -44,12 +48,12 @@ async fn an_answer_reaches_the_hook_that_waits_and_only_once() {
         note: Some("no".into()),
     };
     assert_eq!(
-        hub.offer_answer(from("m1"), "claude-code:s1", "perm-1", deny.clone()),
+        hub.offer_answer(from("m1"), &s1(), "perm-1", deny.clone()),
         AnswerOffer::Delivered
     );
     assert_eq!(
         hook.await.unwrap(),
-        HookAnswer::Permission(deny.clone(), Some(from("m1")))
+        ForHook::Permission(deny.clone(), Some(from("m1")))
     );
     assert!(finals.try_recv().is_err(), "acked only once it is written");
     hub.handed(&from("m1"), "turn", true);
@@ -57,7 +61,7 @@ async fn an_answer_reaches_the_hook_that_waits_and_only_once() {
     // The next hook closes the attention; a second answer is expired.
     hub.seen(vec![call("j2", &[], &["perm-1"])]);
     assert_eq!(
-        hub.offer_answer(from("m2"), "claude-code:s1", "perm-1", deny),
+        hub.offer_answer(from("m2"), &s1(), "perm-1", deny),
         AnswerOffer::Expired
     );
 }
@@ -74,7 +78,7 @@ async fn the_terminal_answering_first_releases_the_hook_silently() {
     hub.seen(vec![call("j1", &["perm-1"], &[])]);
     tokio::time::sleep(Duration::from_millis(20)).await;
     hub.seen(vec![call("j2", &[], &["perm-1"])]);
-    assert_eq!(hook.await.unwrap(), HookAnswer::Nothing);
+    assert_eq!(hook.await.unwrap(), ForHook::Nothing);
 }
 
 #[tokio::test]
@@ -85,14 +89,14 @@ async fn an_answer_before_its_hook_is_held_then_taken() {
         note: None,
     };
     assert_eq!(
-        hub.offer_answer(from("m1"), "claude-code:s1", "perm-1", allow.clone()),
+        hub.offer_answer(from("m1"), &s1(), "perm-1", allow.clone()),
         AnswerOffer::Held
     );
     hub.seen(vec![call("j1", &["perm-1"], &[])]);
     assert_eq!(
         hub.hook("j1", Ask::Permission, Duration::from_secs(1))
             .await,
-        HookAnswer::Permission(allow, Some(from("m1")))
+        ForHook::Permission(allow, Some(from("m1")))
     );
     // The hook was gone before it printed: `failed`, never `delivered`.
     hub.handed(&from("m1"), "turn", false);
@@ -106,7 +110,7 @@ async fn an_answer_before_its_hook_is_held_then_taken() {
 #[tokio::test]
 async fn a_prompt_waits_for_the_running_turns_stop_or_has_no_rung() {
     let (hub, mut finals) = Hub::new();
-    let s = "claude-code:s1";
+    let s = &s1();
     assert_eq!(
         hub.offer_prompt(from("m0"), s, "x".into(), false, true),
         PromptOffer::NoRung
@@ -120,30 +124,30 @@ async fn a_prompt_waits_for_the_running_turns_stop_or_has_no_rung() {
     hub.seen(vec![stop]);
     assert_eq!(
         hub.hook("j9", Ask::Turn, Duration::from_secs(1)).await,
-        HookAnswer::Turn("framed".into(), from("m1"))
+        ForHook::Turn("framed".into(), from("m1"))
     );
     hub.handed(&from("m1"), "turn", true);
     // Not final yet: the reply of the turn it starts is followed.
     assert!(finals.try_recv().is_err());
     let mut follows = hub.take_follows();
     assert_eq!(follows.len(), 1);
-    assert_eq!((follows[0].session.as_str(), follows[0].mode), (s, "turn"));
+    assert_eq!((&follows[0].session, follows[0].mode), (s, "turn"));
     // Taken once: a second Stop gets nothing, and its turn's end is told.
     let mut again = call("j10", &[], &[]);
     again.event = "Stop".into();
     again.turn_ended = true;
     hub.seen(vec![again]);
-    assert_eq!(follows[0].turn_ends.try_recv().unwrap().session, s);
+    assert_eq!(&follows[0].turn_ends.try_recv().unwrap().session, s);
     assert_eq!(
         hub.hook("j10", Ask::Turn, Duration::from_secs(1)).await,
-        HookAnswer::Nothing
+        ForHook::Nothing
     );
 }
 
 #[tokio::test]
 async fn a_subagents_stop_takes_nothing_of_its_sessions() {
     let (hub, _finals) = Hub::new();
-    let s = "droid:s1";
+    let s = &sessionpipe_verifier::parse_session("droid:s1").unwrap();
     assert_eq!(
         hub.offer_prompt(from("m1"), s, "framed".into(), true, true),
         PromptOffer::Queued
@@ -156,11 +160,11 @@ async fn a_subagents_stop_takes_nothing_of_its_sessions() {
     hub.seen(vec![sub, own]);
     assert_eq!(
         hub.hook("j1", Ask::Turn, Duration::from_secs(1)).await,
-        HookAnswer::Nothing
+        ForHook::Nothing
     );
     assert_eq!(
         hub.hook("j2", Ask::Turn, Duration::from_secs(1)).await,
-        HookAnswer::Turn("framed".into(), from("m1")),
+        ForHook::Turn("framed".into(), from("m1")),
         "the session's own Stop takes it"
     );
 }
@@ -173,7 +177,7 @@ async fn a_subagents_stop_takes_nothing_of_its_sessions() {
 async fn a_job_that_reports_nothing_is_answered_nothing_at_once() {
     let (hub, _finals) = Hub::new();
     let hub = std::sync::Arc::new(hub);
-    let s = "codex:s1";
+    let s = &sessionpipe_verifier::parse_session("codex:s1").unwrap();
     assert_eq!(
         hub.offer_prompt(from("m1"), s, "framed".into(), true, true),
         PromptOffer::Queued
@@ -186,15 +190,15 @@ async fn a_job_that_reports_nothing_is_answered_nothing_at_once() {
     let early = ask("j1");
     tokio::time::sleep(Duration::from_millis(20)).await;
     hub.passed(vec!["j1".into(), "j2".into()]);
-    assert_eq!(early.await.unwrap(), HookAnswer::Nothing);
-    assert_eq!(ask("j2").await.unwrap(), HookAnswer::Nothing);
+    assert_eq!(early.await.unwrap(), ForHook::Nothing);
+    assert_eq!(ask("j2").await.unwrap(), ForHook::Nothing);
     assert!(!never.is_finished(), "answered before the patience ran out");
     let mut own = call("j3", &[], &[]);
     (own.harness, own.event) = ("codex".into(), "Stop".into());
     hub.seen(vec![own]);
     assert_eq!(
         hub.hook("j3", Ask::Turn, Duration::from_secs(1)).await,
-        HookAnswer::Turn("framed".into(), from("m1"))
+        ForHook::Turn("framed".into(), from("m1"))
     );
     never.abort();
 }
@@ -204,11 +208,11 @@ async fn a_waiter_takes_a_prompt_at_once() {
     let (hub, _finals) = Hub::new();
     let hub = std::sync::Arc::new(hub);
     let h = hub.clone();
-    let w = tokio::spawn(async move { h.wait("claude-code:s1").await });
+    let w = tokio::spawn(async move { h.wait(&s1()).await });
     tokio::time::sleep(Duration::from_millis(20)).await;
-    assert_eq!(hub.waiting(), vec!["claude-code:s1".to_string()]);
+    assert_eq!(hub.waiting(), vec![s1()]);
     assert_eq!(
-        hub.offer_prompt(from("m1"), "claude-code:s1", "hi".into(), false, true),
+        hub.offer_prompt(from("m1"), &s1(), "hi".into(), false, true),
         PromptOffer::ToWaiter
     );
     assert_eq!(w.await.unwrap(), Some(("hi".to_string(), from("m1"))));
@@ -219,7 +223,7 @@ async fn the_person_at_the_machine_answers_a_waiting_prompt_once() {
     let (hub, _finals) = Hub::new();
     let hub = std::sync::Arc::new(hub);
     assert!(
-        !hub.answer_locally("claude-code:s1", "perm-1", true),
+        !hub.answer_locally(&s1(), "perm-1", true),
         "nothing waits yet"
     );
     hub.seen(vec![call("j1", &["perm-1"], &[])]);
@@ -229,12 +233,12 @@ async fn the_person_at_the_machine_answers_a_waiting_prompt_once() {
     tokio::time::sleep(Duration::from_millis(20)).await;
     assert_eq!(
         hub.waiting_permissions(),
-        vec![("claude-code:s1".to_string(), "perm-1".to_string())]
+        vec![(s1(), "perm-1".to_string())]
     );
-    assert!(hub.answer_locally("claude-code:s1", "perm-1", true));
+    assert!(hub.answer_locally(&s1(), "perm-1", true));
     assert_eq!(
         hook.await.unwrap(),
-        HookAnswer::Permission(
+        ForHook::Permission(
             Decision {
                 allow: true,
                 note: None
@@ -243,10 +247,7 @@ async fn the_person_at_the_machine_answers_a_waiting_prompt_once() {
         )
     );
     assert!(hub.waiting_permissions().is_empty());
-    assert!(
-        !hub.answer_locally("claude-code:s1", "perm-1", false),
-        "answered once"
-    );
+    assert!(!hub.answer_locally(&s1(), "perm-1", false), "answered once");
 }
 
 #[test]
@@ -254,12 +255,12 @@ fn queued_prompts_and_held_answers_expire() {
     let (hub, mut finals) = Hub::new();
     let mut f = from("m1");
     f.expires_ms = 1_000;
-    hub.offer_prompt(f.clone(), "claude-code:s1", "x".into(), true, true);
+    hub.offer_prompt(f.clone(), &s1(), "x".into(), true, true);
     let mut g = from("m2");
     g.expires_ms = 1_000;
     hub.offer_answer(
         g,
-        "claude-code:s1",
+        &s1(),
         "perm-9",
         Decision {
             allow: true,

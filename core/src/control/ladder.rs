@@ -13,24 +13,24 @@
 //! `failed` with the harness's own words. It never passes a flag that skips
 //! the harness's permissions: a level maps only to the adapter's flags.
 
+use super::ack::Ack;
 use super::files::{self, Attached};
-use super::hub::{Final, From};
-use super::machine::{
-    Control, Frame, LOCAL, Queued, ack_failed, ack_unsupported, framed, from_host, keep_final,
-    name_session, now_text, receiver_and_token, reply_text,
-};
+use super::hub::MessageRef;
+use super::machine::{Control, Frame, finish, framed, from_host, name_session, receiver_and_token};
 use super::progress::{Events, send_progress};
+use super::queued::Queued;
 use super::store::NamedSession;
 use crate::state::config::Config;
 use harness::headless::{Headless, InboxOutcome, Level, Options, Progress, Run};
 use serde_json::{Value, json};
+use sessionpipe_verifier::{Body, FileRef, SessionRef};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// What became of one run, as its final ack says.
 struct Outcome {
-    ack: Value,
+    ack: Ack,
     /// The harness's own session id, when the run named one.
     ran_as: Option<String>,
 }
@@ -42,7 +42,7 @@ pub(super) fn drives(harness: &str) -> bool {
 
 /// A prompt for a session no in-place rung took: runs on its own task and
 /// keeps its final ack.
-pub(super) fn prompt(control: Arc<Control>, from: From, q: Queued) {
+pub(super) fn prompt(control: Arc<Control>, from: MessageRef, q: Queued) {
     tokio::spawn(async move {
         // `None`: handed to a live session, whose reply is followed.
         if let Some(ack) = prompt_run(&control, &from, &q).await {
@@ -53,12 +53,14 @@ pub(super) fn prompt(control: Arc<Control>, from: From, q: Queued) {
 
 /// A verified `start`: runs on its own task and keeps its final ack.
 /// `readmitted`: admitted before a restart (its start slot is taken here).
-pub(super) fn start(control: Arc<Control>, from: From, q: Queued, readmitted: bool) {
+pub(super) fn start(control: Arc<Control>, from: MessageRef, q: Queued, readmitted: bool) {
+    let cwd = match &q.body {
+        Body::Start { cwd, .. } => cwd.as_str(),
+        _ => "",
+    };
     // Held before the task runs: a prompt admitted right after this start
     // finds its session held and waits for it.
-    let hold = control
-        .runs
-        .hold_start(&q.session, q.cwd.as_deref().unwrap_or_default());
+    let hold = control.runs.hold_start(&q.session, cwd);
     tokio::spawn(async move {
         let _slot = control.runs.started(readmitted);
         let ack = match hold {
@@ -67,31 +69,16 @@ pub(super) fn start(control: Arc<Control>, from: From, q: Queued, readmitted: bo
                 control.runs.start_ended(hold);
                 ack
             }
-            None => ack_failed(&from.id, None, "a run of this session is under way already"),
+            None => Ack::failed("a run of this session is under way already"),
         };
         finish(&control, &from, ack).await;
     });
 }
 
-async fn finish(control: &Arc<Control>, from: &From, ack: Value) {
-    keep_final(
-        control,
-        Final {
-            receiver: from.receiver.clone(),
-            id: from.id.clone(),
-            ack,
-        },
-    )
-    .await;
-}
-
-async fn prompt_run(control: &Arc<Control>, from: &From, q: &Queued) -> Option<Value> {
-    let Some((harness, name)) = q.session.split_once(':') else {
-        return Some(ack_unsupported(&from.id, "no such session"));
-    };
+async fn prompt_run(control: &Arc<Control>, from: &MessageRef, q: &Queued) -> Option<Ack> {
+    let (harness, name) = (q.session.harness.as_str(), q.session.id.as_str());
     let Some(headless) = adapters::lookup(harness).and_then(|a| a.headless()) else {
-        return Some(ack_unsupported(
-            &from.id,
+        return Some(Ack::unsupported(
             "the session has no running turn and no waiter",
         ));
     };
@@ -101,26 +88,18 @@ async fn prompt_run(control: &Arc<Control>, from: &From, q: &Queued) -> Option<V
     let named = named(control, harness, name).await;
     let target = named.as_ref().map_or(name.to_string(), |n| n.id.clone());
     let Some(host) = harness::install::Host::from_env() else {
-        return Some(ack_failed(
-            &from.id,
-            None,
-            "this machine has no home folder",
-        ));
+        return Some(Ack::failed("this machine has no home folder"));
     };
     let Some(cwd) = session_cwd(control, harness, name, named.as_ref()).await else {
-        return Some(ack_failed(
-            &from.id,
-            None,
-            "the session's folder is not known here",
-        ));
+        return Some(Ack::failed("the session's folder is not known here"));
     };
     let host_name = from_host(&from.receiver);
-    let text = q.text.as_deref().unwrap_or("");
+    let text = q.text().unwrap_or("");
     let live = headless.live(&host, &target);
     // A live session whose inbox this daemon speaks takes it in place.
     if let Some(socket) = live.as_ref().and_then(|l| l.inbox.clone()) {
         let framed = framed(from, Frame::InPlace, text);
-        let sender = if from.receiver == LOCAL {
+        let sender = if from.is_local() {
             "sessionpipe ask".to_string()
         } else {
             format!("sessionpipe via {host_name}")
@@ -137,17 +116,17 @@ async fn prompt_run(control: &Arc<Control>, from: &From, q: &Queued) -> Option<V
         .await;
         match outcome {
             InboxOutcome::Taken => {
-                control
-                    .hub
-                    .follow(from, &format!("{harness}:{target}"), "api");
+                let live = SessionRef {
+                    harness: harness.to_string(),
+                    id: target.clone(),
+                };
+                control.hub.follow(from, &live, "api");
                 return None;
             }
             InboxOutcome::Unsure(why) => {
-                return Some(ack_failed(
-                    &from.id,
-                    None,
-                    &format!("the session's inbox may not have taken it: {why}"),
-                ));
+                return Some(Ack::failed(format!(
+                    "the session's inbox may not have taken it: {why}"
+                )));
             }
             InboxOutcome::Held | InboxOutcome::Missed(_) => {}
         }
@@ -157,8 +136,7 @@ async fn prompt_run(control: &Arc<Control>, from: &From, q: &Queued) -> Option<V
         None => (Run::Resume { id: &target }, "resume"),
         Some(_) if headless.forks() => (Run::Fork { id: &target }, "fork"),
         Some(_) => {
-            return Some(ack_unsupported(
-                &from.id,
+            return Some(Ack::unsupported(
                 "a live process holds the session and it takes no message from here",
             ));
         }
@@ -166,10 +144,7 @@ async fn prompt_run(control: &Arc<Control>, from: &From, q: &Queued) -> Option<V
     let config = Config::load(&control.paths).unwrap_or_default();
     // A level the message names (a local ask's `safe`) never rises above
     // the machine's.
-    let level = match (
-        q.level.as_deref().and_then(Level::parse),
-        default_level(&config, headless),
-    ) {
+    let level = match (q.level(from), default_level(&config, headless)) {
         (Some(asked), Some(machine)) => Some(asked.min(machine)),
         (asked, machine) => asked.or(machine),
     };
@@ -200,41 +175,46 @@ fn headless_of(harness: &str) -> Option<&'static dyn Headless> {
     adapters::lookup(harness).and_then(|a| a.headless())
 }
 
-async fn start_run(control: &Arc<Control>, from: &From, q: &Queued) -> Value {
-    let Some((harness, id)) = q.session.split_once(':') else {
-        return ack_unsupported(&from.id, "no such session");
+async fn start_run(control: &Arc<Control>, from: &MessageRef, q: &Queued) -> Ack {
+    let Body::Start {
+        text,
+        cwd,
+        files,
+        level,
+        model,
+    } = &q.body
+    else {
+        return Ack::failed("only a start starts a session");
     };
-    let cwd = PathBuf::from(q.cwd.as_deref().unwrap_or(""));
+    let (harness, id) = (q.session.harness.as_str(), q.session.id.as_str());
+    let cwd = PathBuf::from(cwd);
     let Some(headless) = adapters::lookup(harness).and_then(|a| a.headless()) else {
         if super::acp::found(harness).is_none() {
-            return ack_unsupported(
-                &from.id,
-                "this machine cannot start a session of this harness",
-            );
+            return Ack::unsupported("this machine cannot start a session of this harness");
         }
-        return match first_words(control, from, q, &cwd, id).await {
+        return match first_words(control, from, text, files, &cwd, id).await {
             Ok(framed) => super::acp::start_run(control, from, q, &framed).await,
             Err(ack) => ack,
         };
     };
     let Some(host) = harness::install::Host::from_env() else {
-        return ack_failed(&from.id, None, "this machine has no home folder");
+        return Ack::failed("this machine has no home folder");
     };
     let config = Config::load(&control.paths).unwrap_or_default();
-    let level = match q.level.as_deref() {
-        Some(l) => Level::parse(l),
+    let level = match level {
+        Some(l) => Some(*l),
         None => default_level(&config, headless),
     };
-    if q.model.is_some() && !headless.takes_model() {
-        return ack_unsupported(&from.id, "this harness takes no model from a start");
+    if model.is_some() && !headless.takes_model() {
+        return Ack::unsupported("this harness takes no model from a start");
     }
-    let framed = match first_words(control, from, q, &cwd, id).await {
+    let framed = match first_words(control, from, text, files, &cwd, id).await {
         Ok(f) => f,
         Err(ack) => return ack,
     };
     let options = Options {
         level,
-        model: q.model.clone(),
+        model: model.clone(),
         allowed_tools: control.session_tools(&from.receiver),
     };
     let run = Run::Start { id };
@@ -270,15 +250,16 @@ async fn start_run(control: &Arc<Control>, from: &From, q: &Queued) -> Value {
 /// fetched and written into `cwd` (a failure to is the final ack).
 async fn first_words(
     control: &Arc<Control>,
-    from: &From,
-    q: &Queued,
+    from: &MessageRef,
+    text: &str,
+    files: &[FileRef],
     cwd: &Path,
     session_id: &str,
-) -> Result<String, Value> {
-    let mut text = q.text.clone().unwrap_or_default();
-    if !q.files.is_empty() {
+) -> Result<String, Ack> {
+    let mut text = text.to_string();
+    if !files.is_empty() {
         text.push_str(
-            &fetch_files(control, from, cwd, session_id, &q.files)
+            &fetch_files(control, from, cwd, session_id, files)
                 .await?
                 .list,
         );
@@ -290,24 +271,14 @@ async fn first_words(
 /// code `file`), with nothing kept.
 async fn fetch_files(
     control: &Arc<Control>,
-    from: &From,
+    from: &MessageRef,
     cwd: &Path,
     session_id: &str,
-    wanted: &[Value],
-) -> Result<Attached, Value> {
-    let refs: Vec<sessionpipe_verifier::FileRef> = wanted
-        .iter()
-        .map(|f| sessionpipe_verifier::FileRef {
-            name: f["name"].as_str().unwrap_or_default().to_string(),
-            media_type: f["type"].as_str().unwrap_or_default().to_string(),
-            size: f["size"].as_u64().unwrap_or_default(),
-            sha256: f["sha256"].as_str().unwrap_or_default().to_string(),
-        })
-        .collect();
+    wanted: &[FileRef],
+) -> Result<Attached, Ack> {
     let Some((receiver, token)) = receiver_and_token(control, &from.receiver).await else {
-        return Err(ack_failed(
-            &from.id,
-            Some("file"),
+        return Err(Ack::failed_with(
+            "file",
             "this machine is no longer paired with the receiver",
         ));
     };
@@ -317,17 +288,17 @@ async fn fetch_files(
         &token,
         cwd,
         session_id,
-        &refs,
+        wanted,
     )
     .await
-    .map_err(|e| ack_failed(&from.id, Some("file"), &e.to_string()))
+    .map_err(|e| Ack::failed_with("file", e.to_string()))
 }
 
 /// Runs one headless process to its end and says what became of it.
 #[allow(clippy::too_many_arguments)]
 async fn run_one(
     control: &Arc<Control>,
-    from: &From,
+    from: &MessageRef,
     harness: &str,
     headless: &dyn Headless,
     host: &harness::install::Host,
@@ -336,10 +307,10 @@ async fn run_one(
     text: &str,
     options: Options,
     mode: &'static str,
-    started: Option<&str>,
+    started: Option<&SessionRef>,
 ) -> Outcome {
     let failed = |detail: &str| Outcome {
-        ack: ack_failed(&from.id, None, detail),
+        ack: Ack::failed(detail),
         ran_as: None,
     };
     let Some(program) = host.find_on_path(headless.program()) else {
@@ -353,14 +324,11 @@ async fn run_one(
         && !headless.levels(&help).contains(&level)
     {
         return Outcome {
-            ack: ack_unsupported(
-                &from.id,
-                &format!(
-                    "the installed {} offers no `{}` level",
-                    headless.program(),
-                    level.as_str()
-                ),
-            ),
+            ack: Ack::unsupported(format!(
+                "the installed {} offers no `{}` level",
+                headless.program(),
+                level.as_str()
+            )),
             ran_as: None,
         };
     }
@@ -372,7 +340,7 @@ async fn run_one(
         Ok(l) => l,
         Err(e) => {
             return Outcome {
-                ack: ack_unsupported(&from.id, &e.to_string()),
+                ack: Ack::unsupported(e.to_string()),
                 ran_as: None,
             };
         }
@@ -412,18 +380,20 @@ async fn run_one(
     progress.abort();
     match result {
         Ok(ran) => {
-            let session_ref = match (started, mode, &ran.session) {
-                (Some(name), _, _) => Some(name.to_string()),
-                (None, "fork", Some(fork)) => Some(format!("{harness}:{fork}")),
+            let session = match (started, mode, &ran.session) {
+                (Some(name), _, _) => Some(name.clone()),
+                (None, "fork", Some(fork)) => Some(SessionRef {
+                    harness: harness.to_string(),
+                    id: fork.clone(),
+                }),
                 _ => None,
             };
-            let mut ack = json!({"id": from.id, "outcome": "delivered", "at": now_text(),
-                                 "mode": mode, "reply": reply_text(&ran.reply)});
-            if let Some(s) = session_ref {
-                ack["session"] = json!(s);
-            }
             Outcome {
-                ack,
+                ack: Ack::Delivered {
+                    mode: Some(mode),
+                    reply: Some(ran.reply),
+                    session,
+                },
                 ran_as: ran.session,
             }
         }

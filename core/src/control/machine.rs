@@ -1,51 +1,22 @@
 //! What the daemon's control parts share: the `Control` handle (the store,
-//! the hub, the headless runs, the one HTTP client), the verified message as
-//! it is kept while it waits (`Queued`), and the acks every part sends: a
-//! final one kept on disk before it goes, `taken` and `progress` sent at once
-//! and never retried (the next one, or the final, supersedes them).
+//! the hub, the headless runs, the one HTTP client), and how the acks every
+//! part makes (`ack`) leave: a final one kept on disk before it goes, `taken`
+//! and `progress` sent at once and never retried (the next one, or the final,
+//! supersedes them).
 //!
 //! It decides nothing: `admit` verifies and checks, `run` polls and offers,
 //! `ladder` runs what the hub cannot take in place.
 
-use super::hub::{Final, Hub};
+use super::ack::Ack;
+use super::hub::{Final, Hub, MessageRef};
 use super::runs::Runs;
 use super::store::{Receiver, Store};
 use super::wire;
 use crate::state::secrets::Secrets;
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use spool::StatePaths;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-
-/// What a verified message needs to be offered again after a restart.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Queued {
-    pub session: String,
-    pub kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attention: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-    pub expires_ms: i64,
-    /// A start's folder, files (`{name, type, size, sha256}`), level and model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub files: Vec<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub level: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-}
-
-/// The `receiver` of a message asked on this machine (`sessionpipe ask`):
-/// its acks go to the one who asked, never to a receiver.
-pub const LOCAL: &str = "local:";
 
 /// Everything control's parts share, for the daemon's life.
 pub struct Control {
@@ -169,11 +140,13 @@ pub(super) async fn receiver_and_token(
     Some((receiver, token))
 }
 
-/// A not-final ack (`taken`, `progress`), sent at once, best effort.
-async fn say_now(control: &Arc<Control>, origin: &str, ack: Value) {
+/// A not-final ack (`taken`, `progress`) of the message `id` from `origin`,
+/// sent at once, best effort.
+async fn say_now(control: &Arc<Control>, origin: &str, id: &str, ack: Ack) {
     let Some((receiver, token)) = receiver_and_token(control, origin).await else {
         return;
     };
+    let ack = ack.json(id);
     if let Err(e) = wire::ack(&control.http, &receiver.control_url, &token, &[ack]).await {
         tracing::info!("control: an ack to {}: {e}", receiver.origin);
     }
@@ -181,12 +154,7 @@ async fn say_now(control: &Arc<Control>, origin: &str, ack: Value) {
 
 /// `taken`: the machine holds the message and a final ack follows.
 pub(super) async fn say_taken(control: &Arc<Control>, origin: &str, id: &str) {
-    say_now(
-        control,
-        origin,
-        json!({"id": id, "outcome": "taken", "at": now_text()}),
-    )
-    .await;
+    say_now(control, origin, id, Ack::Taken).await;
 }
 
 /// `progress`: the reply so far, whole, with a rising `seq`.
@@ -197,14 +165,21 @@ pub(super) async fn say_progress(
     seq: u64,
     reply: &str,
 ) {
-    let ack = json!({"id": id, "outcome": "progress", "at": now_text(),
-                     "seq": seq, "reply": reply_text(reply)});
-    say_now(control, origin, ack).await;
+    let ack = Ack::Progress {
+        seq,
+        reply: reply.to_string(),
+    };
+    say_now(control, origin, id, ack).await;
+}
+
+/// Keeps `ack`, the final one of the message `from` names, and sends it.
+pub(super) async fn finish(control: &Arc<Control>, from: &MessageRef, ack: Ack) {
+    keep_final(control, Final::of(from, &ack)).await;
 }
 
 /// Keeps a final ack on disk, then rings its receiver's ack loop.
 pub(super) async fn keep_final(control: &Arc<Control>, f: Final) {
-    if f.receiver == LOCAL {
+    if f.receiver == super::hub::LOCAL {
         let waiting = control
             .local
             .lock()
@@ -224,46 +199,6 @@ pub(super) async fn keep_final(control: &Arc<Control>, f: Final) {
     control.bell(&f.receiver).notify_one();
 }
 
-/// A reply as an ack carries it: secrets removed, at most the schema's
-/// 20 000 characters (the end kept: it is where an answer concludes).
-pub fn reply_text(reply: &str) -> String {
-    const MAX: usize = 20_000;
-    let clean = redact::secrets(reply.trim());
-    let n = clean.chars().count();
-    if n <= MAX {
-        return clean.into_owned();
-    }
-    let tail: String = clean.chars().skip(n - (MAX - 2)).collect();
-    format!("…\n{tail}")
-}
-
-/// A detail as an ack carries it: secrets removed, at most 500 characters.
-pub fn detail_text(detail: &str) -> String {
-    let clean = redact::secrets(detail.trim());
-    clean.chars().take(500).collect()
-}
-
-pub fn now_text() -> String {
-    protocol::time::rfc3339_ms(protocol::time::now_ms())
-}
-
-pub fn ack_refused(id: &str, code: &str, detail: &str) -> Value {
-    json!({"id": id, "outcome": "refused", "at": now_text(), "code": code, "detail": detail})
-}
-
-pub fn ack_unsupported(id: &str, detail: &str) -> Value {
-    json!({"id": id, "outcome": "unsupported", "at": now_text(), "detail": detail})
-}
-
-pub fn ack_failed(id: &str, code: Option<&str>, detail: &str) -> Value {
-    let mut ack = json!({"id": id, "outcome": "failed", "at": now_text(),
-                         "detail": detail_text(detail)});
-    if let Some(c) = code {
-        ack["code"] = json!(c);
-    }
-    ack
-}
-
 /// How a message is framed where it is delivered (`harness::frames`).
 #[derive(Clone, Copy)]
 pub enum Frame {
@@ -277,8 +212,8 @@ pub enum Frame {
 
 /// `text` framed for where it goes; a local ask carries its own paragraph
 /// (`frames::asked`) and no receiver's frame.
-pub fn framed(from: &super::hub::From, how: Frame, text: &str) -> String {
-    if from.receiver == LOCAL {
+pub fn framed(from: &MessageRef, how: Frame, text: &str) -> String {
+    if from.is_local() {
         return text.to_string();
     }
     let host = from_host(&from.receiver);
@@ -377,16 +312,5 @@ mod tests {
             !folder_allowed(inside.to_str(), &[]),
             "no folder: nothing allowed"
         );
-    }
-
-    #[test]
-    fn a_reply_loses_its_secrets_and_keeps_its_end() {
-        let key = format!("sk-ant-api03-{}", "A1b2C3d4".repeat(12));
-        let r = reply_text(&format!("Set it to {key} and run."));
-        assert!(!r.contains(&key), "{r}");
-        let long = format!("{}THE END", "x".repeat(30_000));
-        let r = reply_text(&long);
-        assert_eq!(r.chars().count(), 20_000);
-        assert!(r.ends_with("THE END"));
     }
 }

@@ -21,12 +21,15 @@
 //!   client; `held` the agents it holds.
 //! - `progress`: a run's growing reply as `progress` acks and
 //!   `turn.progress` events.
-//! - `machine`: the handle and the acks every part shares.
+//! - `machine`: the handle every part shares, and how acks leave; `ack`
+//!   what an ack says and its one serializer (every bound applied);
+//!   `queued` a verified message as it waits, and the form it is kept in.
 //!
 //! Uses layers 1 and 2 and `sinks` (discovery, a sink's token); nothing above.
 //! Never runs anything on a bearer token's word, and never answers `allow` for
 //! a prompt it received no verified answer for.
 
+pub mod ack;
 pub mod acp;
 mod admit;
 mod api;
@@ -39,6 +42,7 @@ mod ladder;
 pub mod machine;
 pub mod pair;
 mod progress;
+pub mod queued;
 mod replies;
 pub mod run;
 pub mod runs;

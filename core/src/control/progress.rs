@@ -5,7 +5,7 @@
 //! adapter. Shared by the headless runs (`ladder`) and ACP turns (`acp`);
 //! decides no final ack.
 
-use super::hub::From;
+use super::hub::MessageRef;
 use super::machine::{Control, say_progress};
 use harness::headless::Progress;
 use std::sync::Arc;
@@ -30,7 +30,7 @@ pub(super) struct Events {
 /// at most every `EVENT_EVERY`; ends when the run's sender is dropped.
 pub(super) async fn send_progress(
     control: Arc<Control>,
-    from: From,
+    from: MessageRef,
     mut rx: tokio::sync::watch::Receiver<Progress>,
     events: Events,
 ) {

@@ -8,10 +8,10 @@
 //! Reads the transcript only; never writes it, never sends the turn anywhere
 //! but into the ack (secrets removed there), never holds up a hook.
 
-use super::hub::{Final, Follow, TurnEnd};
-use super::machine::{Control, keep_final, now_text, reply_text};
+use super::ack::Ack;
+use super::hub::{Follow, TurnEnd};
+use super::machine::{Control, finish};
 use harness::transcript::{TurnLog, Want};
-use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,11 +33,7 @@ pub(super) async fn follow_all(control: Arc<Control>) {
 }
 
 async fn follow(control: Arc<Control>, mut f: Follow) {
-    let (harness, id) = f
-        .session
-        .split_once(':')
-        .map(|(h, i)| (h.to_string(), i.to_string()))
-        .unwrap_or_default();
+    let (harness, id) = (f.session.harness.clone(), f.session.id.clone());
     let mut transcript = place_of(&harness, &id);
     let before = match &transcript {
         Some(p) => Before::of(&turns(&harness, p).await),
@@ -69,20 +65,12 @@ async fn follow(control: Arc<Control>, mut f: Follow) {
         }
         break;
     }
-    let mut ack = json!({"id": f.from.id, "outcome": "delivered", "at": now_text(),
-                         "mode": f.mode});
-    if let Some(r) = reply.filter(|r| !r.trim().is_empty()) {
-        ack["reply"] = json!(reply_text(&r));
-    }
-    keep_final(
-        &control,
-        Final {
-            receiver: f.from.receiver.clone(),
-            id: f.from.id.clone(),
-            ack,
-        },
-    )
-    .await;
+    let ack = Ack::Delivered {
+        mode: Some(f.mode),
+        reply: reply.filter(|r| !r.trim().is_empty()),
+        session: None,
+    };
+    finish(&control, &f.from, ack).await;
 }
 
 /// What the transcript held at the hand-over.

@@ -10,11 +10,11 @@
 //! Nothing here runs a command on a bearer token's word: the token only opens
 //! the transport; the verifier and the person's enrolled keys decide.
 
+use super::ack::Ack;
 use super::admit::{self, Admission};
-use super::hub::{self, AnswerOffer, Decision, Final, From, Hub, PromptOffer};
-use super::machine::{
-    Control, Frame, Queued, ack_failed, ack_unsupported, framed, keep_final, say_taken,
-};
+use super::hub::{AnswerOffer, Decision, Final, Hub, MessageRef, PromptOffer};
+use super::machine::{Control, Frame, finish, framed, keep_final, say_taken};
+use super::queued::Queued;
 use super::runs::Runs;
 use super::store::{Receiver, Store};
 use super::wire::{self, WireError};
@@ -22,6 +22,7 @@ use super::{acp, api, ladder};
 use crate::state::config::Config;
 use crate::state::secrets::Secrets;
 use serde_json::{Value, json};
+use sessionpipe_verifier::Body;
 use spool::StatePaths;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -127,65 +128,51 @@ pub fn set_marker(paths: &StatePaths, on: bool) {
     }
 }
 
-/// Messages verified before a restart and still waiting are offered again.
+/// Messages verified before a restart and still waiting are offered again;
+/// one whose kept form this version cannot read is acked `failed` with why,
+/// never left waiting.
 async fn requeue(control: &Arc<Control>) {
     let c = control.clone();
     let queued = crate::runtime::blocking(move || c.store().queued().unwrap_or_default()).await;
     for m in queued {
-        let Some(q) = m
-            .command
-            .as_deref()
-            .and_then(|c| serde_json::from_str::<Queued>(c).ok())
-        else {
-            continue;
-        };
-        let from = From {
+        let from = |expires_ms| MessageRef {
             receiver: m.receiver.clone(),
             id: m.id.clone(),
-            expires_ms: q.expires_ms,
+            expires_ms,
         };
+        let q = match m.command.as_deref().map(Queued::from_kept) {
+            Some(Ok(q)) => q,
+            Some(Err(why)) => {
+                let why =
+                    format!("what was kept of the message does not read ({why}); it was not run");
+                finish(control, &from(0), Ack::failed(why)).await;
+                continue;
+            }
+            None => {
+                let why = "nothing of the message was kept; it was not run";
+                finish(control, &from(0), Ack::failed(why)).await;
+                continue;
+            }
+        };
+        let from = from(q.expires_ms);
         // Its process started before the restart: never run it twice.
         if m.begun {
-            let ack = ack_failed(
-                &from.id,
-                None,
-                "the daemon restarted while its run ran; it was not run again",
-            );
-            keep_final(
-                control,
-                Final {
-                    receiver: from.receiver,
-                    id: from.id,
-                    ack,
-                },
-            )
-            .await;
+            let why = "the daemon restarted while its run ran; it was not run again";
+            finish(control, &from, Ack::failed(why)).await;
             continue;
         }
         // Said `taken` before the restart: the receiver holds it back still.
         if let Some(ack) = offer(control, &from, &q, true).await {
-            let f = Final {
-                receiver: from.receiver,
-                id: from.id,
-                ack,
-            };
-            keep_final(control, f).await;
+            finish(control, &from, ack).await;
         }
     }
 }
 
 /// Offers a verified message to the hub and keeps the final ack the offer
 /// decided, if it decided one.
-async fn offer_and_keep(control: &Arc<Control>, from: From, q: &Queued) {
+async fn offer_and_keep(control: &Arc<Control>, from: MessageRef, q: &Queued) {
     match offer(control, &from, q, false).await {
-        Some(ack) => {
-            let f = Final {
-                receiver: from.receiver,
-                id: from.id,
-                ack,
-            };
-            keep_final(control, f).await;
-        }
+        Some(ack) => finish(control, &from, ack).await,
         // Waiting for its hook: `taken`, so the receiver stops handing it
         // over on every poll (each would be a poll answered at once).
         None => say_taken(control, &from.receiver, &from.id).await,
@@ -364,7 +351,13 @@ pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
     .await;
     let mut body = machine_facts(&config, harnesses, &control.runs).await;
     body["keys"] = json!(keys);
-    body["waiting"] = json!(control.hub.waiting());
+    let waiting: Vec<String> = control
+        .hub
+        .waiting()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    body["waiting"] = json!(waiting);
     if let Some(pool) = pool {
         body["pool"] = pool;
     }
@@ -509,48 +502,49 @@ async fn handle(control: &Arc<Control>, receiver: &Receiver, envelope: Value) {
 /// when that decided it at once. `readmitted`: kept before a restart.
 pub(super) async fn offer(
     control: &Arc<Control>,
-    from: &From,
+    from: &MessageRef,
     q: &Queued,
     readmitted: bool,
-) -> Option<Value> {
-    if q.kind == "start" {
-        // A start runs however late it comes: its caps were checked when it
-        // was admitted, and the device asked for a session, not a moment.
-        ladder::start(control.clone(), from.clone(), q.clone(), readmitted);
-        return None;
+) -> Option<Ack> {
+    // A start runs however late it comes: its caps were checked when it
+    // was admitted, and the device asked for a session, not a moment.
+    if !matches!(q.body, Body::Start { .. }) && from.expires_ms <= protocol::time::now_ms() {
+        return Some(Ack::expired("past its expires_at"));
     }
-    if from.expires_ms <= protocol::time::now_ms() {
-        return Some(hub::ack_expired(from, "past its expires_at"));
-    }
-    match q.kind.as_str() {
-        "prompt" => {
-            let (harness, id) = q.session.split_once(':')?;
+    let session = &q.session;
+    match &q.body {
+        Body::Start { .. } => {
+            ladder::start(control.clone(), from.clone(), q.clone(), readmitted);
+            None
+        }
+        Body::Prompt { text } => {
+            let harness = session.harness.as_str();
             // A session an ACP agent of ours runs (or a start of one, still
             // running) takes it as its next turn.
-            if acp::has(control, &q.session).await
-                || (control.runs.is_held(&q.session) && acp::found(harness).is_some())
+            if acp::has(control, session).await
+                || (control.runs.is_held(session) && acp::found(harness).is_some())
             {
                 acp::prompt(control.clone(), from.clone(), q.clone());
                 return None;
             }
             // A run of ours holds the session: the message waits for it.
-            if control.runs.is_held(&q.session) {
+            if control.runs.is_held(session) {
                 ladder::prompt(control.clone(), from.clone(), q.clone());
                 return None;
             }
-            let c = control.clone();
-            let (h, i) = (harness.to_string(), id.to_string());
+            let (c, s) = (control.clone(), session.clone());
             let running = crate::runtime::blocking(move || {
-                super::machine::session_record(&c, &h, &i).is_some_and(|r| r.running_turn.is_some())
+                super::machine::session_record(&c, &s.harness, &s.id)
+                    .is_some_and(|r| r.running_turn.is_some())
             })
             .await;
             let takes_turns = adapters::lookup(harness)
                 .and_then(|a| a.control())
                 .is_some_and(|c| c.turn_answer("").is_some());
-            let framed = framed(from, Frame::InPlace, q.text.as_deref()?);
+            let framed = framed(from, Frame::InPlace, text);
             match control
                 .hub
-                .offer_prompt(from.clone(), &q.session, framed, running, takes_turns)
+                .offer_prompt(from.clone(), session, framed, running, takes_turns)
             {
                 PromptOffer::ToWaiter | PromptOffer::Queued => None,
                 PromptOffer::NoRung if ladder::drives(harness) => {
@@ -561,37 +555,36 @@ pub(super) async fn offer(
                     api::prompt(control.clone(), from.clone(), q.clone());
                     None
                 }
-                PromptOffer::NoRung => Some(ack_unsupported(
-                    &from.id,
+                PromptOffer::NoRung => Some(Ack::unsupported(
                     "the session has no running turn and no waiter",
                 )),
             }
         }
-        "permission.answer" => {
+        Body::PermissionAnswer {
+            for_attention,
+            decision,
+        } => {
             let decision = Decision {
-                allow: q.allow?,
+                allow: matches!(decision, sessionpipe_verifier::Decision::Allow),
                 note: q.note.clone(),
             };
-            match control.hub.offer_answer(
-                from.clone(),
-                &q.session,
-                q.attention.as_deref()?,
-                decision,
-            ) {
+            match control
+                .hub
+                .offer_answer(from.clone(), session, for_attention, decision)
+            {
                 AnswerOffer::Delivered | AnswerOffer::Held => None,
-                AnswerOffer::Expired => {
-                    Some(hub::ack_expired(from, "the prompt was answered first"))
-                }
+                AnswerOffer::Expired => Some(Ack::expired("the prompt was answered first")),
             }
         }
-        "cancel" => {
-            if let Some(ack) = acp::cancel(control, from, &q.session).await {
+        Body::Cancel => {
+            if let Some(ack) = acp::cancel(control, session).await {
                 return Some(ack);
             }
             api::cancel(control.clone(), from.clone(), q.clone());
             None
         }
-        _ => None,
+        // Decided when it came (`admit`): it never waits.
+        Body::KeyAdd { .. } => Some(Ack::failed("a key.add never waits to be offered")),
     }
 }
 

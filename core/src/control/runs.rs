@@ -11,6 +11,7 @@
 
 use harness::headless::{Launch, Progress, StreamReader};
 use sessionpipe_acp::tail::StderrTail;
+use sessionpipe_verifier::SessionRef;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -58,17 +59,17 @@ pub struct Ran {
 /// dropped).
 pub struct StartHold {
     _guard: tokio::sync::OwnedMutexGuard<()>,
-    session: String,
+    session: SessionRef,
 }
 
 /// The headless runs of one daemon.
 pub struct Runs {
     slots: tokio::sync::Semaphore,
     starts: Arc<AtomicUsize>,
-    held: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    held: Mutex<HashMap<SessionRef, Arc<tokio::sync::Mutex<()>>>>,
     /// The folder of each start held now (a prompt to its session may come
     /// before the harness named it anywhere).
-    starting: Mutex<HashMap<String, String>>,
+    starting: Mutex<HashMap<SessionRef, String>>,
     helps: Mutex<HashMap<PathBuf, String>>,
 }
 
@@ -123,30 +124,30 @@ impl Runs {
     }
 
     /// The lock a run of `session` holds while it runs.
-    pub fn hold(&self, session: &str) -> Arc<tokio::sync::Mutex<()>> {
+    pub fn hold(&self, session: &SessionRef) -> Arc<tokio::sync::Mutex<()>> {
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         // Forget the locks nobody holds or waits on, so the map stays small.
         held.retain(|_, l| Arc::strong_count(l) > 1);
-        held.entry(session.to_string()).or_default().clone()
+        held.entry(session.clone()).or_default().clone()
     }
 
     /// Holds `session` for a start at once (before its task runs), so a
     /// message admitted right after it waits for it; `None` when something
     /// holds it already.
-    pub fn hold_start(&self, session: &str, cwd: &str) -> Option<StartHold> {
+    pub fn hold_start(&self, session: &SessionRef, cwd: &str) -> Option<StartHold> {
         let guard = self.hold(session).try_lock_owned().ok()?;
         self.starting
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(session.to_string(), cwd.to_string());
+            .insert(session.clone(), cwd.to_string());
         Some(StartHold {
             _guard: guard,
-            session: session.to_string(),
+            session: session.clone(),
         })
     }
 
     /// The folder of a start that holds `session` now.
-    pub fn starting_in(&self, session: &str) -> Option<String> {
+    pub fn starting_in(&self, session: &SessionRef) -> Option<String> {
         self.starting
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -163,7 +164,7 @@ impl Runs {
     }
 
     /// True while a run of `session` runs (or waits its turn).
-    pub fn is_held(&self, session: &str) -> bool {
+    pub fn is_held(&self, session: &SessionRef) -> bool {
         let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         held.get(session).is_some_and(|l| l.try_lock().is_err())
     }
@@ -478,11 +479,12 @@ mod tests {
     #[tokio::test]
     async fn a_session_is_held_while_its_run_runs() {
         let runs = Runs::new(1);
-        let lock = runs.hold("claude-code:a");
-        assert!(!runs.is_held("claude-code:a"));
+        let a = sessionpipe_verifier::parse_session("claude-code:a").unwrap();
+        let lock = runs.hold(&a);
+        assert!(!runs.is_held(&a));
         let guard = lock.lock().await;
-        assert!(runs.is_held("claude-code:a"));
+        assert!(runs.is_held(&a));
         drop(guard);
-        assert!(!runs.is_held("claude-code:a"));
+        assert!(!runs.is_held(&a));
     }
 }

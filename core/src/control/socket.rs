@@ -11,7 +11,7 @@
 // The server is a Unix socket; Windows has no control socket (README: "What
 // has never run, per platform"), only the request types.
 #[cfg(unix)]
-use super::hub::{Ask, HookAnswer, Hub};
+use super::hub::{Ask, ForHook, Hub, MessageRef};
 #[cfg(unix)]
 use super::machine::Control;
 #[cfg(unix)]
@@ -120,7 +120,7 @@ async fn serve(stream: tokio::net::UnixStream, hub: &Hub, control: Option<&Arc<C
         return;
     };
     // What to write, and whose message it carries (acked once written).
-    let (answer, handed): (String, Option<(super::hub::From, &str)>) = match request {
+    let (answer, handed): (String, Option<(MessageRef, &str)>) = match request {
         Request::Hook { job, harness, ask } => {
             let ask = match ask {
                 AskWire::Turn => Ask::Turn,
@@ -129,13 +129,17 @@ async fn serve(stream: tokio::net::UnixStream, hub: &Hub, control: Option<&Arc<C
             let window = Duration::from_secs(harness::control::PERMISSION_WAIT_S);
             let got = hub.hook(&job, ask, window).await;
             let from = match &got {
-                HookAnswer::Turn(_, f) => Some(f.clone()),
-                HookAnswer::Permission(_, f) => f.clone(),
-                HookAnswer::Nothing => None,
+                ForHook::Turn(_, f) => Some(f.clone()),
+                ForHook::Permission(_, f) => f.clone(),
+                ForHook::Nothing => None,
             };
             (hook_bytes(&harness, got), from.map(|f| (f, "turn")))
         }
         Request::Wait { session } => {
+            // Not `<harness>:<id>`: nothing will ever come for it.
+            let Some(session) = super::hub::session_named(&session) else {
+                return;
+            };
             // The waiter's end closing (a harness's deadline) frees its place.
             let mut probe = reader.into_inner();
             let mut byte = [0u8; 1];
@@ -189,14 +193,14 @@ async fn serve(stream: tokio::net::UnixStream, hub: &Hub, control: Option<&Arc<C
 
 /// The harness's own answer for what the hub gave a hook.
 #[cfg(unix)]
-fn hook_bytes(harness: &str, got: HookAnswer) -> String {
+fn hook_bytes(harness: &str, got: ForHook) -> String {
     let Some(control) = adapters::lookup(harness).and_then(|a| a.control()) else {
         return String::new();
     };
     match got {
-        HookAnswer::Nothing => None,
-        HookAnswer::Turn(framed, _) => control.turn_answer(&framed),
-        HookAnswer::Permission(d, _) => control.permission_answer(d.allow, d.note.as_deref()),
+        ForHook::Nothing => None,
+        ForHook::Turn(framed, _) => control.turn_answer(&framed),
+        ForHook::Permission(d, _) => control.permission_answer(d.allow, d.note.as_deref()),
     }
     .unwrap_or_default()
 }
@@ -231,13 +235,8 @@ mod tests {
             allow: true,
             note: None,
         };
-        assert!(
-            hook_bytes("claude-code", HookAnswer::Permission(d.clone(), None)).contains("allow")
-        );
-        assert_eq!(
-            hook_bytes("gemini-cli", HookAnswer::Permission(d, None)),
-            ""
-        );
-        assert_eq!(hook_bytes("claude-code", HookAnswer::Nothing), "");
+        assert!(hook_bytes("claude-code", ForHook::Permission(d.clone(), None)).contains("allow"));
+        assert_eq!(hook_bytes("gemini-cli", ForHook::Permission(d, None)), "");
+        assert_eq!(hook_bytes("claude-code", ForHook::Nothing), "");
     }
 }

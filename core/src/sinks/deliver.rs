@@ -11,7 +11,7 @@
 //! holds one session's events in seq order. SQLite and file writes go through
 //! the runtime's blocking pool; only the network is awaited in place.
 
-use super::http::{self, Answer};
+use super::http::{self, BatchVerdict};
 use super::{Sink, SinkList, Target};
 use crate::pipeline::outbox::{Outbox, StoredEvent};
 use crate::pipeline::privacy::filter;
@@ -554,9 +554,9 @@ impl Sender {
         }
     }
 
-    fn http_step(&mut self, sink: &Sink, batch: &Batch, answer: Answer) -> Step {
+    fn http_step(&mut self, sink: &Sink, batch: &Batch, answer: BatchVerdict) -> Step {
         match answer {
-            Answer::Accepted { rejected, max_tier } => {
+            BatchVerdict::Accepted { rejected, max_tier } => {
                 for (id, reason) in rejected {
                     tracing::warn!(sink = %sink.id, "event {id} rejected: {reason}");
                 }
@@ -565,7 +565,7 @@ impl Sender {
                     _ => Step::Advance,
                 }
             }
-            Answer::Malformed(why) => {
+            BatchVerdict::Malformed(why) => {
                 tracing::warn!(
                     sink = %sink.id,
                     "a batch of {} was refused as malformed ({why}) and dropped",
@@ -573,25 +573,27 @@ impl Sender {
                 );
                 Step::Advance
             }
-            Answer::Unsupported => Step::Pause("the receiver does not speak protocol 1".into()),
-            Answer::Unauthorized => Step::Pause(format!(
+            BatchVerdict::Unsupported => {
+                Step::Pause("the receiver does not speak protocol 1".into())
+            }
+            BatchVerdict::Unauthorized => Step::Pause(format!(
                 "401: the token was refused (`sessionpipe sink token {} --token-stdin` gives it a new one)",
                 sink.id
             )),
-            Answer::TierAboveMax(t) => Step::LowerTier(t),
-            Answer::TooLarge if batch.lines.len() > 1 => {
+            BatchVerdict::TierAboveMax(t) => Step::LowerTier(t),
+            BatchVerdict::TooLarge if batch.lines.len() > 1 => {
                 self.max_events_cap = Some(batch.lines.len() / 2);
                 Step::Retry
             }
-            Answer::TooLarge => {
+            BatchVerdict::TooLarge => {
                 tracing::warn!(
                     sink = %sink.id,
                     "a single event was too large for the receiver and was dropped"
                 );
                 Step::Advance
             }
-            Answer::RetryAfter(d) => Step::Wait(d, format!("429: waiting {}s", d.as_secs())),
-            Answer::Transient(why) => self.backoff(why),
+            BatchVerdict::RetryAfter(d) => Step::Wait(d, format!("429: waiting {}s", d.as_secs())),
+            BatchVerdict::Transient(why) => self.backoff(why),
         }
     }
 

@@ -33,7 +33,7 @@ const DEFAULT_MAX_BYTES: usize = 262_144;
 
 /// What a receiver's answer to a batch means.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Answer {
+pub enum BatchVerdict {
     /// 202: the cursor moves past the batch. `rejected` are never retried.
     Accepted {
         rejected: Vec<(String, String)>,
@@ -55,18 +55,18 @@ pub enum Answer {
     Transient(String),
 }
 
-impl Answer {
+impl BatchVerdict {
     /// The answer in words, for `sink test`.
     pub fn describe(&self) -> String {
         match self {
-            Answer::Accepted { .. } => "taken".into(),
-            Answer::Malformed(why) => format!("400: refused as malformed ({why})"),
-            Answer::Unsupported => "400: the receiver does not speak protocol 1".into(),
-            Answer::Unauthorized => "401: the token was refused".into(),
-            Answer::TierAboveMax(t) => format!("403: the receiver takes tier {t} at most"),
-            Answer::TooLarge => "413: too large".into(),
-            Answer::RetryAfter(d) => format!("429: asked to wait {}s", d.as_secs()),
-            Answer::Transient(why) => why.clone(),
+            BatchVerdict::Accepted { .. } => "taken".into(),
+            BatchVerdict::Malformed(why) => format!("400: refused as malformed ({why})"),
+            BatchVerdict::Unsupported => "400: the receiver does not speak protocol 1".into(),
+            BatchVerdict::Unauthorized => "401: the token was refused".into(),
+            BatchVerdict::TierAboveMax(t) => format!("403: the receiver takes tier {t} at most"),
+            BatchVerdict::TooLarge => "413: too large".into(),
+            BatchVerdict::RetryAfter(d) => format!("429: asked to wait {}s", d.as_secs()),
+            BatchVerdict::Transient(why) => why.clone(),
         }
     }
 }
@@ -261,7 +261,7 @@ pub async fn send(
     token: Option<&str>,
     webhook_secret: Option<&str>,
     body: String,
-) -> Answer {
+) -> BatchVerdict {
     let mut req = client
         .post(events_url)
         .header("content-type", "application/json")
@@ -273,7 +273,7 @@ pub async fn send(
         // `sink add` checked the secret; one that no longer decodes is never
         // silently dropped (the receiver would refuse the unsigned batch).
         let Some((id, ts, sig)) = webhook_headers(secret, &body) else {
-            return Answer::Unauthorized;
+            return BatchVerdict::Unauthorized;
         };
         req = req
             .header("webhook-id", id)
@@ -282,8 +282,8 @@ pub async fn send(
     }
     match req.body(body).send().await {
         Ok(resp) => classify(resp).await,
-        Err(e) if e.is_timeout() => Answer::Transient("timed out after 15 s".into()),
-        Err(e) => Answer::Transient(format!("network: {}", without_url(&e))),
+        Err(e) if e.is_timeout() => BatchVerdict::Transient("timed out after 15 s".into()),
+        Err(e) => BatchVerdict::Transient(format!("network: {}", without_url(&e))),
     }
 }
 
@@ -307,7 +307,7 @@ pub fn without_url(e: &reqwest::Error) -> String {
     text
 }
 
-async fn classify(resp: reqwest::Response) -> Answer {
+async fn classify(resp: reqwest::Response) -> BatchVerdict {
     let status = resp.status().as_u16();
     let retry_after = resp
         .headers()
@@ -324,7 +324,7 @@ async fn classify(resp: reqwest::Response) -> Answer {
     match status {
         // The binding's cursor moves only on 202; another success code is an
         // answer this sender cannot read as "taken".
-        202 => Answer::Accepted {
+        202 => BatchVerdict::Accepted {
             rejected: body["rejected"]
                 .as_array()
                 .map(|r| {
@@ -340,19 +340,19 @@ async fn classify(resp: reqwest::Response) -> Answer {
                 .unwrap_or_default(),
             max_tier: body["max_tier"].as_u64().map(|t| t.min(3) as u8),
         },
-        400 if reason == "unsupported_protocol" => Answer::Unsupported,
-        400 => Answer::Malformed(if reason.is_empty() {
+        400 if reason == "unsupported_protocol" => BatchVerdict::Unsupported,
+        400 => BatchVerdict::Malformed(if reason.is_empty() {
             "400".into()
         } else {
             reason
         }),
-        401 => Answer::Unauthorized,
+        401 => BatchVerdict::Unauthorized,
         403 if reason == "tier_above_max" => {
-            Answer::TierAboveMax(body["max_tier"].as_u64().unwrap_or(0).min(3) as u8)
+            BatchVerdict::TierAboveMax(body["max_tier"].as_u64().unwrap_or(0).min(3) as u8)
         }
-        413 => Answer::TooLarge,
-        429 => Answer::RetryAfter(retry_after.unwrap_or(Duration::from_secs(60))),
-        other => Answer::Transient(format!(
+        413 => BatchVerdict::TooLarge,
+        429 => BatchVerdict::RetryAfter(retry_after.unwrap_or(Duration::from_secs(60))),
+        other => BatchVerdict::Transient(format!(
             "HTTP {other}{}",
             if reason.is_empty() {
                 String::new()

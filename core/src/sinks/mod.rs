@@ -492,13 +492,13 @@ async fn round_trip(paths: &StatePaths, sink: &Sink, events_url: &str) -> (Strin
     )
     .await;
     match answer {
-        http::Answer::Accepted { rejected, .. } if rejected.is_empty() => (
+        http::BatchVerdict::Accepted { rejected, .. } if rejected.is_empty() => (
             format!(
                 "round trip: the receiver took a heartbeat of {session} and its session.forgotten"
             ),
             true,
         ),
-        http::Answer::Accepted { rejected, .. } => (
+        http::BatchVerdict::Accepted { rejected, .. } => (
             format!(
                 "round trip: the receiver refused {} of the 2 test events: {}",
                 rejected.len(),
@@ -510,7 +510,7 @@ async fn round_trip(paths: &StatePaths, sink: &Sink, events_url: &str) -> (Strin
             ),
             false,
         ),
-        http::Answer::Unauthorized => (
+        http::BatchVerdict::Unauthorized => (
             format!(
                 "round trip: 401, the token was refused (`sessionpipe sink token {} --token-stdin` gives it a new one)",
                 sink.id

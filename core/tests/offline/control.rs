@@ -374,6 +374,75 @@ fn a_kill_between_verification_and_delivery_runs_the_command_once_and_acks_it_af
     assert_eq!(m["acks"]["duplicates"], 0, "one final ack: {m}");
 }
 
+/// A message kept while it waits, whose kept form no longer reads (here its
+/// prompt lost its words), is answered after the restart: `failed`, with
+/// why, and never run; it is not left waiting for an ack that never comes.
+#[test]
+fn a_kept_message_that_does_not_read_is_acked_failed_with_why() {
+    let Paired {
+        sb,
+        rx: _rx,
+        device,
+        project,
+        _daemon,
+    } = paired();
+    let s = "68686868-6868-4868-8868-686868686868";
+    let sess = format!("claude-code:{s}");
+    hook_ok(
+        &sb,
+        s,
+        &project,
+        "UserPromptSubmit",
+        json!({"prompt": "go"}),
+    );
+    wait_event(&sb, s, "turn.started");
+    let id = device.enqueue(
+        &device.sign("prompt", &sess, json!({"text": "never run"})),
+        60,
+    );
+    let db = sb.state.join("outbox.db");
+    let until = Instant::now() + Duration::from_secs(10);
+    while rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM control_messages WHERE state = 'queued'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap_or(0)
+        != 1
+    {
+        assert!(Instant::now() < until, "the message was never kept");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    _daemon.kill();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "UPDATE control_messages SET command = json_remove(command, '$.text') WHERE state = 'queued'",
+            [],
+        )
+        .unwrap();
+    let _again = sb.start_daemon();
+    let ack = device.final_ack(&id, Duration::from_secs(10));
+    assert_eq!(ack["outcome"], "failed", "{ack}");
+    let detail = ack["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("a kept prompt has no text") && detail.contains("it was not run"),
+        "{detail}"
+    );
+    // Never handed over: the Stop gets nothing.
+    let stop = sb.hook(
+        "claude-code",
+        "Stop",
+        &payload(s, &project, "Stop", json!({})),
+    );
+    assert!(stop.stdout.is_empty(), "it was run");
+    let view = device.view();
+    let m = &view["messages"].as_array().unwrap()[0];
+    assert_eq!(m["acks"]["duplicates"], 0, "one final ack: {m}");
+}
+
 #[test]
 fn the_terminal_answering_first_releases_the_hook_and_a_later_answer_is_expired() {
     let p = paired();

@@ -10,7 +10,7 @@ use super::shapes::{
     ApprovalAnswered, ControlKey, ControlReceiver, ControlView, PairingState, Removed, Unpaired,
     reply,
 };
-use super::views::{Answer, Ctx, body};
+use super::views::{ApiResult, Ctx, body};
 use crate::control::pair::{self, PairError, PairRequest};
 use crate::control::store::Store;
 use crate::runtime::blocking;
@@ -46,7 +46,7 @@ impl From<crate::control::store::StoreError> for ApiError {
 }
 
 /// `GET /api/control`.
-pub async fn view(State(ctx): State<Ctx>) -> Answer {
+pub async fn view(State(ctx): State<Ctx>) -> ApiResult {
     let paths = ctx.paths.clone();
     let mut view = blocking(move || -> Result<ControlView, ApiError> {
         let config = Config::load(&paths)?;
@@ -92,7 +92,7 @@ pub async fn view(State(ctx): State<Ctx>) -> Answer {
 
 /// `POST /api/control/pair {receiver, folders?, mode?, name?}`: answers with
 /// the link and digits once the receiver gave them; the pairing goes on.
-pub async fn pair(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejection>) -> Answer {
+pub async fn pair(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejection>) -> ApiResult {
     let b = body(given)?;
     let receiver = b["receiver"]
         .as_str()
@@ -165,7 +165,7 @@ pub async fn pair(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejecti
 }
 
 /// `POST /api/control/off {receiver}`.
-pub async fn off(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejection>) -> Answer {
+pub async fn off(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejection>) -> ApiResult {
     let b = body(given)?;
     let receiver = b["receiver"]
         .as_str()
@@ -182,7 +182,10 @@ pub async fn off(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejectio
 /// `POST /api/approvals {session, attention, decision: "allow"|"deny"}`: the
 /// person at this machine answers a prompt whose hook waits (local approvals,
 /// off by default). Only while the setting is on and the hook still waits.
-pub async fn answer(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejection>) -> Answer {
+pub async fn answer(
+    State(ctx): State<Ctx>,
+    given: Result<Json<Value>, JsonRejection>,
+) -> ApiResult {
     let b = body(given)?;
     let field = |k: &str| {
         b[k].as_str()
@@ -210,7 +213,9 @@ pub async fn answer(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejec
     let Some(hub) = &ctx.hub else {
         return Err(ApiError::Conflict("this daemon takes no approvals".into()));
     };
-    if !hub.answer_locally(&session, &attention, allow) {
+    let waits = crate::control::hub::session_named(&session)
+        .is_some_and(|s| hub.answer_locally(&s, &attention, allow));
+    if !waits {
         return Err(ApiError::NotFound(
             "that prompt no longer waits (answered elsewhere, or its window closed)".into(),
         ));
@@ -223,7 +228,7 @@ pub async fn answer(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejec
 }
 
 /// `DELETE /api/control/keys/{id}`.
-pub async fn remove_key(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answer {
+pub async fn remove_key(State(ctx): State<Ctx>, Path(id): Path<String>) -> ApiResult {
     let paths = ctx.paths.clone();
     let id2 = id.clone();
     let n = blocking(move || Store::open(&paths.outbox())?.remove_key(&id2)).await?;

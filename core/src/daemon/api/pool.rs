@@ -11,7 +11,7 @@
 
 use super::error::ApiError;
 use super::shapes::{PoolImported, PoolRemoved, PoolState, PoolSwitched, reply};
-use super::views::{Answer, Ctx};
+use super::views::{ApiResult, Ctx};
 use crate::pool::{self, PoolError, service::Snapshot, store::PoolFile};
 use crate::runtime::blocking;
 use axum::body::Bytes;
@@ -65,14 +65,14 @@ fn pool_view(paths: &StatePaths) -> Result<PoolState, ApiError> {
 }
 
 /// `GET /api/pool`.
-pub async fn view(State(ctx): State<Ctx>) -> Answer {
+pub async fn view(State(ctx): State<Ctx>) -> ApiResult {
     let paths = ctx.paths.clone();
     blocking(move || Ok(reply(&pool_view(&paths)?))).await
 }
 
 /// `POST /api/pool/on` and `/off`: `pool on|off`. Answers with the pool and
 /// what each settings file got.
-async fn switch(ctx: Ctx, on: bool) -> Answer {
+async fn switch(ctx: Ctx, on: bool) -> ApiResult {
     let paths = ctx.paths.clone();
     blocking(move || {
         let host = host()?;
@@ -89,15 +89,15 @@ async fn switch(ctx: Ctx, on: bool) -> Answer {
     .await
 }
 
-pub async fn on(State(ctx): State<Ctx>) -> Answer {
+pub async fn on(State(ctx): State<Ctx>) -> ApiResult {
     switch(ctx, true).await
 }
 
-pub async fn off(State(ctx): State<Ctx>) -> Answer {
+pub async fn off(State(ctx): State<Ctx>) -> ApiResult {
     switch(ctx, false).await
 }
 
-async fn set_enabled(ctx: Ctx, id: String, enabled: bool) -> Answer {
+async fn set_enabled(ctx: Ctx, id: String, enabled: bool) -> ApiResult {
     let paths = ctx.paths.clone();
     blocking(move || {
         pool::set_enabled(&paths, &id, enabled)?;
@@ -107,17 +107,17 @@ async fn set_enabled(ctx: Ctx, id: String, enabled: bool) -> Answer {
 }
 
 /// `POST /api/pool/accounts/{id}/enable`.
-pub async fn enable(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answer {
+pub async fn enable(State(ctx): State<Ctx>, Path(id): Path<String>) -> ApiResult {
     set_enabled(ctx, id, true).await
 }
 
 /// `POST /api/pool/accounts/{id}/disable`: it takes no request, and stays.
-pub async fn disable(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answer {
+pub async fn disable(State(ctx): State<Ctx>, Path(id): Path<String>) -> ApiResult {
     set_enabled(ctx, id, false).await
 }
 
 /// `DELETE /api/pool/accounts/{id}`: the account and its sign-in go.
-pub async fn remove(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answer {
+pub async fn remove(State(ctx): State<Ctx>, Path(id): Path<String>) -> ApiResult {
     let paths = ctx.paths.clone();
     blocking(move || {
         let gone = pool::remove(&paths, &id)?;
@@ -132,7 +132,7 @@ pub async fn remove(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answer {
 /// `POST /api/pool/import`, body `{}` or `{"config_dir": "~/.claude-work"}`
 /// (absolute, or from `~/`): `pool add --import`, copying Claude Code's own
 /// sign-in of that config dir, or of every one that has one.
-pub async fn import(State(ctx): State<Ctx>, given: Bytes) -> Answer {
+pub async fn import(State(ctx): State<Ctx>, given: Bytes) -> ApiResult {
     let b: Value = if given.iter().all(u8::is_ascii_whitespace) {
         Value::Null
     } else {

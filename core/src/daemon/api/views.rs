@@ -45,7 +45,8 @@ pub struct Ctx {
 /// needs the person or is working.
 const BOARD_MS: i64 = 24 * 3600 * 1000;
 
-pub(super) type Answer = Result<Json<Value>, ApiError>;
+/// What a handler gives back: its JSON, or the error the API says.
+pub(super) type ApiResult = Result<Json<Value>, ApiError>;
 
 /// A JSON body, or why it is not one (as JSON, like every other answer).
 pub(super) fn body(given: Result<Json<Value>, JsonRejection>) -> Result<Value, ApiError> {
@@ -62,13 +63,17 @@ pub struct Limit {
 
 /// The live board: sessions (those needing the person first), the approvals
 /// across them, the machine and the daemon.
-pub async fn overview(State(ctx): State<Ctx>) -> Answer {
+pub async fn overview(State(ctx): State<Ctx>) -> ApiResult {
     let paths = ctx.paths.clone();
-    let waiting = ctx
+    // The session as the board keys it (`<harness>:<id>`), and the attention.
+    let waiting: Vec<(String, String)> = ctx
         .hub
         .as_ref()
         .map(|h| h.waiting_permissions())
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(s, a)| (s.to_string(), a))
+        .collect();
     blocking(move || {
         let config = Config::load(&paths).unwrap_or_default();
         let local = config.local_approvals;
@@ -240,7 +245,7 @@ pub async fn session_events(
     State(ctx): State<Ctx>,
     Path((harness, id)): Path<(String, String)>,
     Query(q): Query<Limit>,
-) -> Answer {
+) -> ApiResult {
     let paths = ctx.paths.clone();
     let limit = q.limit.unwrap_or(50).min(500);
     blocking(move || {
@@ -261,7 +266,7 @@ pub async fn session_events(
 /// `hooks: true`, and `acp` when the harness is also an ACP agent installed
 /// here. Asked for all (`names` empty), the installed ACP agents with no hooks
 /// follow as rows of their own (`hooks: false`, no files).
-fn harness_reports(ctx: &Ctx, names: &[String], action: Action) -> Answer {
+fn harness_reports(ctx: &Ctx, names: &[String], action: Action) -> ApiResult {
     let acted = Installers::from_env(&ctx.paths)?.act(action, names, false, &[])?;
     let agents = crate::control::acp::here();
     let acp_of = |harness: &str| {
@@ -308,14 +313,14 @@ fn harness_reports(ctx: &Ctx, names: &[String], action: Action) -> Answer {
 }
 
 /// Each harness: its hooks' state per file, with the reason when skipped or inactive.
-pub async fn harnesses(State(ctx): State<Ctx>) -> Answer {
+pub async fn harnesses(State(ctx): State<Ctx>) -> ApiResult {
     blocking(move || harness_reports(&ctx, &[], Action::Status)).await
 }
 
 /// `GET /api/offers`: harnesses found here whose hooks are not installed
 /// and that the person has not declined (installed after setup, say):
 /// `{"offers": [{"harness", "files": [where its hooks would go]}]}`.
-pub async fn offers(State(ctx): State<Ctx>) -> Answer {
+pub async fn offers(State(ctx): State<Ctx>) -> ApiResult {
     let paths = ctx.paths.clone();
     blocking(move || {
         let offers = crate::installers::offers(&paths)?
@@ -331,7 +336,7 @@ pub async fn offers(State(ctx): State<Ctx>) -> Answer {
 }
 
 /// `POST /api/offers/{name}/decline`: not offered again.
-pub async fn decline_offer(State(ctx): State<Ctx>, Path(name): Path<String>) -> Answer {
+pub async fn decline_offer(State(ctx): State<Ctx>, Path(name): Path<String>) -> ApiResult {
     let paths = ctx.paths.clone();
     blocking(move || {
         crate::installers::decline(&paths, &name)?;
@@ -345,7 +350,7 @@ pub async fn set_harness(
     State(ctx): State<Ctx>,
     Path(name): Path<String>,
     given: Result<Json<Value>, JsonRejection>,
-) -> Answer {
+) -> ApiResult {
     let Some(on) = body(given)?.get("installed").and_then(Value::as_bool) else {
         return Err(ApiError::BadRequest(
             "send {\"installed\": true|false}".into(),
@@ -360,7 +365,7 @@ pub async fn set_harness(
 }
 
 /// The sinks, each with how far behind it is.
-pub async fn sinks(State(ctx): State<Ctx>) -> Answer {
+pub async fn sinks(State(ctx): State<Ctx>) -> ApiResult {
     let paths = ctx.paths.clone();
     blocking(move || {
         let list = SinkList::load(&paths)?;
@@ -388,7 +393,10 @@ pub async fn sinks(State(ctx): State<Ctx>) -> Answer {
 
 /// Adds a sink: `{"target", "tier", "pii", "token", "webhook_secret"}` (the
 /// secrets go to the keychain or the 0600 file, never back out).
-pub async fn add_sink(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejection>) -> Answer {
+pub async fn add_sink(
+    State(ctx): State<Ctx>,
+    given: Result<Json<Value>, JsonRejection>,
+) -> ApiResult {
     let b = body(given)?;
     let Some(target) = b.get("target").and_then(Value::as_str).map(str::to_string) else {
         return Err(ApiError::BadRequest("a sink needs a target".into()));
@@ -421,7 +429,7 @@ pub async fn add_sink(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRej
     }))
 }
 
-pub async fn remove_sink(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answer {
+pub async fn remove_sink(State(ctx): State<Ctx>, Path(id): Path<String>) -> ApiResult {
     let paths = ctx.paths.clone();
     blocking(move || {
         let s = sinks::remove(&paths, &id)?;
@@ -433,12 +441,12 @@ pub async fn remove_sink(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answ
 }
 
 /// `sink test`: discovery and a dry run of the filter; sends nothing.
-pub async fn test_sink(State(ctx): State<Ctx>, Path(id): Path<String>) -> Answer {
+pub async fn test_sink(State(ctx): State<Ctx>, Path(id): Path<String>) -> ApiResult {
     let (ok, lines) = sinks::test_report(&ctx.paths, &id).await?;
     Ok(reply(&SinkTest { ok, lines }))
 }
 
-pub async fn settings(State(ctx): State<Ctx>) -> Answer {
+pub async fn settings(State(ctx): State<Ctx>) -> ApiResult {
     let paths = ctx.paths.clone();
     blocking(move || Ok(Json(settings_view(&Config::load(&paths)?)))).await
 }
@@ -467,7 +475,7 @@ fn settings_view(c: &Config) -> Value {
 pub async fn put_settings(
     State(ctx): State<Ctx>,
     given: Result<Json<Value>, JsonRejection>,
-) -> Answer {
+) -> ApiResult {
     let b = body(given)?;
     let Some(changes) = b.as_object().cloned() else {
         return Err(ApiError::BadRequest("send an object of settings".into()));
@@ -484,7 +492,7 @@ pub async fn put_settings(
 }
 
 /// Whether remote titles are on.
-pub async fn titles(State(ctx): State<Ctx>) -> Answer {
+pub async fn titles(State(ctx): State<Ctx>) -> ApiResult {
     let paths = ctx.paths.clone();
     blocking(move || {
         let on = Config::load(&paths)?.remote_titles;
@@ -499,7 +507,7 @@ pub async fn titles(State(ctx): State<Ctx>) -> Answer {
 pub async fn put_titles(
     State(ctx): State<Ctx>,
     given: Result<Json<Value>, JsonRejection>,
-) -> Answer {
+) -> ApiResult {
     let Some(on) = body(given)?.get("on").and_then(Value::as_bool) else {
         return Err(ApiError::BadRequest("send {\"on\": true|false}".into()));
     };
@@ -522,7 +530,7 @@ pub async fn put_titles(
 /// re-send), whichever process runs it: `{"progress": null}`, or `{"progress":
 /// {what, stage, done, total, harness?, pid, started_at, updated_at}}`
 /// (`state::progress`).
-pub async fn progress(State(ctx): State<Ctx>) -> Answer {
+pub async fn progress(State(ctx): State<Ctx>) -> ApiResult {
     let paths = ctx.paths.clone();
     blocking(move || {
         let progress = crate::state::progress::current(&paths);
