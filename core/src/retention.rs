@@ -34,7 +34,7 @@
 use crate::pipeline::outbox::{Outbox, OutboxError};
 use crate::runtime::blocking;
 use crate::sinks::SinkList;
-use crate::state::config::Config;
+use crate::state::live_config::LiveConfig;
 use spool::StatePaths;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -176,8 +176,9 @@ fn lock(ob: &Shared) -> std::sync::MutexGuard<'_, Outbox> {
     ob.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The daemon's retention task, until aborted.
-pub async fn run(paths: StatePaths) {
+/// The daemon's retention task, until aborted; `config` is the settings in
+/// force (the days events are kept).
+pub async fn run(paths: StatePaths, config: LiveConfig) {
     let every = match test_now() {
         Some(now) => {
             tracing::warn!(
@@ -198,7 +199,7 @@ pub async fn run(paths: StatePaths) {
     };
     tokio::time::sleep(if every == EVERY { FIRST_PASS } else { every }).await;
     loop {
-        match pass(&paths, &ob).await {
+        match pass(&paths, &config, &ob).await {
             Ok(p) if p.deleted > 0 || p.freed_bytes > 0 || p.vacuumed => tracing::info!(
                 "retention: {} events pruned in {} batches; {} bytes given back{}",
                 p.deleted,
@@ -220,16 +221,18 @@ pub async fn run(paths: StatePaths) {
 }
 
 /// One pass: batches until nothing more goes, then the file is compacted.
-/// A setting or sink list that cannot be read skips the pass (nothing is
-/// deleted on a guess).
-pub async fn pass(paths: &StatePaths, ob: &Shared) -> Result<Pass, OutboxError> {
-    let p = paths.clone();
-    let days = match blocking(move || Config::load(&p)).await {
-        Ok(c) => c.retention_days(),
-        Err(e) => {
-            tracing::warn!("retention: {e}; nothing pruned until it reads");
-            return Ok(Pass::default());
-        }
+/// A settings file or sink list that cannot be read skips the pass (nothing
+/// is deleted on a guess, nor on settings the person may be changing; the
+/// settings' problem is said where they are followed).
+pub async fn pass(
+    paths: &StatePaths,
+    config: &LiveConfig,
+    ob: &Shared,
+) -> Result<Pass, OutboxError> {
+    let c = config.clone();
+    let days = match blocking(move || (c.problem(), c.now())).await {
+        (None, c) => c.retention_days(),
+        (Some(_), _) => return Ok(Pass::default()),
     };
     let mut done = Pass::default();
     loop {
@@ -385,11 +388,11 @@ mod tests {
 
         // An unreadable setting prunes nothing.
         std::fs::write(paths.config(), "{not json").unwrap();
-        let p = crate::runtime::block_on(pass(&paths, &ob)).unwrap();
+        let p = crate::runtime::block_on(pass(&paths, &LiveConfig::follow(&paths), &ob)).unwrap();
         assert_eq!(p, Pass::default());
         std::fs::write(paths.config(), r#"{"retention_days": 7}"#).unwrap();
 
-        let p = crate::runtime::block_on(pass(&paths, &ob)).unwrap();
+        let p = crate::runtime::block_on(pass(&paths, &LiveConfig::follow(&paths), &ob)).unwrap();
         assert_eq!((p.deleted, p.batches), (600, 2), "{p:?}");
         assert!(p.freed_bytes > 0, "{p:?}");
         assert_eq!(lock(&ob).pages().unwrap().free, 0);
@@ -404,7 +407,7 @@ mod tests {
         // A sink added now has taken nothing: it holds everything back.
         sinks(&paths, &["s_all", "s_paused", "s_new"]);
         lock(&ob).set_sink_cursor("s_paused", 604).unwrap();
-        let p = crate::runtime::block_on(pass(&paths, &ob)).unwrap();
+        let p = crate::runtime::block_on(pass(&paths, &LiveConfig::follow(&paths), &ob)).unwrap();
         assert_eq!(p.deleted, 0);
         // A replay asked for and not yet started holds back what it will
         // send again, though the sink's cursor is past it.
@@ -415,12 +418,12 @@ mod tests {
             SinkList::load(&paths).unwrap().sinks[0].replay_from,
             Some(0)
         );
-        let p = crate::runtime::block_on(pass(&paths, &ob)).unwrap();
+        let p = crate::runtime::block_on(pass(&paths, &LiveConfig::follow(&paths), &ob)).unwrap();
         assert_eq!(p.deleted, 0);
         // Once it has them too (or with no sink at all), they go; the young
         // one stays.
         sinks(&paths, &[]);
-        let p = crate::runtime::block_on(pass(&paths, &ob)).unwrap();
+        let p = crate::runtime::block_on(pass(&paths, &LiveConfig::follow(&paths), &ob)).unwrap();
         assert_eq!(p.deleted, 3);
         assert_eq!(sessions_left(&lock(&ob)), ["young"]);
     }
@@ -498,7 +501,7 @@ mod tests {
         tx.commit().unwrap();
         append(&mut ob, "young", now);
         let ob = Arc::new(Mutex::new(ob));
-        let p = crate::runtime::block_on(pass(&paths, &ob)).unwrap();
+        let p = crate::runtime::block_on(pass(&paths, &LiveConfig::follow(&paths), &ob)).unwrap();
         assert_eq!(p.deleted, 600);
         assert!(
             p.vacuumed && !p.switched && p.freed_bytes > 30 << 20,
@@ -527,7 +530,7 @@ mod tests {
         }
         append(&mut ob, "young", now);
         let ob = Arc::new(Mutex::new(ob));
-        let p = crate::runtime::block_on(pass(&paths, &ob)).unwrap();
+        let p = crate::runtime::block_on(pass(&paths, &LiveConfig::follow(&paths), &ob)).unwrap();
         assert_eq!(p.deleted, 200);
         assert!(p.switched && p.vacuumed && p.freed_bytes > 0, "{p:?}");
         let pages = lock(&ob).pages().unwrap();

@@ -14,6 +14,9 @@ use spool::Spool;
 use spool::StatePaths;
 use std::process::ExitCode;
 
+/// What the daemon does while `config.json` does not read.
+pub const CONFIG_KEPT: &str = "the daemon keeps the last settings that read (the defaults until one did) and prunes nothing until it reads; fix the file, or remove it for the defaults";
+
 /// The checks said so far: printed as they come, or kept for one JSON
 /// document at the end.
 struct Report {
@@ -46,6 +49,9 @@ pub fn run(paths: &StatePaths, json: bool) -> anyhow::Result<ExitCode> {
         json: json.then(Vec::new),
     };
     check_state_dir(paths, &mut r);
+    if let Err(e) = crate::state::config::Config::load(paths) {
+        r.problem(&format!("{e}: {CONFIG_KEPT}"));
+    }
     match crate::state::lock::holder(paths) {
         Some(h) => {
             r.ok(&format!("a {} runs (pid {})", h.mode, h.pid));

@@ -32,11 +32,16 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let on_disk = crate::pipeline::outbox::size_on_disk(&paths.outbox());
-    // An unreadable config.json is `doctor`'s to report; here it shows as
-    // the default, which retention does not act on until the file reads.
-    let retention_days = crate::state::config::Config::load(paths)
-        .unwrap_or_default()
-        .retention_days();
+    // An unreadable config.json is said, with what the daemon does meanwhile;
+    // the window shown is then the default, which retention does not act on
+    // until the file reads.
+    let (retention_days, config_problem) = match crate::state::config::Config::load(paths) {
+        Ok(c) => (c.retention_days(), None),
+        Err(e) => (
+            crate::state::config::RETENTION_DAYS,
+            Some(format!("{e}: {}", crate::cli::doctor::CONFIG_KEPT)),
+        ),
+    };
     let now = crate::retention::now_ms();
     let holder = crate::state::lock::holder(paths);
     let sinks: Vec<serde_json::Value> = crate::sinks::SinkList::load(paths)?
@@ -115,6 +120,7 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
             })),
             "sinks": sinks,
             "state_dir": paths.root,
+            "config_problem": config_problem,
         });
         outln!(
             "{}",
@@ -128,6 +134,9 @@ pub fn run(paths: &StatePaths, as_json: bool) -> anyhow::Result<ExitCode> {
     match daemon {
         Some(h) => outln!("daemon: running (pid {}, {})", h.pid, h.mode),
         None => outln!("daemon: not running (hooks start a worker when they fire)"),
+    }
+    if let Some(problem) = &config_problem {
+        outln!("settings: {problem}");
     }
     if let Some(s) = service.as_ref().filter(|s| s.installed) {
         let state = match (&s.unreachable, &s.active) {

@@ -150,7 +150,7 @@ pub(super) async fn start_run(
     if model.is_some() {
         return Ack::unsupported("this agent takes no model from a start");
     }
-    let config = Config::load(&control.paths).unwrap_or_default();
+    let config = control.config();
     let cwd = PathBuf::from(cwd);
     begun(control, from).await;
     let agent = match open(spec, &program, &cwd, from, &q.session, &config).await {
@@ -195,7 +195,7 @@ pub(super) fn prompt(control: Arc<Control>, from: MessageRef, q: Queued) {
 }
 
 async fn prompt_run(control: &Arc<Control>, from: &MessageRef, q: &Queued) -> Ack {
-    let config = Config::load(&control.paths).unwrap_or_default();
+    let config = control.config();
     let text = framed(from, Frame::IntoSession, q.text().unwrap_or_default());
     let held = match control.acp.get(&q.session) {
         Some(h) if !h.agent.ended() => h,
@@ -293,7 +293,7 @@ pub(super) async fn prompt_loaded(
     let Some(cwd) = cwd.filter(|c| c.is_dir()) else {
         return Some(Ack::failed("the session's folder is not on this machine"));
     };
-    let config = Config::load(&control.paths).unwrap_or_default();
+    let config = control.config();
     let held = match load(control, from, &q.session, agent, id, &cwd, &config).await {
         Ok(h) => h,
         Err(ack) => return Some(ack),
@@ -400,10 +400,7 @@ async fn turn(
         rx,
         events,
     ));
-    let minutes = Config::load(&control.paths)
-        .unwrap_or_default()
-        .run_caps()
-        .run_minutes;
+    let minutes = control.config().run_caps().run_minutes;
     let ran = tokio::time::timeout(
         Duration::from_secs(minutes * 60),
         held.agent.prompt(&held.session, text, mode, grew),

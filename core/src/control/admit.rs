@@ -201,7 +201,7 @@ fn machine_checks(
         },
         nonce: cmd.nonce.clone(),
     };
-    let config = Config::load(&control.paths).unwrap_or_default();
+    let config = control.config();
     // Held in an ACP agent of ours, started as one, or a start of one still
     // running (its name is not kept until the agent names the session).
     let acp_session = counts.named.as_ref().is_some_and(|n| n.how == "acp")

@@ -18,7 +18,6 @@ use super::ladder;
 use super::machine::{Control, folder_allowed};
 use super::queued::Queued;
 use super::run::offer;
-use crate::state::config::Config;
 use harness::headless::Level;
 use serde_json::Value;
 use sessionpipe_verifier::{Body, SessionRef};
@@ -129,7 +128,7 @@ fn prepare(
         None => (ask.to.as_str(), None),
     };
     let adapter = adapters::lookup(harness).ok_or_else(|| AskError::Harness(harness.into()))?;
-    let config = Config::load(&control.paths).unwrap_or_default();
+    let config = control.config();
     let from = MessageRef {
         receiver: LOCAL.to_string(),
         id: ulid::Ulid::generate().to_string(),

@@ -141,7 +141,7 @@ async fn prompt_run(control: &Arc<Control>, from: &MessageRef, q: &Queued) -> Op
             ));
         }
     };
-    let config = Config::load(&control.paths).unwrap_or_default();
+    let config = control.config();
     // A level the message names (a local ask's `safe`) never rises above
     // the machine's.
     let level = match (q.level(from), default_level(&config, headless)) {
@@ -200,7 +200,7 @@ async fn start_run(control: &Arc<Control>, from: &MessageRef, q: &Queued) -> Ack
     let Some(host) = harness::install::Host::from_env() else {
         return Ack::failed("this machine has no home folder");
     };
-    let config = Config::load(&control.paths).unwrap_or_default();
+    let config = control.config();
     let level = match level {
         Some(l) => Some(*l),
         None => default_level(&config, headless),
@@ -365,13 +365,7 @@ async fn run_one(
         user: asked,
     };
     let progress = tokio::spawn(send_progress(control.clone(), from.clone(), rx, events));
-    let bound = Duration::from_secs(
-        Config::load(&control.paths)
-            .unwrap_or_default()
-            .run_caps()
-            .run_minutes
-            * 60,
-    );
+    let bound = Duration::from_secs(control.config().run_caps().run_minutes * 60);
     let result = control
         .runs
         .run(&program, &launch, headless.reader(), bound, &tx)

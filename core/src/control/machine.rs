@@ -12,6 +12,8 @@ use super::hub::{Final, Hub, MessageRef};
 use super::runs::Runs;
 use super::store::{Receiver, Store};
 use super::wire;
+use crate::state::config::Config;
+use crate::state::live_config::LiveConfig;
 use crate::state::secrets::Secrets;
 use serde_json::Value;
 use spool::StatePaths;
@@ -21,6 +23,8 @@ use std::sync::{Arc, Mutex};
 /// Everything control's parts share, for the daemon's life.
 pub struct Control {
     pub(super) paths: StatePaths,
+    /// The daemon's settings in force.
+    config: LiveConfig,
     pub(super) hub: Arc<Hub>,
     store: Mutex<Store>,
     /// Rung per receiver when acks wait to be sent.
@@ -45,6 +49,7 @@ pub struct Control {
 impl Control {
     pub(super) fn new(
         paths: &StatePaths,
+        config: LiveConfig,
         hub: Arc<Hub>,
         store: Store,
         runs: Runs,
@@ -53,6 +58,7 @@ impl Control {
         Control {
             progress_events,
             paths: paths.clone(),
+            config,
             hub,
             store: Mutex::new(store),
             ack_bells: Mutex::default(),
@@ -110,6 +116,12 @@ impl Control {
             .entry(receiver.to_string())
             .or_default()
             .clone()
+    }
+
+    /// The settings in force now (the last that read while `config.json`
+    /// does not).
+    pub(super) fn config(&self) -> Arc<Config> {
+        self.config.now()
     }
 
     pub(super) fn store(&self) -> std::sync::MutexGuard<'_, Store> {

@@ -341,7 +341,11 @@ pub async fn off(paths: &StatePaths, origin: &str) -> Result<bool, PairError> {
         move || Store::open(&outbox).and_then(|s| s.receivers())
     })
     .await?;
-    let config = Config::load(paths).unwrap_or_default();
-    super::run::set_marker(paths, !left.is_empty() || config.local_approvals);
+    // Settings that do not read leave the marker as it is: the daemon sets
+    // it from the last settings that read.
+    match Config::load(paths) {
+        Ok(config) => super::run::set_marker(paths, !left.is_empty() || config.local_approvals),
+        Err(e) => tracing::warn!("control off: {e}; `control.on` left to the daemon"),
+    }
     Ok(true)
 }

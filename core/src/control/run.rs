@@ -20,6 +20,7 @@ use super::store::{Receiver, Store};
 use super::wire::{self, WireError};
 use super::{acp, api, ladder};
 use crate::state::config::Config;
+use crate::state::live_config::LiveConfig;
 use crate::state::secrets::Secrets;
 use serde_json::{Value, json};
 use sessionpipe_verifier::Body;
@@ -39,6 +40,7 @@ const RETRY: &[u64] = &[2, 10, 60];
 /// after a start finds its message queued.
 pub async fn open(
     paths: &StatePaths,
+    config: LiveConfig,
     hub: Arc<Hub>,
     progress_events: Option<Arc<crate::pipeline::local::LocalEvents>>,
 ) -> Option<Arc<Control>> {
@@ -54,9 +56,10 @@ pub async fn open(
             return None;
         }
     };
-    let caps = Config::load(paths).unwrap_or_default().run_caps();
+    let caps = config.now().run_caps();
     let control = Arc::new(Control::new(
         paths,
+        config,
         hub,
         store,
         Runs::new(caps.runs_at_once),
@@ -89,7 +92,7 @@ pub async fn run(
         let (receivers, config) = crate::runtime::blocking(move || {
             let receivers = c.store().receivers().unwrap_or_default();
             let _ = c.store().prune(protocol::time::now_ms());
-            (receivers, Config::load(&c.paths).unwrap_or_default())
+            (receivers, c.config())
         })
         .await;
         set_marker(&paths, !receivers.is_empty() || config.local_approvals);
@@ -341,12 +344,7 @@ pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
             .and_then(|o| o.harnesses().ok())
             .unwrap_or_default();
         let pool = pool_facts(&c.paths);
-        (
-            keys,
-            Config::load(&c.paths).unwrap_or_default(),
-            harnesses,
-            pool,
-        )
+        (keys, c.config(), harnesses, pool)
     })
     .await;
     let mut body = machine_facts(&config, harnesses, &control.runs).await;

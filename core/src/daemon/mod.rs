@@ -32,6 +32,7 @@ pub use stop::{STOP_BOUND, Signal, Stop, ended_by_signal};
 use crate::pipeline::ingest::Ingest;
 use crate::pipeline::outbox::{Outbox, OutboxError};
 use crate::sinks::deliver::{Manager, Ring};
+use crate::state::live_config::LiveConfig;
 use crate::state::lock::{self, Lock, Mode};
 use spool::{Spool, StatePaths};
 use std::sync::Arc;
@@ -186,18 +187,18 @@ async fn serve(
     let spool = Spool::of(paths);
     spool.sweep_stale_temps();
     let _ = outbox.prune_jobs_done(protocol::time::now_ms());
-    if let Err(e) = crate::state::config::Config::load(paths) {
-        tracing::warn!("{e}; using the defaults");
-    }
-    let machine = crate::state::machine_name::MachineName::follow(paths);
+    // The settings in force for the daemon's life, every part reading the
+    // same value as it changes (a file that does not read is said here).
+    let config = LiveConfig::follow(paths);
+    let machine = crate::state::machine_name::MachineName::live(config.clone());
     let mut ingest = Ingest::new(outbox, spool, machine);
     ingest.stop_when(stopping.clone());
     // Asks nothing unless the person turned remote titles on (read at each
     // hook call, so `titles on|off` needs no restart).
     sessionpipe_pool::endpoints::warn_if_pointed_elsewhere("remote titles and the account pool");
-    ingest.ask_titles(Arc::new(crate::titles::Titles::new(paths)));
+    ingest.ask_titles(Arc::new(crate::titles::Titles::following(config.clone())));
     // Followed, so turning them on or off needs no restart.
-    ingest.send_turns_as_configured(paths);
+    ingest.send_turns_as_configured(config.clone(), paths.outbox());
     if let Some(dir) = std::env::var_os("SESSIONPIPE_JOB_ARCHIVE").filter(|d| !d.is_empty()) {
         let dir = std::path::PathBuf::from(dir);
         tracing::warn!(
@@ -225,7 +226,8 @@ async fn serve(
         // What was verified before a restart is queued again before a hook
         // can ask the socket for it.
         let progress_events = ingest.local_events(paths.outbox()).map(Arc::new);
-        let opened = crate::control::run::open(paths, hub.clone(), progress_events).await;
+        let opened =
+            crate::control::run::open(paths, config.clone(), hub.clone(), progress_events).await;
         let socket = bind_control_socket(paths, hub.clone(), opened.clone());
         let task =
             opened.map(|c| tokio::spawn(crate::control::run::run(c, finals, stopping.clone())));
@@ -236,12 +238,13 @@ async fn serve(
     // so (`pool add`, `pool on`). Not in a drain worker: it lives for seconds.
     let pool = (!opts.drain).then(|| {
         let events = Arc::new(ingest.own_events(paths.outbox()));
-        crate::pool::service::PoolService::start(paths, events)
+        crate::pool::service::PoolService::start(paths, config.clone(), events)
     });
 
     // Retention: events every sink took and past the window go, in small
     // batches. Not in a drain worker: it lives for seconds.
-    let retention = (!opts.drain).then(|| tokio::spawn(crate::retention::run(paths.clone())));
+    let retention =
+        (!opts.drain).then(|| tokio::spawn(crate::retention::run(paths.clone(), config.clone())));
 
     // Stdout sinks only where stdout is read (`stdout_sinks`).
     let sinks = Arc::new(tokio::sync::Mutex::new(Manager::new(
@@ -261,7 +264,14 @@ async fn serve(
 
     // A drain worker serves no UI: it lives for seconds.
     let api = if opts.api && !opts.drain {
-        match api::start(paths, opts.ui_dir.clone(), opts.api_port, Some(hub.clone())) {
+        let api_config = config.clone();
+        match api::start(
+            paths,
+            opts.ui_dir.clone(),
+            opts.api_port,
+            api_config,
+            Some(hub.clone()),
+        ) {
             Ok(api) if opts.ui_dir.is_some() => {
                 tracing::info!(
                     "UI and API at {} (the token is in {})",

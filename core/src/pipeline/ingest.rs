@@ -24,6 +24,7 @@ use crate::pipeline::session::SessionRecord;
 use crate::pipeline::subagents::Subagents;
 use crate::pipeline::title_worker::{TitleTask, TitleWorker};
 use crate::pipeline::titles::{self, RemoteTitles};
+use crate::state::live_config::LiveConfig;
 use crate::state::machine_name::MachineName;
 use harness::Mapped;
 use protocol::EventData;
@@ -172,23 +173,15 @@ enum Taken {
     Asking(TitleTask),
 }
 
-/// `transcripts` in config.json, read again only when the file changed.
+/// `transcripts` as the settings in force say, and where turns go when on.
 struct FollowedTranscripts {
-    paths: spool::StatePaths,
-    stamp: Option<(std::time::SystemTime, u64)>,
-    on: bool,
+    config: LiveConfig,
+    outbox: std::path::PathBuf,
 }
 
 impl FollowedTranscripts {
-    fn on(&mut self) -> bool {
-        let stamp = crate::state::machine_name::stamp_of(&self.paths.config());
-        if stamp != self.stamp || stamp.is_none() {
-            self.stamp = stamp;
-            self.on = crate::state::config::Config::load(&self.paths)
-                .map(|c| c.transcripts)
-                .unwrap_or(self.on);
-        }
-        self.on
+    fn on(&self) -> bool {
+        self.config.now().transcripts
     }
 }
 
@@ -259,16 +252,12 @@ impl Ingest {
         }
     }
 
-    /// Sends `turn.transcript` events while `transcripts` in `paths`'s
-    /// config.json is on, looked at (one `stat`) before each batch.
-    pub fn send_turns_as_configured(&mut self, paths: &spool::StatePaths) {
-        let mut followed = FollowedTranscripts {
-            paths: paths.clone(),
-            stamp: None,
-            on: false,
-        };
+    /// Sends `turn.transcript` events into `outbox` while `transcripts` is
+    /// on in the settings in force, looked at (one `stat`) before each batch.
+    pub fn send_turns_as_configured(&mut self, config: LiveConfig, outbox: std::path::PathBuf) {
+        let followed = FollowedTranscripts { config, outbox };
         if followed.on() {
-            self.send_turns(paths.outbox());
+            self.send_turns(followed.outbox.clone());
         }
         self.transcripts = Some(followed);
     }
@@ -276,12 +265,12 @@ impl Ingest {
     /// Follows `transcripts` before a batch: the worker starts the first
     /// time it is on; off, turns are read for their facts alone.
     fn follow_transcripts(&mut self) {
-        let Some(on) = self.transcripts.as_mut().map(FollowedTranscripts::on) else {
+        let Some(on) = self.transcripts.as_ref().map(FollowedTranscripts::on) else {
             return;
         };
         match (on, self.turns) {
             (true, Turns::FactsOnly) => {
-                let outbox = self.transcripts.as_ref().map(|t| t.paths.outbox());
+                let outbox = self.transcripts.as_ref().map(|t| t.outbox.clone());
                 if let Some(outbox) = outbox {
                     tracing::info!("transcripts turned on: turns are read into turn.transcript");
                     self.send_turns(outbox);

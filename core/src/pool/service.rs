@@ -39,6 +39,7 @@
 
 use super::store::{PoolFile, SecretsVault};
 use crate::pipeline::local::LocalEvents;
+use crate::state::live_config::LiveConfig;
 use protocol::{AttentionKind, AttentionNeeded, EventData, LimitsObserved};
 use sessionpipe_pool::accounts::{Account, AccountView, Pool, Vault, VaultError};
 use sessionpipe_pool::claude_login;
@@ -111,8 +112,9 @@ pub struct PoolService {
 impl PoolService {
     /// Starts watching `pool.json`. Nothing listens and nothing is read until
     /// the file says so. `events` is where a session's limits go.
-    pub fn start(paths: &StatePaths, events: Arc<LocalEvents>) -> PoolService {
-        let observer: Arc<dyn Observer> = Arc::new(SessionLimits::start(paths.clone(), events));
+    /// `config` is the settings in force (the alert's percent).
+    pub fn start(paths: &StatePaths, config: LiveConfig, events: Arc<LocalEvents>) -> PoolService {
+        let observer: Arc<dyn Observer> = Arc::new(SessionLimits::start(config, events));
         let task = tokio::spawn(supervise(paths.clone(), Arc::new(Pool::new()), observer));
         PoolService { task }
     }
@@ -429,7 +431,7 @@ struct SessionLimits {
 }
 
 impl SessionLimits {
-    fn start(paths: StatePaths, events: Arc<LocalEvents>) -> SessionLimits {
+    fn start(config: LiveConfig, events: Arc<LocalEvents>) -> SessionLimits {
         let (tx, rx) = mpsc::channel::<(String, LimitsObserved)>();
         let spawned = std::thread::Builder::new()
             .name("pool-limits".into())
@@ -440,9 +442,7 @@ impl SessionLimits {
                     if before == Some(&limits) {
                         continue;
                     }
-                    let percent = crate::state::config::Config::load(&paths)
-                        .unwrap_or_default()
-                        .pool_alert_percent();
+                    let percent = config.now().pool_alert_percent();
                     let mut batch = vec![EventData::LimitsObserved(limits.clone())];
                     batch.extend(alerts(&limits, before, percent).map(EventData::AttentionNeeded));
                     match events.append(CLAUDE_CODE, &session, batch) {

@@ -450,9 +450,9 @@ async fn round_trip(paths: &StatePaths, sink: &Sink, events_url: &str) -> (Strin
             s.has_webhook_secret
                 .then(|| secrets.get(&s.webhook_key()))
                 .flatten(),
-            crate::state::config::Config::load(&p)
-                .unwrap_or_default()
-                .machine(),
+            // The name in force: while config.json does not read, the
+            // last that did (the hostname until one did), said in the log.
+            crate::state::machine_name::MachineName::follow(&p).get(),
         )
     })
     .await;

@@ -1,7 +1,9 @@
 //! The person's settings for this machine: `config.json` in the state dir.
 //!
-//! Small and optional: a missing file is the defaults, an unreadable one is
-//! reported and the defaults used (the daemon must start regardless).
+//! Small and optional: a missing file is the defaults; one that does not read
+//! is an error here, never the defaults in silence. The daemon holds the
+//! settings in force as they change (`live_config`): it starts regardless,
+//! and keeps the last settings that read while the file does not.
 
 use super::file::{self, FileError};
 use serde::{Deserialize, Serialize};

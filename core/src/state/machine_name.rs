@@ -1,64 +1,59 @@
-//! The machine name events carry, kept in step with `config.json`: the file is
-//! looked at (one `stat`) each time the name is asked for, and read again only
-//! when its modification time or length changed, so a rename in the UI or the
-//! CLI reaches the next event without restarting the daemon.
+//! The machine name events carry, kept in step with `config.json`: read from
+//! the settings in force (`LiveConfig`, which looks at the file with one
+//! `stat` and reads it again only when it changed), so a rename in the UI or
+//! the CLI reaches the next event without restarting the daemon.
 //!
-//! Owns that cache only. Must not write the config, nor decide what a name may
-//! be (`Config::machine` does).
+//! Owns which name is asked for only. Must not write the config, nor decide
+//! what a name may be (`Config::machine` does).
 
-use super::config::Config;
+use super::live_config::LiveConfig;
 use spool::StatePaths;
-use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
 
 /// The name, shared by the ingest and the workers that add events beside it.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct MachineName {
-    /// Where the name is read again from; `None` for a fixed name.
-    paths: Option<StatePaths>,
-    cache: Arc<Mutex<Cached>>,
+    source: Source,
 }
 
-#[derive(Debug)]
-struct Cached {
-    /// What the file looked like when `name` was read (`None`: no file).
-    stamp: Option<(SystemTime, u64)>,
-    name: String,
+#[derive(Clone)]
+enum Source {
+    Live(LiveConfig),
+    Fixed(String),
+}
+
+impl std::fmt::Debug for MachineName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("MachineName").field(&self.get()).finish()
+    }
 }
 
 impl MachineName {
     /// The name `config.json` in `paths` gives, followed as the file changes.
     pub fn follow(paths: &StatePaths) -> MachineName {
-        let stamp = stamp_of(&paths.config());
-        let name = read(paths);
+        MachineName::live(LiveConfig::follow(paths))
+    }
+
+    /// The name the settings in force give, as they change (the daemon's).
+    pub fn live(config: LiveConfig) -> MachineName {
         MachineName {
-            paths: Some(paths.clone()),
-            cache: Arc::new(Mutex::new(Cached { stamp, name })),
+            source: Source::Live(config),
         }
     }
 
     /// A name that never changes (tests, and callers without a state dir).
     pub fn fixed(name: impl Into<String>) -> MachineName {
         MachineName {
-            paths: None,
-            cache: Arc::new(Mutex::new(Cached {
-                stamp: None,
-                name: name.into(),
-            })),
+            source: Source::Fixed(name.into()),
         }
     }
 
-    /// The name now.
+    /// The name now; while the file does not read, the last settings that
+    /// did give it (the hostname until one ever read).
     pub fn get(&self) -> String {
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(paths) = &self.paths {
-            let stamp = stamp_of(&paths.config());
-            if stamp != cache.stamp {
-                cache.name = read(paths);
-                cache.stamp = stamp;
-            }
+        match &self.source {
+            Source::Live(config) => config.now().machine(),
+            Source::Fixed(name) => name.clone(),
         }
-        cache.name.clone()
     }
 }
 
@@ -74,24 +69,13 @@ impl From<&str> for MachineName {
     }
 }
 
-/// What a file looks like (modification time and length), for the caches
-/// that follow `config.json` without reading it each time.
-pub(crate) fn stamp_of(path: &std::path::Path) -> Option<(SystemTime, u64)> {
-    let meta = std::fs::metadata(path).ok()?;
-    Some((meta.modified().ok()?, meta.len()))
-}
-
-/// The config's name; an unreadable file gives the hostname, as at start.
-fn read(paths: &StatePaths) -> String {
-    Config::load(paths).unwrap_or_default().machine()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_rename_in_the_config_reaches_the_next_call() {
+        use super::super::config::Config;
         let dir = tempfile::tempdir().unwrap();
         let paths = StatePaths::new(dir.path());
         paths.ensure().unwrap();

@@ -4,75 +4,39 @@
 //!
 //! It owns wiring a session to its sign-in, turning an answer into a title
 //! the pipeline may keep (through `secrets@1`), and the setting as the
-//! pipeline reads it at every linked call: re-read only when `config.json`
-//! changed, so a call with titles off costs a `stat`, not a parse. It must
+//! pipeline reads it at every linked call, from the settings in force
+//! (`LiveConfig`: a call with titles off costs a `stat`, not a parse). It must
 //! not keep the sign-in past the one ask, nor log anything of it; a live ask
 //! carries only whose sign-in to read, and reads it when it runs.
 
 use super::ask;
 use crate::pipeline::titles::{LiveAsk, RemoteTitles};
-use crate::state::config::Config;
+use crate::state::live_config::LiveConfig;
 use harness::Adapter as _;
 use harness::SessionFiles;
 use harness::backfill::Backfilled;
 use protocol::SessionBlock;
 use sessionpipe_pool::claude_login as signin;
 use spool::{Job, StatePaths};
-use std::sync::Mutex;
 
 /// The asker the daemon hands its pipeline, and `titles on|refresh` use.
 pub struct Titles {
-    paths: StatePaths,
     api: String,
-    /// The setting as last read, with the file it was read from.
-    setting: Mutex<Option<Setting>>,
-}
-
-/// `remote_titles` as read from `config.json` when the file was as `seen`.
-struct Setting {
-    seen: Option<Seen>,
-    on: bool,
-}
-
-/// What says `config.json` changed: every save replaces the file (a new
-/// inode and change time), and its size and mtime move with a rewrite in
-/// place; `None` is no file (the defaults: off).
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Seen {
-    modified: Option<std::time::SystemTime>,
-    len: u64,
-    #[cfg(unix)]
-    inode: (u64, u64),
-    #[cfg(unix)]
-    changed: (i64, i64),
-}
-
-impl Seen {
-    fn of(path: &std::path::Path) -> std::io::Result<Option<Seen>> {
-        let m = match std::fs::metadata(path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        #[cfg(unix)]
-        use std::os::unix::fs::MetadataExt as _;
-        Ok(Some(Seen {
-            modified: m.modified().ok(),
-            len: m.len(),
-            #[cfg(unix)]
-            inode: (m.dev(), m.ino()),
-            #[cfg(unix)]
-            changed: (m.ctime(), m.ctime_nsec()),
-        }))
-    }
+    /// The settings in force (`remote_titles`), looked at each call.
+    config: LiveConfig,
 }
 
 impl Titles {
+    /// An asker that follows `config.json` in `paths` by itself.
     pub fn new(paths: &StatePaths) -> Titles {
+        Titles::following(LiveConfig::follow(paths))
+    }
+
+    /// An asker on the settings the daemon holds.
+    pub fn following(config: LiveConfig) -> Titles {
         Titles {
-            paths: paths.clone(),
             api: sessionpipe_pool::endpoints::api_base(),
-            setting: Mutex::default(),
+            config,
         }
     }
 
@@ -118,21 +82,7 @@ fn ask_at(api: &str, place: &signin::Place, remote_id: &str) -> Option<String> {
 
 impl RemoteTitles for Titles {
     fn on(&self) -> bool {
-        let path = self.paths.config();
-        let seen = match Seen::of(&path) {
-            Ok(s) => s,
-            // Unreadable: what `Config::load` would make of it (off), unkept.
-            Err(_) => return Config::load(&self.paths).is_ok_and(|c| c.remote_titles),
-        };
-        let mut setting = self.setting.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(s) = setting.as_ref().filter(|s| s.seen == seen) {
-            return s.on;
-        }
-        // A save between the look and the read is kept under the older
-        // look, so the next call sees a change and reads it again.
-        let on = Config::load(&self.paths).is_ok_and(|c| c.remote_titles);
-        *setting = Some(Setting { seen, on });
-        on
+        self.config.now().remote_titles
     }
 
     fn remote_id(&self, harness: &str, block: &SessionBlock) -> Option<String> {
@@ -166,12 +116,15 @@ impl RemoteTitles for Titles {
 mod tests {
     use super::*;
 
+    use crate::state::config::Config;
+
     fn save(paths: &StatePaths, on: bool) {
         let mut config = Config::load(paths).unwrap();
         config.remote_titles = on;
         config.save(paths).unwrap();
     }
 
+    /// (That an unchanged file is not read again is `LiveConfig`'s test.)
     #[test]
     fn the_setting_is_read_again_only_once_the_file_changed() {
         let dir = tempfile::tempdir().unwrap();
@@ -189,14 +142,6 @@ mod tests {
             text.replace("\"remote_titles\": false", "\"remote_titles\": true"),
         )
         .unwrap();
-        assert!(titles.on());
-
-        // Unchanged, the file is not read again: the kept setting answers
-        // even where it no longer matches what the file says.
-        let seen = Seen::of(&paths.config()).unwrap();
-        *titles.setting.lock().unwrap() = Some(Setting { seen, on: false });
-        assert!(!titles.on(), "answered from what was kept");
-        save(&paths, true);
         assert!(titles.on());
     }
 }

@@ -14,6 +14,7 @@ mod chaos;
 mod cli_logs;
 mod cli_output;
 mod cli_sessions;
+mod config_live;
 mod conformance;
 mod control;
 mod control_acp;

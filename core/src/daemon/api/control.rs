@@ -203,8 +203,8 @@ pub async fn answer(
             )));
         }
     };
-    let paths = ctx.paths.clone();
-    let on = blocking(move || Config::load(&paths).map(|c| c.local_approvals)).await?;
+    let config = ctx.config.clone();
+    let on = blocking(move || config.now().local_approvals).await;
     if !on {
         return Err(ApiError::Conflict(
             "local approvals are off (Settings, or `sessionpipe control approvals on`)".into(),

@@ -68,11 +68,13 @@ impl Api {
 /// Starts the API on `127.0.0.1:port` on the current runtime and writes
 /// `ui.json` (URL and token, 0600) to the state dir. With `port` 0 it takes
 /// the port and token it had last time (`ui-saved.json`), so a bookmarked
-/// link keeps working; any free port when that one is taken.
+/// link keeps working; any free port when that one is taken. `config` is the
+/// daemon's settings in force.
 pub fn start(
     paths: &StatePaths,
     ui_dir: Option<PathBuf>,
     port: u16,
+    config: crate::state::live_config::LiveConfig,
     hub: Option<Arc<crate::control::hub::Hub>>,
 ) -> std::io::Result<Api> {
     let saved = SavedAddress::load(paths);
@@ -101,6 +103,7 @@ pub fn start(
         pairing: Arc::default(),
         hub,
         serves_ui: ui_dir.is_some(),
+        config,
     };
     let address = UiAddress {
         url: url.clone(),

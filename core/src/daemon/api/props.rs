@@ -93,6 +93,7 @@ impl Api {
         paths.ensure().unwrap();
         Api {
             ctx: Ctx {
+                config: crate::state::live_config::LiveConfig::follow(&paths),
                 paths,
                 token: Arc::new(std::sync::RwLock::new("t0ken".into())),
                 host: Arc::new("127.0.0.1:1".into()),

@@ -43,6 +43,9 @@ pub struct Overview {
     pub sessions: Vec<SessionView>,
     /// The open attentions of the sessions needing the person.
     pub approvals: Vec<Approval>,
+    /// Why `config.json` does not read, while it does not: the daemon runs
+    /// on the last settings that read.
+    pub config_problem: Option<String>,
 }
 
 #[derive(Serialize)]

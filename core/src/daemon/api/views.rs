@@ -18,6 +18,7 @@ use crate::pool::store::PoolFile;
 use crate::runtime::blocking;
 use crate::sinks::{self, NewSink, SinkList};
 use crate::state::config::Config;
+use crate::state::live_config::LiveConfig;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
@@ -39,6 +40,9 @@ pub struct Ctx {
     pub pairing: Arc<std::sync::Mutex<Option<PairingState>>>,
     /// Control's hub: which permission prompts wait (local approvals).
     pub hub: Option<Arc<crate::control::hub::Hub>>,
+    /// The daemon's settings in force (what it acts on; `config.json` itself
+    /// is what the Settings page reads and changes).
+    pub config: LiveConfig,
 }
 
 /// A session stays on the board this long after its last event, unless it still
@@ -74,8 +78,9 @@ pub async fn overview(State(ctx): State<Ctx>) -> ApiResult {
         .into_iter()
         .map(|(s, a)| (s.to_string(), a))
         .collect();
+    let live = ctx.config.clone();
     blocking(move || {
-        let config = Config::load(&paths).unwrap_or_default();
+        let (config, config_problem) = (live.now(), live.problem());
         let local = config.local_approvals;
         let alert = config.pool_alert_percent();
         let machine = config.machine();
@@ -126,6 +131,7 @@ pub async fn overview(State(ctx): State<Ctx>) -> ApiResult {
             daemon,
             sessions,
             approvals,
+            config_problem,
         }))
     })
     .await
