@@ -10,6 +10,7 @@
 //! to an observer the caller hands in (`state::progress::Progress`); this
 //! module draws and files nothing.
 
+use crate::control::host::AcpNames;
 use crate::pipeline::outbox::{Outbox, OutboxError};
 use crate::pipeline::titles::RemoteTitles;
 use crate::state::progress::{Progress, Stage, Work};
@@ -116,7 +117,7 @@ fn append(
     // A session an ACP start of control named is known by that name (its
     // hooks' events carry it): backfilled under its own id it would be two.
     let session = tx
-        .acp_name(adapter.name(), &b.session_id)?
+        .given_name(&AcpNames, adapter.name(), &b.session_id)?
         .unwrap_or_else(|| b.session_id.clone());
     if tx.session_known(adapter.name(), &session)? {
         return Ok(false);

@@ -4,7 +4,8 @@
 //!
 //! - `pair`: pairing from this machine (the CLI and the API call it), `off`.
 //! - `wire`: the HTTP calls of the machine's side.
-//! - `store`: what control keeps in the outbox file's control tables.
+//! - `store`: what control keeps in its own tables of the outbox file, and
+//!   their migration steps; `host` answers what the pipeline asks of them.
 //! - `run`: the daemon's part: one long-poll per receiver, verification (the
 //!   `sessionpipe-verifier` crate, no I/O of its own), the machine's checks,
 //!   acks.
@@ -37,6 +38,7 @@ pub mod ask;
 pub mod channel;
 pub mod files;
 mod held;
+pub mod host;
 pub mod hub;
 mod ladder;
 pub mod machine;

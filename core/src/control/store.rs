@@ -1,7 +1,9 @@
-//! What control keeps, in the outbox file's control tables (schema step 3):
-//! the paired receivers, the passkeys enrolled at this machine, the nonces of
-//! every verified command (25 h), and what became of each message a receiver
-//! sent (its final ack, sent or not yet).
+//! What control keeps, in its own tables of the outbox file (`CONTROL`, the
+//! control layer's migration steps, run by whoever opens them first): the
+//! paired receivers, the passkeys enrolled at this machine, the nonces of
+//! every verified command (25 h), what became of each message a receiver
+//! sent (its final ack, sent or not yet), and the session names control gave
+//! out; and the one question another layer asks of them (`acp_name`).
 //!
 //! It owns these rows and nothing else: it never reads or writes events or
 //! sessions, never holds a token (the machine token is in the secrets store)
@@ -9,7 +11,95 @@
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
+use sessionpipe_db::{Layer, Step};
 use std::path::Path;
+
+/// Control's tables and their migrations, as one layer of the outbox file
+/// (their numbers are the ones they had in the one list every layer shared).
+pub const CONTROL: Layer = Layer {
+    name: "control",
+    steps: &[
+        // 3: receivers: one row per paired receiver (the machine token is in
+        // the keychain, never here). keys: the passkeys the person enrolled at
+        // this machine, per receiver. nonces: every verified command's nonce,
+        // recorded before it runs, kept 25 h. messages: what became of each
+        // message a receiver sent, so a redelivery gets the same final ack and
+        // a restart sends the acks not yet sent.
+        Step::sql(
+            3,
+            "
+    CREATE TABLE control_receivers (
+        origin      TEXT PRIMARY KEY,
+        machine     TEXT NOT NULL,
+        control_url TEXT NOT NULL,
+        rp_id       TEXT NOT NULL,
+        wait_max_s  INTEGER NOT NULL,
+        account     TEXT,
+        paired_ms   INTEGER NOT NULL,
+        stopped     TEXT
+    ) WITHOUT ROWID;
+    CREATE TABLE control_keys (
+        receiver  TEXT NOT NULL,
+        id        TEXT NOT NULL,
+        alg       INTEGER NOT NULL,
+        spki      TEXT NOT NULL,
+        name      TEXT,
+        added_ms  INTEGER NOT NULL,
+        PRIMARY KEY (receiver, id)
+    ) WITHOUT ROWID;
+    CREATE TABLE control_nonces (
+        nonce    TEXT PRIMARY KEY,
+        iat_ms   INTEGER NOT NULL,
+        seen_ms  INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE control_messages (
+        receiver  TEXT NOT NULL,
+        id        TEXT NOT NULL,
+        nonce     TEXT,
+        session   TEXT,
+        kind      TEXT,
+        command   TEXT,
+        state     TEXT NOT NULL,
+        ack       TEXT,
+        ack_sent  INTEGER NOT NULL DEFAULT 0,
+        at_ms     INTEGER NOT NULL,
+        PRIMARY KEY (receiver, id)
+    ) WITHOUT ROWID;
+    ",
+        ),
+        // 4: control's headless runs. sessions: a session name control gave
+        // out (a start's id, a session it forked) and the harness's own id
+        // behind it, so later messages to the name reach the same session (a
+        // harness that picks its ids; the fork a live session's messages go
+        // to). begun: a message whose process started, so a restart never
+        // runs it twice.
+        Step::sql(
+            4,
+            "
+    CREATE TABLE control_sessions (
+        harness  TEXT NOT NULL,
+        name     TEXT NOT NULL,
+        id       TEXT NOT NULL,
+        how      TEXT NOT NULL,
+        cwd      TEXT,
+        at_ms    INTEGER NOT NULL,
+        PRIMARY KEY (harness, name)
+    ) WITHOUT ROWID;
+    ALTER TABLE control_messages ADD COLUMN begun INTEGER NOT NULL DEFAULT 0;
+    ",
+        ),
+        // 5: ingest asks control_sessions the other way round, by the
+        // harness's own id (which name an ACP start gave the session its hooks
+        // report, `acp_name`), once per session it has not seen; without an
+        // index that is a scan.
+        Step::sql(
+            5,
+            "
+    CREATE INDEX control_sessions_by_id ON control_sessions (harness, id);
+    ",
+        ),
+    ],
+};
 
 /// How long a nonce is remembered: the spec's 25 h (a command is valid 24 h,
 /// plus the 5 min a device's clock may run ahead, plus slack).
@@ -21,8 +111,8 @@ const MESSAGE_KEEP_MS: i64 = 48 * 3600 * 1000;
 pub enum StoreError {
     #[error("the control tables: {0}")]
     Sql(#[from] rusqlite::Error),
-    #[error(transparent)]
-    Outbox(#[from] crate::pipeline::outbox::OutboxError),
+    #[error("the outbox: {0}")]
+    File(#[from] sessionpipe_db::DbError),
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -140,28 +230,22 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens the control tables of the outbox at `outbox` (migrating the file).
+    /// Opens the control tables of the outbox file at `outbox` (creating the
+    /// file when needed, migrating control's tables and no others).
     pub fn open(outbox: &Path) -> Result<Store> {
-        let conn = crate::pipeline::outbox::Outbox::side_connection(outbox)?;
+        let mut conn = sessionpipe_db::open(outbox)?;
+        sessionpipe_db::migrate(&mut conn, &CONTROL)?;
         Ok(Store { conn })
     }
 
     /// Reads what is paired without migrating a file (status, doctor). `None`
-    /// when the file is missing or older than control.
+    /// when the file is missing or has no control tables yet.
     pub fn open_readonly(outbox: &Path) -> Result<Option<Store>> {
         if !outbox.exists() {
             return Ok(None);
         }
-        let conn = Connection::open_with_flags(
-            outbox,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        let has: bool = conn.query_row(
-            "SELECT count(*) = 1 FROM sqlite_master WHERE name = 'control_receivers'",
-            [],
-            |r| r.get(0),
-        )?;
+        let conn = sessionpipe_db::open_readonly(outbox)?;
+        let has = sessionpipe_db::version(&conn, &CONTROL)? > 0;
         Ok(has.then_some(Store { conn }))
     }
 
@@ -462,6 +546,27 @@ impl Store {
     }
 }
 
+/// The name an ACP start of control gave the session `harness` knows as
+/// `id` (how `acp`; the first, when it gave two), asked on `conn` inside the
+/// asker's own transaction: ingest and backfill name a session as they write
+/// it. None in a file whose control tables were never made.
+pub fn acp_name(conn: &Connection, harness: &str, id: &str) -> rusqlite::Result<Option<String>> {
+    let made: bool = conn
+        .prepare_cached(
+            "SELECT count(*) = 1 FROM sqlite_master WHERE type = 'table' AND name = 'control_sessions'",
+        )?
+        .query_row([], |r| r.get(0))?;
+    if !made {
+        return Ok(None);
+    }
+    conn.prepare_cached(
+        "SELECT name FROM control_sessions WHERE harness = ?1 AND id = ?2 AND how = 'acp'
+         ORDER BY at_ms LIMIT 1",
+    )?
+    .query_row(params![harness, id], |r| r.get(0))
+    .optional()
+}
+
 /// The row `admit` keeps for a message, from the verdict.
 #[derive(Clone, Debug)]
 pub struct Admitted {
@@ -655,6 +760,38 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(fresh, Recorded::New);
+    }
+
+    /// Only an ACP start's name names a session's hooks (a fork's row is
+    /// the fork's, not a name its hooks report under), the first when two
+    /// gave one; a file without control's tables names nothing.
+    #[test]
+    fn acp_names_are_asked_by_the_harness_own_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("outbox.db");
+        let bare = sessionpipe_db::open(&path).unwrap();
+        assert_eq!(acp_name(&bare, "gemini-cli", "g-acp").unwrap(), None);
+        let store = Store::open(&path).unwrap();
+        let named = |id: &str, how: &str| NamedSession {
+            id: id.into(),
+            how: how.into(),
+            cwd: None,
+        };
+        store
+            .name_session("gemini-cli", "started", &named("g-acp", "acp"), 1)
+            .unwrap();
+        store
+            .name_session("gemini-cli", "forked", &named("g-fork", "fork"), 1)
+            .unwrap();
+        store
+            .name_session("gemini-cli", "again", &named("g-acp", "acp"), 2)
+            .unwrap();
+        assert_eq!(
+            acp_name(&bare, "gemini-cli", "g-acp").unwrap().as_deref(),
+            Some("started")
+        );
+        assert_eq!(acp_name(&bare, "gemini-cli", "g-fork").unwrap(), None);
+        assert_eq!(acp_name(&bare, "codex", "g-acp").unwrap(), None);
     }
 
     #[test]

@@ -193,6 +193,9 @@ async fn serve(
     let machine = crate::state::machine_name::MachineName::live(config.clone());
     let mut ingest = Ingest::new(outbox, spool, machine);
     ingest.stop_when(stopping.clone());
+    // A drain worker too: a session an ACP start named is named so whoever
+    // ingests its hooks.
+    ingest.name_by(Arc::new(crate::control::host::AcpNames));
     // Asks nothing unless the person turned remote titles on (read at each
     // hook call, so `titles on|off` needs no restart).
     sessionpipe_pool::endpoints::warn_if_pointed_elsewhere("remote titles and the account pool");

@@ -18,7 +18,7 @@
 use crate::pipeline::append::append_events;
 use crate::pipeline::holds::{Busy, HoldTask, HoldWorker, SessionKey};
 use crate::pipeline::names::{self, Names};
-use crate::pipeline::outbox::{Outbox, OutboxError, OutboxTx};
+use crate::pipeline::outbox::{GivenNames, Outbox, OutboxError, OutboxTx};
 use crate::pipeline::reading::{self, LivePaths, Reads, Turns};
 use crate::pipeline::session::SessionRecord;
 use crate::pipeline::subagents::Subagents;
@@ -205,6 +205,12 @@ impl Ingest {
             titles: None,
             asks: None,
         }
+    }
+
+    /// Asks `given` for the names control's starts gave sessions whose hooks
+    /// report under the harness's own id (`names`).
+    pub fn name_by(&mut self, given: Arc<dyn GivenNames>) {
+        self.names = Names::asking(given);
     }
 
     /// Asks a harness's service for session names through `titles` (which

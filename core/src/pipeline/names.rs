@@ -7,9 +7,10 @@
 //!
 //! The name comes from the agent's environment (`SESSIONPIPE_CONTROL_SESSION`,
 //! `<harness>:<name>`, which `control::acp` sets on the process it starts and
-//! the hook keeps), else from control's record of the start
-//! (`control_sessions`, how `acp`) for a call the environment did not reach:
-//! the same session resumed at a terminal, a process of the harness's own.
+//! the hook keeps), else from control's record of the start (asked through
+//! `GivenNames`, the question control answers from its own tables) for a
+//! call the environment did not reach: the same session resumed at a
+//! terminal, a process of the harness's own.
 //! Only the id the events carry and the outbox keeps the session under
 //! changes; the call's payload, and so every read of the harness's own files,
 //! keeps the harness's id.
@@ -18,9 +19,10 @@
 //! does not query per call. It never writes the outbox.
 
 use crate::pipeline::holds::SessionKey;
-use crate::pipeline::outbox::{OutboxError, OutboxTx};
+use crate::pipeline::outbox::{GivenNames, OutboxError, OutboxTx};
 use crate::pipeline::session::SessionRecord;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// The variable `control::acp` sets on an agent it starts.
 pub const CONTROL_SESSION: &str = "SESSIONPIPE_CONTROL_SESSION";
@@ -33,9 +35,20 @@ const KNOWN_MAX: usize = 4096;
 #[derive(Default)]
 pub struct Names {
     known: HashMap<(String, String, Option<String>), String>,
+    /// Who answers for the names control's starts gave (none: no such
+    /// names are asked for).
+    given: Option<Arc<dyn GivenNames>>,
 }
 
 impl Names {
+    /// Names that ask `given` for the names control's starts gave.
+    pub fn asking(given: Arc<dyn GivenNames>) -> Names {
+        Names {
+            known: HashMap::new(),
+            given: Some(given),
+        }
+    }
+
     /// The session id a call of `harness` whose own id is `native` goes
     /// under, `var` being its `SESSIONPIPE_CONTROL_SESSION`. `records` are
     /// the batch's records not saved yet (they hold the latest bindings).
@@ -55,7 +68,7 @@ impl Names {
         if let Some(session) = self.known.get(&key) {
             return Ok(session.clone());
         }
-        let session = decide(tx, harness, native, var, records)?;
+        let session = decide(tx, self.given.as_deref(), harness, native, var, records)?;
         if self.known.len() >= KNOWN_MAX {
             self.known.clear();
         }
@@ -66,6 +79,7 @@ impl Names {
 
 fn decide(
     tx: &OutboxTx<'_>,
+    given: Option<&dyn GivenNames>,
     harness: &str,
     native: &str,
     var: Option<&str>,
@@ -87,9 +101,11 @@ fn decide(
             return Ok(name.to_string());
         }
     }
-    Ok(tx
-        .acp_name(harness, native)?
-        .unwrap_or_else(|| native.to_string()))
+    let named = match given {
+        Some(g) => tx.given_name(g, harness, native)?,
+        None => None,
+    };
+    Ok(named.unwrap_or_else(|| native.to_string()))
 }
 
 /// The name in a `SESSIONPIPE_CONTROL_SESSION` value for a call of
@@ -164,31 +180,50 @@ mod tests {
         assert_eq!(r.native_id.as_deref(), Some("s-1"), "named by its own id");
     }
 
+    /// Control's record of its starts, as the test hands it: (harness, the
+    /// harness's id) to the name its ACP start gave.
+    #[derive(Default)]
+    struct Given(std::sync::Mutex<HashMap<(String, String), String>>);
+
+    impl Given {
+        fn row(&self, name: &str, id: &str) {
+            self.0
+                .lock()
+                .unwrap()
+                .insert(("gemini-cli".into(), id.into()), name.into());
+        }
+    }
+
+    impl GivenNames for Given {
+        fn name_of(
+            &self,
+            _: &rusqlite::Connection,
+            harness: &str,
+            id: &str,
+        ) -> rusqlite::Result<Option<String>> {
+            let named = self.0.lock().unwrap();
+            Ok(named.get(&(harness.to_string(), id.to_string())).cloned())
+        }
+    }
+
     /// The three ways a call is named, through an outbox: the variable, the
-    /// record of an ACP start (only `acp`: a fork's row is not a name of its
-    /// hooks), the harness's own id; a nested session under a bound name
-    /// keeps its own, and so does a session already known by its own id.
+    /// name control's record gives (which names only its ACP starts: that
+    /// is control's own query, `control::store`), the harness's own id; a
+    /// nested session under a bound name keeps its own, and so does a
+    /// session already known by its own id.
     #[test]
     fn a_call_is_named_by_its_variable_else_by_the_start_recorded_else_its_own_id() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("outbox.db");
         let mut ob = Outbox::open(&path).unwrap();
-        let side = Outbox::side_connection(&path).unwrap();
-        let row = |name: &str, id: &str, how: &str| {
-            side.execute(
-                "INSERT INTO control_sessions (harness, name, id, how, cwd, at_ms)
-                 VALUES ('gemini-cli', ?1, ?2, ?3, NULL, 1)",
-                rusqlite::params![name, id, how],
-            )
-            .unwrap();
-        };
-        row("started", "g-acp", "acp");
-        row("forked", "g-fork", "fork");
+        let given = Arc::new(Given::default());
+        let row = |name: &str, id: &str| given.row(name, id);
+        row("started", "g-acp");
         let var = format!("gemini-cli:{NAME}");
         let other = format!("claude-code:{NAME}");
         let mut records: HashMap<SessionKey, SessionRecord> = HashMap::new();
         let tx = ob.begin().unwrap();
-        let mut names = Names::default();
+        let mut names = Names::asking(given.clone());
         let mut of = |native: &str, var: Option<&str>, records: &HashMap<_, _>| {
             names
                 .session_of(&tx, "gemini-cli", native, var, records)
@@ -212,10 +247,10 @@ mod tests {
         tx.save_session("gemini-cli", "g-2", &SessionRecord::default())
             .unwrap();
         tx.commit().unwrap();
-        row("late", "g-2", "acp");
-        row("later", "g-4", "acp");
+        row("late", "g-2");
+        row("later", "g-4");
         let tx = ob.begin().unwrap();
-        let mut fresh = Names::default();
+        let mut fresh = Names::asking(given.clone());
         let mut of = |native: &str, var: Option<&str>| {
             fresh
                 .session_of(&tx, "gemini-cli", native, var, &HashMap::new())
@@ -234,5 +269,9 @@ mod tests {
         records.insert(("gemini-cli".into(), "g-2".into()), own);
         let subagent = fresh.session_of(&tx, "gemini-cli", "g-5", reopened, &records);
         assert_eq!(subagent.unwrap(), "g-5");
+        // Nobody to ask: a call is named by its variable or its own id.
+        let mut alone = Names::default();
+        let alone = alone.session_of(&tx, "gemini-cli", "g-4", None, &HashMap::new());
+        assert_eq!(alone.unwrap(), "g-4");
     }
 }

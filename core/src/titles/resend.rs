@@ -11,6 +11,7 @@
 //! or one the outbox never sent, nor add sessions (that is `backfill`'s).
 
 use super::asker::Titles;
+use crate::control::host::AcpNames;
 use crate::pipeline::outbox::{Outbox, OutboxError};
 use crate::pipeline::session::RemoteTitle;
 use crate::pipeline::titles::{self as rules, RemoteTitles};
@@ -102,7 +103,7 @@ fn resend_one(
     let harness = adapters::claude_code::ClaudeCode.name();
     let tx = outbox.begin()?;
     let session = tx
-        .acp_name(harness, &past.session_id)?
+        .given_name(&AcpNames, harness, &past.session_id)?
         .unwrap_or_else(|| past.session_id.clone());
     if !protocol::valid_session_id(&session) || !tx.session_known(harness, &session)? {
         return Ok(false);

@@ -129,13 +129,15 @@ fn a_session_started_over_acp_is_backfilled_under_the_starts_name() {
     )
     .unwrap();
     std::fs::create_dir_all(&sb.state).unwrap();
-    sessionpipe_core::pipeline::outbox::Outbox::side_connection(&sb.state.join("outbox.db"))
+    use sessionpipe_core::control::store::{NamedSession, Store};
+    let started = NamedSession {
+        id: ID.into(),
+        how: "acp".into(),
+        cwd: Some("/w".into()),
+    };
+    Store::open(&sb.state.join("outbox.db"))
         .unwrap()
-        .execute(
-            "INSERT INTO control_sessions (harness, name, id, how, cwd, at_ms)
-             VALUES ('gemini-cli', ?1, ?2, 'acp', '/w', 1)",
-            [NAME, ID],
-        )
+        .name_session("gemini-cli", NAME, &started, 1)
         .unwrap();
     let gemini = |out: std::process::Output| -> (u64, u64, u64) {
         let counts: Value = serde_json::from_slice(&out.stdout).unwrap();

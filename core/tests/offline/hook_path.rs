@@ -306,13 +306,15 @@ fn a_session_started_over_acp_reports_under_the_starts_name() {
     // the id the agent gave the session.
     let outbox = sb.state.join("outbox.db");
     std::fs::create_dir_all(&sb.state).unwrap();
-    sessionpipe_core::pipeline::outbox::Outbox::side_connection(&outbox)
+    use sessionpipe_core::control::store::{NamedSession, Store};
+    let started = NamedSession {
+        id: RECORDED.into(),
+        how: "acp".into(),
+        cwd: Some("/w".into()),
+    };
+    Store::open(&outbox)
         .unwrap()
-        .execute(
-            "INSERT INTO control_sessions (harness, name, id, how, cwd, at_ms)
-             VALUES ('gemini-cli', 'recorded-start', ?1, 'acp', '/w', 1)",
-            [RECORDED],
-        )
+        .name_session("gemini-cli", "recorded-start", &started, 1)
         .unwrap();
     let _daemon = sb.start_daemon();
     let whole = [

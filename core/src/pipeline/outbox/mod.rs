@@ -15,9 +15,8 @@ pub mod tally;
 
 use crate::pipeline::session::{Glance, SessionRecord};
 use protocol::Envelope;
-use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use std::path::Path;
-use std::time::Duration;
 
 /// How long a job's name is remembered after its commit. A job file still in the
 /// spool after this long would be appended again; no crash leaves one that long.
@@ -74,6 +73,19 @@ pub struct Outbox {
     conn: Connection,
 }
 
+/// A question another layer answers from its own tables in the outbox file,
+/// inside the outbox's transaction: the name it gave a session the harness
+/// knows by its own id (control's ACP starts, whose hooks report under the
+/// harness's id). The pipeline asks; it names no table of that layer.
+pub trait GivenNames: Send + Sync {
+    fn name_of(
+        &self,
+        conn: &Connection,
+        harness: &str,
+        id: &str,
+    ) -> rusqlite::Result<Option<String>>;
+}
+
 /// One stored event as read back.
 #[derive(Clone, Debug)]
 pub struct StoredEvent {
@@ -117,23 +129,11 @@ pub struct Counts {
 }
 
 impl Outbox {
-    /// Opens (creating when needed) the outbox for writing.
+    /// Opens (creating when needed) the outbox for writing, its pipeline
+    /// tables migrated (the file as every layer opens it: private, WAL, a
+    /// commit on disk before its job file is unlinked).
     pub fn open(path: &Path) -> Result<Outbox> {
-        let mut conn = Connection::open(path)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
-        }
-        conn.busy_timeout(Duration::from_secs(10))?;
-        // Pages that retention frees go back to the file system a few at a
-        // time (`incremental_vacuum`). Only a file without tables yet takes
-        // this at once; an older file switches at its next VACUUM (`retention`
-        // runs one when that is cheap).
-        conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        // FULL: a commit is on disk before its job file is unlinked.
-        conn.pragma_update(None, "synchronous", "FULL")?;
+        let mut conn = sessionpipe_db::open(path)?;
         schema::migrate(&mut conn)?;
         Ok(Outbox { conn })
     }
@@ -154,13 +154,6 @@ impl Outbox {
         Outbox::open_for_sink(path)
     }
 
-    /// A connection of its own to the outbox file, migrated, for a service whose
-    /// tables the schema holds but which reads and writes them itself
-    /// (control); it never touches the events or sessions through it.
-    pub fn side_connection(path: &Path) -> Result<Connection> {
-        Ok(Outbox::open(path)?.conn)
-    }
-
     /// Opens an existing outbox for reading only (tail, status). `None` while
     /// there is none yet: no file, or a file whose first writer has not made its
     /// tables yet.
@@ -168,12 +161,8 @@ impl Outbox {
         if !path.exists() {
             return Ok(None);
         }
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(Duration::from_secs(10))?;
-        schema::check_known(schema::version(&conn)?)?;
+        let conn = sessionpipe_db::open_readonly(path)?;
+        schema::version(&conn)?;
         let ready: bool = conn.query_row(
             "SELECT count(*) = 2 FROM sqlite_master WHERE type = 'table' AND name IN ('events', 'sessions')",
             [],
@@ -277,7 +266,8 @@ impl Outbox {
             .query_row("PRAGMA data_version", [], |r| r.get(0))?)
     }
 
-    /// The schema version of the file (`schema::CURRENT` once opened to write).
+    /// The version of the file's pipeline tables (the last step's number
+    /// once opened to write).
     pub fn schema_version(&self) -> Result<i64> {
         schema::version(&self.conn)
     }
@@ -720,20 +710,16 @@ impl OutboxTx<'_> {
         )?)
     }
 
-    /// The name an ACP start of control gave the session `harness` knows as
-    /// `id` (`control_sessions`, how `acp`, written by `control::acp`), when
-    /// it gave one. Read here, not through control, because ingest and
-    /// backfill sit below control and name a session inside their own
-    /// transaction; indexed on (harness, id).
-    pub fn acp_name(&self, harness: &str, id: &str) -> Result<Option<String>> {
-        Ok(self
-            .tx
-            .prepare_cached(
-                "SELECT name FROM control_sessions WHERE harness = ?1 AND id = ?2 AND how = 'acp'
-                 ORDER BY at_ms LIMIT 1",
-            )?
-            .query_row(params![harness, id], |r| r.get(0))
-            .optional()?)
+    /// The name another layer gave the session `harness` knows as `id`
+    /// (control's ACP starts: `names`), when it gave one, asked inside this
+    /// transaction: ingest and backfill name a session within their own.
+    pub fn given_name(
+        &self,
+        names: &dyn GivenNames,
+        harness: &str,
+        id: &str,
+    ) -> Result<Option<String>> {
+        Ok(names.name_of(&self.tx, harness, id)?)
     }
 
     /// Stores a `session.backfill` at seq 0 (the envelope's), leaving the

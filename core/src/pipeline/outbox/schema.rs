@@ -1,31 +1,32 @@
-//! The outbox's schema and its migrations: SQLite's `user_version` says which
-//! steps a file has had, and opening it for writing runs the ones it lacks, in
-//! one transaction, so a reader sees the old schema or the new, never half.
+//! The pipeline's tables and their migrations: the events, the session
+//! records, the sinks' cursors and the committed jobs, as one layer of the
+//! outbox file (`sessionpipe_db`: each layer that owns tables there owns its
+//! steps, and opening the file for writing runs the ones it lacks, in one
+//! transaction, so a reader sees the old schema or the new, never half).
 //!
-//! A step is only ever appended: a file written by any earlier version walks the
-//! same steps forward. A file newer than this version knows is refused, never
-//! guessed at. A step is SQL, or Rust over the rows where SQL cannot say it (the
-//! scrub of what earlier versions kept unredacted). Nothing else about the
-//! outbox lives here.
+//! A step is only ever appended: a file written by any earlier version walks
+//! the same steps forward (a step of the one list earlier versions kept, in
+//! which 3 to 5 were control's, keeps its number). A file newer than this
+//! version knows is refused, never guessed at. A step is SQL, or Rust over
+//! the rows where SQL cannot say it (the scrub of what earlier versions kept
+//! unredacted). Nothing else about the outbox lives here, and no other
+//! layer's tables.
 
 use super::error::{OutboxError, Result};
 use crate::pipeline::scrub;
 use crate::pipeline::session::SessionRecord;
-use rusqlite::{Connection, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, Transaction, params};
+use sessionpipe_db::{DbError, Layer, Step};
 
-enum Step {
-    Sql(&'static str),
-    /// Returns true when it rewrote rows whose old text must not stay in the
-    /// file's free pages or its WAL (the file is vacuumed after the commit).
-    Code(fn(&Transaction<'_>) -> Result<bool>),
-}
-
-/// Step N takes a file from `user_version` N-1 to N.
-const STEPS: &[Step] = &[
-    // 1: the tables of the first release, which set no `user_version`; a file it
-    // wrote has them all already, so each is created only where missing.
-    Step::Sql(
-        "
+/// Step N takes the pipeline's tables from the version before it to N.
+pub const PIPELINE: Layer = Layer {
+    name: "pipeline",
+    steps: &[
+        // 1: the tables of the first release, which set no `user_version`; a file it
+        // wrote has them all already, so each is created only where missing.
+        Step::sql(
+            1,
+            "
     CREATE TABLE IF NOT EXISTS events (
         rowid    INTEGER PRIMARY KEY,
         harness  TEXT NOT NULL,
@@ -54,94 +55,21 @@ const STEPS: &[Step] = &[
         at_ms   INTEGER NOT NULL
     ) WITHOUT ROWID;
     ",
-    ),
-    // 2: versions up to 0.1 kept session blocks, turn logs and held words as the
-    // harness wrote them; everything stored goes through `secrets@1`.
-    Step::Code(scrub_at_rest),
-    // 3: control (its own module reads and writes these; they live here so one
-    // file, one lock and one migration hold everything the daemon keeps).
-    // receivers: one row per paired receiver (the machine token is in the
-    // keychain, never here). keys: the passkeys the person enrolled at this
-    // machine, per receiver. nonces: every verified command's nonce, recorded
-    // before it runs, kept 25 h. messages: what became of each message a
-    // receiver sent, so a redelivery gets the same final ack and a restart sends
-    // the acks not yet sent.
-    Step::Sql(
-        "
-    CREATE TABLE control_receivers (
-        origin      TEXT PRIMARY KEY,
-        machine     TEXT NOT NULL,
-        control_url TEXT NOT NULL,
-        rp_id       TEXT NOT NULL,
-        wait_max_s  INTEGER NOT NULL,
-        account     TEXT,
-        paired_ms   INTEGER NOT NULL,
-        stopped     TEXT
-    ) WITHOUT ROWID;
-    CREATE TABLE control_keys (
-        receiver  TEXT NOT NULL,
-        id        TEXT NOT NULL,
-        alg       INTEGER NOT NULL,
-        spki      TEXT NOT NULL,
-        name      TEXT,
-        added_ms  INTEGER NOT NULL,
-        PRIMARY KEY (receiver, id)
-    ) WITHOUT ROWID;
-    CREATE TABLE control_nonces (
-        nonce    TEXT PRIMARY KEY,
-        iat_ms   INTEGER NOT NULL,
-        seen_ms  INTEGER NOT NULL
-    ) WITHOUT ROWID;
-    CREATE TABLE control_messages (
-        receiver  TEXT NOT NULL,
-        id        TEXT NOT NULL,
-        nonce     TEXT,
-        session   TEXT,
-        kind      TEXT,
-        command   TEXT,
-        state     TEXT NOT NULL,
-        ack       TEXT,
-        ack_sent  INTEGER NOT NULL DEFAULT 0,
-        at_ms     INTEGER NOT NULL,
-        PRIMARY KEY (receiver, id)
-    ) WITHOUT ROWID;
-    ",
-    ),
-    // 4: control's headless runs. sessions: a session name control gave out
-    // (a start's id, a session it forked) and the harness's own id behind it,
-    // so later messages to the name reach the same session (a harness that
-    // picks its ids; the fork a live session's messages go to). begun: a
-    // message whose process started, so a restart never runs it twice.
-    Step::Sql(
-        "
-    CREATE TABLE control_sessions (
-        harness  TEXT NOT NULL,
-        name     TEXT NOT NULL,
-        id       TEXT NOT NULL,
-        how      TEXT NOT NULL,
-        cwd      TEXT,
-        at_ms    INTEGER NOT NULL,
-        PRIMARY KEY (harness, name)
-    ) WITHOUT ROWID;
-    ALTER TABLE control_messages ADD COLUMN begun INTEGER NOT NULL DEFAULT 0;
-    ",
-    ),
-    // 5: ingest asks control_sessions the other way round, by the harness's
-    // own id (which name an ACP start gave the session its hooks report), once
-    // per session it has not seen; without an index that is a scan.
-    Step::Sql(
-        "
-    CREATE INDEX control_sessions_by_id ON control_sessions (harness, id);
-    ",
-    ),
-    // 6: retention prunes old events but never a session's record, so the
-    // record keeps when the session was first seen (`first_ms`, epoch ms):
-    // a session seen live before this version takes the time of its first
-    // live event (seq 1 or the lowest left), while it is still there. The
-    // record's other keys are left as they are (`json_set`), and a time that
-    // does not read leaves the record alone.
-    Step::Sql(
-        "
+        ),
+        // 2: versions up to 0.1 kept session blocks, turn logs and held words as the
+        // harness wrote them; everything stored goes through `secrets@1`.
+        Step::code(2, scrub_at_rest),
+        // (3 to 5 were control's tables, which control migrates now:
+        // `control::store`.)
+        // 6: retention prunes old events but never a session's record, so the
+        // record keeps when the session was first seen (`first_ms`, epoch ms):
+        // a session seen live before this version takes the time of its first
+        // live event (seq 1 or the lowest left), while it is still there. The
+        // record's other keys are left as they are (`json_set`), and a time that
+        // does not read leaves the record alone.
+        Step::sql(
+            6,
+            "
     UPDATE sessions SET record = json_set(sessions.record, '$.first_ms', f.ms)
     FROM (
         SELECT s.harness, s.session, (
@@ -159,17 +87,18 @@ const STEPS: &[Step] = &[
       AND json_extract(sessions.record, '$.started') = 1
       AND coalesce(json_extract(sessions.record, '$.first_ms'), 0) = 0;
     ",
-    ),
-    // 7: the board reads the sessions active in its window and those still
-    // working or waiting on the person, not every record the outbox has kept
-    // (a year of use is 20 000 of them). Two columns SQLite computes from the
-    // record itself, so every writer keeps them right: `last_ms` (the
-    // record's, 0 when it has none) and `live` (1 while an attention is open,
-    // or a turn runs in a session that has not ended: what `glance` calls
-    // needs_you or working). A record that is not JSON is 0 in both. Indexed:
-    // `last_ms` for the window, `live` (partial) for the few live ones.
-    Step::Sql(
-        "
+        ),
+        // 7: the board reads the sessions active in its window and those still
+        // working or waiting on the person, not every record the outbox has kept
+        // (a year of use is 20 000 of them). Two columns SQLite computes from the
+        // record itself, so every writer keeps them right: `last_ms` (the
+        // record's, 0 when it has none) and `live` (1 while an attention is open,
+        // or a turn runs in a session that has not ended: what `glance` calls
+        // needs_you or working). A record that is not JSON is 0 in both. Indexed:
+        // `last_ms` for the window, `live` (partial) for the few live ones.
+        Step::sql(
+            7,
+            "
     ALTER TABLE sessions ADD COLUMN last_ms INTEGER GENERATED ALWAYS AS (
         CASE WHEN json_valid(record)
              THEN coalesce(json_extract(record, '$.last_ms'), 0) ELSE 0 END
@@ -184,60 +113,31 @@ const STEPS: &[Step] = &[
     CREATE INDEX sessions_by_last ON sessions (last_ms);
     CREATE INDEX sessions_live ON sessions (live) WHERE live;
     ",
-    ),
-];
+        ),
+    ],
+};
 
 /// The first version with `sessions.last_ms` and `sessions.live` (step 7):
 /// a reader of an older file (one the daemon has not opened since) reads
 /// every record instead.
 pub const BOARD_COLUMNS: i64 = 7;
 
-/// The schema version this build writes.
-pub const CURRENT: i64 = STEPS.len() as i64;
-
-/// The file's schema version.
+/// The pipeline tables' version in the file, read without migrating; a file
+/// newer than this build is refused.
 pub fn version(conn: &Connection) -> Result<i64> {
-    Ok(conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
+    sessionpipe_db::version(conn, &PIPELINE).map_err(newer)
 }
 
-/// Refuses a file written by a newer sessionpipe.
-pub fn check_known(found: i64) -> Result<()> {
-    if found > CURRENT {
-        return Err(OutboxError::Newer {
-            found,
-            known: CURRENT,
-        });
-    }
-    Ok(())
-}
-
-/// Runs the steps the file lacks. Concurrent openers queue on the write lock and
-/// find the work done.
+/// Runs the pipeline's steps the file lacks.
 pub fn migrate(conn: &mut Connection) -> Result<()> {
-    if version(conn)? == CURRENT {
-        return Ok(());
+    sessionpipe_db::migrate(conn, &PIPELINE).map_err(newer)
+}
+
+fn newer(e: DbError) -> OutboxError {
+    match e {
+        DbError::Sqlite(e) => OutboxError::Sqlite(e),
+        DbError::Newer { found, known, .. } => OutboxError::Newer { found, known },
     }
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let found = version(&tx)?;
-    check_known(found)?;
-    let mut rewrote = false;
-    for (done, step) in STEPS.iter().enumerate().skip(found as usize) {
-        match step {
-            Step::Sql(sql) => tx.execute_batch(sql)?,
-            Step::Code(run) => rewrote |= run(&tx)?,
-        }
-        tx.pragma_update(None, "user_version", done as i64 + 1)?;
-    }
-    tx.commit()?;
-    if rewrote {
-        // The old text sits in free pages and in the WAL until both are gone.
-        // Best effort: a reader holding the file open makes VACUUM busy, and the
-        // migration is committed either way.
-        if let Err(e) = conn.execute_batch("VACUUM; PRAGMA wal_checkpoint(TRUNCATE);") {
-            tracing::warn!("outbox: vacuum after the scrub: {e}");
-        }
-    }
-    Ok(())
 }
 
 /// Rows per read while scrubbing: a year's outbox is not loaded at once.
@@ -246,7 +146,7 @@ const SCRUB_CHUNK: i64 = 2_000;
 /// Step 2: `secrets@1` over every session record and every stored envelope.
 /// A row this version cannot parse is left as it is (and counted in the log):
 /// nothing is lost to a migration.
-fn scrub_at_rest(tx: &Transaction<'_>) -> Result<bool> {
+fn scrub_at_rest(tx: &Transaction<'_>) -> rusqlite::Result<bool> {
     let mut rewrote = 0usize;
     let mut unreadable = 0usize;
     let mut records = Vec::new();
