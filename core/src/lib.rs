@@ -10,9 +10,12 @@
 //! 2. `pipeline`: spool → adapter → session rules → secrets@1 → outbox; the
 //!    privacy filter readers apply.
 //! 3. services over the pipeline: `installers`, `backfill`, `sinks`, `notify`,
-//!    `tail`, `conformance`, `titles`, `service` (the daemon as a user service).
-//!    Control, the ACP driver and the account pool join this layer, each in a
-//!    folder of its own, run by the daemon.
+//!    `tail`, `conformance`, `titles`, `service` (the daemon as a user service),
+//!    `pool` (the account pool), and `control`: the daemon's side of the
+//!    `sessionpipe-control` crate, which is of this layer too. The compiler
+//!    keeps that crate below the daemon (it cannot name this crate); the
+//!    `layering` test keeps it above the pipeline (no module below layer 3
+//!    names it) and holds its own modules to no circle.
 //! 4. `daemon`: the daemon's life (lock, wake socket, runtime) and its local API.
 //! 5. `cli`: the `sessionpipe` command.
 //!
@@ -41,14 +44,20 @@ pub mod tail;
 pub mod titles;
 
 /// The layers above, held to: every top-level module names its layer in its
-/// opening doc (`Layer N, name: ...`), imports only from its own layer or below,
-/// and no two modules import each other, at the top or inside any folder (a
-/// child never imports its folder's own file back: the folder is the façade).
+/// opening doc (`Layer N, name: ...`), imports only from its own layer or below
+/// (the workspace's crates of a layer, `CRATES`, included), and no two modules
+/// import each other, at the top or inside any folder (a child never imports
+/// its folder's own file back: the folder is the façade), here or in those
+/// crates.
 #[cfg(test)]
 mod layering {
     use sessionpipe_testkit::layers::{self, File};
     use std::collections::{BTreeMap, BTreeSet};
     use std::path::Path;
+
+    /// The workspace's crates that are a layer of this one, and its number:
+    /// a module below it must not name them.
+    const CRATES: &[(&str, &str, u32)] = &[("sessionpipe_control", "../control/src", 3)];
 
     fn src() -> Vec<File> {
         layers::files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
@@ -84,25 +93,66 @@ mod layering {
                     ));
                 }
             }
+            for (krate, _, theirs) in CRATES {
+                if *theirs > own && layers::names_crate(f, krate) {
+                    wrong.push(format!(
+                        "{} (layer {own}) names {krate} (layer {theirs})",
+                        f.path.display()
+                    ));
+                }
+            }
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 
+    /// A crate of a layer names no crate of the workspace above it: what the
+    /// compiler holds it to (`sessionpipe_core` is not among its
+    /// dependencies), read here as the rest is.
+    #[test]
+    fn a_layer_crate_names_nothing_above_it() {
+        for (krate, dir, _) in CRATES {
+            let files = layers::files(&Path::new(env!("CARGO_MANIFEST_DIR")).join(dir));
+            assert!(
+                files.len() > 10,
+                "{krate}: its files are not where {dir} says"
+            );
+            let above: Vec<_> = files
+                .iter()
+                .filter(|f| layers::names_crate(f, "sessionpipe_core"))
+                .map(|f| f.path.display().to_string())
+                .collect();
+            assert!(above.is_empty(), "{krate}: {above:?}");
+        }
+    }
+
     #[test]
     fn no_module_imports_one_that_imports_it_back() {
-        let files = src();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut trees = vec![("sessionpipe_core", src())];
+        for (krate, dir, _) in CRATES {
+            trees.push((krate, layers::files(&root.join(dir))));
+        }
+        let circles: Vec<String> = trees
+            .iter()
+            .flat_map(|(krate, files)| circles_in(krate, files))
+            .collect();
+        assert!(circles.is_empty(), "{}", circles.join("\n"));
+    }
+
+    /// The import circles among the modules of one crate, folder by folder.
+    fn circles_in(krate: &str, files: &[File]) -> Vec<String> {
         let mut folders: BTreeSet<Vec<String>> = BTreeSet::new();
-        for f in &files {
+        for f in files {
             for n in 0..f.module.len() {
                 folders.insert(f.module[..n].to_vec());
             }
         }
         let mut circles = Vec::new();
         for folder in folders {
-            let graph = layers::child_graph(&files, &folder);
+            let graph = layers::child_graph(files, &folder);
             if let Some(c) = layers::circle(&graph) {
                 circles.push(format!(
-                    "an import circle in crate::{}: {}",
+                    "an import circle in {krate}::{}: {}",
                     folder.join("::"),
                     c.iter()
                         .map(|n| if n.is_empty() { "(its own file)" } else { n })
@@ -111,6 +161,6 @@ mod layering {
                 ));
             }
         }
-        assert!(circles.is_empty(), "{}", circles.join("\n"));
+        circles
     }
 }

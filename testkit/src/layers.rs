@@ -230,6 +230,20 @@ pub fn references(file: &File) -> BTreeSet<Vec<String>> {
     out
 }
 
+/// True when the file's code (before its tests, without comments and
+/// strings) names the crate `krate` (`krate::…`): how a crate of the
+/// workspace above or beside a layer is found in it.
+pub fn names_crate(file: &File, krate: &str) -> bool {
+    let code = strip(code(&file.text));
+    let named = format!("{krate}::");
+    code.match_indices(named.as_str()).any(|(i, _)| {
+        !code[..i]
+            .chars()
+            .last()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    })
+}
+
 /// The children of module `parent` (one name each), from the files.
 pub fn children(files: &[File], parent: &[String]) -> BTreeSet<String> {
     files
@@ -369,6 +383,22 @@ mod tests {
                 "state"
             ]
         );
+    }
+
+    #[test]
+    fn a_crate_is_named_by_its_paths_not_its_words() {
+        let f = file(
+            &["pipeline", "x"],
+            false,
+            "use my_sessionpipe_control::y;\n// sessionpipe_control::z\nlet s = \"sessionpipe_control::w\";",
+        );
+        assert!(!names_crate(&f, "sessionpipe_control"));
+        let f = file(
+            &["pipeline", "x"],
+            false,
+            "fn f() { sessionpipe_control::run::go() }",
+        );
+        assert!(names_crate(&f, "sessionpipe_control"));
     }
 
     #[test]

@@ -1,53 +1,22 @@
-//! Layer 3, control: the channel back (PROTOCOL-NOTES §6, CONTROL.md). A paired
-//! device signs commands, a receiver carries them, and this machine alone
-//! verifies and delivers them.
+//! Layer 3, control: the daemon's side of control (`sessionpipe_control`, the
+//! channel back: PROTOCOL-NOTES §6, CONTROL.md). The crate verifies and
+//! delivers; this module is what only the daemon and the command can do for
+//! it:
 //!
-//! - `pair`: pairing from this machine (the CLI and the API call it), `off`.
-//! - `wire`: the HTTP calls of the machine's side.
-//! - `store`: what control keeps in its own tables of the outbox file, and
-//!   their migration steps; `host` answers what the pipeline asks of them.
-//! - `run`: the daemon's part: one long-poll per receiver, verification (the
-//!   `sessionpipe-verifier` crate, no I/O of its own), the machine's checks,
-//!   acks.
-//! - `admit`: verification and the machine's own checks, in one commit.
-//! - `hub`: where verified messages meet the hooks and waiters of their
-//!   session; `socket`: the local socket those ask on; `replies`: the reply
-//!   of a prompt handed over in place, from the session's transcript.
-//! - `api`: the rung of a harness's own server (a prompt into a live
-//!   session, a cancel).
-//! - `ladder`: the rungs past the hub (resume, fork, start), `runs` the
-//!   headless processes they run, `files` a start's attachments.
-//! - `acp`: the rung of agents driven over the Agent Client Protocol (a
-//!   start, its session's next prompts, a cancel), on the `sessionpipe-acp`
-//!   client; `held` the agents it holds.
-//! - `progress`: a run's growing reply as `progress` acks and
-//!   `turn.progress` events.
-//! - `machine`: the handle every part shares, and how acks leave; `ack`
-//!   what an ack says and its one serializer (every bound applied);
-//!   `queued` a verified message as it waits, and the form it is kept in.
+//! - `pair`: pairing from this machine (the CLI and the API call it), `off`:
+//!   a sink's token, the settings' folders and mode, the secrets store.
+//! - `host`: what control asks of the daemon (`sessionpipe_control::host::Host`:
+//!   the settings in force, a machine token, a session's record, the
+//!   harnesses seen, the pool's standing, `turn.progress` events), answered
+//!   from the state, the pipeline and the pool; and what the pipeline asks of
+//!   control (`AcpNames`).
 //!
-//! Uses layers 1 and 2 and `sinks` (discovery, a sink's token); nothing above.
-//! Never runs anything on a bearer token's word, and never answers `allow` for
-//! a prompt it received no verified answer for.
+//! The crate's modules are named here as the rest of the core (and the app)
+//! names them. Uses layers 1 and 2, `sinks` and `pool`; nothing above.
 
-pub mod ack;
-pub mod acp;
-mod admit;
-mod api;
-pub mod ask;
-pub mod channel;
-pub mod files;
-mod held;
+pub use sessionpipe_control::{
+    ack, acp, ask, channel, files, hub, machine, queued, run, runs, socket, store, wire,
+};
+
 pub mod host;
-pub mod hub;
-mod ladder;
-pub mod machine;
 pub mod pair;
-mod progress;
-pub mod queued;
-mod replies;
-pub mod run;
-pub mod runs;
-pub mod socket;
-pub mod store;
-pub mod wire;

@@ -10,13 +10,15 @@
 //! whose proof does not verify, never prints a token, and leaves everything as
 //! it was when pairing does not finish.
 
-use super::store::{Key, Receiver, Store, StoreError};
-use super::wire::{self, PairAuth, PairStarted, PairStatus, WireError};
 use crate::sinks::{SinkList, Target};
 use crate::state::config::Config;
 use crate::state::file::FileError;
 use crate::state::secrets::Secrets;
 use base64::Engine;
+use sessionpipe_control::run::{machine_facts, set_marker};
+use sessionpipe_control::runs::Runs;
+use sessionpipe_control::store::{Key, Receiver, Store, StoreError};
+use sessionpipe_control::wire::{self, PairAuth, PairStarted, PairStatus, WireError};
 use spool::StatePaths;
 use std::time::Duration;
 
@@ -110,8 +112,9 @@ pub async fn pair(
         .flatten()
         .and_then(|o| o.harnesses().ok())
         .unwrap_or_default();
-    let runs = super::runs::Runs::new(1);
-    let mut body = super::run::machine_facts(&config, harnesses, &runs).await;
+    let runs = Runs::new(1);
+    let settings = super::host::settings_of(&config);
+    let mut body = machine_facts(&settings, harnesses, &runs).await;
     if let Some(name) = &request.name {
         body["name"] = serde_json::json!(name);
     }
@@ -193,7 +196,7 @@ pub async fn pair(
         request.sink_tier,
     )
     .await?;
-    super::run::set_marker(paths, true);
+    set_marker(paths, true);
     Ok(PairedMachine {
         receiver,
         key,
@@ -344,7 +347,7 @@ pub async fn off(paths: &StatePaths, origin: &str) -> Result<bool, PairError> {
     // Settings that do not read leave the marker as it is: the daemon sets
     // it from the last settings that read.
     match Config::load(paths) {
-        Ok(config) => super::run::set_marker(paths, !left.is_empty() || config.local_approvals),
+        Ok(config) => set_marker(paths, !left.is_empty() || config.local_approvals),
         Err(e) => tracing::warn!("control off: {e}; `control.on` left to the daemon"),
     }
     Ok(true)

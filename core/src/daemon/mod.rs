@@ -223,14 +223,21 @@ async fn serve(
     } else {
         let told = hub.clone();
         ingest.tell_seen(move |took| {
-            told.seen(took.calls);
+            told.seen(
+                took.calls
+                    .into_iter()
+                    .map(crate::control::host::hook_call)
+                    .collect(),
+            );
             told.passed(took.passed);
         });
         // What was verified before a restart is queued again before a hook
         // can ask the socket for it.
-        let progress_events = ingest.local_events(paths.outbox()).map(Arc::new);
-        let opened =
-            crate::control::run::open(paths, config.clone(), hub.clone(), progress_events).await;
+        let progress_events = ingest
+            .local_events(paths.outbox())
+            .map(|e| Arc::new(e) as Arc<dyn sessionpipe_control::host::ProgressEvents>);
+        let host = Arc::new(crate::control::host::DaemonHost::new(paths, config.clone()));
+        let opened = crate::control::run::open(paths, host, hub.clone(), progress_events).await;
         let socket = bind_control_socket(paths, hub.clone(), opened.clone());
         let task =
             opened.map(|c| tokio::spawn(crate::control::run::run(c, finals, stopping.clone())));
@@ -385,8 +392,13 @@ fn bind_control_socket(
     hub: Arc<crate::control::hub::Hub>,
     control: Option<Arc<crate::control::machine::Control>>,
 ) -> Option<crate::control::socket::Server> {
-    match crate::control::socket::Server::bind(&paths.control_socket(), hub, control) {
-        Ok(s) => Some(s),
+    let path = paths.control_socket();
+    let bound =
+        crate::state::socket_file::bind_private(&path, |p| tokio::net::UnixListener::bind(p));
+    match bound {
+        Ok(listener) => Some(crate::control::socket::Server::serve(
+            &path, listener, hub, control,
+        )),
         Err(e) => {
             tracing::warn!("the control socket did not start: {e}");
             None

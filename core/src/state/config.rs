@@ -100,15 +100,6 @@ fn retention_days<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>,
 /// The local receiver's port unless the person chose another.
 pub const LOCAL_RECEIVER_PORT: u16 = 47474;
 
-/// Control's caps as the daemon applies them (the config's, or the defaults).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RunCaps {
-    pub starts_running: usize,
-    pub starts_hourly: usize,
-    pub runs_at_once: usize,
-    pub run_minutes: u64,
-}
-
 /// Control's modes (`control mode`).
 pub const CONTROL_MODES: &[&str] = &["safe", "auto", "inherit"];
 
@@ -232,26 +223,6 @@ impl Config {
             Some(m) if protocol::valid_machine_name(m) => m.to_string(),
             _ => hostname(),
         }
-    }
-
-    pub fn run_caps(&self) -> RunCaps {
-        RunCaps {
-            starts_running: self.control_starts_running.unwrap_or(2) as usize,
-            starts_hourly: self.control_starts_hourly.unwrap_or(10) as usize,
-            runs_at_once: self.control_runs_at_once.unwrap_or(3).max(1) as usize,
-            run_minutes: u64::from(self.control_run_minutes.unwrap_or(30).max(1)),
-        }
-    }
-
-    /// How long an idle ACP agent is kept, and how long it may take to
-    /// answer what is not a turn.
-    pub fn acp_bounds(&self) -> (std::time::Duration, std::time::Duration) {
-        let minutes = u64::from(self.acp_idle_minutes.unwrap_or(10).max(1));
-        let seconds = u64::from(self.acp_answer_seconds.unwrap_or(120).max(1));
-        (
-            std::time::Duration::from_secs(minutes * 60),
-            std::time::Duration::from_secs(seconds),
-        )
     }
 
     pub fn pool_alert_percent(&self) -> u8 {

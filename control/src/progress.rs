@@ -61,8 +61,7 @@ pub(super) async fn send_progress(
                 assistant: reply.clone(),
             });
             let wrote =
-                crate::runtime::blocking(move || local.append(&harness, &session, vec![event]))
-                    .await;
+                crate::runtime::blocking(move || local.append(&harness, &session, event)).await;
             if let Err(e) = wrote {
                 tracing::info!("control: a turn.progress event: {e}");
             }

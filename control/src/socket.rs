@@ -63,14 +63,15 @@ pub struct Server {
 
 #[cfg(unix)]
 impl Server {
-    /// Binds the socket (a dead daemon's file is replaced: we hold the lock).
-    pub fn bind(
+    /// Serves `listener`, the socket at `path` the daemon bound private
+    /// (0600, a dead daemon's file replaced: it holds the lock); the file
+    /// goes when this is dropped.
+    pub fn serve(
         path: &std::path::Path,
+        listener: tokio::net::UnixListener,
         hub: Arc<Hub>,
         control: Option<Arc<Control>>,
-    ) -> std::io::Result<Server> {
-        let listener =
-            crate::state::socket_file::bind_private(path, |p| tokio::net::UnixListener::bind(p))?;
+    ) -> Server {
         let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         let task = tokio::spawn(async move {
             loop {
@@ -88,10 +89,10 @@ impl Server {
                 });
             }
         });
-        Ok(Server {
+        Server {
             path: path.to_path_buf(),
             task,
-        })
+        }
     }
 }
 

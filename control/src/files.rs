@@ -17,9 +17,9 @@
 //! do between the folder checks and a write is not guarded against: it runs as
 //! the person already, and every check is made again before each file.
 
-use crate::sinks::http::without_url;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sessionpipe_http::without_url;
 use sessionpipe_verifier::{FileRef, MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES};
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -648,7 +648,7 @@ mod tests {
     }
 
     fn client() -> reqwest::Client {
-        crate::control::wire::client()
+        crate::wire::client()
     }
 
     async fn fetch(s: &Server, cwd: &Path, files: &[FileRef]) -> Result<Attached, FileError> {

@@ -14,7 +14,6 @@
 //! goes out on `finals`, which `run` writes to the store and acks.
 
 use super::ack::Ack;
-use crate::pipeline::ingest::Seen;
 use sessionpipe_verifier::SessionRef;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -28,6 +27,28 @@ const SEEN_KEEP: Duration = Duration::from_secs(30);
 const CLOSED_KEEP: Duration = Duration::from_secs(25 * 3600);
 /// At most this many closed attentions are remembered (oldest forgotten first).
 const CLOSED_MAX: usize = 10_000;
+
+/// A hook call the daemon's ingest committed, as control reads it: the job
+/// its hook asks by, its session, the attentions it opened and cleared, and
+/// whether it ended the turn (and the transcript it names).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookCall {
+    /// The spool job's name (the hook that wrote it asks by this name).
+    pub job: String,
+    pub harness: String,
+    pub session: String,
+    /// The harness's own hook name.
+    pub event: String,
+    pub opened: Vec<String>,
+    pub cleared: Vec<String>,
+    /// The call ended its session's turn (or the session).
+    pub turn_ended: bool,
+    /// The session's transcript, as the call names it (a reply is read there).
+    pub transcript: Option<std::path::PathBuf>,
+    /// The subagent whose own call this was, put under the session it works
+    /// for: its Stop is not the session's, and it is handed nothing of it.
+    pub subagent: Option<String>,
+}
 
 /// A message's final outcome, for `run` to keep and ack.
 #[derive(Clone, Debug, PartialEq)]
@@ -126,8 +147,8 @@ type AttentionKey = (SessionRef, String);
 struct Inner {
     /// Jobs ingest committed, by name: the call, or none for a job that
     /// reports nothing (`passed`).
-    seen: HashMap<String, (Option<Seen>, Instant)>,
-    seen_waiters: HashMap<String, Vec<oneshot::Sender<Option<Seen>>>>,
+    seen: HashMap<String, (Option<HookCall>, Instant)>,
+    seen_waiters: HashMap<String, Vec<oneshot::Sender<Option<HookCall>>>>,
     prompts: HashMap<SessionRef, VecDeque<QueuedPrompt>>,
     waiters: HashMap<SessionRef, Vec<oneshot::Sender<(String, MessageRef)>>>,
     slots: HashMap<AttentionKey, Slot>,
@@ -192,7 +213,7 @@ impl Hub {
     }
 
     /// Ingest committed these hook calls (called from its thread).
-    pub fn seen(&self, calls: Vec<Seen>) {
+    pub fn seen(&self, calls: Vec<HookCall>) {
         let mut expired = Vec::new();
         {
             let mut inner = self.lock();
@@ -200,7 +221,7 @@ impl Hub {
             forget_old_seen(&mut inner, now);
             for call in calls {
                 let session = of_call(&call);
-                for id in &call.attentions.cleared {
+                for id in &call.cleared {
                     let key = (session.clone(), id.clone());
                     match inner.slots.remove(&key) {
                         // The terminal answered first: the hook goes, silent.
@@ -358,7 +379,7 @@ impl Hub {
                 }
             }
             Ask::Permission => {
-                let Some(attention) = call.attentions.opened.first().cloned() else {
+                let Some(attention) = call.opened.first().cloned() else {
                     return ForHook::Nothing;
                 };
                 let key = (session, attention);
@@ -562,7 +583,7 @@ impl Hub {
 
     /// The call ingest committed for `job`, waited for up to `patience`;
     /// `None` for a job that reports nothing, or that did not come in time.
-    async fn seen_job(&self, job: &str, patience: Duration) -> Option<Seen> {
+    async fn seen_job(&self, job: &str, patience: Duration) -> Option<HookCall> {
         let rx = {
             let mut inner = self.lock();
             if let Some((call, _)) = inner.seen.get(job) {
@@ -616,7 +637,7 @@ pub fn session_named(text: &str) -> Option<SessionRef> {
 }
 
 /// The session a committed hook call is of.
-fn of_call(call: &Seen) -> SessionRef {
+fn of_call(call: &HookCall) -> SessionRef {
     SessionRef {
         harness: call.harness.clone(),
         id: call.session.clone(),
@@ -631,7 +652,7 @@ fn forget_old_seen(inner: &mut Inner, now: Instant) {
 
 /// Keeps what ingest committed for `job` (for `SEEN_KEEP`) and hands it to
 /// the hooks already waiting on it.
-fn remember_seen(inner: &mut Inner, job: String, call: Option<Seen>, now: Instant) {
+fn remember_seen(inner: &mut Inner, job: String, call: Option<HookCall>, now: Instant) {
     if let Some(waiters) = inner.seen_waiters.remove(&job) {
         for tx in waiters {
             let _ = tx.send(call.clone());

@@ -158,7 +158,7 @@ fn prepare(
                 )));
             }
             let cwd = super::machine::session_record(control, harness, id)
-                .and_then(|r| r.block.cwd)
+                .and_then(|r| r.cwd)
                 .or_else(|| {
                     control
                         .store()

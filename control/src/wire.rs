@@ -7,9 +7,9 @@
 //! origin the person named (an endpoint elsewhere is refused at discovery), no
 //! redirect is followed, and no token or URL query reaches an error's text.
 
-use crate::sinks::http::{DiscoveryError, is_loopback, shown_url, well_known, without_url};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sessionpipe_http::{DiscoveryError, is_loopback, shown_url, well_known, without_url};
 use std::time::Duration;
 
 /// The client control's calls go through. Make one per runtime and keep it
@@ -17,7 +17,7 @@ use std::time::Duration;
 /// system's root certificates, far more than a poll costs, and its pooled
 /// connections belong to the runtime they were made on.
 pub fn client() -> reqwest::Client {
-    crate::sinks::http::client()
+    sessionpipe_http::client()
 }
 
 /// The most messages one poll may hand over that this machine reads.
@@ -279,7 +279,7 @@ pub async fn poll(
     let resp = send(
         http.get(url)
             .bearer_auth(token)
-            .timeout(Duration::from_secs(wait_s) + crate::sinks::http::TIMEOUT),
+            .timeout(Duration::from_secs(wait_s) + sessionpipe_http::TIMEOUT),
     )
     .await?;
     match resp.status().as_u16() {

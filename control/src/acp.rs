@@ -23,7 +23,7 @@ use super::hub::MessageRef;
 use super::machine::{Control, Frame, finish, framed, local_folder};
 use super::queued::Queued;
 use super::store::NamedSession;
-use crate::state::config::Config;
+use crate::host::Settings;
 use harness::headless::{Level, Progress};
 use sessionpipe_acp::{AcpError, Agent, AgentSpec, Bounds, Launch, Mode, TurnEnd};
 use sessionpipe_verifier::{Body, SessionRef};
@@ -111,7 +111,7 @@ async fn named(control: &Arc<Control>, session: &SessionRef) -> Option<NamedSess
 }
 
 /// The mode a turn runs in: the machine's, lowered by the message's level.
-fn mode_of(config: &Config, level: Option<Level>) -> Mode {
+fn mode_of(config: &Settings, level: Option<Level>) -> Mode {
     let machine_auto = config.control_mode.as_deref() == Some("auto");
     let asked_less = matches!(level, Some(Level::Read | Level::Safe));
     if machine_auto && !asked_less {
@@ -121,7 +121,7 @@ fn mode_of(config: &Config, level: Option<Level>) -> Mode {
     }
 }
 
-fn bounds(config: &Config) -> (Duration, Bounds) {
+fn bounds(config: &Settings) -> (Duration, Bounds) {
     let (idle, answer) = config.acp_bounds();
     (
         idle,
@@ -220,7 +220,7 @@ async fn reopen(
     control: &Arc<Control>,
     from: &MessageRef,
     q: &Queued,
-    config: &Config,
+    config: &Settings,
 ) -> Result<Arc<Held>, Ack> {
     let Some(named) = named(control, &q.session).await else {
         return Err(Ack::unsupported("no agent holds this session"));
@@ -243,7 +243,7 @@ async fn load(
     (spec, program): (&AgentSpec, PathBuf),
     agent_session: &str,
     cwd: &Path,
-    config: &Config,
+    config: &Settings,
 ) -> Result<Arc<Held>, Ack> {
     let agent = open(spec, &program, cwd, from, session, config)
         .await
@@ -283,13 +283,13 @@ pub(super) async fn prompt_loaded(
     let Some(record) = record else {
         return Some(Ack::unsupported("this machine has no such session"));
     };
-    if record.running_turn.is_some() {
+    if record.running {
         return Some(Ack::unsupported(
             "a turn of the session is running in a process with no server of its own; \
              a second one is not opened beside it",
         ));
     }
-    let cwd = record.block.cwd.as_deref().and_then(local_folder);
+    let cwd = record.cwd.as_deref().and_then(local_folder);
     let Some(cwd) = cwd.filter(|c| c.is_dir()) else {
         return Some(Ack::failed("the session's folder is not on this machine"));
     };
@@ -311,7 +311,7 @@ async fn open(
     cwd: &Path,
     from: &MessageRef,
     session: &SessionRef,
-    config: &Config,
+    config: &Settings,
 ) -> Result<Agent, AcpError> {
     let launch = Launch {
         program: program.to_path_buf(),
@@ -331,7 +331,7 @@ fn hold(
     session: &SessionRef,
     agent: Agent,
     agent_session: String,
-    config: &Config,
+    config: &Settings,
 ) -> Arc<Held> {
     let held = Arc::new(Held {
         agent,
@@ -495,17 +495,17 @@ mod tests {
 
     #[test]
     fn the_mode_never_rises_above_the_machines() {
-        let auto = Config {
+        let auto = Settings {
             control_mode: Some("auto".into()),
             ..Default::default()
         };
-        let inherit = Config {
+        let inherit = Settings {
             control_mode: Some("inherit".into()),
             ..Default::default()
         };
         assert_eq!(mode_of(&auto, None), Mode::Auto);
         assert_eq!(mode_of(&auto, Some(Level::Safe)), Mode::Safe);
-        assert_eq!(mode_of(&Config::default(), Some(Level::Auto)), Mode::Safe);
+        assert_eq!(mode_of(&Settings::default(), Some(Level::Auto)), Mode::Safe);
         assert_eq!(mode_of(&inherit, None), Mode::Safe, "nobody to ask");
     }
 

@@ -13,7 +13,7 @@ use super::hub::MessageRef;
 use super::machine::{Control, folder_allowed};
 use super::queued::Queued;
 use super::store::{Admitted, Key, Receiver, State};
-use crate::state::config::Config;
+use crate::host::Settings;
 use harness::headless::Level;
 use serde_json::Value;
 use sessionpipe_verifier::{Body, Policy, Refusal};
@@ -306,7 +306,7 @@ fn machine_checks(
     // A session control named (a start whose harness picked its own id)
     // has its folder where the start ran.
     let cwd = match (&record, &counts.named) {
-        (Some(r), _) => r.block.cwd.clone(),
+        (Some(r), _) => r.cwd.clone(),
         (None, Some(n)) => n.cwd.clone(),
         // A start of ours holds it: the prompt waits for it.
         (None, None) => match control.runs.starting_in(&session) {
@@ -347,7 +347,7 @@ fn machine_checks(
             let allow = matches!(decision, sessionpipe_verifier::Decision::Allow);
             let open = record
                 .as_ref()
-                .is_some_and(|r| r.open.iter().any(|a| &a.id == for_attention));
+                .is_some_and(|r| r.open.iter().any(|a| a == for_attention));
             if !open {
                 // A prompt that was open and closed (the terminal answered
                 // first) makes any late answer `expired`; an `allow` for one
@@ -377,7 +377,7 @@ fn outside_folders() -> Ack {
 /// The highest level a start may ask for on this machine: its mode's. An
 /// `auto` machine allows every level; `safe` and `inherit` allow `read`
 /// and `safe`.
-pub fn ceiling(config: &Config) -> Level {
+pub fn ceiling(config: &Settings) -> Level {
     match config.control_mode.as_deref() {
         Some("auto") => Level::Auto,
         _ => Level::Safe,

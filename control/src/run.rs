@@ -12,6 +12,7 @@
 
 use super::ack::Ack;
 use super::admit::{self, Admission};
+use super::host::{Host, ProgressEvents, Settings};
 use super::hub::{AnswerOffer, Decision, Final, Hub, MessageRef, PromptOffer};
 use super::machine::{Control, Frame, finish, framed, keep_final, say_taken};
 use super::queued::Queued;
@@ -19,9 +20,6 @@ use super::runs::Runs;
 use super::store::{Receiver, Store};
 use super::wire::{self, WireError};
 use super::{acp, api, ladder};
-use crate::state::config::Config;
-use crate::state::live_config::LiveConfig;
-use crate::state::secrets::Secrets;
 use serde_json::{Value, json};
 use sessionpipe_verifier::Body;
 use spool::StatePaths;
@@ -40,9 +38,9 @@ const RETRY: &[u64] = &[2, 10, 60];
 /// after a start finds its message queued.
 pub async fn open(
     paths: &StatePaths,
-    config: LiveConfig,
+    host: Arc<dyn Host>,
     hub: Arc<Hub>,
-    progress_events: Option<Arc<crate::pipeline::local::LocalEvents>>,
+    progress_events: Option<Arc<dyn ProgressEvents>>,
 ) -> Option<Arc<Control>> {
     let store = match crate::runtime::blocking({
         let outbox = paths.outbox();
@@ -56,10 +54,10 @@ pub async fn open(
             return None;
         }
     };
-    let caps = config.now().run_caps();
+    let caps = host.settings().run_caps();
     let control = Arc::new(Control::new(
         paths,
-        config,
+        host,
         hub,
         store,
         Runs::new(caps.runs_at_once),
@@ -185,9 +183,8 @@ async fn offer_and_keep(control: &Arc<Control>, from: MessageRef, q: &Queued) {
 /// One receiver: polls until a 401; its hellos and its acks run beside the
 /// poll, so a hello never cuts a poll short.
 async fn receiver_loop(control: Arc<Control>, receiver: Receiver) {
-    let secrets = Secrets::new(&control.paths.root);
-    let key = receiver.token_key();
-    let Some(token) = crate::runtime::blocking(move || secrets.get(&key)).await else {
+    let (host, key) = (control.host.clone(), receiver.token_key());
+    let Some(token) = crate::runtime::blocking(move || host.token(&key)).await else {
         stop(
             &control,
             &receiver,
@@ -338,13 +335,7 @@ pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
             .into_iter()
             .map(|k| k.id)
             .collect();
-        let harnesses = crate::pipeline::outbox::Outbox::open_readonly(&c.paths.outbox())
-            .ok()
-            .flatten()
-            .and_then(|o| o.harnesses().ok())
-            .unwrap_or_default();
-        let pool = pool_facts(&c.paths);
-        (keys, c.config(), harnesses, pool)
+        (keys, c.config(), c.host.harnesses(), c.host.pool())
     })
     .await;
     let mut body = machine_facts(&config, harnesses, &control.runs).await;
@@ -362,59 +353,8 @@ pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
     body
 }
 
-/// Most accounts a hello names (the rest are the machine's to show).
-const POOL_ACCOUNTS: usize = 50;
-
-/// The hello's `pool`, once the person added an account: whether it is on,
-/// and each account's standing (`status`, `until`, `windows`) as the daemon
-/// last heard it, idle accounts' usage reads included (ADAPTERS.md's Pool
-/// row: these reach the hello and `pool status`, never an event). Whole
-/// percents, so a hello goes out when a window moves, not on every answer;
-/// no credential, expiry or session id.
-fn pool_facts(paths: &StatePaths) -> Option<Value> {
-    let file = crate::pool::store::PoolFile::load(paths).ok()?;
-    if file.accounts.is_empty() {
-        return None;
-    }
-    let live = crate::pool::service::Snapshot::load(paths);
-    let accounts: Vec<Value> = crate::pool::views(paths, &file, live.as_ref())
-        .into_iter()
-        .take(POOL_ACCOUNTS)
-        .map(|a| {
-            let windows: Vec<Value> = a
-                .windows
-                .iter()
-                .map(|w| {
-                    let mut v = json!({"id": w.id, "used_percent": w.used_percent.round()});
-                    if let Some(m) = w.window_minutes {
-                        v["window_minutes"] = json!(m);
-                    }
-                    if let Some(r) = &w.resets_at {
-                        v["resets_at"] = json!(r);
-                    }
-                    v
-                })
-                .collect();
-            let mut v = json!({
-                "id": a.id,
-                "enabled": a.enabled,
-                "status": a.status,
-                "windows": windows,
-            });
-            if let Some(e) = a.email {
-                v["email"] = json!(e);
-            }
-            if let Some(u) = a.until {
-                v["until"] = json!(u);
-            }
-            v
-        })
-        .collect();
-    Some(json!({"on": file.on, "accounts": accounts}))
-}
-
 /// What pairing and hello both say of this machine.
-pub async fn machine_facts(config: &Config, harnesses: Vec<String>, runs: &Runs) -> Value {
+pub async fn machine_facts(config: &Settings, harnesses: Vec<String>, runs: &Runs) -> Value {
     let accounts: Vec<harness::control::Account> = harness::install::Host::from_env()
         .map(|host| {
             adapters::REGISTRY
@@ -454,7 +394,7 @@ pub async fn machine_facts(config: &Config, harnesses: Vec<String>, runs: &Runs)
     // The schema's bound.
     harnesses.truncate(20);
     let mut body = json!({
-        "name": config.machine(),
+        "name": config.machine,
         "harnesses": harnesses,
         "modes": modes,
         "files": true,
@@ -532,8 +472,7 @@ pub(super) async fn offer(
             }
             let (c, s) = (control.clone(), session.clone());
             let running = crate::runtime::blocking(move || {
-                super::machine::session_record(&c, &s.harness, &s.id)
-                    .is_some_and(|r| r.running_turn.is_some())
+                super::machine::session_record(&c, &s.harness, &s.id).is_some_and(|r| r.running)
             })
             .await;
             let takes_turns = adapters::lookup(harness)
@@ -592,7 +531,7 @@ mod tests {
 
     #[test]
     fn the_hello_says_what_the_schema_requires() {
-        let config = Config {
+        let config = Settings {
             control_folders: vec!["/w".into()],
             control_mode: Some("inherit".into()),
             ..Default::default()
@@ -604,34 +543,5 @@ mod tests {
             assert!(body.get(k).is_some(), "{k}");
         }
         assert!(body.get("mode").is_none(), "inherit is not a schema mode");
-    }
-
-    #[test]
-    fn the_hellos_pool_names_each_accounts_standing_and_nothing_secret() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = StatePaths::new(dir.path());
-        std::fs::create_dir_all(&paths.root).unwrap();
-        assert_eq!(pool_facts(&paths), None, "no account added: no pool");
-        std::fs::write(
-            paths.pool(),
-            r#"{"on":true,"port":41000,"accounts":[{"id":"acct-a","email":"a@example.com","enabled":true},{"id":"acct-b","enabled":false}]}"#,
-        )
-        .unwrap();
-        std::fs::write(
-            crate::pool::service::Snapshot::path(&paths),
-            r#"{"at_ms":1,"accounts":[{"id":"acct-a","email":"a@example.com","enabled":true,"status":"rejected","until":"2026-12-03T20:00:00.000Z","windows":[{"id":"five_hour","window_minutes":300,"used_percent":93.4,"resets_at":"2026-12-03T20:00:00.000Z"}],"expires_at":"2026-12-03T22:00:00.000Z","refresh_error":"x","sessions":["s-1"]}]}"#,
-        )
-        .unwrap();
-        let pool = pool_facts(&paths).unwrap();
-        assert_eq!(
-            pool,
-            json!({"on": true, "accounts": [
-                {"id": "acct-a", "email": "a@example.com", "enabled": true, "status": "rejected",
-                 "until": "2026-12-03T20:00:00.000Z",
-                 "windows": [{"id": "five_hour", "window_minutes": 300, "used_percent": 93.0,
-                              "resets_at": "2026-12-03T20:00:00.000Z"}]},
-                {"id": "acct-b", "enabled": false, "status": "no_sign_in", "windows": []},
-            ]})
-        );
     }
 }

@@ -8,14 +8,13 @@
 //! `ladder` runs what the hub cannot take in place.
 
 use super::ack::Ack;
+use super::host::{Host, ProgressEvents, SessionFacts, Settings};
 use super::hub::{Final, Hub, MessageRef};
 use super::runs::Runs;
 use super::store::{Receiver, Store};
 use super::wire;
-use crate::state::config::Config;
-use crate::state::live_config::LiveConfig;
-use crate::state::secrets::Secrets;
 use serde_json::Value;
+use sessionpipe_verifier::SessionRef;
 use spool::StatePaths;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -23,8 +22,9 @@ use std::sync::{Arc, Mutex};
 /// Everything control's parts share, for the daemon's life.
 pub struct Control {
     pub(super) paths: StatePaths,
-    /// The daemon's settings in force.
-    config: LiveConfig,
+    /// What control asks of the daemon (its settings in force, tokens, the
+    /// outbox's records).
+    pub(super) host: Arc<dyn Host>,
     pub(super) hub: Arc<Hub>,
     store: Mutex<Store>,
     /// Rung per receiver when acks wait to be sent.
@@ -36,7 +36,7 @@ pub struct Control {
     pub(super) acp: super::held::AcpSessions,
     /// Where a run's growing reply becomes `turn.progress` events (only
     /// where a destination takes tier 2).
-    pub(super) progress_events: Option<Arc<crate::pipeline::local::LocalEvents>>,
+    pub(super) progress_events: Option<Arc<dyn ProgressEvents>>,
     /// Each receiver's `control.session_tools`, read when its loop starts.
     session_tools: Mutex<HashMap<String, Vec<String>>>,
     /// Each polled receiver and its machine token, as its loop read them (a
@@ -49,16 +49,16 @@ pub struct Control {
 impl Control {
     pub(super) fn new(
         paths: &StatePaths,
-        config: LiveConfig,
+        host: Arc<dyn Host>,
         hub: Arc<Hub>,
         store: Store,
         runs: Runs,
-        progress_events: Option<Arc<crate::pipeline::local::LocalEvents>>,
+        progress_events: Option<Arc<dyn ProgressEvents>>,
     ) -> Control {
         Control {
             progress_events,
             paths: paths.clone(),
-            config,
+            host,
             hub,
             store: Mutex::new(store),
             ack_bells: Mutex::default(),
@@ -118,10 +118,10 @@ impl Control {
             .clone()
     }
 
-    /// The settings in force now (the last that read while `config.json`
-    /// does not).
-    pub(super) fn config(&self) -> Arc<Config> {
-        self.config.now()
+    /// Control's settings in force now (the last that read while
+    /// `config.json` does not).
+    pub(super) fn config(&self) -> Settings {
+        self.host.settings()
     }
 
     pub(super) fn store(&self) -> std::sync::MutexGuard<'_, Store> {
@@ -146,9 +146,8 @@ pub(super) async fn receiver_and_token(
     let c = control.clone();
     let o = origin.to_string();
     let receiver = crate::runtime::blocking(move || c.store().receiver(&o).ok().flatten()).await?;
-    let secrets = Secrets::new(&control.paths.root);
-    let key = receiver.token_key();
-    let token = crate::runtime::blocking(move || secrets.get(&key)).await?;
+    let (host, key) = (control.host.clone(), receiver.token_key());
+    let token = crate::runtime::blocking(move || host.token(&key)).await?;
     Some((receiver, token))
 }
 
@@ -244,18 +243,14 @@ pub fn from_host(origin: &str) -> String {
         .unwrap_or_else(|| origin.to_string())
 }
 
-/// The outbox's record of a session, read-only; none without an outbox, for
+/// What the outbox's record of a session says; none without an outbox, for
 /// a session it does not hold, or when it cannot be read. Blocking (callers
 /// on the runtime wrap it in `runtime::blocking`).
-pub(super) fn session_record(
-    control: &Control,
-    harness: &str,
-    id: &str,
-) -> Option<crate::pipeline::session::SessionRecord> {
-    crate::pipeline::outbox::Outbox::open_readonly(&control.paths.outbox())
-        .ok()
-        .flatten()
-        .and_then(|o| o.session(harness, id).ok().flatten())
+pub(super) fn session_record(control: &Control, harness: &str, id: &str) -> Option<SessionFacts> {
+    control.host.session(&SessionRef {
+        harness: harness.to_string(),
+        id: id.to_string(),
+    })
 }
 
 /// A session's folder as this machine names it: as given, or with a leading

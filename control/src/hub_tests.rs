@@ -3,19 +3,15 @@
 //! that reports nothing is answered at once.
 
 use super::*;
-use crate::pipeline::append::Appended;
 
-fn call(job: &str, opened: &[&str], cleared: &[&str]) -> Seen {
-    Seen {
+fn call(job: &str, opened: &[&str], cleared: &[&str]) -> HookCall {
+    HookCall {
         job: job.into(),
         harness: "claude-code".into(),
         session: "s1".into(),
         event: "PermissionRequest".into(),
-        attentions: Appended {
-            count: 1,
-            opened: opened.iter().map(|s| s.to_string()).collect(),
-            cleared: cleared.iter().map(|s| s.to_string()).collect(),
-        },
+        opened: opened.iter().map(|s| s.to_string()).collect(),
+        cleared: cleared.iter().map(|s| s.to_string()).collect(),
         turn_ended: false,
         transcript: None,
         subagent: None,

@@ -20,7 +20,7 @@ use super::machine::{Control, Frame, finish, framed, from_host, name_session, re
 use super::progress::{Events, send_progress};
 use super::queued::Queued;
 use super::store::NamedSession;
-use crate::state::config::Config;
+use crate::host::Settings;
 use harness::headless::{Headless, InboxOutcome, Level, Options, Progress, Run};
 use serde_json::{Value, json};
 use sessionpipe_verifier::{Body, FileRef, SessionRef};
@@ -398,7 +398,7 @@ async fn run_one(
 /// The level a run gets when its message names none: the machine's mode
 /// (`safe` → safe; `auto` → the harness's widest default; `inherit` → no
 /// flag, the person's own config decides).
-pub(super) fn default_level(config: &Config, headless: &dyn Headless) -> Option<Level> {
+pub(super) fn default_level(config: &Settings, headless: &dyn Headless) -> Option<Level> {
     match config.control_mode.as_deref() {
         Some("auto") => Some(headless.auto_default()),
         Some("inherit") => None,
@@ -423,7 +423,7 @@ async fn session_cwd(
     let c = control.clone();
     let (h, n) = (harness.to_string(), name.to_string());
     let recorded = crate::runtime::blocking(move || {
-        super::machine::session_record(&c, &h, &n).and_then(|r| r.block.cwd)
+        super::machine::session_record(&c, &h, &n).and_then(|r| r.cwd)
     })
     .await;
     let cwd = recorded.or_else(|| named.and_then(|n| n.cwd.clone()))?;
@@ -440,7 +440,7 @@ async fn session_cwd(
 /// and the models the harness lists; plus the delivery modes that adds.
 pub(super) async fn offered(
     runs: &super::runs::Runs,
-    config: &Config,
+    config: &Settings,
 ) -> (Vec<&'static str>, Value, Value) {
     let Some(host) = harness::install::Host::from_env() else {
         return (Vec::new(), json!({}), json!({}));
