@@ -566,7 +566,7 @@ mod tests {
 
     /// What the little server answers on a path.
     #[derive(Clone)]
-    enum Answer {
+    enum Serves {
         /// 200 with these bytes and their `content-length`.
         Bytes(Vec<u8>),
         /// 200 with no length, then bytes until the client goes.
@@ -587,7 +587,7 @@ mod tests {
         seen: Arc<Mutex<Vec<Seen>>>,
     }
 
-    fn server(answers: HashMap<String, Answer>) -> Server {
+    fn server(answers: HashMap<String, Serves>) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/v1/control", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -612,9 +612,9 @@ mod tests {
                 });
                 log.lock().unwrap().push((path.clone(), auth));
                 let path = path.trim_start_matches("/v1/control");
-                let answer = answers.get(path).cloned().unwrap_or(Answer::Status(404));
+                let answer = answers.get(path).cloned().unwrap_or(Serves::Status(404));
                 let _ = match answer {
-                    Answer::Bytes(b) => conn
+                    Serves::Bytes(b) => conn
                         .write_all(
                             format!(
                                 "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
@@ -623,15 +623,15 @@ mod tests {
                             .as_bytes(),
                         )
                         .and_then(|()| conn.write_all(&b)),
-                    Answer::Endless => conn
+                    Serves::Endless => conn
                         .write_all(b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n")
                         .and_then(|()| loop {
                             conn.write_all(&[b'x'; 16 * 1024])?;
                         }),
-                    Answer::Stall => conn
+                    Serves::Stall => conn
                         .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n")
                         .map(|()| std::thread::sleep(Duration::from_secs(3))),
-                    Answer::Status(s) => conn.write_all(
+                    Serves::Status(s) => conn.write_all(
                         format!(
                             "HTTP/1.1 {s} No\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
                         )
@@ -758,8 +758,8 @@ mod tests {
             entry("notes.pdf", "application/pdf", &pdf),
         ];
         let s = server(HashMap::from([
-            (at(&files[0]), Answer::Bytes(png.clone())),
-            (at(&files[1]), Answer::Bytes(pdf.clone())),
+            (at(&files[0]), Serves::Bytes(png.clone())),
+            (at(&files[1]), Serves::Bytes(pdf.clone())),
         ]));
         let cwd = tempfile::tempdir().unwrap();
         let got = fetch(&s, cwd.path(), &files).await.unwrap();
@@ -803,7 +803,7 @@ mod tests {
         let f = entry("a.txt", "text/plain", b"the signed bytes");
         let s = server(HashMap::from([(
             at(&f),
-            Answer::Bytes(b"not signed bytes".to_vec()),
+            Serves::Bytes(b"not signed bytes".to_vec()),
         )]));
         let cwd = tempfile::tempdir().unwrap();
         let e = fetch(&s, cwd.path(), &[f]).await.unwrap_err();
@@ -818,8 +818,8 @@ mod tests {
         // With a `content-length` that says so: refused before the body.
         let long = entry("long.bin", "application/octet-stream", &[b'x'; 10]);
         let s = server(HashMap::from([
-            (at(&f), Answer::Endless),
-            (at(&long), Answer::Bytes(vec![b'x'; 11])),
+            (at(&f), Serves::Endless),
+            (at(&long), Serves::Bytes(vec![b'x'; 11])),
         ]));
         let cwd = tempfile::tempdir().unwrap();
         let begun = std::time::Instant::now();
@@ -837,7 +837,7 @@ mod tests {
     #[tokio::test]
     async fn a_short_body_fails() {
         let f = entry("a.txt", "text/plain", b"twelve bytes");
-        let s = server(HashMap::from([(at(&f), Answer::Bytes(b"twelve".to_vec()))]));
+        let s = server(HashMap::from([(at(&f), Serves::Bytes(b"twelve".to_vec()))]));
         let cwd = tempfile::tempdir().unwrap();
         let e = fetch(&s, cwd.path(), std::slice::from_ref(&f))
             .await
@@ -856,8 +856,8 @@ mod tests {
         let first = entry("first.txt", "text/plain", b"first");
         let stalls = entry("second.txt", "text/plain", b"12345");
         let s = server(HashMap::from([
-            (at(&first), Answer::Bytes(b"first".to_vec())),
-            (at(&stalls), Answer::Stall),
+            (at(&first), Serves::Bytes(b"first".to_vec())),
+            (at(&stalls), Serves::Stall),
         ]));
         let cwd = tempfile::tempdir().unwrap();
         let files = [first, stalls];
@@ -884,7 +884,7 @@ mod tests {
     async fn a_404_after_a_written_file_removes_it_and_keeps_what_was_there() {
         let ok = entry("first.txt", "text/plain", b"first");
         let gone = entry("second.txt", "text/plain", b"second");
-        let s = server(HashMap::from([(at(&ok), Answer::Bytes(b"first".to_vec()))]));
+        let s = server(HashMap::from([(at(&ok), Serves::Bytes(b"first".to_vec()))]));
         let cwd = tempfile::tempdir().unwrap();
         // A `.sessionpipe/files` of an earlier start stays as it was.
         let earlier = cwd.path().join(".sessionpipe/files/earlier");
@@ -900,7 +900,7 @@ mod tests {
         assert_eq!(tree(cwd.path()), before);
         // And another status is named as such.
         let f = entry("x.txt", "text/plain", b"x");
-        let s = server(HashMap::from([(at(&f), Answer::Status(503))]));
+        let s = server(HashMap::from([(at(&f), Serves::Status(503))]));
         let e = fetch(&s, cwd.path(), &[f]).await.unwrap_err();
         assert_eq!(e.to_string(), "x.txt: the receiver answered 503");
         assert_eq!(tree(cwd.path()), before);
@@ -910,7 +910,7 @@ mod tests {
     #[tokio::test]
     async fn a_symlink_on_the_way_is_refused_and_its_target_untouched() {
         let f = entry("a.txt", "text/plain", b"bytes");
-        let s = server(HashMap::from([(at(&f), Answer::Bytes(b"bytes".to_vec()))]));
+        let s = server(HashMap::from([(at(&f), Serves::Bytes(b"bytes".to_vec()))]));
         // `.sessionpipe` itself a link to a folder elsewhere.
         let cwd = tempfile::tempdir().unwrap();
         let elsewhere = tempfile::tempdir().unwrap();
@@ -959,7 +959,7 @@ mod tests {
     #[tokio::test]
     async fn an_existing_session_folder_is_refused_as_it_is() {
         let f = entry("a.txt", "text/plain", b"bytes");
-        let s = server(HashMap::from([(at(&f), Answer::Bytes(b"bytes".to_vec()))]));
+        let s = server(HashMap::from([(at(&f), Serves::Bytes(b"bytes".to_vec()))]));
         let cwd = tempfile::tempdir().unwrap();
         let dir = cwd.path().join(".sessionpipe/files").join(SESSION);
         std::fs::create_dir_all(&dir).unwrap();
@@ -982,7 +982,7 @@ mod tests {
     #[tokio::test]
     async fn the_token_is_the_bearer_and_never_in_an_error() {
         let f = entry("a.txt", "text/plain", b"bytes");
-        let s = server(HashMap::from([(at(&f), Answer::Status(401))]));
+        let s = server(HashMap::from([(at(&f), Serves::Status(401))]));
         let cwd = tempfile::tempdir().unwrap();
         let e = fetch(&s, cwd.path(), std::slice::from_ref(&f))
             .await

@@ -64,6 +64,7 @@ pub fn start(
         api: true,
         ui_dir,
         stop: Some(stop.clone()),
+        config: Some(crate::prefs::live(&paths)),
         ..Default::default()
     };
     let on_end = OnEnd(Some(Box::new(ended)));

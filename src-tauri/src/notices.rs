@@ -30,7 +30,6 @@ use crate::shared::Shared;
 use sessionpipe_core::notify::{Notice, Watcher};
 use sessionpipe_core::pipeline::outbox::Outbox;
 use sessionpipe_core::spool::StatePaths;
-use sessionpipe_core::state::config::Config;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -114,7 +113,7 @@ fn follow(shared: Arc<Shared>) {
         }
         // Read per batch: a change in the UI's settings (pause, mutes, tier,
         // local approvals) applies to the next event.
-        let config = Config::load(paths).unwrap_or_default();
+        let config = crate::prefs::load(paths);
         let notices = if changed {
             watcher.poll(&outbox, &config)
         } else {

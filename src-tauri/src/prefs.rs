@@ -4,20 +4,39 @@
 //!
 //! `config.json` is the truth: a change made in the UI reaches the login item on
 //! the tray's next refresh. A config file that cannot be read is never written
-//! over (the person's other settings are in it).
+//! over (the person's other settings are in it); meanwhile the last settings
+//! that read are in force, followed through the core's `LiveConfig`, the one
+//! the embedded daemon holds too.
 //! Must not hold settings of its own or act on `notifications_paused` (the core's
 //! `notify::decide` does).
 
 use anyhow::Context;
 use sessionpipe_core::spool::StatePaths;
 use sessionpipe_core::state::config::Config;
+use sessionpipe_core::state::live_config::LiveConfig;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
 
 /// The login item's name (`~/.config/autostart/sessionpipe.desktop` on Linux).
 const LOGIN_ITEM: &str = "sessionpipe";
 
-/// The settings now (the defaults when the file is missing or unreadable).
+/// The settings in force now: while `config.json` does not read, the last
+/// that did (the defaults only until one did), said once in the log.
 pub fn load(paths: &StatePaths) -> Config {
-    Config::load(paths).unwrap_or_default()
+    Config::clone(&live(paths).now())
+}
+
+/// The settings of the state dir `paths`, followed for the app's life: one
+/// `LiveConfig` for the tray, the notifications and the embedded daemon, so
+/// a file that does not read is said once however many read it.
+pub fn live(paths: &StatePaths) -> LiveConfig {
+    static FOLLOWED: Mutex<BTreeMap<PathBuf, LiveConfig>> = Mutex::new(BTreeMap::new());
+    let mut followed = FOLLOWED.lock().unwrap_or_else(|p| p.into_inner());
+    followed
+        .entry(paths.config())
+        .or_insert_with(|| LiveConfig::follow(paths))
+        .clone()
 }
 
 /// Changes one setting in `config.json` (read, change, write).

@@ -52,6 +52,11 @@ pub struct Options {
     /// `Some`: a program runs it inside itself and owns the signals; the
     /// daemon stops when that program pulls this (and never starts after).
     pub stop: Option<Stop>,
+    /// The settings in force, when the program that runs the daemon follows
+    /// them too (the tray app): one `LiveConfig` for both, so a file that
+    /// does not read is said once. `None`: the daemon follows `config.json`
+    /// on its own.
+    pub config: Option<LiveConfig>,
 }
 
 impl Default for Options {
@@ -63,6 +68,7 @@ impl Default for Options {
             api_port: 0,
             ui_dir: None,
             stop: None,
+            config: None,
         }
     }
 }
@@ -189,7 +195,10 @@ async fn serve(
     let _ = outbox.prune_jobs_done(protocol::time::now_ms());
     // The settings in force for the daemon's life, every part reading the
     // same value as it changes (a file that does not read is said here).
-    let config = LiveConfig::follow(paths);
+    let config = opts
+        .config
+        .clone()
+        .unwrap_or_else(|| LiveConfig::follow(paths));
     let machine = crate::state::machine_name::MachineName::live(config.clone());
     let mut ingest = Ingest::new(outbox, spool, machine);
     ingest.stop_when(stopping.clone());

@@ -58,6 +58,14 @@ pub struct LiveConfig {
     inner: Arc<Inner>,
 }
 
+impl std::fmt::Debug for LiveConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveConfig")
+            .field("paths", &self.inner.paths)
+            .finish_non_exhaustive()
+    }
+}
+
 struct Inner {
     /// Where the file is; `None` for settings that never change (tests, and
     /// callers without a state dir).
