@@ -231,16 +231,17 @@ pub fn references(file: &File) -> BTreeSet<Vec<String>> {
 }
 
 /// True when the file's code (before its tests, without comments and
-/// strings) names the crate `krate` (`krate::…`): how a crate of the
+/// strings) names the crate `krate`: a path from it (`krate::…`), or the
+/// crate itself (`use krate as k;`, `use {krate, …}`); a module of that name
+/// under another path (`crate::krate`) is not the crate. How a crate of the
 /// workspace above or beside a layer is found in it.
 pub fn names_crate(file: &File, krate: &str) -> bool {
     let code = strip(code(&file.text));
-    let named = format!("{krate}::");
-    code.match_indices(named.as_str()).any(|(i, _)| {
-        !code[..i]
-            .chars()
-            .last()
-            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    code.match_indices(krate).any(|(i, _)| {
+        let before = code[..i].chars().last();
+        let after = code[i + krate.len()..].chars().next();
+        !before.is_some_and(|c| ident(c) || c == ':') && !after.is_some_and(ident)
     })
 }
 
@@ -399,6 +400,27 @@ mod tests {
             "fn f() { sessionpipe_control::run::go() }",
         );
         assert!(names_crate(&f, "sessionpipe_control"));
+        for named in [
+            "use sessionpipe_control as c;",
+            "use {sessionpipe_control, std};",
+        ] {
+            assert!(
+                names_crate(
+                    &file(&["pipeline", "x"], false, named),
+                    "sessionpipe_control"
+                ),
+                "{named}"
+            );
+        }
+        for not in [
+            "use crate::sessionpipe_control::y;",
+            "use sessionpipe_controls::y;",
+        ] {
+            assert!(
+                !names_crate(&file(&["pipeline", "x"], false, not), "sessionpipe_control"),
+                "{not}"
+            );
+        }
     }
 
     #[test]
