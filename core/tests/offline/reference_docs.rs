@@ -132,8 +132,10 @@ fn json_type(rust_type: &str) -> &'static str {
 /// has a rule for it; else the JSON default.
 fn in_effect(name: &str, json_default: &serde_json::Value) -> String {
     let c = Config::default();
-    let caps = c.run_caps();
-    let (idle, answer) = c.acp_bounds();
+    // Control's caps are its own (the control crate's), from its part of config.
+    let control = sessionpipe_core::control::host::settings_of(&c);
+    let caps = control.run_caps();
+    let (idle, answer) = control.acp_bounds();
     match name {
         "machine" => "this machine's hostname".into(),
         "notify_tier" => c.notify_tier().to_string(),
@@ -168,8 +170,11 @@ fn config_page() -> String {
          SESSIONPIPE_WRITE_REFERENCE=1 cargo test -p sessionpipe-core --test offline reference_docs -->\n\n\
          `config.json` in the [state dir](files.md) holds this machine's settings. The UI's Settings\n\
          page, the tray's menu and `sessionpipe config get [KEY] | set KEY VALUE` change them, each\n\
-         checked the same way; a setting left out, or `null`, is its default. `machine` and\n\
-         `transcripts` apply without a restart. Sinks live in `sinks.json`\n\
+         checked the same way; a setting left out, or `null`, is its default. The daemon and the\n\
+         app follow the file: a change applies without a restart. A file that does not read is\n\
+         said once (the daemon's log, `sessionpipe status`, `sessionpipe doctor`, the API's\n\
+         `config_problem`) and the last settings that read stay in force (the defaults until one\n\
+         did; retention prunes nothing until it reads). Sinks live in `sinks.json`\n\
          ([`sessionpipe sink`](cli.md#sessionpipe-sink)); paired receivers and their keys in the\n\
          outbox; the account pool's own state in `pool.json`.\n\n\
          | setting | value | when unset | what it does |\n|---|---|---|---|\n",
