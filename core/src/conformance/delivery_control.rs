@@ -35,6 +35,7 @@
 //!   `control.session_tools` from a receiver that declares none (it is optional).
 
 use super::check::Failed;
+use crate::control::ack::Ack;
 use reqwest::{Client, RequestBuilder, Url};
 use serde_json::{Map, Value, json};
 use sessionpipe_verifier::softkey::{self, DayKey, SoftPasskey};
@@ -419,10 +420,8 @@ impl Scenario {
             .as_array()
             .into_iter()
             .flatten()
-            .map(|e| {
-                json!({"id": e["id"], "outcome": "failed", "at": now(),
-                       "detail": "conformance: the scenario failed"})
-            })
+            .filter_map(|e| e["id"].as_str())
+            .map(|id| Ack::failed("conformance: the scenario failed").json(id))
             .collect();
         if let (false, Ok(u)) = (acks.is_empty(), control_url(side, "/ack")) {
             let req = wire.client().post(u).bearer_auth(&m.token);
