@@ -327,6 +327,20 @@ test("how long events are kept: a wrong number is said at once, a right one is s
   assert.deepEqual(puts[1], { retention_days: 30 });
 });
 
+test("a config.json that stops reading is said on the board with why, and the warning goes once it reads again", async (t) => {
+  const sb = await sandbox(t);
+  const { page } = sb;
+  await page.getByRole("heading", { name: "Sessions", level: 1 }).waitFor();
+  assert.equal(await page.getByText("config.json does not read").count(), 0, "nothing said while it reads");
+  const file = path.join(sb.state, "config.json");
+  const good = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : "{}";
+  fs.writeFileSync(file, "{ not json");
+  await page.getByText("config.json does not read").waitFor({ timeout: 20_000 });
+  assert.match(await page.locator("main").innerText(), /goes on with the last settings that read/);
+  fs.writeFileSync(file, good);
+  await page.getByText("config.json does not read").waitFor({ state: "detached", timeout: 20_000 });
+});
+
 test("a harness found after setup is offered on the board: Watch it installs its hooks, Not now is remembered", async (t) => {
   const sb = await sandbox(t);
   const { page } = sb;

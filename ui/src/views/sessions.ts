@@ -167,6 +167,16 @@ function render(board: Loaded<Overview>, events: Loaded<EventEnvelope[]> & { of:
     if (board.error === null) out.append(h("p", { class: "muted" }, "Loading the board…"));
     return out;
   }
+  // The daemon keeps running on the last settings that read: say so, with why.
+  if (ov.config_problem !== null) {
+    out.append(
+      message(
+        "warn",
+        h("p", null, h("strong", null, "config.json does not read"), `: ${ov.config_problem}. `),
+        h("p", null, "sessionpipe goes on with the last settings that read; fix the file (or run sessionpipe doctor) and it picks them up."),
+      ),
+    );
+  }
   out.append(
     h(
       "p",

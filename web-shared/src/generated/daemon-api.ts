@@ -22,7 +22,12 @@ sessions: Array<SessionView>,
 /**
  * The open attentions of the sessions needing the person.
  */
-approvals: Array<Approval>, };
+approvals: Array<Approval>, 
+/**
+ * Why `config.json` does not read, while it does not: the daemon runs
+ * on the last settings that read.
+ */
+config_problem: string | null, };
 
 /**
  * An attention in the approvals list, and the session it belongs to.
