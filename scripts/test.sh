@@ -103,9 +103,11 @@ cargo build -p sessionpipe-receiver --bins --quiet --features test-doors
 # its output shown) before "all green".
 say "cargo clippy for Windows and both Macs (scripts/cross-check.sh: the workspace, all targets, warnings are errors), in the background"
 cross_log=$(mktemp)
-scripts/cross-check.sh >"$cross_log" 2>&1 &
+# A session of its own, so a run that stops early ends the check's cargo and
+# rustc too, not only the script (they went on checking after a failed run).
+setsid --wait scripts/cross-check.sh >"$cross_log" 2>&1 &
 cross_pid=$!
-trap 'kill "$cross_pid" 2>/dev/null || true; rm -f "$cross_log" "$run_stamp"' EXIT
+trap 'kill -- -"$cross_pid" 2>/dev/null || kill "$cross_pid" 2>/dev/null || true; rm -f "$cross_log" "$run_stamp"' EXIT
 
 say "the web pages' generated API types are what the Rust types make (web-shared/src/generated/)"
 # The tests named typescript fail, naming the command that writes the file,
