@@ -1,8 +1,9 @@
 //! Layer 3, notify: what a desktop notification says, decided from the outbox's
-//! events: one per
-//! attention id, withdrawn when the attention clears, words for each kind, never
-//! more than the notification tier lets through, muted harnesses silent, and a
-//! turn's end only when the person asked for that.
+//! events: one per attention id, withdrawn when the attention clears, the
+//! protocol's words for each kind (`protocol::asked`, which the phone's push
+//! and page say too), never more than the notification tier lets through,
+//! muted harnesses silent, and a turn's end only when the person asked for
+//! that.
 //!
 //! Pure: the app shows what this decides (and the daemon can too); nothing here
 //! touches D-Bus or a window. `Watcher` follows the outbox with a cursor.
@@ -11,6 +12,7 @@ use crate::pipeline::outbox::Outbox;
 use crate::pipeline::privacy::filter;
 use crate::state::config::Config;
 use protocol::Envelope;
+use protocol::asked;
 use serde::Serialize;
 
 /// What to show or take back.
@@ -55,48 +57,42 @@ pub fn decide(env: &Envelope, config: &Config) -> Option<Notice> {
     // The notification's text never shows more than its tier allows.
     let seen = filter(env, config.notify_tier(), false, None)?;
     let who = display_name(harness);
-    let place = env
-        .session
-        .title
-        .clone()
-        .or_else(|| env.session.cwd.clone())
-        .unwrap_or_else(|| short(&env.session.id));
     let text = |k: &str| {
         seen.data
             .get(k)
             .and_then(|v| v.as_str())
             .map(str::to_string)
     };
-    let (key, summary, detail) = if env.kind == "turn.ended" {
+    let (key, summary, body) = if env.kind == "turn.ended" {
         let id = text("turn_id").unwrap_or_else(|| env.id.clone());
         let why = match text("reason").as_deref() {
             Some("error") => "stopped on an error",
             Some("interrupt") => "was interrupted",
             _ => "finished",
         };
-        (key_of(&format!("turn-{id}")), format!("{who} {why}"), None)
+        (
+            key_of(&format!("turn-{id}")),
+            format!("{who} {why}"),
+            place_of(env),
+        )
     } else {
         let id = text("attention_id")?;
-        let summary = match text("kind").as_deref() {
-            Some("permission") => match text("tool") {
-                Some(tool) => format!("{who} wants to run {tool}"),
-                None => format!("{who} needs your permission"),
-            },
+        // The protocol's words, as the phone's push and page say them.
+        let words = asked::words(&asked::Asked::of_envelope(&seen), 3);
+        let summary = if id.starts_with(crate::pool::service::LIMIT_ATTENTION) {
             // The pool's own: a session's account nearing a limit.
-            Some("question") if id.starts_with(crate::pool::service::LIMIT_ATTENTION) => {
-                format!("{who} is near a usage limit")
-            }
-            Some("question") => format!("{who} has a question"),
-            Some("elicitation") => format!("{who} needs your input"),
-            Some("idle") => format!("{who} is waiting for you"),
-            Some("error") => format!("{who} hit an error"),
-            _ => format!("{who} needs you"),
+            format!("{who} is near a usage limit")
+        } else {
+            words.headline
         };
-        (key_of(&id), summary, text("message"))
-    };
-    let body = match detail {
-        Some(d) if !d.is_empty() => format!("{d}\n{place}"),
-        _ => place,
+        let place = Some(words.place)
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| short(&env.session.id));
+        let body = match words.what {
+            Some(what) => format!("{what}\n{place}"),
+            None => place,
+        };
+        (key_of(&id), summary, body)
     };
     Some(Notice::Show {
         key,
@@ -109,6 +105,16 @@ pub fn decide(env: &Envelope, config: &Config) -> Option<Notice> {
 
 /// How a harness is named to the person (the protocol crate's one table).
 pub use protocol::harness_display_name as display_name;
+
+/// Where a session is, for a turn's end: its title and folder, else its id's start.
+fn place_of(env: &Envelope) -> String {
+    Some(asked::place(
+        env.session.title.as_deref(),
+        env.session.cwd.as_deref(),
+    ))
+    .filter(|p| !p.is_empty())
+    .unwrap_or_else(|| short(&env.session.id))
+}
 
 fn short(id: &str) -> String {
     id.chars().take(8).collect()

@@ -5,10 +5,13 @@
 //! (`envelope`), the typed data of every event type (`events`), which tier
 //! carries which type and field (`tiers`: the one table both sides read), the
 //! syntactic rules and a whole-envelope check (`validate`), the protocol's
-//! time format (`time`), and the permission levels a control `start` names
-//! (`level`). No I/O, no harness, no storage: adapters build
-//! `EventData`, the core wraps it in an `Envelope`, a receiver checks what it got.
+//! time format (`time`), the permission levels a control `start` names
+//! (`level`), and what an attention says to a person wherever it is shown
+//! (`asked`: the notification's, the push's and the page's words). No I/O,
+//! no harness, no storage: adapters build `EventData`, the core wraps it in
+//! an `Envelope`, a receiver checks what it got.
 
+pub mod asked;
 mod envelope;
 mod events;
 mod level;

@@ -55,7 +55,7 @@ pub struct Folded {
     pub seq: i64,
     pub state: State,
     pub in_turn: bool,
-    /// `{id, kind, tool?, message?, at}` while an attention is open.
+    /// `{id, kind, tool?, message?, at, tier}` while an attention is open.
     pub attention: Option<Value>,
     pub last_words: Option<String>,
 }
@@ -166,10 +166,12 @@ pub fn fold(f: &mut Folded, event: &Value, seq: i64, stored: bool) {
     let ty = event["type"].as_str().unwrap_or("");
     match ty {
         "attention.needed" => {
+            // The tier it came at: what the page may say the machine hid.
             let mut a = json!({
                 "id": data["attention_id"],
                 "kind": data["kind"],
                 "at": event["time"],
+                "tier": event["tier"],
             });
             for k in ["tool", "message"] {
                 if present(&data[k]) {

@@ -4,7 +4,8 @@
 //! / Deny actions for a permission), and a POST to each notification URL the
 //! account set (a webhook, an ntfy topic).
 //!
-//! This module owns the words of a notification, the fan-out, and the
+//! This module owns a notification's shape (its words are the protocol's,
+//! `protocol::asked`, as the desktop and the page say them), the fan-out, and the
 //! receiver's VAPID key (made once, kept in the database's `settings`). It
 //! must not hold up the batch's answer (the events side calls it after, on a
 //! task of its own), never retries into a storm (one try each; a subscription
@@ -15,11 +16,9 @@
 use crate::db::{Db, DbError, args};
 use crate::egress::{self, Egress, EgressError};
 use crate::push::{PushError, PushOptions, Subscription, Urgency, Vapid};
+use protocol::asked;
 use serde_json::{Value, json};
 use std::sync::Arc;
-
-/// The longest message text put in a notification, in characters.
-const MESSAGE_MAX: usize = 200;
 
 /// The `settings` row holding the VAPID key (PKCS#8 DER).
 const VAPID_SETTING: &str = "vapid_pkcs8";
@@ -96,27 +95,17 @@ async fn read_vapid(db: &Db) -> Result<Option<Vec<u8>>, DbError> {
     .transpose()
 }
 
-/// What a device at `tier` is told of `event`: 0 says only that an agent
-/// needs you and where; 1 and up name the tool or the question too.
+/// What a device at `tier` is told of `event`: the protocol's words
+/// (`protocol::asked`, which the desktop notification and the page say too):
+/// 0 says only that an agent needs you and where; 1 and up name the tool and
+/// the command or the question too.
 pub fn words(event: &Value, tier: i64) -> Value {
-    let who =
-        protocol::harness_display_name(event["harness"]["name"].as_str().unwrap_or("An agent"));
     let data = &event["data"];
     let kind = data["kind"].as_str().unwrap_or("");
-    let folder = event["session"]["cwd"].as_str().unwrap_or("");
-    let tool = data["tool"].as_str().filter(|_| tier >= 1);
-    let message = data["message"]
-        .as_str()
-        .filter(|m| tier >= 1 && !m.is_empty())
-        .map(|m| crate::board::cut(m, MESSAGE_MAX));
-    let title = match (kind, tool) {
-        ("permission", Some(t)) => format!("{who} wants to run {t}"),
-        ("permission", None) => format!("{who} asks for a permission"),
-        ("question" | "elicitation", _) => format!("{who} has a question"),
-        ("error", _) => format!("{who} stopped on an error"),
-        _ => format!("{who} needs you"),
-    };
-    let body = [message.as_deref(), Some(folder).filter(|f| !f.is_empty())]
+    let reader = u8::try_from(tier.clamp(0, 3)).unwrap_or(0);
+    let said = asked::words(&asked::Asked::of_json(event), reader);
+    let title = said.headline;
+    let body = [said.what, Some(said.place).filter(|p| !p.is_empty())]
         .into_iter()
         .flatten()
         .collect::<Vec<_>>()
@@ -257,26 +246,44 @@ mod tests {
     #[test]
     fn the_words_follow_the_tier() {
         let e = json!({
+            "tier": 3,
             "harness": {"name": "claude-code"},
             "session": {"id": "s1", "cwd": "~/work/alpha"},
             "data": {"attention_id": "perm-1", "kind": "permission", "tool": "Bash",
-                     "message": "Claude wants to run: rm -rf build"},
+                     "message": "Bash rm -rf build"},
         });
         let t0 = words(&e, 0);
-        assert_eq!(t0["title"], "Claude Code asks for a permission");
+        assert_eq!(t0["title"], "Claude Code needs your permission");
         assert_eq!(t0["body"], "~/work/alpha");
         assert_eq!(t0["actions"], json!(["allow", "deny"]));
         assert_eq!(t0["session"], "claude-code:s1");
         let t1 = words(&e, 1);
         assert_eq!(t1["title"], "Claude Code wants to run Bash");
-        assert_eq!(
-            t1["body"],
-            "Claude wants to run: rm -rf build\n~/work/alpha"
-        );
-        let idle = json!({"harness": {"name": "codex"}, "session": {"id": "x"},
+        assert_eq!(t1["body"], "Bash rm -rf build\n~/work/alpha");
+        let idle = json!({"tier": 2, "harness": {"name": "codex"}, "session": {"id": "x"},
                           "data": {"attention_id": "a", "kind": "idle"}});
-        assert_eq!(words(&idle, 2)["title"], "Codex needs you");
+        assert_eq!(words(&idle, 2)["title"], "Codex is waiting for you");
         assert!(words(&idle, 2).get("actions").is_none());
+    }
+
+    #[test]
+    fn a_long_command_is_cut_cleanly_and_the_title_says_where() {
+        let command = format!("Bash echo {}", "héllo wörld ".repeat(40));
+        let e = json!({
+            "tier": 1,
+            "harness": {"name": "claude-code"},
+            "session": {"id": "s1", "cwd": "~/work/alpha", "title": "Say hello"},
+            "data": {"attention_id": "perm-1", "kind": "permission", "tool": "Bash",
+                     "message": command},
+        });
+        let body = words(&e, 3)["body"].as_str().unwrap().to_string();
+        let (what, place) = body.split_once('\n').unwrap();
+        assert!(
+            what.ends_with("wörld…") || what.ends_with("héllo…"),
+            "{what}"
+        );
+        assert!(what.chars().count() <= asked::WHAT_MAX);
+        assert_eq!(place, "Say hello · ~/work/alpha");
     }
 
     /// A plain HTTP server on 127.0.0.1 answering 200 to anything; how many

@@ -108,6 +108,17 @@ pub fn pair_by(
     receiver: &str,
     sink_token: &str,
 ) -> Device {
+    pair_by_saying(sb, args, stdin, receiver, sink_token).0
+}
+
+/// `pair_by`, and every line the command printed on stdout.
+pub fn pair_by_saying(
+    sb: &Sandbox,
+    args: &[&str],
+    stdin: Option<&str>,
+    receiver: &str,
+    sink_token: &str,
+) -> (Device, Vec<String>) {
     let mut child = sb
         .command(crate::sandbox::bin("sessionpipe"))
         .args(args)
@@ -123,10 +134,10 @@ pub fn pair_by(
             input.write_all(text.as_bytes()).expect("stdin takes it");
         }
     }
-    let out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
     let (mut machine, mut url) = (None, None);
     let mut said = Vec::new();
-    for line in out.lines() {
+    for line in out.by_ref() {
         let line = line.expect("a line");
         said.push(line.clone());
         if let Some(m) = line.strip_prefix("Pairing this machine as ") {
@@ -165,13 +176,18 @@ pub fn pair_by(
         "approve: {}",
         resp.text().unwrap_or_default()
     );
+    // What it says once paired, to its end.
+    said.extend(out.map_while(Result::ok));
     let done = child.wait_with_output().expect("pairing ends");
     assert!(
         done.status.success(),
-        "pairing failed: {}",
+        "pairing failed: {} {said:?}",
         String::from_utf8_lossy(&done.stderr)
     );
-    Device::with_passkey(receiver, sink_token, &machine, passkey)
+    (
+        Device::with_passkey(receiver, sink_token, &machine, passkey),
+        said,
+    )
 }
 
 impl Device {

@@ -132,6 +132,8 @@ export interface PairRequest {
   folders?: string[];
   mode?: ControlMode;
   name?: string;
+  /** The tier 0–3 of the sink an open pairing hands over (default 1). */
+  tier?: number;
 }
 
 /** `POST /api/control/pair`: the receiver answered; the pairing goes on in the daemon. */

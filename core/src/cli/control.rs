@@ -1,6 +1,7 @@
 //! `sessionpipe control …`, `sessionpipe wait` and `sessionpipe connect`: the
 //! person's side of control at this machine's terminal. Pairing prints the
-//! link and the six digits and waits for the approval; nothing here prints a
+//! link and the six digits, waits for the approval, then says the tier the
+//! receiver gets and what that lets the phone see; nothing here prints a
 //! token.
 
 use crate::cli::out::outln;
@@ -28,6 +29,11 @@ pub enum ControlAction {
         /// The machine's name at the receiver (default: its name in events).
         #[arg(long)]
         name: Option<String>,
+        /// The tier 0–3 of the sink an open pairing hands over: 1 (the phone
+        /// sees tool names and commands, secrets removed, so it can show what
+        /// you approve) unless you choose; 0 hides what agents ask to run.
+        #[arg(long, default_value_t = protocol::asked::PAIRING_TIER, value_parser = clap::value_parser!(u8).range(0..=3))]
+        tier: u8,
     },
     /// The paired receivers, their keys and whether they are polled.
     Status {
@@ -97,6 +103,7 @@ pub fn run(paths: &StatePaths, action: ControlAction) -> anyhow::Result<ExitCode
             folders,
             mode,
             name,
+            tier,
         } => {
             let request = PairRequest {
                 receiver,
@@ -104,7 +111,7 @@ pub fn run(paths: &StatePaths, action: ControlAction) -> anyhow::Result<ExitCode
                 mode,
                 name,
                 folder_here: true,
-                sink_tier: 0,
+                sink_tier: tier,
             };
             pair_and_say(paths, &request)
         }
@@ -190,16 +197,27 @@ pub fn pair_and_say(paths: &StatePaths, request: &PairRequest) -> anyhow::Result
     if let Some(a) = &paired.receiver.account {
         outln!("approved by {a}: this passkey's commands now reach this machine");
     }
-    if paired.sink_added {
-        outln!(
-            "added a sink for {} (tier {})",
-            paired.receiver.origin,
-            request.sink_tier
-        );
+    for line in tier_lines(&paired.receiver.origin, paired.sink_added, paired.sink_tier) {
+        outln!("{line}");
     }
     let config = Config::load(paths)?;
     outln!("control folders: {}", config.control_folders.join(", "));
     Ok(ExitCode::SUCCESS)
+}
+
+/// What pairing says of the receiver's sink: its tier, and in one line what
+/// that lets the phone see (`protocol::asked`'s sentences, as the UI and the
+/// page say them). Nothing without a sink.
+fn tier_lines(origin: &str, added: bool, tier: Option<u8>) -> Vec<String> {
+    let Some(tier) = tier else {
+        return Vec::new();
+    };
+    let first = if added {
+        format!("added a sink for {origin} (tier {tier})")
+    } else {
+        format!("the sink for {origin} is at tier {tier}")
+    };
+    vec![first, protocol::asked::tier_sentence(tier).to_string()]
 }
 
 fn status(paths: &StatePaths, json: bool) -> anyhow::Result<ExitCode> {
@@ -331,4 +349,37 @@ pub fn wait(paths: &StatePaths, session: &str) -> anyhow::Result<ExitCode> {
 #[cfg(not(unix))]
 pub fn wait(_: &StatePaths, _: &str) -> anyhow::Result<ExitCode> {
     bail!("sessionpipe wait needs a Unix socket on this version")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::asked::{HIDDEN_SENTENCE, TIER_1_SENTENCE};
+
+    #[test]
+    fn pairing_says_the_tier_and_what_the_phone_sees() {
+        assert_eq!(
+            tier_lines("https://rx.example", true, Some(1)),
+            [
+                "added a sink for https://rx.example (tier 1)",
+                TIER_1_SENTENCE
+            ]
+        );
+        assert_eq!(
+            tier_lines("https://rx.example", true, Some(0)),
+            [
+                "added a sink for https://rx.example (tier 0)",
+                HIDDEN_SENTENCE
+            ]
+        );
+        // A sink it had keeps its tier, and is said so.
+        assert_eq!(
+            tier_lines("https://rx.example", false, Some(0)),
+            [
+                "the sink for https://rx.example is at tier 0",
+                HIDDEN_SENTENCE
+            ]
+        );
+        assert!(tier_lines("https://rx.example", false, None).is_empty());
+    }
 }

@@ -70,8 +70,10 @@ pub struct PairRequest {
     /// app's daemon runs nowhere in particular, so the API never does.
     pub folder_here: bool,
     /// The tier of the sink a pairing hands over (an open pairing's, or the
-    /// account's on a receiver's page): 0 unless the person chose
-    /// (`connect --tier`).
+    /// account's on a receiver's page): the CLI and the UI propose
+    /// `protocol::asked::PAIRING_TIER` (the phone sees what it approves),
+    /// and the person may choose another (`--tier 0`). A sink this machine
+    /// had already keeps its own.
     pub sink_tier: u8,
 }
 
@@ -82,6 +84,10 @@ pub struct PairedMachine {
     pub key: Key,
     /// The receiver handed a sink token too (open pairing): a sink was added.
     pub sink_added: bool,
+    /// The tier of this machine's sink for the receiver, now (the one added,
+    /// lowered to what the receiver takes, or the one it had); `None`
+    /// without one.
+    pub sink_tier: Option<u8>,
 }
 
 /// Pairs this machine with a receiver. `started` is told the link and digits
@@ -197,10 +203,12 @@ pub async fn pair(
     )
     .await?;
     set_marker(paths, true);
+    let sink_tier = sink_tier_for(paths, &receiver.origin);
     Ok(PairedMachine {
         receiver,
         key,
         sink_added,
+        sink_tier,
     })
 }
 
@@ -301,15 +309,27 @@ pub fn absolute_folder(given: &str) -> Result<String, PairError> {
 /// The token of the HTTP sink on `origin`, when there is one.
 fn sink_token_for(paths: &StatePaths, secrets: &Secrets, origin: &str) -> Option<String> {
     let sinks = SinkList::load(paths).ok()?;
-    sinks.sinks.iter().find_map(|s| match &s.target {
-        Target::Http { url }
-            if reqwest::Url::parse(url)
-                .is_ok_and(|u| u.origin().ascii_serialization() == origin) =>
-        {
-            secrets.get(&s.token_key())
-        }
-        _ => None,
-    })
+    sinks
+        .sinks
+        .iter()
+        .filter(|s| sends_to(s, origin))
+        .find_map(|s| secrets.get(&s.token_key()))
+}
+
+/// The tier of the HTTP sink on `origin` (what that receiver sees), when
+/// there is one.
+pub fn sink_tier_for(paths: &StatePaths, origin: &str) -> Option<u8> {
+    let sinks = SinkList::load(paths).ok()?;
+    sinks
+        .sinks
+        .iter()
+        .find(|s| sends_to(s, origin))
+        .map(|s| s.tier)
+}
+
+fn sends_to(sink: &crate::sinks::Sink, origin: &str) -> bool {
+    matches!(&sink.target, Target::Http { url }
+        if reqwest::Url::parse(url).is_ok_and(|u| u.origin().ascii_serialization() == origin))
 }
 
 /// 32 random bytes, base64url: the open pairing's poll key.

@@ -734,6 +734,63 @@ fn connect_sets_a_machine_up_in_one_go_a_sink_pairing_and_hooks() {
     );
 }
 
+/// Pairing proposes tier 1 and says why in one line; `--tier 0` still pairs,
+/// and is said plainly: `connect` with no `--tier`, `connect --tier 0` and
+/// `control pair` with none, each against a receiver with open pairing (the
+/// sink it hands over gets the tier).
+#[test]
+fn pairing_proposes_tier_1_saying_why_and_says_tier_0_plainly() {
+    use sessionpipe_core::protocol::asked::{HIDDEN_SENTENCE, TIER_1_SENTENCE};
+    let mut c = sessionpipe_receiver::ControlOptions::new("localhost");
+    c.open_pairing = true;
+    let mut o = sessionpipe_receiver::Options::new(control::TOKEN);
+    o.control = Some(c);
+    let rx = sessionpipe_receiver::Receiver::start(o).unwrap();
+    for (args, tier, sentence) in [
+        (&["connect"][..], 1, TIER_1_SENTENCE),
+        (&["connect", "--tier", "0"][..], 0, HIDDEN_SENTENCE),
+        (&["control", "pair"][..], 1, TIER_1_SENTENCE),
+    ] {
+        let sb = Sandbox::new();
+        let project = sb.home.join("work/project");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::create_dir_all(sb.home.join(".claude")).unwrap();
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&sb.state)
+                .unwrap();
+        }
+        let folder = project.to_string_lossy().into_owned();
+        let url = rx.url();
+        let mut all = args.to_vec();
+        all.extend([url.as_str(), "--folder", folder.as_str()]);
+        let (_, said) = control::pair_by_saying(&sb, &all, None, &url, control::TOKEN);
+        let origin = url.trim_end_matches('/');
+        let at = said
+            .iter()
+            .position(|l| l == &format!("added a sink for {origin} (tier {tier})"))
+            .unwrap_or_else(|| panic!("{args:?}: the tier is said: {said:#?}"));
+        assert_eq!(
+            said.get(at + 1).map(String::as_str),
+            Some(sentence),
+            "{args:?}: and what it means, on the next line: {said:#?}"
+        );
+        let other = if tier == 0 {
+            TIER_1_SENTENCE
+        } else {
+            HIDDEN_SENTENCE
+        };
+        assert!(!said.iter().any(|l| l == other), "{args:?}: {said:#?}");
+        let sinks: Value =
+            serde_json::from_slice(&sb.sessionpipe(&["sink", "list", "--json"]).stdout)
+                .expect("sink list --json");
+        assert_eq!(sinks[0]["tier"], tier, "{args:?}: {sinks}");
+    }
+}
+
 #[test]
 fn a_pairing_whose_status_poll_is_answered_429_waits_and_pairs() {
     use std::sync::Arc;

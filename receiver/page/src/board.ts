@@ -73,7 +73,7 @@ function sessionCard(s: Session): HTMLElement {
     { class: `card session ${s.state}`, href: sessionHref(s.key), "data-focus": `s:${s.key}` },
     h("span", { class: "title-row" }, h("strong", { class: "title" }, sessionName(s)), when !== "" ? h("span", { class: "age" }, when) : null),
     s.attention !== null
-      ? h("span", { class: "attention-line" }, h("span", { class: "badge need" }, kindWord(s.attention.kind)), " ", attentionText(s.attention))
+      ? h("span", { class: "attention-line" }, h("span", { class: "badge need" }, kindWord(s.attention.kind)), " ", askedLine(s))
       : null,
     s.cwd ? h("span", { class: "folder" }, s.cwd) : null,
     h(
@@ -83,6 +83,13 @@ function sessionCard(s: Session): HTMLElement {
     ),
     s.last_words ? h("span", { class: "last-words" }, s.last_words) : null,
   );
+}
+
+/** What the open attention asks, as the notifications say it; the sentence when the machine hid it. */
+function askedLine(s: Session): string {
+  const said = s.attention_words;
+  if (said === null) return s.attention !== null ? attentionText(s.attention) : "";
+  return said.what ?? said.hidden ?? "";
 }
 
 function machinesSection(app: App, machines: Machine[]): HTMLElement {

@@ -2,12 +2,14 @@
 // digits. This screen shows the machine's name and the same digits, and on
 // Approve makes the proof (a passkey assertion over
 // SHA-256("sessionpipe.pair:" + machine + ":" + code)) and hands over this
-// device's key.
+// device's key. It says what the page will see of the machine's agents (the
+// tier the machine chose; the protocol's sentences).
 
 import { ApiError, api, describeError } from "./api";
 import { signerOf, thisCredential, type App, type Mounted } from "./app";
 import { h, message, patch, type Child } from "@sessionpipe/web-shared/dom";
 import { until } from "./format";
+import { HIDDEN_SENTENCE, PAIRING_TIER, TIER_1_SENTENCE } from "@sessionpipe/web-shared/tier-words";
 import { passkeyError } from "./passkey";
 import { poll } from "./poll";
 import type { Route } from "./route";
@@ -74,6 +76,11 @@ export function mountPair(root: HTMLElement, app: App, route: PairRoute): Mounte
         { class: "hint" },
         `Approve only if they do. ${p.name} will then trust commands signed on this device (${cred?.name ?? "this device"}): messages, starts, and answers to its permission prompts.`,
         Number.isFinite(expires) ? ` The request ends ${until(expires)}.` : "",
+      ),
+      h(
+        "p",
+        { class: "hint" },
+        `What this page sees of its agents is chosen on the machine; pairing proposes tier ${PAIRING_TIER}. ${TIER_1_SENTENCE} At tier 0 each request says: “${HIDDEN_SENTENCE}”`,
       ),
       failed !== null ? message("error", h("p", null, failed)) : null,
       h("div", { class: "actions" }, approve, h("a", { class: "button secondary", href: "/#" }, "They don't match")),

@@ -102,7 +102,11 @@ export function mountSession(root: HTMLElement, app: App, first: SessionRoute): 
         ? message("info", h("p", null, "That request is no longer waiting: it was answered, cancelled or timed out. Nothing was sent."))
         : null;
     }
-    const what = attentionText(a);
+    // The receiver's words for it, the notification's (protocol::asked); a
+    // receiver older than them leaves the page's own.
+    const said = s.attention_words;
+    const what = said !== null ? (said.what ?? "") : attentionText(a);
+    const hidden = said?.hidden ?? null;
     const machineName = m?.name ?? s.machine ?? "its machine";
     const given = answers.get(a.id);
     const stale = fromNotification && route.attention !== a.id;
@@ -110,8 +114,10 @@ export function mountSession(root: HTMLElement, app: App, first: SessionRoute): 
     return h(
       "section",
       { class: "card attention", "aria-labelledby": "attention-h" },
-      h("h2", { id: "attention-h" }, kindWord(a.kind), h("span", { class: "age" }, ago(a.at))),
+      h("h2", { id: "attention-h" }, said?.headline ?? kindWord(a.kind), h("span", { class: "age" }, ago(a.at))),
       what !== "" ? h("p", { class: "ask" }, what) : null,
+      said !== null && said.place !== "" ? h("p", { class: "place" }, said.place) : null,
+      hidden !== null ? message("warn", h("p", null, hidden)) : null,
       stale ? message("info", h("p", null, "The request you tapped in the notification is no longer waiting; this is a newer one.")) : null,
       a.kind !== "permission"
         ? h("p", { class: "hint" }, "Answer it in a message below: it reaches the agent where it waits.")
@@ -124,13 +130,15 @@ export function mountSession(root: HTMLElement, app: App, first: SessionRoute): 
               h(
                 "div",
                 { class: "answer-row" },
-                answerButton(a, m, "allow", chosen, given),
+                // What runs is what a person approves: not shown, not offered.
+                hidden === null ? answerButton(a, m, "allow", chosen, given) : null,
                 answerButton(a, m, "deny", chosen, given),
               ),
               h(
                 "p",
                 { class: "hint" },
-                `Allow runs ${a.tool ?? "it"} on ${m.name}. Deny tells the agent no, and it carries on without it.`,
+                hidden === null ? `Allow runs ${a.tool ?? "it"} on ${m.name}. ` : "",
+                "Deny tells the agent no, and it carries on without it.",
                 grantNeeded() ? " Your passkey is asked for once: it lets this device sign for the next 24 hours." : "",
               ),
               given?.state === "failed" ? message("error", h("p", null, given.error ?? "Not sent.")) : null,

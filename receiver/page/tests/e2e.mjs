@@ -8,10 +8,12 @@
 // is the real WebAuthn one.
 //
 // The tests are one story, in order: an account with a passkey; the daemon
-// paired from the page; a real permission prompt answered from the phone, with a
-// message queued into the running turn; a session started from the page with a
-// file; then what a stranger, a second account and the machine's own tokens
-// cannot do. Screenshots go to test-artifacts/receiver-page/.
+// paired from the page (`connect` with no --tier: tier 1); a real permission
+// prompt answered from the phone, its card saying the tool and the command,
+// with a message queued into the running turn; a session started from the
+// page with a file; what a stranger, a second account and the machine's own
+// tokens cannot do; then a second machine connected with `--tier 0`, whose
+// real prompt's card says the machine hides what runs. Screenshots go to test-artifacts/receiver-page/.
 //
 // Needs: `cargo build --workspace --bins` (after `npm run build` here, so the
 // receiver carries this page), `npm ci` in e2e/ (the real Claude Code), and
@@ -43,6 +45,13 @@ const WAIT_MS = 20_000;
 /** A real Claude Code run, a pairing, a machine coming online: slower. */
 const SLOW_MS = 60_000;
 const MACHINE_NAME = "ann-laptop";
+/** The second machine, connected with `--tier 0`. */
+const HIDING_NAME = "ann-desktop";
+/** The protocol's sentences (protocol/src/asked.rs), as generated for the pages. */
+const TIER_WORDS = fs.readFileSync(path.join(ROOT, "web-shared", "src", "generated", "tier-words.ts"), "utf8");
+const sentence = (name) => JSON.parse(new RegExp(`export const ${name} = (".*");`).exec(TIER_WORDS)[1]);
+const TIER_1_SENTENCE = sentence("TIER_1_SENTENCE");
+const HIDDEN_SENTENCE = sentence("HIDDEN_SENTENCE");
 /** What the scripted model says to the message the phone put into the turn. */
 const REPLY = "The folder is ~/work/phone.";
 
@@ -432,8 +441,9 @@ step("`sessionpipe connect` in one step: the same six digits on the phone, Appro
 
   // The person connects the machine in one step, as the book says:
   // `sessionpipe connect <receiver>` pairs (open pairing: no token to copy),
-  // adds the sink the receiver hands over and installs the hooks. It prints
-  // the link and six digits and waits for the approval on the phone.
+  // adds the sink the receiver hands over (at tier 1: no --tier) and installs
+  // the hooks. It prints the link and six digits and waits for the approval
+  // on the phone.
   const connect = start("connect", DAEMON, ["connect", world.receiver, "--folder", WORK, "--mode", "safe"], { env: personEnv(), cwd: HOME, pipeStdout: true });
   let said = "";
   connect.stdout.on("data", (d) => (said += d));
@@ -474,7 +484,8 @@ step("`sessionpipe connect` in one step: the same six digits on the phone, Appro
   }, SLOW_MS);
   assert.match(said, /^paired with http:\/\/\S+ as m_/m, said);
   assert.match(said, /approved by /, said);
-  assert.match(said, /added a sink for .* \(tier 0\)/, said);
+  assert.match(said, /added a sink for .* \(tier 1\)/, said);
+  assert.ok(said.includes(TIER_1_SENTENCE), `connect says why tier 1, in one line: ${said}`);
   assert.match(said, /claude-code/, `connect installed the hooks: ${said}`);
   const paired = await waitFor("the daemon to poll the new receiver", async () => {
     const c = await daemonApi("GET", "/api/control");
@@ -489,9 +500,9 @@ step("`sessionpipe connect` in one step: the same six digits on the phone, Appro
   const sinks = await daemonApi("GET", "/api/sinks");
   assert.equal(sinks.body.length, 1, JSON.stringify(sinks.body));
   assert.equal(new URL(sinks.body[0].url).origin, world.receiver, JSON.stringify(sinks.body[0]));
-  // Open pairing adds the sink at tier 0 (presence): the board shows that a
-  // session needs you and what kind of ask it is, not the tool or command.
-  assert.equal(sinks.body[0].tier, 0);
+  // Open pairing adds the sink at the tier connect proposes, 1: the board
+  // shows the tool and the command a prompt asks to run, secrets removed.
+  assert.equal(sinks.body[0].tier, 1);
   const kept = secrets();
   assert.ok(kept[`control:${world.receiver}`]?.startsWith(`${world.machine}.`), "the machine's token is kept");
   const sinkToken = Object.entries(kept).find(([k]) => /^sink:.*:token$/.test(k))?.[1];
@@ -546,6 +557,9 @@ step("a real Claude Code permission prompt answered from the phone, with a messa
   const card = needsYou.getByRole("link").filter({ hasText: "phone" });
   await card.waitFor({ timeout: SLOW_MS });
   assert.match(await card.innerText(), /Wants permission/);
+  // What will run, as the notifications say it: the tool and its command.
+  assert.match(await card.innerText(), /Bash touch made-from-the-phone\.txt/);
+  assert.doesNotMatch(await card.innerText(), regex(HIDDEN_SENTENCE));
   assert.match(await card.innerText(), regex(`${MACHINE_NAME} · Claude Code`));
   assert.match(await card.innerText(), /~\/work\/phone/, "the folder, with the home folder as ~");
   const key = decodeURIComponent(new URL(await card.getAttribute("href"), world.origin).hash.replace(/^#session=/, ""));
@@ -556,19 +570,24 @@ step("a real Claude Code permission prompt answered from the phone, with a messa
   assert.match(await page.title(), /^\(1\) sessionpipe$/);
   await world.ann.shot("board-attention.png");
 
-  // The session: its open attention, and the message box.
+  // The session: its open attention, in the words of the notifications
+  // (the headline, what runs, where), and the message box.
   await card.click();
-  const attention = page.getByRole("region", { name: "Wants permission" });
+  const attention = page.getByRole("region", { name: "Claude Code wants to run Bash" });
   const allow = attention.getByRole("button", { name: "Allow", exact: true });
   await allow.waitFor({ timeout: WAIT_MS });
   await attention.getByRole("button", { name: "Deny", exact: true }).waitFor();
+  assert.equal(await attention.locator(".ask").innerText(), "Bash touch made-from-the-phone.txt");
+  assert.match(await attention.locator(".place").innerText(), /~\/work\/phone$/);
+  const words = (await world.ann.fetch(`/app/api/sessions/${key}`)).body.session.attention_words;
+  assert.deepEqual([words.headline, words.what, words.hidden], ["Claude Code wants to run Bash", "Bash touch made-from-the-phone.txt", null]);
   await world.ann.shot("session-approval.png");
-  const words = `Also tell me the folder you are in, please (${randomUUID().slice(0, 8)}).`;
+  const text = `Also tell me the folder you are in, please (${randomUUID().slice(0, 8)}).`;
   const box = page.getByRole("textbox", { name: "Send a message" });
-  await box.fill(words);
+  await box.fill(text);
   const beforeGrant = (await world.ann.credentials())[0].signCount;
   await page.getByRole("button", { name: "Send", exact: true }).click();
-  const sent = page.getByRole("region", { name: regex(`“${words}”`) });
+  const sent = page.getByRole("region", { name: regex(`“${text}”`) });
   await sent.waitFor({ timeout: WAIT_MS });
   assert.ok((await world.ann.credentials())[0].signCount > beforeGrant, "the passkey vouched for the day key (the grant)");
   // Taken: the daemon verified it and holds it for the turn's Stop.
@@ -606,7 +625,7 @@ step("a real Claude Code permission prompt answered from the phone, with a messa
   assert.deepEqual(result.permission_denials, [], "nothing was denied");
   const lines = api.lines();
   assert.ok(lines.some((l) => l.startsWith("tool_result: ")), `the tool ran and its result went to the model: ${lines.join("\n")}`);
-  const told = lines.find((l) => l.startsWith("user: ") && l.includes(words));
+  const told = lines.find((l) => l.startsWith("user: ") && l.includes(text));
   assert.ok(told, `the model was sent the phone's words: ${lines.join("\n")}`);
   assert.match(told, /Message via 127\.0\.0\.1 \(sessionpipe control, signed on the sender's device; message [A-Za-z0-9_-]{12}\):\\n/, "framed as the protocol says (in place)");
   assert.equal(world.commands.length, 2, "the message and the answer");
@@ -796,6 +815,88 @@ step("abuse: no cookie, no page header, another account, and the machine's own t
   const own = await bare("GET", `/v1/control?machine=${encodeURIComponent(world.machine)}&wait=0`, { headers: { authorization: `Bearer ${machineToken}` } });
   assert.ok(own.status === 200 || own.status === 204, `the machine's token polls: ${own.status} ${own.text}`);
   await bob.shot("second-account-board.png");
+});
+
+step("a second machine connected with `--tier 0`: said plainly there, and its real prompt's card says the machine hides what runs, with no Allow", "tier-0", 180_000, async () => {
+  needs("account", "paired");
+  const { page } = world.ann;
+  // Another computer of Ann's: its own state and daemon, the same HOME (the
+  // hooks read the state folder from the environment).
+  const state = path.join(DIR, "state-hiding");
+  fs.mkdirSync(state, { recursive: true, mode: 0o700 });
+  fs.writeFileSync(path.join(state, "config.json"), `${JSON.stringify({ machine: HIDING_NAME }, null, 2)}\n`);
+  const env = (extra = {}) => personEnv({ SESSIONPIPE_STATE_DIR: state, ...extra });
+  const daemon = start("daemon-hiding", DAEMON, ["daemon"], { env: env(), cwd: HOME });
+  await waitFor("the second daemon's wake.sock", () => {
+    if (daemon.exited !== null) throw new Error(`the daemon exited (${JSON.stringify(daemon.exited)}): ${daemon.stderr_()}`);
+    return fs.existsSync(path.join(state, "wake.sock"));
+  });
+  const doc = JSON.parse(fs.readFileSync(path.join(state, "ui.json"), "utf8"));
+  const hiding = { url: doc.url, token: doc.token };
+
+  const connect = start("connect-hiding", DAEMON, ["connect", world.receiver, "--tier", "0", "--folder", WORK, "--mode", "safe"], { env: env(), cwd: HOME, pipeStdout: true });
+  let said = "";
+  connect.stdout.on("data", (d) => (said += d));
+  const link = await waitFor("`sessionpipe connect --tier 0` to print the link", () => {
+    if (connect.exited !== null) throw new Error(`connect exited (${JSON.stringify(connect.exited)}): ${said}${connect.stderr_()}`);
+    return /Open (\S+) and check that it shows \d{6}/.exec(said)?.[1] ?? null;
+  });
+  await page.goto(link);
+  await page.getByRole("heading", { name: "Approve a machine", level: 1 }).waitFor();
+  await page.getByText(HIDING_NAME, { exact: true }).waitFor({ timeout: WAIT_MS });
+  // The approval says what the page will see is the machine's choice.
+  assert.match(await page.locator("main").innerText(), regex(HIDDEN_SENTENCE));
+  await page.getByRole("button", { name: "Approve", exact: true }).click();
+  await page.getByText(`${HIDING_NAME} now trusts this device.`).waitFor({ timeout: WAIT_MS });
+  await waitFor("`sessionpipe connect --tier 0` to finish", () => {
+    if (connect.exited === null) return null;
+    assert.equal(connect.exited.code, 0, `connect: ${said}${connect.stderr_()}`);
+    return true;
+  }, SLOW_MS);
+  // Said plainly on the machine: the tier, and what it means.
+  assert.match(said, /added a sink for .* \(tier 0\)/, said);
+  assert.ok(said.includes(HIDDEN_SENTENCE), `connect --tier 0 says the machine hides what runs: ${said}`);
+  assert.ok(!said.includes(TIER_1_SENTENCE), said);
+  const sinks = await daemonCall(hiding, "GET", "/api/sinks");
+  assert.equal(sinks.body[0].tier, 0);
+  const control = await waitFor("the second daemon to poll", async () => {
+    const c = await daemonCall(hiding, "GET", "/api/control");
+    return c.body.receivers?.length === 1 ? c.body : null;
+  }, SLOW_MS);
+  assert.equal(control.receivers[0].tier, 0, "the UI's Pairing page is told the tier");
+
+  // A real prompt on that machine.
+  const api = await messagesApi("api-hiding", "touch made-at-tier-0.txt");
+  const project = path.join(WORK, "hidden");
+  fs.mkdirSync(project, { recursive: true });
+  const made = path.join(project, "made-at-tier-0.txt");
+  const claude = start("claude-hiding", CLAUDE, ["-p", "Make the file.", "--permission-mode", "default", "--output-format", "json"], {
+    env: env({ ANTHROPIC_BASE_URL: api.url }),
+    cwd: project,
+  });
+  await page.goto(`${world.origin}/`);
+  const card = page.getByRole("region", { name: /^Needs you/ }).getByRole("link").filter({ hasText: "hidden" });
+  await card.waitFor({ timeout: SLOW_MS });
+  assert.match(await card.innerText(), regex(HIDDEN_SENTENCE));
+  assert.doesNotMatch(await card.innerText(), /made-at-tier-0/, "no command at tier 0");
+  assert.match(await card.innerText(), regex(`${HIDING_NAME} · Claude Code`));
+  await world.ann.shot("board-attention-tier-0.png");
+  await card.click();
+  const attention = page.getByRole("region", { name: "Claude Code needs your permission" });
+  await attention.getByText(HIDDEN_SENTENCE).waitFor({ timeout: WAIT_MS });
+  const deny = attention.getByRole("button", { name: "Deny", exact: true });
+  await deny.waitFor();
+  assert.equal(await attention.getByRole("button", { name: "Allow", exact: true }).count(), 0, "what runs is not shown, so Allow is not offered");
+  assert.doesNotMatch(await attention.innerText(), /made-at-tier-0/);
+  await world.ann.shot("session-approval-tier-0.png");
+  assert.equal(fs.existsSync(made), false, "nothing ran");
+  assert.equal(claude.exited, null, "Claude Code waits for the answer");
+  // Deny is still a signed answer the machine takes.
+  await deny.click();
+  await page.getByRole("region", { name: "Deny" }).getByText("Delivered.", { exact: true }).waitFor({ timeout: WAIT_MS });
+  await attention.waitFor({ state: "detached", timeout: SLOW_MS });
+  assert.equal(fs.existsSync(made), false, "denied: it never ran");
+  await stop(claude);
 });
 
 test("no uncaught errors or CSP refusals in the pages", () => {

@@ -1,9 +1,10 @@
 //! The page's board: the signed-in account's machines and sessions (needs you
 //! / working / done, with title, folder, harness, model, age and last words),
-//! and one session's timeline.
+//! and one session's timeline; an open attention also in the protocol's words
+//! (`protocol::asked`, as the notifications say it).
 //!
-//! This module owns those two reads (their shapes are `shapes`'). It must not change state,
-//! and it reads only the signed-in account's rows.
+//! This module owns those two reads (their shapes are `shapes`'). It must not
+//! change state, and it reads only the signed-in account's rows.
 
 use super::shapes::{Board, Machine, Session, SessionEvent, SessionPage};
 use super::state::Page;
@@ -13,6 +14,7 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::routing::get;
 use axum::{Json, Router};
+use protocol::asked::{self, Asked, AttentionWords};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -75,8 +77,29 @@ fn session_of(r: &SessionRow, machines: &[Machine]) -> Session {
         first_at: protocol::time::rfc3339_ms(r.first_ms),
         last_at: protocol::time::rfc3339_ms(r.last_ms),
         last_words: r.folded.last_words.clone(),
+        attention_words: r.folded.attention.as_ref().map(|a| words_of(r, a)),
         attention: r.folded.attention.clone(),
     }
+}
+
+/// The open attention `a` of `r` in the protocol's words, at the tier it came
+/// at (the page shows what came; the machine chose what that was).
+fn words_of(r: &SessionRow, a: &Value) -> AttentionWords {
+    let b = &r.folded.block;
+    let asked = Asked {
+        harness: &r.harness,
+        kind: a["kind"].as_str().unwrap_or(""),
+        tool: a["tool"].as_str(),
+        message: a["message"].as_str(),
+        title: b.get("title").and_then(Value::as_str),
+        cwd: b.get("cwd").and_then(Value::as_str),
+        // Folded before the board kept the tier: what is there came.
+        tier: a
+            .get("tier")
+            .and_then(Value::as_u64)
+            .map_or(3, |t| u8::try_from(t).unwrap_or(3)),
+    };
+    asked::words(&asked, 3)
 }
 
 async fn board(State(page): State<Arc<Page>>, headers: HeaderMap) -> Result<Json<Board>, ApiError> {

@@ -103,7 +103,7 @@ fn attention(session: &str, seq: u64, tool: &str) -> Value {
         "session": {"id": session, "seq": seq, "cwd": "~/work/alpha", "machine": "laptop"},
         "privacy": {"rulesets": ["secrets@1"], "pii": false},
         "data": {"attention_id": "perm-0123456789abcdef", "kind": "permission", "tool": tool,
-                 "message": "Claude wants to run: make release"},
+                 "message": format!("{tool} make release")},
     })
 }
 
@@ -168,10 +168,8 @@ fn an_attention_reaches_a_subscribed_device_by_web_push_in_words_at_its_tier() {
     assert_eq!(got[0].urgency.as_deref(), Some("high"));
     let payload: Value = serde_json::from_slice(got[0].payload.as_ref().unwrap()).unwrap();
     assert_eq!(payload["title"], "Claude Code wants to run Bash");
-    assert_eq!(
-        payload["body"],
-        "Claude wants to run: make release\n~/work/alpha"
-    );
+    // The protocol's words, as the desktop notification says them.
+    assert_eq!(payload["body"], "Bash make release\n~/work/alpha");
     assert_eq!(payload["session"], "claude-code:s-push");
     assert_eq!(payload["attention"], "perm-0123456789abcdef");
     assert_eq!(payload["actions"], json!(["allow", "deny"]));
@@ -181,6 +179,12 @@ fn an_attention_reaches_a_subscribed_device_by_web_push_in_words_at_its_tier() {
     assert_eq!(s, 200);
     assert_eq!(board["sessions"][0]["state"], "needs_you");
     assert_eq!(board["sessions"][0]["attention"]["tool"], "Bash");
+    // The page's card says what the push said, in the same words.
+    let said = &board["sessions"][0]["attention_words"];
+    assert_eq!(said["headline"], payload["title"]);
+    assert_eq!(said["what"], "Bash make release");
+    assert_eq!(said["place"], "~/work/alpha");
+    assert_eq!(said["hidden"], Value::Null);
 
     // A device the push service says is gone is dropped: nothing more is sent to it.
     service.expire(sub["endpoint"].as_str().unwrap());

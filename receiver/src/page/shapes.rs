@@ -137,6 +137,9 @@ pub struct Session {
     /// As the board folded it (`board::fold`).
     #[cfg_attr(test, ts(as = "Option<Attention>"))]
     pub attention: Option<Value>,
+    /// What the open attention says, in the words the desktop notification
+    /// and the Web Push use (`protocol::asked`).
+    pub attention_words: Option<protocol::asked::AttentionWords>,
 }
 
 // Never serialized from this type (so a test-only one): it declares the JSON
@@ -157,6 +160,9 @@ pub struct Attention {
     pub message: Option<String>,
     /// The `attention.needed`'s time.
     pub at: String,
+    /// The tier it came at (null for one folded before the board kept it).
+    #[serde(default)]
+    pub tier: Option<u8>,
 }
 
 /// `GET /app/api/sessions/{key}`: the session and its last events.
@@ -250,7 +256,7 @@ mod tests {
         ] {
             let mut folded = crate::board::Folded::default();
             let event = json!({
-                "type": "attention.needed", "time": "2026-12-06T06:00:00.000Z",
+                "type": "attention.needed", "time": "2026-12-06T06:00:00.000Z", "tier": 1,
                 "session": {"id": "s1", "seq": 1}, "data": data,
             });
             crate::board::fold(&mut folded, &event, 1, true);
@@ -264,6 +270,7 @@ mod tests {
             let message = data["message"].as_str().filter(|m| !m.is_empty());
             assert_eq!(read.message.as_deref(), message);
             assert_eq!(read.at, "2026-12-06T06:00:00.000Z");
+            assert_eq!(read.tier, Some(1));
         }
     }
 }

@@ -2,8 +2,9 @@
 // daemon waits for the person's passkey, asked every 2 s until it ends), the
 // receivers paired with their machine id, account, polling state and keys
 // (remove a key, unpair: each confirmed first), the folders commands may act in,
-// and local approvals. It owns this screen's state and calls only the control
-// API and `PUT /api/settings`. It must not show a token or key material (the
+// and local approvals; the tier the receiver's sink gets (1 proposed, and
+// what each tier lets the phone see, in the protocol's sentences). It owns
+// this screen's state and calls only the control API and `PUT /api/settings`. It must not show a token or key material (the
 // API sends none), start a second pairing while one waits, or link to anything
 // but an http(s) pairing URL.
 
@@ -12,6 +13,7 @@ import { h, message, patch, uid, type Child } from "@sessionpipe/web-shared/dom"
 import type { ControlMode, ControlReceiver, ControlView, PairingState, PairRequest } from "../types";
 import type { Mounted, ViewContext } from "../view";
 import { consentParts } from "./consent";
+import { HIDDEN_SENTENCE, PAIRING_TIER, TIER_1_SENTENCE } from "@sessionpipe/web-shared/tier-words";
 
 /** How often the page asks while a pairing waits (the daemon asks the receiver as often). */
 const WAITING_MS = 2000;
@@ -22,6 +24,12 @@ const MODES: readonly { value: ControlMode; text: string }[] = [
   { value: "safe", text: "safe: nothing that needs approval runs unattended" },
   { value: "auto", text: "auto: the harness's own auto mode" },
   { value: "inherit", text: "inherit: each harness's own settings decide" },
+];
+
+/** The tiers pairing offers: what the phone then sees of an attention. */
+const TIERS: readonly { value: number; text: string }[] = [
+  { value: PAIRING_TIER, text: `${PAIRING_TIER}: tool names and commands, secrets removed (proposed)` },
+  { value: 0, text: "0: only that an agent needs you; approve on the machine" },
 ];
 
 type Notice = { kind: "ok" | "error" | "info"; text: string } | null;
@@ -55,6 +63,8 @@ export function mountPairing(root: HTMLElement, ctx: ViewContext): Mounted {
     folders: uid("pair-folders"),
     foldersHelp: uid("pair-folders-help"),
     mode: uid("pair-mode"),
+    tier: uid("pair-tier"),
+    tierHelp: uid("pair-tier-help"),
     addFolder: uid("add-folder"),
     local: uid("local-approvals"),
     localHelp: uid("local-approvals-help"),
@@ -77,6 +87,11 @@ export function mountPairing(root: HTMLElement, ctx: ViewContext): Mounted {
     { id: ids.mode, name: "mode" },
     MODES.map((m) => h("option", { value: m.value }, m.text)),
   );
+  const tierSelect = h(
+    "select",
+    { id: ids.tier, name: "tier", "aria-describedby": ids.tierHelp },
+    TIERS.map((t) => h("option", { value: String(t.value), selected: t.value === PAIRING_TIER }, t.text)),
+  );
   let modeTouched = false;
   modeSelect.addEventListener("change", () => (modeTouched = true));
   const pairButton = h("button", { type: "submit", class: "primary" }, "Pair");
@@ -98,6 +113,13 @@ export function mountPairing(root: HTMLElement, ctx: ViewContext): Mounted {
       "This machine's folder you name; commands only act in sessions inside these folders. They are added to the control folders below; leave this empty to keep those.",
     ),
     h("div", { class: "field" }, h("label", { for: ids.mode }, "Mode"), modeSelect),
+    h("div", { class: "field" }, h("label", { for: ids.tier }, "What the phone sees"), tierSelect),
+    h(
+      "p",
+      { id: ids.tierHelp, class: "help muted" },
+      "The tier of the sink an open pairing hands over (a sink this machine has already keeps its own). ",
+      TIER_1_SENTENCE,
+    ),
     h("div", { class: "actions" }, pairButton),
     pairStatus,
   );
@@ -224,7 +246,7 @@ export function mountPairing(root: HTMLElement, ctx: ViewContext): Mounted {
       foldersInput.focus();
       return;
     }
-    const request: PairRequest = { receiver, mode: modeSelect.value as ControlMode };
+    const request: PairRequest = { receiver, mode: modeSelect.value as ControlMode, tier: Number(tierSelect.value) };
     if (folders.length > 0) request.folders = folders;
     starting = true;
     pairing = null;
@@ -401,6 +423,7 @@ export function mountPairing(root: HTMLElement, ctx: ViewContext): Mounted {
       ["Machine id", h("code", null, r.machine)],
       ["Approved by", r.account],
       ["State", r.stopped !== null ? `Stopped polling: ${r.stopped}` : "Polling for commands"],
+      ["Tier", r.tier !== null ? `${r.tier}: ${tierSentence(r.tier)}` : null],
     ];
     const keys = r.keys.map((k) => {
       const name = k.name ?? "Passkey";
@@ -499,6 +522,11 @@ function notice(n: Notice): Child {
   return n === null ? null : message(n.kind, h("p", null, n.text));
 }
 
+/** What a receiver at `tier` sees of an attention: the protocol's sentences, as the CLI says them. */
+function tierSentence(tier: number): string {
+  return tier === 0 ? HIDDEN_SENTENCE : TIER_1_SENTENCE;
+}
+
 /** A long credential id, shortened for reading (the whole one is its title). */
 function shortId(id: string): string {
   return id.length > 16 ? `${id.slice(0, 8)}…${id.slice(-6)}` : id;
@@ -530,7 +558,8 @@ function renderPairing(p: PairingState | null, starting: boolean): Child {
       message(
         "ok",
         h("p", null, `Paired with ${p.receiver}${p.account !== null ? `, approved by ${p.account}` : ""}.`),
-        p.sink_added ? h("p", null, "The receiver also handed this machine a token for its events: a sink for it was added (tier 0, see Sinks).") : null,
+        p.sink_added ? h("p", null, `The receiver also handed this machine a token for its events: a sink for it was added (tier ${p.tier ?? "?"}, see Sinks).`) : null,
+        p.tier !== null ? h("p", null, tierSentence(p.tier)) : null,
       ),
     );
   }

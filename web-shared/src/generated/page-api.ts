@@ -107,7 +107,13 @@ machine_id: string | null, state: SessionState, title: string | null, cwd: strin
 /**
  * As the board folded it (`board::fold`).
  */
-attention: Attention | null, };
+attention: Attention | null, 
+/**
+ * What the open attention says.
+ */
+attention_words: AttentionWords | null, };
+
+export type AttentionWords = { headline: string, what: string | null, place: string, hidden: string | null, };
 
 /**
  * An open attention, as the board keeps it (`board::fold`).
@@ -120,7 +126,7 @@ kind: string, tool?: string, message?: string,
 /**
  * The `attention.needed`'s time.
  */
-at: string, };
+at: string, tier: number | null, };
 
 /**
  * Where a session stands (the page's API names it `SessionState`).

@@ -1,5 +1,6 @@
 //! The API's control handlers, for the UI's Pairing page: what is paired (the
-//! receivers, their keys, whether each is polled), starting a pairing (the
+//! receivers, their keys, whether each is polled, the tier each one's sink
+//! sends at), starting a pairing (the
 //! same `control::pair` the CLI runs; the page shows its link and digits and
 //! asks `GET /api/control` until it ends), removing a key, unpairing.
 //!
@@ -67,6 +68,7 @@ pub async fn view(State(ctx): State<Ctx>) -> ApiResult {
                     })
                     .collect(),
                 polling: r.stopped.is_none(),
+                tier: pair::sink_tier_for(&paths, &r.origin),
                 receiver: r.origin,
                 machine: r.machine,
                 account: r.account,
@@ -90,7 +92,7 @@ pub async fn view(State(ctx): State<Ctx>) -> ApiResult {
     Ok(reply(&view))
 }
 
-/// `POST /api/control/pair {receiver, folders?, mode?, name?}`: answers with
+/// `POST /api/control/pair {receiver, folders?, mode?, name?, tier?}`: answers with
 /// the link and digits once the receiver gave them; the pairing goes on.
 pub async fn pair(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejection>) -> ApiResult {
     let b = body(given)?;
@@ -114,13 +116,22 @@ pub async fn pair(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejecti
             _ => Err(ApiError::BadRequest(format!("{key}: a list of text"))),
         }
     };
+    // The tier the page proposes, as the CLI does; 0 when the person chose it.
+    let sink_tier = match &b["tier"] {
+        Value::Null => protocol::asked::PAIRING_TIER,
+        t => t
+            .as_u64()
+            .filter(|t| *t <= 3)
+            .map(|t| t as u8)
+            .ok_or_else(|| ApiError::BadRequest("tier: 0 to 3".into()))?,
+    };
     let request = PairRequest {
         receiver,
         folders: strings("folders")?,
         mode: b["mode"].as_str().map(str::to_string),
         name: b["name"].as_str().map(str::to_string),
         folder_here: false,
-        sink_tier: 0,
+        sink_tier,
     };
     let (tx, rx) = tokio::sync::oneshot::channel::<PairingState>();
     let tx = std::sync::Mutex::new(Some(tx));
@@ -143,6 +154,7 @@ pub async fn pair(State(ctx): State<Ctx>, given: Result<Json<Value>, JsonRejecti
                 receiver: p.receiver.origin.clone(),
                 account: p.receiver.account.clone(),
                 sink_added: p.sink_added,
+                tier: p.sink_tier,
             },
             Err(e) => PairingState::Failed {
                 error: e.to_string(),

@@ -332,6 +332,9 @@ pub struct ControlReceiver {
     /// Why polling stopped, when it did.
     pub stopped: Option<String>,
     pub keys: Vec<ControlKey>,
+    /// The tier of this machine's sink for it (what its page sees); null
+    /// without one.
+    pub tier: Option<u8>,
 }
 
 /// A passkey a receiver's pairing enrolled: only its id, never key material.
@@ -358,6 +361,8 @@ pub enum PairingState {
         receiver: String,
         account: Option<String>,
         sink_added: bool,
+        /// The tier of the machine's sink for it, now.
+        tier: Option<u8>,
     },
     Failed {
         error: String,

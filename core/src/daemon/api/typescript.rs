@@ -2,7 +2,9 @@
 //! `web-shared/src/generated/daemon-api.ts` from the types the handlers
 //! serialize (`shapes`, and the library's types they hold) and fails when
 //! the committed file is not that text; `SESSIONPIPE_WRITE_REFERENCE=1` writes
-//! it. It makes `harness-names.ts` from the protocol's table the same way.
+//! it. It makes `harness-names.ts` from the protocol's table, and
+//! `tier-words.ts` from its sentences about a receiver's tier
+//! (`protocol::asked`), the same way.
 //!
 //! What is not declared from a type, and why:
 //! - `GET /api/sessions/{h}/{id}/events` answers the stored envelopes as
@@ -79,8 +81,24 @@ fn harness_names() -> String {
     text
 }
 
+fn tier_words() -> String {
+    use protocol::asked::{HIDDEN_SENTENCE, PAIRING_TIER, TIER_1_SENTENCE};
+    format!(
+        "// The protocol crate's sentences about the tier a receiver gets\n\
+         // (protocol/src/asked.rs), as the CLI says them: generated, do not edit.\n\
+         // After changing them: SESSIONPIPE_WRITE_REFERENCE=1 {AGAIN}\n\n\
+         /** The tier pairing proposes for the sink a receiver hands over. */\n\
+         export const PAIRING_TIER = {PAIRING_TIER};\n\n\
+         /** Why: what the phone sees at tier 1 and up. */\n\
+         export const TIER_1_SENTENCE = {TIER_1_SENTENCE:?};\n\n\
+         /** Said where a receiver gets tier 0. */\n\
+         export const HIDDEN_SENTENCE = {HIDDEN_SENTENCE:?};\n"
+    )
+}
+
 #[test]
 fn the_uis_generated_types_and_harness_names_are_current() {
     check_or_write(&generated("daemon-api.ts"), &daemon_api(), AGAIN);
     check_or_write(&generated("harness-names.ts"), &harness_names(), AGAIN);
+    check_or_write(&generated("tier-words.ts"), &tier_words(), AGAIN);
 }
