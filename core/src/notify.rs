@@ -191,6 +191,27 @@ mod tests {
     }
 
     #[test]
+    fn the_body_says_the_title_and_folder_and_cuts_a_long_command() {
+        let mut e = env(
+            "attention.needed",
+            json!({"attention_id": "perm-2", "kind": "permission", "tool": "Bash",
+                   "message": format!("Bash echo {}", "ünïcode wörds ".repeat(40))}),
+        );
+        e.session.title = Some("Say hello".into());
+        let Notice::Show { summary, body, .. } = decide(&e, &Config::default()).unwrap() else {
+            panic!()
+        };
+        assert_eq!(summary, "Claude Code wants to run Bash");
+        let (what, place) = body.split_once('\n').unwrap();
+        assert!(
+            what.starts_with("Bash echo ünïcode") && what.ends_with('…'),
+            "{what}"
+        );
+        assert!(what.chars().count() <= protocol::asked::WHAT_MAX);
+        assert_eq!(place, "Say hello · ~/src/app");
+    }
+
+    #[test]
     fn an_account_near_its_limit_is_said_as_such() {
         let e = env(
             "attention.needed",

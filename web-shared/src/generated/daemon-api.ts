@@ -552,7 +552,12 @@ account: string | null, polling: boolean,
 /**
  * Why polling stopped, when it did.
  */
-stopped: string | null, keys: Array<ControlKey>, };
+stopped: string | null, keys: Array<ControlKey>, 
+/**
+ * The tier of this machine's sink for it (what its page sees); null
+ * without one.
+ */
+tier: number | null, };
 
 /**
  * A passkey a receiver's pairing enrolled: only its id, never key material.
@@ -567,7 +572,11 @@ alg: string, name: string | null, };
  * The pairing the UI started: while it waits for the approval, and how it
  * ended. `POST /api/control/pair` answers the first.
  */
-export type PairingState = { "state": "waiting", url: string, check: string, } | { "state": "paired", receiver: string, account: string | null, sink_added: boolean, } | { "state": "failed", error: string, };
+export type PairingState = { "state": "waiting", url: string, check: string, } | { "state": "paired", receiver: string, account: string | null, sink_added: boolean, 
+/**
+ * The tier of the machine's sink for it, now.
+ */
+tier: number | null, } | { "state": "failed", error: string, };
 
 /**
  * `POST /api/control/off`.

@@ -109,11 +109,10 @@ machine_id: string | null, state: SessionState, title: string | null, cwd: strin
  */
 attention: Attention | null, 
 /**
- * What the open attention says.
+ * What the open attention says, in the words the desktop notification
+ * and the Web Push use (`protocol::asked`).
  */
 attention_words: AttentionWords | null, };
-
-export type AttentionWords = { headline: string, what: string | null, place: string, hidden: string | null, };
 
 /**
  * An open attention, as the board keeps it (`board::fold`).
@@ -126,7 +125,36 @@ kind: string, tool?: string, message?: string,
 /**
  * The `attention.needed`'s time.
  */
-at: string, tier: number | null, };
+at: string, 
+/**
+ * The tier it came at (null for one folded before the board kept it).
+ */
+tier: number | null, };
+
+/**
+ * What an attention says.
+ */
+export type AttentionWords = { 
+/**
+ * Who asks and for what: `Claude Code wants to run Bash`.
+ */
+headline: string, 
+/**
+ * What will run or what is asked, on one line, cut at a word where it
+ * can be: `Bash touch made.txt`. Null when the tier hides it or the
+ * agent said nothing.
+ */
+what: string | null, 
+/**
+ * Where: the session's title and its folder, `Fix the login test ·
+ * ~/src/app` (empty when neither is known).
+ */
+place: string, 
+/**
+ * For a permission whose tool and command the machine did not send
+ * (tier 0): the sentence that says so and where to approve.
+ */
+hidden: string | null, };
 
 /**
  * Where a session stands (the page's API names it `SessionState`).
