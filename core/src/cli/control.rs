@@ -260,6 +260,12 @@ fn status(paths: &StatePaths, json: bool) -> anyhow::Result<ExitCode> {
             r.origin,
             r.machine
         );
+        if let Some(tier) = pair::sink_tier_for(paths, &r.origin) {
+            outln!(
+                "  its sink: tier {tier}. {}",
+                protocol::asked::tier_sentence(tier)
+            );
+        }
     }
     outln!(
         "control folders: {}",

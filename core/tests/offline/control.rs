@@ -788,6 +788,12 @@ fn pairing_proposes_tier_1_saying_why_and_says_tier_0_plainly() {
             serde_json::from_slice(&sb.sessionpipe(&["sink", "list", "--json"]).stdout)
                 .expect("sink list --json");
         assert_eq!(sinks[0]["tier"], tier, "{args:?}: {sinks}");
+        let status =
+            String::from_utf8_lossy(&sb.sessionpipe(&["control", "status"]).stdout).into_owned();
+        assert!(
+            status.contains(&format!("  its sink: tier {tier}. {sentence}")),
+            "{args:?}: control status says the tier: {status}"
+        );
     }
 }
 
