@@ -104,8 +104,11 @@ cargo build -p sessionpipe-receiver --bins --quiet --features test-doors
 say "cargo clippy for Windows and both Macs (scripts/cross-check.sh: the workspace, all targets, warnings are errors), in the background"
 cross_log=$(mktemp)
 # A session of its own, so a run that stops early ends the check's cargo and
-# rustc too, not only the script (they went on checking after a failed run).
-setsid --wait scripts/cross-check.sh >"$cross_log" 2>&1 &
+# rustc too, not only the script (they went on checking after a failed run);
+# at a lower priority, so it takes the cores the tests leave idle and never
+# slows a real harness past its bounds (OpenCode's ACP initialize went past
+# 120 s beside a cold check).
+setsid --wait nice -n 10 scripts/cross-check.sh >"$cross_log" 2>&1 &
 cross_pid=$!
 trap 'kill -- -"$cross_pid" 2>/dev/null || kill "$cross_pid" 2>/dev/null || true; rm -f "$cross_log" "$run_stamp"' EXIT
 
