@@ -165,10 +165,10 @@ const QUIT_GRACE: Duration = Duration::from_millis(200);
 
 /// The most the app waits for its daemon to stop. A release build's stops
 /// within its bound (`STOP_BOUND`, half a second; 60-110 ms measured in a
-/// backlog); the batch it finishes first takes a debug build on a loaded
-/// machine up to about a second. Past it the process ends anyway: the core
-/// loses nothing to a stop at any instant, and a batch cut off goes again at
-/// the next start.
+/// backlog); a batch under way commits the jobs it has done and leaves the
+/// rest, so even a debug build on a loaded machine stops well within this.
+/// Past it the process ends anyway: the core loses nothing to a stop at any
+/// instant, and a batch cut off goes again at the next start.
 const DAEMON_WAIT: Duration = STOP_BOUND.saturating_mul(4);
 
 impl Quitting {
