@@ -37,6 +37,11 @@ use std::sync::Arc;
 /// storm, small enough that one batch stays a few milliseconds.
 const BATCH: usize = 1024;
 
+/// Whether the daemon's stop flag (when it has one) is set.
+fn asked_to_stop(flag: Option<&std::sync::atomic::AtomicBool>) -> bool {
+    flag.is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+}
+
 /// How often a drain with nothing else to do looks at the spool again while
 /// a remote-titles ask it handed over runs (a given-back session wakes it
 /// sooner).
@@ -335,9 +340,7 @@ impl Ingest {
     }
 
     fn stopping(&self) -> bool {
-        self.stop
-            .as_ref()
-            .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+        asked_to_stop(self.stop.as_deref())
     }
 
     /// Waits a little for a taken session to be given back.
@@ -435,12 +438,14 @@ impl Ingest {
         let mut outcomes = Vec::with_capacity(names.len());
         let mut waiting = 0;
         let mut seen = Committed::default();
+        // Held apart from `self`: the transaction borrows the outbox.
+        let stop = self.stop.clone();
         let tx = self.outbox.begin()?;
         for name in names {
             // A stop asked mid-batch commits what is done and leaves the rest
             // in the spool for the next start: a whole batch on a slow (or
             // debug) build can outlast the stop's bound.
-            if self.stopping() {
+            if asked_to_stop(stop.as_deref()) {
                 break;
             }
             if let Some(done) = tx.job_outcome(name)? {
