@@ -204,30 +204,41 @@ fn ca_roots(file: &Path) -> Result<rustls::RootCertStore, Invalid> {
     Ok(roots)
 }
 
-/// Makes `dir` (and its parents), and makes it 0700.
+/// Makes `dir` (and its parents), and makes it 0700 (where files have mode
+/// bits: on Windows the folder keeps its parent's ACL).
 fn private_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
 }
 
 /// Writes `bytes` to `path` whole and private: a new 0600 file beside it,
 /// synced, renamed over it.
 fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
     private_dir(dir)?;
     let new = path.with_extension("new");
     let _ = std::fs::remove_file(&new);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&new)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut f = options.open(&new)?;
     f.write_all(bytes)?;
     f.sync_all()?;
     std::fs::rename(&new, path)
@@ -355,6 +366,7 @@ mod tests {
         assert!(Acme::new(Vec::<String>::new()).check().is_err());
     }
 
+    #[cfg(unix)]
     #[test]
     fn what_is_kept_is_private_and_whole() {
         use std::os::unix::fs::PermissionsExt;

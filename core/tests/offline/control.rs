@@ -755,14 +755,7 @@ fn pairing_proposes_tier_1_saying_why_and_says_tier_0_plainly() {
         let project = sb.home.join("work/project");
         std::fs::create_dir_all(&project).unwrap();
         std::fs::create_dir_all(sb.home.join(".claude")).unwrap();
-        {
-            use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&sb.state)
-                .unwrap();
-        }
+        state_made(&sb);
         let folder = project.to_string_lossy().into_owned();
         let url = rx.url();
         let mut all = args.to_vec();
@@ -804,16 +797,7 @@ fn a_pairing_whose_status_poll_is_answered_429_waits_and_pairs() {
     let sb = Sandbox::new();
     let project = sb.home.join("work/project");
     std::fs::create_dir_all(&project).unwrap();
-    // A machine that has run sessionpipe before (`control pair` does not
-    // make the state folder itself).
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&sb.state)
-            .unwrap();
-    }
+    state_made(&sb);
     let mut c = sessionpipe_receiver::ControlOptions::new("localhost");
     c.open_pairing = true;
     let mut o = sessionpipe_receiver::Options::new(control::TOKEN);
@@ -878,4 +862,17 @@ fn a_pairing_whose_status_poll_is_answered_429_waits_and_pairs() {
         device.machine.as_str(),
         "{doc}"
     );
+}
+
+/// The state folder as a machine that has run sessionpipe before has it
+/// (`control pair` does not make it itself): 0700 where files have mode bits.
+fn state_made(sb: &Sandbox) {
+    let mut folder = std::fs::DirBuilder::new();
+    folder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        folder.mode(0o700);
+    }
+    folder.create(&sb.state).unwrap();
 }
