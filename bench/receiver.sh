@@ -8,11 +8,20 @@
 # SIGKILLed, PostgreSQL restarted: receiver/examples/load_fault/).
 # Needs the page built (npm ci && npm run build at the repo root) and, for
 # the PostgreSQL lines, Debian's postgresql package.
-# Usage: bench/receiver.sh [BATCHES] [MACHINES]
+# With BASELINE (the release folder of an earlier build holding its
+# sessionpipe-receiver), the ingest and the long-polls run for both builds in
+# the same run, and say this build over the baseline; a MACHINES of 0 leaves
+# the long-polls out (a build from before --max-connections cannot run them).
+# Usage: bench/receiver.sh [BATCHES] [MACHINES] [BASELINE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 batches="${1:-2000}"
 machines="${2:-10000}"
+base="${3:-}"
+if [ -n "$base" ] && [ ! -x "$base/sessionpipe-receiver" ]; then
+  echo "missing $base/sessionpipe-receiver" >&2
+  exit 1
+fi
 # A connection is a file on both sides: the bench's client and the receivers
 # it starts take the hard limit (MACHINES needs a little over MACHINES each).
 ulimit -n "$(ulimit -Hn)"
@@ -21,7 +30,7 @@ cargo build --release -q -p sessionpipe-receiver --features test-doors --bins --
 rel=${CARGO_TARGET_DIR:-target}/release
 echo "## $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -srm), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-"$rel"/examples/bench_receiver "$rel/sessionpipe-receiver" "$batches" "$machines"
+"$rel"/examples/bench_receiver "$rel/sessionpipe-receiver" "$batches" "$machines" ${base:+"$base/sessionpipe-receiver"}
 # The first load: index.html and what it links (the script and the style).
 dist=receiver/page/dist
 total=0

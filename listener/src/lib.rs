@@ -32,7 +32,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::JoinSet;
 use tower::ServiceExt;
 
@@ -242,15 +242,7 @@ pub async fn serve_with(
                     continue;
                 };
                 let (app, closing, tls) = (app.clone(), closing.clone(), tls.clone());
-                connections.spawn(async move {
-                    let _ = stream.set_nodelay(true);
-                    match tls {
-                        None => connection(stream, peer, app, limits, closing).await,
-                        Some(tls) => secure(tls, stream, peer, app, limits, closing).await,
-                    }
-                    drop(slot);
-                    drop(held);
-                });
+                connections.spawn(served(stream, peer, app, limits, closing, tls, (slot, held)));
             }
         }
     }
@@ -263,6 +255,29 @@ pub async fn serve_with(
     {
         connections.shutdown().await;
     }
+}
+
+/// One accepted connection's task, until it closes: its place under the caps
+/// (`places`) is given back at the end.
+async fn served(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    app: Router,
+    limits: Limits,
+    closing: watch::Receiver<bool>,
+    tls: Option<Tls>,
+    places: (OwnedSemaphorePermit, Option<Held>),
+) {
+    let _ = stream.set_nodelay(true);
+    match tls {
+        None => connection(stream, peer, app, limits, closing).await,
+        // Boxed: a task is as big as the largest future it may await, and
+        // the handshake's with rustls' connection state would make every
+        // plain connection's task several kB larger for as long as it is
+        // open (a receiver holds one per long-polling machine).
+        Some(tls) => Box::pin(secure(tls, stream, peer, app, limits, closing)).await,
+    }
+    drop(places);
 }
 
 /// One HTTPS connection: its handshake (within the head's deadline), then

@@ -14,7 +14,15 @@
 //!   cap on all connections is raised above MACHINES (the caller raises the
 //!   file limit: bench/receiver.sh).
 //!
-//! Usage: bench_receiver RECEIVER_BIN [BATCHES] [MACHINES]
+//! With BASELINE_BIN (another build's receiver, an earlier commit's), each
+//! part runs for both in the same run: the ingest runs alternated (this
+//! build, the baseline, the baseline, this build, so a drift of the shared
+//! machine's load falls on both alike), the long-polls one build after the
+//! other; ratios are this build over the baseline. A BATCHES or MACHINES of 0
+//! leaves that part out (a baseline from before `--max-connections` can only
+//! run the ingest).
+//!
+//! Usage: bench_receiver RECEIVER_BIN [BATCHES] [MACHINES] [BASELINE_BIN]
 
 use serde_json::{Value, json};
 use sessionpipe_testkit::sandbox::UrlProcess;
@@ -138,13 +146,15 @@ async fn post(client: &reqwest::Client, url: &str, bearer: &str, body: Value) ->
     serde_json::from_str(&text).unwrap_or(Value::Null)
 }
 
+/// Events stored per second by `bin` on one database, printed beside the
+/// same receiver's rate answering unread; the stored rate.
 async fn ingest_pair(
     client: &reqwest::Client,
     bin: &str,
     batches: usize,
     extra: &[&str],
     what: &str,
-) {
+) -> f64 {
     let rx = Rx::start(bin, extra);
     // Warm up the connections and the database's first pages.
     ingest(client, &rx.url, 40, "warm").await;
@@ -162,6 +172,47 @@ async fn ingest_pair(
          (baseline); ratio {:.2} ({batches} batches of 50, {SENDERS} senders)",
         stored / http_only
     );
+    stored
+}
+
+/// The ingest on one database: this build's alone, or with a baseline
+/// alternated with it (this, baseline, baseline, this) and the ratio of their
+/// mean stored rates. `extra(i)` is the `i`th run's arguments (which
+/// database: a fresh one each run, so every run starts from empty tables and
+/// each build's own schema).
+async fn ingest_both(
+    client: &reqwest::Client,
+    bins: &Bins<'_>,
+    batches: usize,
+    what: &str,
+    extra: impl Fn(usize) -> Vec<String>,
+) {
+    let Some(base) = bins.baseline else {
+        let e = extra(0);
+        let e: Vec<&str> = e.iter().map(String::as_str).collect();
+        ingest_pair(client, bins.this, batches, &e, what).await;
+        return;
+    };
+    let mut rates = [0.0; 4];
+    let (this, baseline) = ((bins.this, "this build"), (base, "baseline"));
+    for (i, (bin, which)) in [this, baseline, baseline, this].into_iter().enumerate() {
+        let e = extra(i);
+        let e: Vec<&str> = e.iter().map(String::as_str).collect();
+        let label = format!("{what}, {which}");
+        rates[i] = ingest_pair(client, bin, batches, &e, &label).await;
+    }
+    let (a, b) = ((rates[0] + rates[3]) / 2.0, (rates[1] + rates[2]) / 2.0);
+    println!(
+        "ingest, {what}: this build {a:.0} events/s stored, the baseline {b:.0} (means of two \
+         runs each); this build over the baseline x{:.2}",
+        a / b
+    );
+}
+
+/// The receiver binaries a run measures.
+struct Bins<'a> {
+    this: &'a str,
+    baseline: Option<&'a str>,
 }
 
 /// Pairs `n` machines through the test door; their (id, token).
@@ -216,10 +267,15 @@ fn address_of(i: usize) -> std::net::IpAddr {
     std::net::IpAddr::from([127, 1, (a / 256) as u8, (a % 256) as u8])
 }
 
-/// Each machine long-polls for good; every message's arrival is noted and
-/// acked.
-fn poll_all(url: &str, machines: &[(String, String)], arrivals: &Arrivals) {
+/// Each machine long-polls until its task is aborted; every message's
+/// arrival is noted and acked.
+fn poll_all(
+    url: &str,
+    machines: &[(String, String)],
+    arrivals: &Arrivals,
+) -> Vec<tokio::task::JoinHandle<()>> {
     let mut clients = std::collections::HashMap::new();
+    let mut tasks = Vec::with_capacity(machines.len());
     for (i, (machine, token)) in machines.iter().enumerate() {
         let client = clients
             .entry(address_of(i))
@@ -238,7 +294,7 @@ fn poll_all(url: &str, machines: &[(String, String)], arrivals: &Arrivals) {
             token.clone(),
             Arc::clone(arrivals),
         );
-        tokio::spawn(async move {
+        tasks.push(tokio::spawn(async move {
             loop {
                 let Ok(r) = client
                     .get(format!("{url}/v1/control?machine={machine}&wait=25"))
@@ -275,8 +331,9 @@ fn poll_all(url: &str, machines: &[(String, String)], arrivals: &Arrivals) {
                     .send()
                     .await;
             }
-        });
+        }));
     }
+    tasks
 }
 
 /// Queues `SAMPLES` commands one at a time to machines in turn; the
@@ -320,8 +377,11 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-async fn long_polls(client: &reqwest::Client, bin: &str, n: usize) {
+/// The long-polls for one build; with `label`, its lines say which; the
+/// RSS with every poll held.
+async fn long_polls(client: &reqwest::Client, bin: &str, n: usize, label: &str) -> u64 {
     let cap = (n + 1024).to_string();
+    let mut held_kb = 0;
     let mut one: Option<(f64, f64)> = None;
     for count in [1, n] {
         let rx = Rx::start(
@@ -334,7 +394,7 @@ async fn long_polls(client: &reqwest::Client, bin: &str, n: usize) {
         let paired = t.elapsed();
         let after_pairing = rx.rss_kb();
         let arrivals: Arrivals = Arc::default();
-        poll_all(&rx.url, &machines, &arrivals);
+        let pollers = poll_all(&rx.url, &machines, &arrivals);
         // Every poll held (they are answered only by a message or the
         // wait): the receiver's open connections reach one per machine.
         let t = Instant::now();
@@ -344,6 +404,11 @@ async fn long_polls(client: &reqwest::Client, bin: &str, n: usize) {
         tokio::time::sleep(Duration::from_secs(2)).await;
         let (held, open) = (rx.rss_kb(), rx.connections());
         let ms = wakeups(client, &rx.url, &machines, &arrivals).await;
+        // Done with this receiver: its machines stop, so they do not poll
+        // the next one's port (or load the machine) after it is gone.
+        for t in pollers {
+            t.abort();
+        }
         let (p50, p99) = (pct(&ms, 0.5), pct(&ms, 0.99));
         let ratio = one.map_or(String::new(), |(b50, b99)| {
             format!(
@@ -352,8 +417,9 @@ async fn long_polls(client: &reqwest::Client, bin: &str, n: usize) {
                 p99 / b99
             )
         });
+        held_kb = held;
         println!(
-            "long-polls, {count} machine(s) held: RSS {} MB with them held ({} MB before pairing, \
+            "long-polls{label}, {count} machine(s) held: RSS {} MB with them held ({} MB before pairing, \
              {} MB after; {open} connections open, paired in {:.1} s); queued command to its poll's \
              answer p50 {p50:.2} ms, p99 {p99:.2} ms ({SAMPLES} commands){ratio}",
             held / 1024,
@@ -363,15 +429,20 @@ async fn long_polls(client: &reqwest::Client, bin: &str, n: usize) {
         );
         one.get_or_insert((p50, p99));
     }
+    held_kb
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let bin = args
         .get(1)
-        .expect("usage: bench_receiver RECEIVER_BIN [BATCHES] [MACHINES]");
+        .expect("usage: bench_receiver RECEIVER_BIN [BATCHES] [MACHINES] [BASELINE_BIN]");
     let batches: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(2000);
     let machines: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1000);
+    let bins = Bins {
+        this: bin,
+        baseline: args.get(4).map(String::as_str).filter(|b| !b.is_empty()),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -383,14 +454,34 @@ fn main() {
             .timeout(Duration::from_secs(60))
             .build()
             .unwrap();
-        ingest_pair(&client, bin, batches, &[], "SQLite").await;
-        match sessionpipe_testkit::postgres::Postgres::start() {
-            Ok(pg) => {
-                let url = pg.create_database("bench").unwrap();
-                ingest_pair(&client, bin, batches, &["--database", &url], "PostgreSQL").await;
+        if batches > 0 {
+            ingest_both(&client, &bins, batches, "SQLite", |_| Vec::new()).await;
+            match sessionpipe_testkit::postgres::Postgres::start() {
+                Ok(pg) => {
+                    let pg = &pg;
+                    ingest_both(&client, &bins, batches, "PostgreSQL", |i| {
+                        let url = pg.create_database(&format!("bench{i}")).unwrap();
+                        vec!["--database".to_string(), url]
+                    })
+                    .await;
+                }
+                Err(e) => println!("ingest, PostgreSQL: skipped ({e})"),
             }
-            Err(e) => println!("ingest, PostgreSQL: skipped ({e})"),
         }
-        long_polls(&client, bin, machines).await;
+        if machines > 0 {
+            let Some(base) = bins.baseline else {
+                long_polls(&client, bin, machines, "").await;
+                return;
+            };
+            let this = long_polls(&client, bin, machines, " (this build)").await;
+            let before = long_polls(&client, base, machines, " (baseline)").await;
+            println!(
+                "long-polls, {machines} machines held: RSS {} MB this build, {} MB the baseline; \
+                 x{:.2}",
+                this / 1024,
+                before / 1024,
+                this as f64 / before.max(1) as f64
+            );
+        }
     });
 }

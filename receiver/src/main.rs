@@ -18,6 +18,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
+/// jemalloc on Linux: a third less resident memory with 10 000 long-polls
+/// held than glibc's malloc (receiver/Cargo.toml says why).
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// What `--help` says first.
 #[cfg(not(feature = "test-doors"))]
 const ABOUT: &str = "The self-hostable sessionpipe receiver: your machines send it their agents' \

@@ -4,6 +4,13 @@
 //! This module owns the choice between the two and the transaction's shape
 //! (`transaction`): on SQLite the body runs whole on the writer thread, on
 //! PostgreSQL on the caller's task. It must not know a table's meaning.
+//!
+//! PostgreSQL's calls are boxed (`Box::pin(p.rows(..))`): sqlx's futures are
+//! several kB, and a future awaiting one is that large whichever database it
+//! runs on, for as long as it lives. A held long-poll lives for its whole
+//! wait, 10 000 of them at once (BENCHMARKS.md, issue 29): its future is
+//! 0.8 kB so, 4.8 kB with them inline. The box costs one allocation per
+//! statement, beside a round trip to the server.
 
 use super::postgres;
 use super::sqlite;
@@ -79,7 +86,7 @@ impl Db {
                     .await
             }
             Db::Postgres(p) => {
-                let tx = p.begin().await.map_err(E::from)?;
+                let tx = Box::pin(p.begin()).await.map_err(E::from)?;
                 body(Tx::Postgres(tx, std::marker::PhantomData)).await
             }
         }
@@ -89,7 +96,7 @@ impl Db {
     pub async fn exec(&self, sql: &'static str, args: Vec<Arg>) -> Result<u64, DbError> {
         match self {
             Db::Sqlite(s) => s.exec(sql, args).await,
-            Db::Postgres(p) => p.exec(sql, args).await,
+            Db::Postgres(p) => Box::pin(p.exec(sql, args)).await,
         }
     }
 
@@ -97,7 +104,7 @@ impl Db {
     pub async fn rows(&self, sql: &'static str, args: Vec<Arg>) -> Result<Vec<Row>, DbError> {
         match self {
             Db::Sqlite(s) => s.rows(sql, args).await,
-            Db::Postgres(p) => p.rows(sql, args).await,
+            Db::Postgres(p) => Box::pin(p.rows(sql, args)).await,
         }
     }
 
@@ -122,7 +129,7 @@ impl Db {
     pub async fn notify(&self, topic: &str) -> Result<(), DbError> {
         match self {
             Db::Sqlite(_) => Ok(()),
-            Db::Postgres(p) => p.notify(topic).await,
+            Db::Postgres(p) => Box::pin(p.notify(topic)).await,
         }
     }
 
@@ -145,14 +152,14 @@ impl Tx<'_> {
     pub async fn exec(&mut self, sql: &'static str, args: Vec<Arg>) -> Result<u64, DbError> {
         match self {
             Tx::Sqlite(t) => t.exec(sql, &args),
-            Tx::Postgres(t, _) => t.exec(sql, args).await,
+            Tx::Postgres(t, _) => Box::pin(t.exec(sql, args)).await,
         }
     }
 
     pub async fn rows(&mut self, sql: &'static str, args: Vec<Arg>) -> Result<Vec<Row>, DbError> {
         match self {
             Tx::Sqlite(t) => t.rows(sql, &args),
-            Tx::Postgres(t, _) => t.rows(sql, args).await,
+            Tx::Postgres(t, _) => Box::pin(t.rows(sql, args)).await,
         }
     }
 
@@ -163,7 +170,7 @@ impl Tx<'_> {
     pub async fn commit(self) -> Result<(), DbError> {
         match self {
             Tx::Sqlite(t) => t.commit(),
-            Tx::Postgres(t, _) => t.commit().await,
+            Tx::Postgres(t, _) => Box::pin(t.commit()).await,
         }
     }
 }
