@@ -6,7 +6,6 @@
 //! queued through the test door. Each counts what it saw in `Seen`; none
 //! judges it.
 
-use super::run::POLL_SLACK;
 use serde_json::{Value, json};
 use sessionpipe_testkit::passkey::Phone;
 use sessionpipe_verifier::softkey::{self, SoftPasskey};
@@ -18,6 +17,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// How long past its window a long-poll may end (a SIGKILL, a database
+/// restart and its pool's reconnection, two loaded cores).
+pub const POLL_SLACK: Duration = Duration::from_secs(15);
 
 /// The receivers' sink token (events, pairing, the test doors).
 pub const TOKEN: &str = "load-fault-sink-token";

@@ -24,8 +24,8 @@
 //! commands queued through them) and PostgreSQL (`None` without it).
 
 use super::load::{
-    Machine, Process, Seen, TOKEN, free_port, long_poll, page_user, pair, queue_commands, rss_mb,
-    send_events,
+    Machine, POLL_SLACK, Process, Seen, TOKEN, free_port, long_poll, page_user, pair,
+    queue_commands, rss_mb, send_events,
 };
 use sessionpipe_testkit::balancer::Balancer;
 use sessionpipe_verifier::softkey::SoftPasskey;
@@ -36,10 +36,6 @@ use std::process::Child;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// How long past its window a long-poll may end (a SIGKILL, a database
-/// restart and its pool's reconnection, two loaded cores).
-pub const POLL_SLACK: Duration = Duration::from_secs(15);
 
 /// How big the run is.
 #[derive(Clone, Copy, Debug)]
