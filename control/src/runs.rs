@@ -351,10 +351,8 @@ mod tests {
     }
 
     fn script(dir: &Path, body: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
         let p = dir.join("harness");
-        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        sessionpipe_testkit::executable::write_executable(&p, &format!("#!/bin/sh\n{body}\n"));
         p
     }
 

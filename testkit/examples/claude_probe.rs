@@ -203,17 +203,11 @@ fn main() {
         fs::create_dir_all(dir).expect("create probe dirs");
     }
     let recorder = out.join("record-hook.sh");
-    fs::write(
-        &recorder,
-        RECORDER.replace("__OUT__", &hooks_dir.display().to_string()),
-    )
-    .unwrap();
     // A `sh` script, run by the Linux build of Claude Code in e2e/.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&recorder, fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    sessionpipe_testkit::executable::write_executable(
+        &recorder,
+        &RECORDER.replace("__OUT__", &hooks_dir.display().to_string()),
+    );
     fs::write(
         home.join(".claude/settings.json"),
         serde_json::to_string_pretty(&settings(&recorder)).unwrap(),

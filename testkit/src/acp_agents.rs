@@ -21,6 +21,7 @@
 
 use crate::Sandbox;
 use crate::chat::MockChat;
+use crate::executable::write_executable;
 use crate::gemini::MockGemini;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -241,13 +242,7 @@ fn wrapper(sb: &Sandbox, name: &str, what: &str, run: &[&Path], extra: &[&str]) 
          its launch line cannot carry.\n{line}\n"
     );
     let path = dir.join(name);
-    std::fs::write(&path, script).expect("the wrapper is written");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
-            .expect("the wrapper is made executable");
-    }
+    write_executable(&path, &script);
     path
 }
 

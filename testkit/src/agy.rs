@@ -10,6 +10,7 @@
 //! lines and in its `--help`. It decides nothing and checks no flag: a test
 //! reads the recorded argv and asserts on it. Std-only Rust and bash.
 
+use crate::executable::write_executable;
 use std::path::{Path, PathBuf};
 
 /// How many `step_update` deltas the reply is streamed in (at most).
@@ -87,35 +88,6 @@ exit 0
     let path = dir.join("agy");
     write_executable(&path, &script);
     path
-}
-
-/// Writes `text` to `path`, mode 0755, from a child process: a file this
-/// process held open for writing could be inherited by a child another test
-/// thread forks at that moment, and exec'ing it then fails with "text file
-/// busy" until that child execs.
-#[cfg(unix)]
-fn write_executable(path: &Path, text: &str) {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new("/bin/sh")
-        .args(["-c", r#"cat > "$1" && chmod 755 "$1""#, "sh"])
-        .arg(path)
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("/bin/sh runs");
-    child
-        .stdin
-        .take()
-        .expect("a piped stdin")
-        .write_all(text.as_bytes())
-        .expect("the script reaches sh");
-    let status = child.wait().expect("sh exits");
-    assert!(status.success(), "the stand-in's folder is writable");
-}
-
-#[cfg(not(unix))]
-fn write_executable(path: &Path, text: &str) {
-    std::fs::write(path, text).expect("the stand-in's folder is writable");
 }
 
 /// `text` in at most `n` pieces of about equal length, on char boundaries;

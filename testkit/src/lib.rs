@@ -18,7 +18,8 @@
 //! `web-shared/`, compared with the committed ones; [`pebble`], a throwaway
 //! ACME server (Let's Encrypt's test CA) and its DNS; and [`passkey`], a
 //! phone's software passkey for the receiver's page.
-//! It is a dev-dependency only; nothing here ships.
+//! [`executable`] writes the little scripts tests run without racing another
+//! thread's fork. It is a dev-dependency only; nothing here ships.
 
 pub mod acp_agents;
 pub mod agy;
@@ -28,6 +29,7 @@ pub mod chat;
 pub mod codex;
 #[cfg(feature = "control")]
 pub mod control;
+pub mod executable;
 pub mod gemini;
 pub mod harnesses;
 pub mod http;

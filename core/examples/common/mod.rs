@@ -225,21 +225,15 @@ pub fn p50(ms: &[f64]) -> f64 {
 /// a program it did not spawn itself starts.
 pub fn timing_wrapper(dir: &Path, name: &str, program: &Path, log: &Path) -> PathBuf {
     let p = dir.join(name);
-    std::fs::write(
+    // A `sh` script: the benchmarks that use it run on Linux.
+    sessionpipe_testkit::executable::write_executable(
         &p,
-        format!(
+        &format!(
             "#!/bin/sh\ndate +%s%N >> '{}'\nexec '{}' \"$@\"\n",
             log.display(),
             program.display()
         ),
-    )
-    .unwrap();
-    // A `sh` script: the benchmarks that use it run on Linux.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    );
     p
 }
 

@@ -4,6 +4,7 @@
 //! before the command starts, so every write fails; no timing is involved.
 
 use sessionpipe_testkit::Sandbox;
+use sessionpipe_testkit::executable::write_executable;
 use sessionpipe_testkit::sandbox::bin;
 use std::process::Stdio;
 
@@ -80,12 +81,10 @@ fn ui_open_hands_the_browser_a_private_file_not_the_token() {
     // A stand-in for the person's browser: it notes what it was given.
     let given = sb.home.join("browser-was-given");
     let browser = sb.home.join("browser");
-    std::fs::write(
+    write_executable(
         &browser,
-        format!("#!/bin/sh\nprintf '%s' \"$*\" > '{}'\n", given.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+        &format!("#!/bin/sh\nprintf '%s' \"$*\" > '{}'\n", given.display()),
+    );
     let out = sb
         .command(bin("sessionpipe"))
         .args(["ui", "--open"])

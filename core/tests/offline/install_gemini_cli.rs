@@ -97,13 +97,8 @@ fn run(sb: &Sandbox, args: &[&str]) -> (String, String, Output) {
 /// A folder holding an executable named `gemini`, for `PATH`.
 fn gemini_on_path(sb: &Sandbox) -> String {
     let dir = sb.root().join("bin");
-    write(&dir.join("gemini"), "#!/bin/sh\n");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.join("gemini"), std::fs::Permissions::from_mode(0o755))
-            .unwrap();
-    }
+    std::fs::create_dir_all(&dir).unwrap();
+    sessionpipe_testkit::executable::write_executable(&dir.join("gemini"), "#!/bin/sh\n");
     dir.display().to_string()
 }
 

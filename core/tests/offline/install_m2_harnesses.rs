@@ -26,12 +26,7 @@ fn path_with(sb: &Sandbox, bins: &[&str]) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     for b in bins {
         let p = dir.join(b);
-        std::fs::write(&p, "#!/bin/sh\n").unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
+        sessionpipe_testkit::executable::write_executable(&p, "#!/bin/sh\n");
     }
     dir
 }
