@@ -4,7 +4,6 @@
 //! before the command starts, so every write fails; no timing is involved.
 
 use sessionpipe_testkit::Sandbox;
-use sessionpipe_testkit::executable::write_executable;
 use sessionpipe_testkit::sandbox::bin;
 use std::process::Stdio;
 
@@ -66,6 +65,7 @@ fn a_closed_stdout_ends_the_output_not_the_command() {
 #[cfg(unix)]
 #[test]
 fn ui_open_hands_the_browser_a_private_file_not_the_token() {
+    use sessionpipe_testkit::executable::write_executable;
     use std::os::unix::fs::PermissionsExt;
     let sb = Sandbox::new();
     let _daemon = sb.start_daemon();
