@@ -34,7 +34,7 @@ use std::time::Duration;
 /// How a session this rung started is recorded.
 const HOW: &str = "acp";
 /// How long a cancel waits for the turn to say it stopped.
-const CANCEL_WAIT: Duration = Duration::from_secs(30);
+pub(super) const CANCEL_WAIT: Duration = Duration::from_secs(30);
 
 /// Whether control drives `harness` with a driver of its own (its headless
 /// runs), never over ACP: the one rule `found` and `here` share.
@@ -471,6 +471,16 @@ pub(super) async fn cancel(control: &Arc<Control>, session: &SessionRef) -> Opti
     };
     let _ = tokio::time::timeout(CANCEL_WAIT, stopped).await;
     Some(Ack::delivered("api"))
+}
+
+/// The sessions this rung holds whose turn is running now (a `cancel` can
+/// stop them: the hello's `cancels`).
+pub(super) fn running(control: &Control) -> Vec<SessionRef> {
+    lock(&control.acp.held)
+        .iter()
+        .filter(|(_, h)| h.agent.running(&h.session))
+        .map(|(s, _)| s.clone())
+        .collect()
 }
 
 /// Ends every agent this daemon holds (the daemon is stopping).

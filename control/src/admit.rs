@@ -233,6 +233,7 @@ fn machine_checks(
                 .and_then(|a| a.api())
                 .is_none()
                 && !acp_session
+                && !control.runs.interruptible(&session)
             {
                 return fin(Ack::unsupported(
                     "no cancel API for this session on this machine",

@@ -30,6 +30,10 @@ pub trait Host: Send + Sync + 'static {
     /// The hello's `pool`, once the person added an account: whether it is
     /// on and each account's standing, nothing secret.
     fn pool(&self) -> Option<serde_json::Value>;
+    /// The tier of the sink that sends this machine's events to the receiver
+    /// at `origin` (`https://host[:port]`); none without one. The hello says
+    /// it, so the page can say when the machine hides what its agents ask.
+    fn sink_tier(&self, origin: &str) -> Option<u8>;
 }
 
 /// Where a run's growing reply goes as `turn.progress` events.

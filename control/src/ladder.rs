@@ -358,6 +358,12 @@ async fn run_one(
     let run_id = match run {
         Run::Start { id } | Run::Resume { id } | Run::Fork { id } => id.to_string(),
     };
+    // A cancel names the session the page shows: the one run, or the start's.
+    let mut sessions = vec![SessionRef {
+        harness: harness.to_string(),
+        id: run_id.clone(),
+    }];
+    sessions.extend(started.filter(|s| !sessions.contains(s)).cloned());
     let asked = harness::frames::unframe(text).0;
     let events = Events {
         harness: harness.to_string(),
@@ -368,7 +374,7 @@ async fn run_one(
     let bound = Duration::from_secs(control.config().run_caps().run_minutes * 60);
     let result = control
         .runs
-        .run(&program, &launch, headless.reader(), bound, &tx)
+        .run(&program, &launch, headless.reader(), bound, &tx, &sessions)
         .await;
     drop(tx);
     progress.abort();
@@ -392,6 +398,27 @@ async fn run_one(
             }
         }
         Err(e) => failed(&e.to_string()),
+    }
+}
+
+/// A verified `cancel` for a session a headless run of this daemon runs,
+/// through the interrupt its harness reads on stdin: `Some(ack)` when it was
+/// ours to answer, `delivered` once the run ended (its own ack says what it
+/// had done), `expired` when it had ended first.
+pub(super) async fn cancel(control: &Arc<Control>, session: &SessionRef) -> Option<Ack> {
+    if !control.runs.interrupt(session) {
+        return None;
+    }
+    let ended = async {
+        while control.runs.interruptible(session) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    match tokio::time::timeout(super::acp::CANCEL_WAIT, ended).await {
+        Ok(()) => Some(Ack::delivered("sdk")),
+        Err(_) => Some(Ack::failed(
+            "the run was asked to stop and is still running",
+        )),
     }
 }
 

@@ -323,11 +323,14 @@ async fn ack_loop(control: Arc<Control>, receiver: Receiver, token: String) {
     }
 }
 
+/// The most sessions a hello lists as `cancels`.
+const CANCELS_MAX: usize = 100;
+
 /// The hello (and pairing) body: every field the schema requires.
 pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
     let c = control.clone();
     let origin = receiver.origin.clone();
-    let (keys, config, harnesses, pool) = crate::runtime::blocking(move || {
+    let (keys, config, harnesses, pool, tier) = crate::runtime::blocking(move || {
         let keys: Vec<String> = c
             .store()
             .keys(Some(&origin))
@@ -335,7 +338,8 @@ pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
             .into_iter()
             .map(|k| k.id)
             .collect();
-        (keys, c.config(), c.host.harnesses(), c.host.pool())
+        let tier = c.host.sink_tier(&origin);
+        (keys, c.config(), c.host.harnesses(), c.host.pool(), tier)
     })
     .await;
     let mut body = machine_facts(&config, harnesses, &control.runs).await;
@@ -347,8 +351,24 @@ pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
         .map(ToString::to_string)
         .collect();
     body["waiting"] = json!(waiting);
+    // The sessions whose running turn a `cancel` stops now, through the
+    // harness's own interrupt (the page offers Stop on these).
+    let mut cancels: Vec<String> = acp::running(control)
+        .into_iter()
+        .chain(control.runs.interruptible_sessions())
+        .map(|s| s.to_string())
+        .collect();
+    cancels.sort();
+    cancels.dedup();
+    cancels.truncate(CANCELS_MAX);
+    body["cancels"] = json!(cancels);
     if let Some(pool) = pool {
         body["pool"] = pool;
+    }
+    // The tier its events reach this receiver at: the page says "this
+    // machine hides what its agents ask to run" at 0.
+    if let Some(tier) = tier {
+        body["tier"] = json!(tier);
     }
     body
 }
@@ -515,6 +535,9 @@ pub(super) async fn offer(
         }
         Body::Cancel => {
             if let Some(ack) = acp::cancel(control, session).await {
+                return Some(ack);
+            }
+            if let Some(ack) = ladder::cancel(control, session).await {
                 return Some(ack);
             }
             api::cancel(control.clone(), from.clone(), q.clone());

@@ -1,15 +1,19 @@
 //! Headless harness processes for control (a start, a resume, a fork): found
-//! on `PATH`, started with exactly the adapter's argument list, stdin closed,
-//! their stdout read line by line through the adapter's reader, bounded in
+//! on `PATH`, started with exactly the adapter's argument list, stdin closed
+//! (or, for a harness that reads its turn there, fed the turn, kept open for
+//! its interrupt until the run says how the turn ended, then closed), their
+//! stdout read line by line through the adapter's reader, bounded in
 //! number (the rest wait their turn), in time (past the bound the process is
 //! ended and the run fails) and in what is kept of them (a line of at most
 //! 8 MiB, the last 4 KiB of stderr, kept by the ACP client's `StderrTail`).
 //!
 //! Also who holds a session: a run holds its session until it ends, so a
-//! message behind it waits instead of becoming a second writer. It never
-//! decides a rung or sends an ack; `ladder` does.
+//! message behind it waits instead of becoming a second writer; and which
+//! runs a verified `cancel` can stop (`interrupt`: the harness's own
+//! interrupt line, never a signal). It never decides a rung or sends an ack;
+//! `ladder` and `run` do.
 
-use harness::headless::{Launch, Progress, StreamReader};
+use harness::headless::{Input, Launch, Progress, StreamReader};
 use sessionpipe_acp::tail::StderrTail;
 use sessionpipe_verifier::SessionRef;
 use std::collections::HashMap;
@@ -71,6 +75,27 @@ pub struct Runs {
     /// before the harness named it anywhere).
     starting: Mutex<HashMap<SessionRef, String>>,
     helps: Mutex<HashMap<PathBuf, String>>,
+    /// The runs running now that take an interrupt, by the sessions they run.
+    interrupts: Arc<Mutex<HashMap<SessionRef, Arc<tokio::sync::Notify>>>>,
+}
+
+/// Takes a run's sessions out of `Runs::interrupts` when the run ends.
+struct Interruptible {
+    map: Arc<Mutex<HashMap<SessionRef, Arc<tokio::sync::Notify>>>>,
+    sessions: Vec<SessionRef>,
+}
+
+impl Drop for Interruptible {
+    fn drop(&mut self) {
+        let mut map = lock(&self.map);
+        for s in &self.sessions {
+            map.remove(s);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A start reserved at admission, counted against the running cap until
@@ -93,7 +118,30 @@ impl Runs {
             held: Mutex::default(),
             starting: Mutex::default(),
             helps: Mutex::default(),
+            interrupts: Arc::default(),
         }
+    }
+
+    /// Asks the run of `session` to stop its turn, through the interrupt its
+    /// harness reads on stdin; false when no run of it here takes one.
+    pub fn interrupt(&self, session: &SessionRef) -> bool {
+        match lock(&self.interrupts).get(session) {
+            Some(stop) => {
+                stop.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether a run of `session` that takes an interrupt is running.
+    pub fn interruptible(&self, session: &SessionRef) -> bool {
+        lock(&self.interrupts).contains_key(session)
+    }
+
+    /// Every session a run that takes an interrupt is running now.
+    pub fn interruptible_sessions(&self) -> Vec<SessionRef> {
+        lock(&self.interrupts).keys().cloned().collect()
     }
 
     /// Reserves a start against `cap` running at once (admission does, so
@@ -215,7 +263,8 @@ impl Runs {
     }
 
     /// Runs `program` with `launch` once a slot is free, feeding `progress`
-    /// every line that changed the reply; ends it past `bound`.
+    /// every line that changed the reply; ends it past `bound`. A launch with
+    /// `input` can be interrupted while it runs, under each of `sessions`.
     pub async fn run(
         &self,
         program: &Path,
@@ -223,6 +272,7 @@ impl Runs {
         mut reader: Box<dyn StreamReader>,
         bound: Duration,
         progress: &tokio::sync::watch::Sender<Progress>,
+        sessions: &[SessionRef],
     ) -> Result<Ran, RunError> {
         let _slot = self
             .slots
@@ -237,7 +287,11 @@ impl Runs {
         cmd.args(&launch.args)
             .current_dir(&launch.cwd)
             .envs(launch.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
+            .stdin(if launch.input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
@@ -245,6 +299,22 @@ impl Runs {
             program: name.clone(),
             source,
         })?;
+        // Fed on a task of its own; told to close stdin once the turn ended.
+        let (close, closed) = tokio::sync::oneshot::channel::<()>();
+        let mut close = Some(close);
+        let _interruptible = launch.input.clone().map(|input| {
+            let stop = Arc::new(tokio::sync::Notify::new());
+            let stdin = child.stdin.take().expect("stdin is piped");
+            tokio::spawn(feed(stdin, input, stop.clone(), closed));
+            let mut map = lock(&self.interrupts);
+            for s in sessions {
+                map.insert(s.clone(), stop.clone());
+            }
+            Interruptible {
+                map: self.interrupts.clone(),
+                sessions: sessions.to_vec(),
+            }
+        });
         let stdout = child.stdout.take().expect("stdout is piped");
         let (tail, reading) = StderrTail::spawn(child.stderr.take().expect("stderr is piped"));
         let mut state = Progress::default();
@@ -262,6 +332,11 @@ impl Runs {
                 reader.line(text.trim_end(), &mut state);
                 if (state.reply.len(), state.session.is_some()) != before {
                     progress.send_replace(state.clone());
+                }
+                if state.end.is_some()
+                    && let Some(close) = close.take()
+                {
+                    let _ = close.send(());
                 }
             }
         };
@@ -297,6 +372,30 @@ impl Runs {
                 },
             }),
         }
+    }
+}
+
+/// Writes a run's turn to its stdin, then waits: for an interrupt (written,
+/// once), or for the turn's end (or the run's, when `closed`'s sender goes),
+/// and closes stdin, so the harness exits on its own. A write to a run that
+/// has gone fails quietly: its exit says what happened.
+async fn feed(
+    mut stdin: tokio::process::ChildStdin,
+    input: Input,
+    stop: Arc<tokio::sync::Notify>,
+    mut closed: tokio::sync::oneshot::Receiver<()>,
+) {
+    use tokio::io::AsyncWriteExt;
+    if stdin.write_all(input.turn.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+        return;
+    }
+    tokio::select! {
+        _ = stop.notified() => {
+            let _ = stdin.write_all(input.interrupt.as_bytes()).await;
+            let _ = stdin.flush().await;
+            let _ = (&mut closed).await;
+        }
+        _ = &mut closed => {}
     }
 }
 
@@ -361,6 +460,7 @@ mod tests {
             args: vec!["a b".into(), "--".into(), "-x".into()],
             env: vec![("SP_TEST".into(), "1".into())],
             cwd: dir.to_path_buf(),
+            input: None,
         }
     }
 
@@ -387,6 +487,7 @@ mod tests {
                 Box::new(Lines),
                 Duration::from_secs(10),
                 &tx,
+                &[],
             )
             .await
             .unwrap();
@@ -407,6 +508,7 @@ mod tests {
                 Box::new(Lines),
                 Duration::from_secs(10),
                 &tx_of(),
+                &[],
             )
             .await
             .unwrap_err();
@@ -420,6 +522,7 @@ mod tests {
                 Box::new(Lines),
                 Duration::from_secs(10),
                 &tx_of(),
+                &[],
             )
             .await
             .unwrap_err();
@@ -442,6 +545,7 @@ mod tests {
                 Box::new(Lines),
                 Duration::from_millis(500),
                 &tx_of(),
+                &[],
             )
             .await
             .unwrap_err();
@@ -457,8 +561,8 @@ mod tests {
         let t = std::time::Instant::now();
         let (l, tx1, tx2) = (launch(dir.path()), tx_of(), tx_of());
         let both = tokio::join!(
-            runs.run(&p, &l, Box::new(Lines), Duration::from_secs(10), &tx1),
-            runs.run(&p, &l, Box::new(Lines), Duration::from_secs(10), &tx2),
+            runs.run(&p, &l, Box::new(Lines), Duration::from_secs(10), &tx1, &[]),
+            runs.run(&p, &l, Box::new(Lines), Duration::from_secs(10), &tx2, &[]),
         );
         assert!(both.0.is_ok() && both.1.is_ok());
         assert!(
@@ -472,6 +576,51 @@ mod tests {
         drop(a);
         assert_eq!(runs.starts_running(), 1);
         assert!(runs.reserve_start(2));
+    }
+
+    /// A harness that reads its turn on stdin: fed the turn, interrupted
+    /// through the same stdin while it runs, and its stdin closed once it
+    /// said the turn ended (it exits only then).
+    #[tokio::test]
+    async fn a_run_fed_on_stdin_takes_an_interrupt_and_its_stdin_closes_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = script(
+            dir.path(),
+            "read turn; echo \"say $turn\"; read next; echo \"say +$next\"; echo done; \
+             cat > /dev/null; echo closed > closed",
+        );
+        let runs = Arc::new(Runs::new(1));
+        let a = sessionpipe_verifier::parse_session("claude-code:a").unwrap();
+        let mut l = launch(dir.path());
+        l.input = Some(Input {
+            turn: "go\n".into(),
+            interrupt: "stop\n".into(),
+        });
+        let (tx, mut rx) = tokio::sync::watch::channel(Progress::default());
+        let run = tokio::spawn({
+            let (runs, p, a) = (runs.clone(), p.clone(), a.clone());
+            async move {
+                runs.run(&p, &l, Box::new(Lines), Duration::from_secs(10), &tx, &[a])
+                    .await
+            }
+        });
+        // The turn went in: the reply says it, and the run can be stopped.
+        while rx.borrow_and_update().reply != "go" {
+            rx.changed().await.unwrap();
+        }
+        assert!(runs.interruptible(&a));
+        assert_eq!(runs.interruptible_sessions(), std::slice::from_ref(&a));
+        assert!(runs.interrupt(&a));
+        let ran = run.await.unwrap().unwrap();
+        assert_eq!(ran.reply, "go+stop");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("closed")).unwrap(),
+            "closed\n",
+            "stdin closed after the end, so the harness exited on its own"
+        );
+        assert!(!runs.interruptible(&a) && !runs.interrupt(&a));
+        let b = sessionpipe_verifier::parse_session("claude-code:b").unwrap();
+        assert!(!runs.interrupt(&b), "no run of it");
     }
 
     #[tokio::test]

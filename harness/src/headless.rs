@@ -87,6 +87,21 @@ pub struct Launch {
     /// Where the run must start (a harness that takes its folder as an
     /// argument still runs there).
     pub cwd: PathBuf,
+    /// For a harness that reads its turn from stdin: what it is fed. None:
+    /// stdin is closed and the turn is in `args`.
+    pub input: Option<Input>,
+}
+
+/// What a run that reads its turn from stdin is fed (Claude Code's
+/// `--input-format stream-json`): `turn`, written at once, and `interrupt`,
+/// the line that asks the running turn to stop, written when a verified
+/// `cancel` comes. Stdin stays open until the run says how its turn ended;
+/// then it closes and the process exits on its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Input {
+    /// One or more lines, each ending in a newline.
+    pub turn: String,
+    pub interrupt: String,
 }
 
 /// Why a run cannot be made.

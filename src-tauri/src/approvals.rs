@@ -6,15 +6,16 @@
 //!
 //! Pure functions over `GET /api/overview`'s JSON. What is answerable is the
 //! core's (`answerable`: local approvals are on and the prompt's hook waits);
-//! which of a prompt's fields a line may show is the protocol's tier table at the
-//! notification tier (`protocol::field_tier`), as for the notification's own text.
+//! the words are the protocol's (`protocol::asked`: what runs, where, cut the
+//! same way) at the notification tier, so the menu, the notification and the
+//! phone page say the same thing.
 //! Must not decide anything else, and must not answer: only a person's click does
 //! (`notices::answer_clicked`).
 
 use crate::daemon_api::Decision;
 use serde_json::Value;
 use sessionpipe_core::notify::display_name;
-use sessionpipe_core::protocol::field_tier;
+use sessionpipe_core::protocol::asked::{self, Asked, cut, cut_left};
 
 /// The menu shows at most this many prompts; the window shows them all.
 pub const MAX_PROMPTS: usize = 8;
@@ -99,22 +100,19 @@ impl Prompt {
 
     /// What will run (`Bash touch made.txt`), with what the notification tier
     /// lets through (the tool and its command are tier 1); `None` when it shows
-    /// neither. Whole: the menu cuts it.
+    /// neither. The protocol's words, cut as the page and a push cut them.
     pub fn what(&self, notify_tier: u8) -> Option<String> {
-        let shown = |field: &str, v: &Option<String>| {
-            v.clone()
-                .filter(|_| field_tier("attention.needed", field).is_some_and(|t| t <= notify_tier))
+        let asked = Asked {
+            harness: &self.harness,
+            kind: "permission",
+            tool: self.tool.as_deref(),
+            message: self.message.as_deref(),
+            title: Some(&self.title),
+            cwd: self.cwd.as_deref(),
+            // A local prompt holds all its hook sent; the reader's tier decides.
+            tier: 3,
         };
-        let (tool, message) = (shown("tool", &self.tool), shown("message", &self.message));
-        let text = match (tool, message) {
-            // Claude Code's message already starts with the tool (`Bash rm -rf x`).
-            (Some(t), Some(m)) if m.starts_with(&t) => m,
-            (Some(t), Some(m)) => format!("{t}: {m}"),
-            (Some(t), None) => t,
-            (None, Some(m)) => m,
-            (None, None) => return None,
-        };
-        Some(one_line(&text))
+        asked::words(&asked, notify_tier).what
     }
 
     /// The menu's lines for this prompt: who asks, then what will run.
@@ -207,31 +205,6 @@ pub fn from_item_id(id: &str) -> Option<(Item, &str, &str)> {
 /// A menu label shows `&` as written (muda reads a lone `&` as a mnemonic).
 pub fn menu_text(s: &str) -> String {
     s.replace('&', "&&")
-}
-
-/// Whitespace runs (a multi-line command's newlines) as one space.
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn cut(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max - 1).collect();
-    out.push('…');
-    out
-}
-
-/// A folder cut from its start: its last parts say where.
-fn cut_left(s: &str, max: usize) -> String {
-    let n = s.chars().count();
-    if n <= max {
-        return s.to_string();
-    }
-    let mut out = String::from("…");
-    out.extend(s.chars().skip(n - (max - 1)));
-    out
 }
 
 #[cfg(test)]

@@ -43,7 +43,10 @@ tray client, a reader of notification calls, a window manager's close (python3-g
                            MESSAGES_API_HEADERS naming a file, each answer to
                            /v1/messages carries the headers the file holds then
                            ("name: value" a line; the rate-limit headers a
-                           test sets, read again for every answer)
+                           test sets, read again for every answer); with
+                           MESSAGES_API_SLOW set, a main turn whose newest
+                           user text contains it streams its answer a word
+                           every 2 s for a minute (a turn to stop midway)
 
 Only what libayatana-appindicator needs of a watcher is here: it registers, a
 host is said to be present, and the item list is kept.
@@ -314,6 +317,7 @@ def messages_api(portfile, command):
         return prefix + "".join(random.choices(string.ascii_letters + string.digits, k=24))
 
     to_message = os.environ.get("MESSAGES_API_REPLY_TO_MESSAGE") or ""
+    slow_when = os.environ.get("MESSAGES_API_SLOW") or ""
     headers_file = os.environ.get("MESSAGES_API_HEADERS") or ""
 
     def extra_headers():
@@ -340,6 +344,14 @@ def messages_api(portfile, command):
         system = json.dumps(body.get("system", ""))
         return [{"type": "text",
                  "text": json.dumps({"title": "Mock session"}) if "json" in system.lower() else "OK"}]
+
+    def newest_text(body):
+        # The newest user message (this build puts a system one after it).
+        users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
+        content = users[-1].get("content") if users else None
+        if isinstance(content, str):
+            return content
+        return " ".join(b.get("text", "") for b in content or [] if isinstance(b, dict))
 
     users_seen = set()
 
@@ -399,6 +411,37 @@ def messages_api(portfile, command):
             self.end_headers()
             self.wfile.write(data)
 
+        def slowly(self, model, mid):
+            """A text answer streamed a word every 2 s; a client that goes
+            (an interrupt) ends it."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.send_header("request-id", ident("req_"))
+            self.end_headers()
+            self.close_connection = True
+            first = [("message_start", {"type": "message_start", "message": {
+                "id": mid, "type": "message", "role": "assistant", "model": model, "content": [],
+                "stop_reason": None, "stop_sequence": None, "usage": usage(1)}}),
+                ("content_block_start", {"type": "content_block_start", "index": 0,
+                                         "content_block": {"type": "text", "text": ""}})]
+            words = [("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                              "delta": {"type": "text_delta", "text": f"step{i} "}})
+                     for i in range(30)]
+            last = [("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                    ("message_delta", {"type": "message_delta",
+                                       "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                                       "usage": {"output_tokens": 30}}),
+                    ("message_stop", {"type": "message_stop"})]
+            try:
+                for i, (n, d) in enumerate(first + words + last):
+                    self.wfile.write(f"event: {n}\ndata: {json.dumps(d)}\n\n".encode())
+                    self.wfile.flush()
+                    if n == "content_block_delta":
+                        time.sleep(2)
+            except OSError:
+                print("slow answer: the client went", file=sys.stderr, flush=True)
+
         def do_GET(self):
             self.answer(404, "application/json", b'{"type":"error","error":{"type":"not_found_error","message":"no route"}}')
 
@@ -429,6 +472,8 @@ def messages_api(portfile, command):
             blocks = blocks_of(body)
             model = body.get("model") or "claude-mock"
             mid = ident("msg_")
+            if body.get("stream") and body.get("tools") and slow_when and slow_when in newest_text(body):
+                return self.slowly(model, mid)
             if body.get("stream"):
                 return self.answer(200, "text/event-stream", sse(blocks, model, mid), extra_headers())
             stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"

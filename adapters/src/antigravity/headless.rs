@@ -81,6 +81,7 @@ impl Headless for Antigravity {
             args,
             env: Vec::new(),
             cwd: cwd.to_path_buf(),
+            input: None,
         })
     }
 

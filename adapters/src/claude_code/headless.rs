@@ -10,16 +10,22 @@
 //! no level maps to either.
 //!
 //! Measured on 2.1.332: `stream-json` under `-p` needs `--verbose` (the run
-//! exits 1 without it); `--allowedTools` takes every following word up to the
-//! next flag, so the prompt goes after `--`, which also keeps a prompt that
-//! opens with `-` from being read as a flag; an `assistant` line carries one
-//! content block (a message with text and a tool call is two lines with the
-//! same `message.id`); the `result` names only the last message's text.
+//! exits 1 without it); an `assistant` line carries one content block (a
+//! message with text and a tool call is two lines with the same
+//! `message.id`); the `result` names only the last message's text. The turn
+//! goes in on stdin (`--input-format stream-json`, one `user` line; no
+//! argument, so a prompt that opens with `-` is never read as a flag), which
+//! is how the Agent SDK interrupts a turn: a `control_request` of subtype
+//! `interrupt` on the same stdin is answered `control_response` `success`,
+//! the transcript gets `[Request interrupted by user]`, and the `result` that
+//! follows says `terminal_reason: aborted_streaming` (interrupted while the
+//! reply streamed) with `is_error` and `subtype: error_during_execution`. Stdin closed after the `result`, the process
+//! exits 0; start, `--resume` and `--fork-session` all read it so.
 
 use super::ClaudeCode;
 use super::facts::{config_dirs, read_json};
 use harness::headless::{
-    Headless, InboxOutcome, Launch, Level, Live, NotOffered, Options, Place, Progress, Run,
+    Headless, InboxOutcome, Input, Launch, Level, Live, NotOffered, Options, Place, Progress, Run,
     StreamReader,
 };
 use harness::install::Host;
@@ -62,6 +68,8 @@ impl Headless for ClaudeCode {
     ) -> Result<Launch, NotOffered> {
         let mut args: Vec<String> = [
             "-p",
+            "--input-format",
+            "stream-json",
             "--output-format",
             "stream-json",
             "--verbose",
@@ -93,11 +101,14 @@ impl Headless for ClaudeCode {
                 "--fork-session".to_string(),
             ]),
         }
-        args.extend(["--".to_string(), text.to_string()]);
         Ok(Launch {
             args,
             env: place.env.clone(),
             cwd: cwd.to_path_buf(),
+            input: Some(Input {
+                turn: user_line(text),
+                interrupt: INTERRUPT.to_string(),
+            }),
         })
     }
 
@@ -310,6 +321,23 @@ fn alive(_pid: u32, _proc_start: Option<&Value>) -> bool {
     true
 }
 
+/// What a reply says after the turn was interrupted.
+pub const CANCELLED: &str = "(The turn was cancelled.)";
+
+/// The `control_request` that asks the running turn to stop (the Agent SDK's
+/// `interrupt`).
+const INTERRUPT: &str = "{\"type\":\"control_request\",\"request_id\":\"sessionpipe-cancel\",\"request\":{\"subtype\":\"interrupt\"}}\n";
+
+/// `text` as the one `user` line `--input-format stream-json` reads.
+fn user_line(text: &str) -> String {
+    let line = serde_json::json!({
+        "type": "user",
+        "message": {"role": "user", "content": text},
+        "parent_tool_use_id": null,
+    });
+    format!("{line}\n")
+}
+
 /// Reads `claude -p --output-format stream-json --include-partial-messages`.
 /// The reply is the turn's assistant texts, one paragraph each: a text's
 /// deltas stand in for it until its `assistant` line brings the whole.
@@ -394,6 +422,20 @@ impl StreamJson {
             .get("result")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        // Ended by an interrupt (a verified `cancel`): what it had said, and
+        // that it stopped, as an ACP turn that was cancelled says it.
+        if line
+            .get("terminal_reason")
+            .and_then(Value::as_str)
+            .is_some_and(|r| r.starts_with("aborted"))
+        {
+            let reply = self.reply();
+            return Ok(if reply.is_empty() {
+                CANCELLED.to_string()
+            } else {
+                format!("{reply}\n\n{CANCELLED}")
+            });
+        }
         let failed = line.get("is_error").and_then(Value::as_bool) == Some(true)
             || line.get("subtype").and_then(Value::as_str) != Some("success");
         if failed {
@@ -520,8 +562,10 @@ mod tests {
         v.iter().map(|s| s.to_string()).collect()
     }
 
-    const HEAD: [&str; 5] = [
+    const HEAD: [&str; 7] = [
         "-p",
+        "--input-format",
+        "stream-json",
         "--output-format",
         "stream-json",
         "--verbose",
@@ -557,7 +601,7 @@ mod tests {
         let level = |l: Level, help: &str| {
             let mut want = strs(&HEAD);
             want.extend(level_args(l, help));
-            want.extend(strs(&["--session-id", ID, "--", "-what is up"]));
+            want.extend(strs(&["--session-id", ID]));
             assert_eq!(args(Run::Start { id: ID }, &at(l), help), want, "{l:?}");
             level_args(l, help)
         };
@@ -584,19 +628,13 @@ mod tests {
 
         let none = Options::default();
         let mut want = strs(&HEAD);
-        want.extend(strs(&["--session-id", ID, "--", "-what is up"]));
+        want.extend(strs(&["--session-id", ID]));
         assert_eq!(args(Run::Start { id: ID }, &none, HELP), want);
         let mut want = strs(&HEAD);
-        want.extend(strs(&["--resume", ID, "--", "-what is up"]));
+        want.extend(strs(&["--resume", ID]));
         assert_eq!(args(Run::Resume { id: ID }, &none, HELP), want);
         let mut want = strs(&HEAD);
-        want.extend(strs(&[
-            "--resume",
-            ID,
-            "--fork-session",
-            "--",
-            "-what is up",
-        ]));
+        want.extend(strs(&["--resume", ID, "--fork-session"]));
         assert_eq!(args(Run::Fork { id: ID }, &none, HELP), want);
 
         let full = Options {
@@ -614,8 +652,6 @@ mod tests {
             "mcp__a,mcp__b",
             "--resume",
             ID,
-            "--",
-            "-what is up",
         ]));
         assert_eq!(args(Run::Resume { id: ID }, &full, HELP), want);
     }
@@ -645,7 +681,7 @@ mod tests {
                     let Ok(l) = launch(run, &options, help) else {
                         continue;
                     };
-                    let flags = &l.args[..l.args.len() - 2];
+                    let flags = &l.args;
                     assert!(
                         !flags.iter().any(|a| a.contains("bypass")
                             || a.contains("dangerously")
@@ -653,7 +689,14 @@ mod tests {
                         "{:?}",
                         l.args
                     );
-                    assert_eq!(l.args[l.args.len() - 2], "--", "the text is never a flag");
+                    assert!(
+                        !flags.iter().any(|a| a.contains("what is up")),
+                        "the text is never an argument"
+                    );
+                    let input = l.input.as_ref().expect("the turn goes in on stdin");
+                    let turn: Value = serde_json::from_str(input.turn.trim_end()).unwrap();
+                    assert_eq!(turn["message"]["content"], "-what is up");
+                    assert!(input.turn.ends_with('\n') && input.turn.matches('\n').count() == 1);
                     assert_eq!(
                         flags.iter().any(|a| a == "--permission-mode"),
                         level.is_some()
@@ -661,6 +704,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_turn_goes_in_on_stdin_and_an_interrupt_is_the_sdks() {
+        let l = launch(Run::Start { id: ID }, &Options::default(), HELP).unwrap();
+        let input = l.input.unwrap();
+        let turn: Value = serde_json::from_str(input.turn.trim_end()).unwrap();
+        assert_eq!(turn["type"], "user");
+        assert_eq!(turn["message"]["role"], "user");
+        let stop: Value = serde_json::from_str(input.interrupt.trim_end()).unwrap();
+        assert_eq!(stop["type"], "control_request");
+        assert_eq!(stop["request"]["subtype"], "interrupt");
+        // A multi-line prompt is still one line of JSON.
+        let l = ClaudeCode
+            .launch(
+                &Run::Start { id: ID },
+                Path::new("/p"),
+                "a\nb\n",
+                &Options::default(),
+                &Place::default(),
+                HELP,
+            )
+            .unwrap();
+        assert_eq!(l.input.unwrap().turn.matches('\n').count(), 1);
     }
 
     #[test]
@@ -881,5 +948,26 @@ mod tests {
             r#"{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["a","b"]}"#,
         );
         assert_eq!(p.end, Some(Err("a; b".to_string())));
+    }
+
+    /// The lines 2.1.332 wrote for an interrupt mid-reply (trimmed of usage).
+    #[test]
+    fn an_interrupted_turn_ends_with_what_it_said_and_that_it_stopped() {
+        let stream = [
+            r#"{"type":"system","subtype":"init","session_id":"s-1"}"#,
+            r#"{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}}"#,
+            r#"{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"word0 word1 "}}}"#,
+            r#"{"type":"control_response","response":{"subtype":"success","request_id":"sessionpipe-cancel","response":{"still_queued":[]}}}"#,
+            r#"{"type":"assistant","message":{"id":"msg_1","content":[{"type":"text","text":"word0 word1 "}]}}"#,
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user]"}]}}"#,
+            r#"{"type":"result","subtype":"error_during_execution","is_error":true,"stop_reason":null,"terminal_reason":"aborted_streaming","errors":["[ede_diagnostic] result_type=user last_content_type=n/a stop_reason=null"]}"#,
+        ]
+        .join("\n");
+        let (p, _) = read(&stream);
+        assert_eq!(p.end, Some(Ok(format!("word0 word1 \n\n{CANCELLED}"))));
+        let (p, _) = read(
+            r#"{"type":"result","subtype":"error_during_execution","is_error":true,"terminal_reason":"aborted_streaming"}"#,
+        );
+        assert_eq!(p.end, Some(Ok(CANCELLED.to_string())));
     }
 }

@@ -78,6 +78,7 @@ impl Headless for Codex {
             args,
             env: Vec::new(),
             cwd: cwd.to_path_buf(),
+            input: None,
         })
     }
 

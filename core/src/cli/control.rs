@@ -235,6 +235,8 @@ fn status(paths: &StatePaths, json: bool) -> anyhow::Result<ExitCode> {
                 "polling": r.stopped.is_none(),
                 "stopped": r.stopped,
                 "keys": keys.iter().filter(|k| k.receiver == r.origin).map(|k| &k.id).collect::<Vec<_>>(),
+                // What its sink lets the phone see (null: no sink sends there).
+                "tier": pair::sink_tier_for(paths, &r.origin),
             })).collect::<Vec<_>>(),
             "folders": config.control_folders,
             "mode": config.control_mode,

@@ -119,6 +119,10 @@ impl Host for DaemonHost {
     fn pool(&self) -> Option<Value> {
         pool_facts(&self.paths)
     }
+
+    fn sink_tier(&self, origin: &str) -> Option<u8> {
+        super::pair::sink_tier_for(&self.paths, origin)
+    }
 }
 
 impl ProgressEvents for LocalEvents {

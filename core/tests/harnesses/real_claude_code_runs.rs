@@ -7,7 +7,10 @@
 //! live process holds (a registry record whose inbox speaks another protocol)
 //! forks it, and the next goes to the same fork; a start's two files land on
 //! disk and the model sees their list, a file whose bytes are not the signed
-//! hash starts nothing; the eleventh start in an hour is refused.
+//! hash starts nothing; the eleventh start in an hour is refused. A signed
+//! `cancel` stops a start's running turn through Claude Code's own interrupt
+//! (the Agent SDK's `control_request` on the run's stdin), offered in the
+//! hello's `cancels` only while that turn runs.
 
 use serde_json::{Value, json};
 use sessionpipe_receiver::Handle;
@@ -433,4 +436,83 @@ fn a_start_with_files_puts_them_on_disk_and_a_bad_hash_or_the_eleventh_starts_no
         (Some("refused"), Some("start_limit")),
         "{ack}"
     );
+}
+
+#[test]
+fn a_cancel_stops_a_started_run_through_claude_codes_own_interrupt() {
+    let Some(claude) = sessionpipe_testkit::harnesses::claude() else {
+        return;
+    };
+    // A slow model: its answer streams in three pieces, seconds apart.
+    let long =
+        "First the tests, then the migration, then the release notes, then the announcement.";
+    let api = MockAnthropic::start(Script::new([Turn::text(long)]).paced(Duration::from_secs(3)));
+    let s = setup(&claude, &api);
+    let id = uuid();
+    let session = format!("claude-code:{id}");
+    let msg = s.device.enqueue(
+        &s.device
+            .sign_start(&session, "Write the long plan.", &s.project, &[]),
+        600,
+    );
+    // Running: the hello offers it for a cancel, and the reply has begun.
+    s.device.wait_hello(Duration::from_secs(60), |h| {
+        h["cancels"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|x| x == session.as_str()))
+    });
+    let until = Instant::now() + Duration::from_secs(60);
+    while !s.device.view()["messages"]
+        .as_array()
+        .and_then(|ms| ms.iter().find(|m| m["id"] == msg.as_str()).cloned())
+        .is_some_and(|m| m["acks"]["progress"]["reply"].is_string())
+    {
+        assert!(Instant::now() < until, "the reply never began");
+        std::thread::sleep(Duration::from_millis(40));
+    }
+    let cancel = s
+        .device
+        .enqueue(&s.device.sign("cancel", &session, json!({})), 120);
+    let ack = s.device.final_ack(&cancel, Duration::from_secs(60));
+    assert_eq!(
+        (ack["outcome"].as_str(), ack["mode"].as_str()),
+        (Some("delivered"), Some("sdk")),
+        "{ack}"
+    );
+    // The start's own ack: what it had said, then that it stopped.
+    let start = s.device.final_ack(&msg, Duration::from_secs(60));
+    assert_eq!(start["outcome"], "delivered", "{start}");
+    let reply = start["reply"].as_str().unwrap();
+    let said = reply
+        .strip_suffix("(The turn was cancelled.)")
+        .unwrap_or_else(|| panic!("the reply says it stopped: {reply:?}"))
+        .trim_end();
+    assert!(
+        !said.is_empty() && long.starts_with(said) && said.len() < long.len(),
+        "part of the answer, not all of it: {reply:?}"
+    );
+    // Claude Code itself recorded the interrupt, and the run is gone: the
+    // hello no longer offers it, and a second cancel finds nothing to stop.
+    let transcript = transcript_of(&s.sb, &id).expect("the session's transcript");
+    let text = std::fs::read_to_string(&transcript).unwrap();
+    assert!(text.contains("[Request interrupted by user]"), "{text}");
+    s.device.wait_hello(Duration::from_secs(20), |h| {
+        h["cancels"]
+            .as_array()
+            .is_some_and(|c| !c.iter().any(|x| x == session.as_str()))
+    });
+    let again = s
+        .device
+        .enqueue(&s.device.sign("cancel", &session, json!({})), 120);
+    let ack = s.device.final_ack(&again, Duration::from_secs(30));
+    assert_eq!(ack["outcome"], "unsupported", "{ack}");
+    // The session's events end the turn as interrupted (read from the
+    // transcript at the session's end: this sink takes tier 2).
+    s.sb.wait_until(Duration::from_secs(30), |evs| {
+        evs.iter().any(|e| {
+            e["type"] == "turn.ended"
+                && e["session"]["id"] == id.as_str()
+                && e["data"]["reason"] == "interrupt"
+        })
+    });
 }

@@ -760,7 +760,7 @@ fn pairing_proposes_tier_1_saying_why_and_says_tier_0_plainly() {
         let url = rx.url();
         let mut all = args.to_vec();
         all.extend([url.as_str(), "--folder", folder.as_str()]);
-        let (_, said) = control::pair_by_saying(&sb, &all, None, &url, control::TOKEN);
+        let (device, said) = control::pair_by_saying(&sb, &all, None, &url, control::TOKEN);
         let origin = url.trim_end_matches('/');
         let at = said
             .iter()
@@ -787,6 +787,13 @@ fn pairing_proposes_tier_1_saying_why_and_says_tier_0_plainly() {
             status.contains(&format!("  its sink: tier {tier}. {sentence}")),
             "{args:?}: control status says the tier: {status}"
         );
+        let status: Value =
+            serde_json::from_slice(&sb.sessionpipe(&["control", "status", "--json"]).stdout)
+                .expect("control status --json");
+        assert_eq!(status["receivers"][0]["tier"], tier, "{args:?}: {status}");
+        // The hello tells the page, which says the tier-0 sentence by the machine.
+        let _daemon = sb.start_daemon();
+        device.wait_hello(Duration::from_secs(15), |h| h["tier"] == tier);
     }
 }
 

@@ -4,6 +4,7 @@
 import { api, describeError } from "./api";
 import { thisCredential, trusts, type App, type Mounted } from "./app";
 import { h, message, patch, type Child } from "@sessionpipe/web-shared/dom";
+import { HIDDEN_SENTENCE } from "@sessionpipe/web-shared/tier-words";
 import { STATE_WORDS, age, ago, attentionText, harnessName, kindWord, sessionName } from "./format";
 import { poll } from "./poll";
 import { href, sessionHref } from "./route";
@@ -129,6 +130,7 @@ function machinesSection(app: App, machines: Machine[]): HTMLElement {
                 h("span", { class: `presence ${m.online ? "online" : "offline"}` }, h("span", { class: "dot", "aria-hidden": "true" }), m.online ? "Online" : "Offline"),
               ),
               h("span", { class: "meta" }, machineMeta(m)),
+              m.hello?.tier === 0 ? h("p", { class: "hint", "data-hidden": "tier-0" }, HIDDEN_SENTENCE) : null,
               trusted ? null : h("p", { class: "hint warn-text" }, "It doesn't trust this device yet, so it would refuse what you send from here. Pair it again from that machine, or add this device from one it trusts (Devices)."),
               starts.length > 0
                 ? h("a", { class: "button secondary", href: href({ view: "start", machine: m.id }), "data-focus": `start:${m.id}` }, "Start a session")

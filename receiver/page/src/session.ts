@@ -1,4 +1,6 @@
-// One session: what it is, the open attention with Allow / Deny (a signed
+// One session: what it is, Stop while its machine can end the running turn (a
+// signed `cancel`, offered only where the receiver says `can_stop`: the
+// machine's hello lists the session in `cancels`), the open attention with Allow / Deny (a signed
 // `permission.answer`), the timeline (newest at the bottom), and a box to send
 // it a message (a signed `prompt`), each send followed by its acks.
 // GET /app/api/sessions/<key> every 3 s while visible.
@@ -37,6 +39,10 @@ export function mountSession(root: HTMLElement, app: App, first: SessionRoute): 
   const watches: { stop: () => void }[] = [];
 
   const head = h("div", { class: "session-head" }, h("h1", { id: "session-h", tabindex: "-1" }, "Session"));
+  const stopSlot = h("div", { class: "stop-slot" });
+  /** The Stop sent for the turn running now ("signing" while the passkey is asked). */
+  let stopping: "signing" | "sent" | null = null;
+  let stopError: string | null = null;
   const attention = h("div", { class: "attention-slot" });
   const answerAcks = h("div", { class: "sent-list" });
   const timeline = h("div", { class: "timeline", tabindex: "0", role: "region", "aria-label": "Timeline, newest at the bottom" });
@@ -46,6 +52,7 @@ export function mountSession(root: HTMLElement, app: App, first: SessionRoute): 
   root.replaceChildren(
     h("p", { class: "back" }, h("a", { href: "/#" }, "← All sessions")),
     head,
+    stopSlot,
     attention,
     answerAcks,
     h("section", { class: "timeline-section", "aria-labelledby": "timeline-h" }, h("h2", { id: "timeline-h" }, "Timeline"), timeline),
@@ -81,6 +88,7 @@ export function mountSession(root: HTMLElement, app: App, first: SessionRoute): 
     const s = page.session;
     document.title = `${sessionName(s)} · sessionpipe`;
     patch(head, h("div", null, renderHead(s, error)));
+    patch(stopSlot, h("div", null, renderStop(s, machine())));
     patch(attention, h("div", null, renderAttention(s, machine())));
     const nearBottom = timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight < 48;
     const changed = patch(timeline, h("div", null, renderTimeline(page.events, showAll, () => { showAll = true; draw(); })));
@@ -144,6 +152,50 @@ export function mountSession(root: HTMLElement, app: App, first: SessionRoute): 
               given?.state === "failed" ? message("error", h("p", null, given.error ?? "Not sent.")) : null,
             ],
     );
+  }
+
+  /** Stop, where the machine says it can end this session's running turn. */
+  function renderStop(s: Session, m: Machine | undefined): Child {
+    const can = m !== undefined && s.can_stop;
+    if (!can) {
+      // The turn ended (or the machine no longer offers it): ready for the next.
+      if (stopping === "sent") stopping = null;
+      return stopError !== null ? message("error", h("p", null, stopError)) : null;
+    }
+    return h(
+      "div",
+      { class: "stop-row" },
+      h(
+        "button",
+        { type: "button", class: "big stop", disabled: stopping !== null, "data-focus": "stop", onclick: () => void stop(s, m) },
+        stopping === "signing" ? "Signing…" : stopping === "sent" ? "Stopping…" : "Stop",
+      ),
+      h("span", { class: "hint" }, `Ends the turn running now on ${m.name}, through ${harnessName(s.harness)}'s own interrupt. What it did so far stays.`),
+      stopError !== null ? message("error", h("p", null, stopError)) : null,
+    );
+  }
+
+  async function stop(s: Session, m: Machine): Promise<void> {
+    if (stopping !== null) return;
+    stopping = "signing";
+    stopError = null;
+    draw();
+    try {
+      const sent = await send(app, m, s.key, { kind: "cancel" }, {
+        what: "Stop",
+        onFinal: (status) => {
+          if (status.acks.final?.outcome !== "delivered") stopping = null;
+          poller.now();
+        },
+      });
+      stopping = "sent";
+      watches.push(sent.watch);
+      sentList.prepend(sent.watch.node);
+    } catch (e) {
+      stopping = null;
+      stopError = sendError(e);
+    }
+    draw();
   }
 
   /** Whether the next signature asks for the passkey (no grant, or one ending within the hour). */

@@ -48,6 +48,10 @@ export interface Hello {
   starts?: Record<string, StartOffer>;
   models?: Record<string, string[]>;
   files?: boolean;
+  /** The tier this machine's events reach the receiver at (absent: no sink sends here). */
+  tier?: number;
+  /** The sessions whose running turn a `cancel` ends now (`harness:id`). */
+  cancels?: string[];
 }
 
 /** A machine of the account, its hello read as the machine sends it. */

@@ -45,6 +45,8 @@ const WAIT_MS = 20_000;
 /** A real Claude Code run, a pairing, a machine coming online: slower. */
 const SLOW_MS = 60_000;
 const MACHINE_NAME = "ann-laptop";
+/** A start whose first words carry this gets a slow answer from the scripted model (a turn to stop). */
+const SLOW_ASK = "Take your time";
 /** The second machine, connected with `--tier 0`. */
 const HIDING_NAME = "ann-desktop";
 /** The protocol's sentences (protocol/src/asked.rs), as generated for the pages. */
@@ -164,9 +166,9 @@ function needs(...steps) {
 }
 
 /** The scripted Messages API (desktop.py): its URL and what it was sent. */
-async function messagesApi(name, command, { toMessage = "" } = {}) {
+async function messagesApi(name, command, { toMessage = "", slow = "" } = {}) {
   const portFile = path.join(DIR, `${name}.port`);
-  const env = { ...process.env, MESSAGES_API_REPLY_TO_MESSAGE: toMessage };
+  const env = { ...process.env, MESSAGES_API_REPLY_TO_MESSAGE: toMessage, MESSAGES_API_SLOW: slow };
   const child = start(name, PYTHON, [DESKTOP_PY, "messages-api", portFile, command], { env });
   const port = await waitFor(`the scripted Messages API ${name}`, () => {
     if (child.exited !== null) throw new Error(`it exited: ${child.stderr_()}`);
@@ -425,7 +427,7 @@ step("`sessionpipe connect` in one step: the same six digits on the phone, Appro
 
   // The daemon's own runs (a start) go to a scripted Messages API that makes
   // no tool call: every turn says "Done.".
-  world.startApi = await messagesApi("api-start", "");
+  world.startApi = await messagesApi("api-start", "", { slow: SLOW_ASK });
   // The machine's name, set before the daemon starts (the receiver ties a
   // session to a machine by the name its events carry).
   fs.mkdirSync(STATE, { recursive: true, mode: 0o700 });
@@ -705,6 +707,42 @@ step("a session started from the phone's form with a file: delivered with a repl
   world.done.add("started");
 });
 
+step("Stop on a session started from the phone: its running turn ends through Claude Code's own interrupt, and the acks say so", "stop", 180_000, async () => {
+  needs("paired");
+  const { page } = world.ann;
+  await page.goto(`${world.origin}/`);
+  const card = page.getByRole("region", { name: "Machines" }).getByRole("listitem").filter({ hasText: MACHINE_NAME });
+  await card.getByRole("link", { name: "Start a session" }).click();
+  await page.getByRole("heading", { name: `Start a session on ${MACHINE_NAME}`, level: 1 }).waitFor();
+  await page.getByLabel("Folder").selectOption(WORK_REAL);
+  await page.getByLabel("Harness").selectOption("claude-code");
+  // The scripted model answers this ask a word every 2 s, for a minute.
+  await page.getByLabel("First message").fill(`${SLOW_ASK} over the plan.`);
+  const before = world.commands.length;
+  await page.getByRole("button", { name: "Start", exact: true }).click();
+  await waitFor("the start's id", () => world.commands.length === before + 1);
+  const startId = world.commands[before];
+
+  // The running session's page (linked beside the start's acks): Stop shows
+  // once its machine offers it.
+  await page.getByRole("link", { name: "Its page", exact: true }).first().click();
+  const stopButton = page.getByRole("button", { name: "Stop", exact: true });
+  await stopButton.waitFor({ timeout: SLOW_MS });
+  await waitFor("the model to be streaming its answer", () => world.startApi.lines().some((l) => l.startsWith("user: ") && l.includes(SLOW_ASK)), SLOW_MS);
+  assert.equal((await world.ann.fetch(`/app/api/commands/${startId}`)).body.acks.final, null, "the start still runs");
+  await stopButton.click();
+  await page.getByRole("region", { name: "Stop" }).getByText("Delivered.", { exact: true }).waitFor({ timeout: SLOW_MS });
+  assert.equal(world.commands.length, before + 2, "one signed cancel");
+  // The turn is over: the machine no longer offers Stop, the model's stream
+  // was cut, and the start's own ack says what it said and that it stopped.
+  await stopButton.waitFor({ state: "detached", timeout: SLOW_MS });
+  assert.ok(world.startApi.lines().includes("slow answer: the client went"), world.startApi.lines().join("\n"));
+  const final = await waitFor("the start's final ack", async () => (await world.ann.fetch(`/app/api/commands/${startId}`)).body.acks.final, SLOW_MS);
+  assert.equal(final.outcome, "delivered", JSON.stringify(final));
+  assert.match(final.reply, /^(step\d+ )*\s*\(The turn was cancelled\.\)$/, final.reply);
+  assert.ok(!final.reply.includes("step29"), "stopped before the end of its answer");
+});
+
 step("abuse: no cookie, no page header, another account, and the machine's own tokens get nothing", "abuse", 120_000, async () => {
   needs("account", "paired");
   const ann = world.ann;
@@ -875,6 +913,9 @@ step("a second machine connected with `--tier 0`: said plainly there, and its re
     cwd: project,
   });
   await page.goto(`${world.origin}/`);
+  // Its hello carries the tier: the board says it by that machine, and only there.
+  await page.locator("li.machine").filter({ hasText: HIDING_NAME }).getByText(HIDDEN_SENTENCE).waitFor({ timeout: SLOW_MS });
+  assert.equal(await page.locator("li.machine").filter({ hasText: HIDDEN_SENTENCE }).count(), 1, "the tier-1 machine does not say it");
   const card = page.getByRole("region", { name: /^Needs you/ }).getByRole("link").filter({ hasText: "hidden" });
   await card.waitFor({ timeout: SLOW_MS });
   assert.match(await card.innerText(), regex(HIDDEN_SENTENCE));

@@ -247,8 +247,22 @@ pub fn hello(v: &Value) -> Result<(), Malformed> {
         "<harness>:<session id>",
     )?;
     list(o, "accounts", 20, account_ok, "{harness, id, email?}")?;
+    list(
+        o,
+        "cancels",
+        100,
+        str_item(valid_session_ref),
+        "<harness>:<session id>",
+    )?;
     if o.get("files").is_some_and(|f| !f.is_boolean()) {
         return Err("files: a boolean".into());
+    }
+    // The tier this machine's events reach the receiver at (the page says
+    // when it is 0); an extension member, so absent is fine.
+    if o.get("tier")
+        .is_some_and(|t| t.as_u64().is_none_or(|t| t > 3))
+    {
+        return Err("tier: 0, 1, 2 or 3".into());
     }
     Ok(())
 }
@@ -469,7 +483,7 @@ mod tests {
             "name": "misha-air", "harnesses": ["claude-code"], "modes": ["turn", "resume"],
             "keys": ["AAAAAAAAAAAAAAAAAAAA"], "version": "0.1.0", "waiting": ["claude-code:abc"],
             "folders": ["~/src"], "mode": "safe", "accounts": [{"harness": "codex", "id": "x"}],
-            "pool": {"anything": true}
+            "pool": {"anything": true}, "tier": 1, "cancels": ["claude-code:abc"]
         })
     }
 
@@ -485,6 +499,9 @@ mod tests {
             ("/waiting", json!(["no-colon"]), "waiting"),
             ("/mode", json!("yolo"), "mode"),
             ("/accounts", json!([{"id": "x"}]), "accounts"),
+            ("/tier", json!(4), "tier"),
+            ("/cancels", json!(["no-colon"]), "cancels"),
+            ("/tier", json!("1"), "tier"),
         ];
         for (path, v, member) in cases {
             let mut h = hello_body();

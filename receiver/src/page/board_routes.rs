@@ -62,8 +62,16 @@ fn session_of(r: &SessionRow, machines: &[Machine]) -> Session {
             .find(|m| m.name == name)
             .map(|m| m.id.clone())
     });
+    let key = format!("{}:{}", r.harness, r.id);
+    let can_stop = machine_id
+        .as_deref()
+        .and_then(|id| machines.iter().find(|m| m.id == id))
+        .and_then(|m| m.hello.as_ref())
+        .and_then(|h| h["cancels"].as_array())
+        .is_some_and(|c| c.iter().any(|s| s.as_str() == Some(key.as_str())));
     Session {
-        key: format!("{}:{}", r.harness, r.id),
+        key,
+        can_stop,
         harness: r.harness.clone(),
         id: r.id.clone(),
         machine: name,

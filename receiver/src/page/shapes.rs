@@ -140,6 +140,9 @@ pub struct Session {
     /// What the open attention says, in the words the desktop notification
     /// and the Web Push use (`protocol::asked`).
     pub attention_words: Option<protocol::asked::AttentionWords>,
+    /// Its machine's last hello lists it in `cancels`: a `cancel` ends its
+    /// running turn now, through the harness's own interrupt (the page's Stop).
+    pub can_stop: bool,
 }
 
 // Never serialized from this type (so a test-only one): it declares the JSON

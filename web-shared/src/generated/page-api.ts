@@ -112,7 +112,12 @@ attention: Attention | null,
  * What the open attention says, in the words the desktop notification
  * and the Web Push use (`protocol::asked`).
  */
-attention_words: AttentionWords | null, };
+attention_words: AttentionWords | null, 
+/**
+ * Its machine's last hello lists it in `cancels`: a `cancel` ends its
+ * running turn now, through the harness's own interrupt (the page's Stop).
+ */
+can_stop: boolean, };
 
 /**
  * An open attention, as the board keeps it (`board::fold`).
