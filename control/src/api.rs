@@ -65,6 +65,12 @@ pub(super) fn prompt(control: Arc<Control>, from: MessageRef, q: Queued) {
     });
 }
 
+/// Whether `session`'s harness has a server API and a server is known to hold
+/// it (its memo): a `cancel` would be sent there (the hello's `cancels`).
+pub(super) fn can_cancel(session: &SessionRef, memo: &Memo) -> bool {
+    api_of(&session.harness).is_some_and(|api| api.cancel(memo, &session.id).is_some())
+}
+
 /// A verified `cancel`, on its own task: `delivered` once the server took it.
 pub(super) fn cancel(control: Arc<Control>, from: MessageRef, q: Queued) {
     tokio::spawn(async move {

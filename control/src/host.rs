@@ -34,6 +34,10 @@ pub trait Host: Send + Sync + 'static {
     /// at `origin` (`https://host[:port]`); none without one. The hello says
     /// it, so the page can say when the machine hides what its agents ask.
     fn sink_tier(&self, origin: &str) -> Option<u8>;
+    /// The sessions whose turn runs now (their hooks said so and they have
+    /// not ended), with what their adapter remembered of each: the hello
+    /// lists those whose harness's server can stop them.
+    fn running(&self) -> Vec<(SessionRef, Memo)>;
 }
 
 /// Where a run's growing reply goes as `turn.progress` events.

@@ -330,7 +330,7 @@ const CANCELS_MAX: usize = 100;
 pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
     let c = control.clone();
     let origin = receiver.origin.clone();
-    let (keys, config, harnesses, pool, tier) = crate::runtime::blocking(move || {
+    let (keys, config, harnesses, pool, tier, running) = crate::runtime::blocking(move || {
         let keys: Vec<String> = c
             .store()
             .keys(Some(&origin))
@@ -339,7 +339,15 @@ pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
             .map(|k| k.id)
             .collect();
         let tier = c.host.sink_tier(&origin);
-        (keys, c.config(), c.host.harnesses(), c.host.pool(), tier)
+        let running = c.host.running();
+        (
+            keys,
+            c.config(),
+            c.host.harnesses(),
+            c.host.pool(),
+            tier,
+            running,
+        )
     })
     .await;
     let mut body = machine_facts(&config, harnesses, &control.runs).await;
@@ -353,9 +361,14 @@ pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
     body["waiting"] = json!(waiting);
     // The sessions whose running turn a `cancel` stops now, through the
     // harness's own interrupt (the page offers Stop on these).
+    let through_servers = running
+        .into_iter()
+        .filter(|(s, memo)| api::can_cancel(s, memo))
+        .map(|(s, _)| s);
     let mut cancels: Vec<String> = acp::running(control)
         .into_iter()
         .chain(control.runs.interruptible_sessions())
+        .chain(through_servers)
         .map(|s| s.to_string())
         .collect();
     cancels.sort();

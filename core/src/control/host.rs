@@ -123,6 +123,21 @@ impl Host for DaemonHost {
     fn sink_tier(&self, origin: &str) -> Option<u8> {
         super::pair::sink_tier_for(&self.paths, origin)
     }
+
+    fn running(&self) -> Vec<(SessionRef, harness::Memo)> {
+        let Some(outbox) = Outbox::open_readonly(&self.paths.outbox()).ok().flatten() else {
+            return Vec::new();
+        };
+        // Only live records are read (an index), whatever `since` says.
+        let now = protocol::time::now_ms();
+        outbox
+            .board_sessions(now)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(_, _, r)| r.running_turn.is_some() && !r.ended)
+            .map(|(harness, id, r)| (SessionRef { harness, id }, r.memo))
+            .collect()
+    }
 }
 
 impl ProgressEvents for LocalEvents {

@@ -470,6 +470,12 @@ fn a_signed_prompt_and_a_cancel_reach_a_live_opencode_through_its_server() {
     s.sb.wait_until(Duration::from_secs(60), |evs| {
         evs.iter().filter(|e| e["type"] == "tool.started").count() >= 1
     });
+    // The machine says a cancel can stop it: its server holds the session.
+    device.wait_hello(Duration::from_secs(20), |h| {
+        h["cancels"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|x| x == session.as_str()))
+    });
     let asked_at = Instant::now();
     let cancel = device.enqueue(&device.sign("cancel", &session, json!({})), 120);
     let ack = device.final_ack(&cancel, Duration::from_secs(30));
