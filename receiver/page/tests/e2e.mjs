@@ -181,6 +181,14 @@ async function messagesApi(name, command, { toMessage = "", slow = "" } = {}) {
   };
 }
 
+/** The board's "Start a session" on Ann's laptop, and its form open. */
+async function openStartForm(page) {
+  await page.goto(`${world.origin}/`);
+  const card = page.getByRole("region", { name: "Machines" }).getByRole("listitem").filter({ hasText: MACHINE_NAME });
+  await card.getByRole("link", { name: "Start a session" }).click();
+  await page.getByRole("heading", { name: `Start a session on ${MACHINE_NAME}`, level: 1 }).waitFor();
+}
+
 /** The environment of the person's programs in the sandbox HOME. */
 function personEnv(extra = {}) {
   return {
@@ -642,10 +650,7 @@ step("a real Claude Code permission prompt answered from the phone, with a messa
 step("a session started from the phone's form with a file: delivered with a reply, the file on disk, the list in the model's text", "start", 150_000, async () => {
   needs("paired");
   const { page } = world.ann;
-  await page.goto(`${world.origin}/`);
-  const card = page.getByRole("region", { name: "Machines" }).getByRole("listitem").filter({ hasText: MACHINE_NAME });
-  await card.getByRole("link", { name: "Start a session" }).click();
-  await page.getByRole("heading", { name: `Start a session on ${MACHINE_NAME}`, level: 1 }).waitFor();
+  await openStartForm(page);
 
   const hello = (await world.ann.fetch("/app/api/board")).body.machines[0].hello;
   const offer = hello.starts["claude-code"];
@@ -710,10 +715,7 @@ step("a session started from the phone's form with a file: delivered with a repl
 step("Stop on a session started from the phone: its running turn ends through Claude Code's own interrupt, and the acks say so", "stop", 180_000, async () => {
   needs("paired");
   const { page } = world.ann;
-  await page.goto(`${world.origin}/`);
-  const card = page.getByRole("region", { name: "Machines" }).getByRole("listitem").filter({ hasText: MACHINE_NAME });
-  await card.getByRole("link", { name: "Start a session" }).click();
-  await page.getByRole("heading", { name: `Start a session on ${MACHINE_NAME}`, level: 1 }).waitFor();
+  await openStartForm(page);
   await page.getByLabel("Folder").selectOption(WORK_REAL);
   await page.getByLabel("Harness").selectOption("claude-code");
   // The scripted model answers this ask a word every 2 s, for a minute.
