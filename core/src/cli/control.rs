@@ -236,7 +236,7 @@ fn status(paths: &StatePaths, json: bool) -> anyhow::Result<ExitCode> {
                 "stopped": r.stopped,
                 "keys": keys.iter().filter(|k| k.receiver == r.origin).map(|k| &k.id).collect::<Vec<_>>(),
                 // What its sink lets the phone see (null: no sink sends there).
-                "tier": pair::sink_tier_for(paths, &r.origin),
+                "tier": crate::sinks::SinkList::tier_for(paths, &r.origin),
             })).collect::<Vec<_>>(),
             "folders": config.control_folders,
             "mode": config.control_mode,
@@ -262,7 +262,7 @@ fn status(paths: &StatePaths, json: bool) -> anyhow::Result<ExitCode> {
             r.origin,
             r.machine
         );
-        if let Some(tier) = pair::sink_tier_for(paths, &r.origin) {
+        if let Some(tier) = crate::sinks::SinkList::tier_for(paths, &r.origin) {
             outln!(
                 "  its sink: tier {tier}. {}",
                 protocol::asked::tier_sentence(tier)

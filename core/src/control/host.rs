@@ -121,7 +121,7 @@ impl Host for DaemonHost {
     }
 
     fn sink_tier(&self, origin: &str) -> Option<u8> {
-        super::pair::sink_tier_for(&self.paths, origin)
+        crate::sinks::SinkList::tier_for(&self.paths, origin)
     }
 
     fn running(&self) -> Vec<(SessionRef, harness::Memo)> {

@@ -10,7 +10,7 @@
 //! whose proof does not verify, never prints a token, and leaves everything as
 //! it was when pairing does not finish.
 
-use crate::sinks::{SinkList, Target};
+use crate::sinks::SinkList;
 use crate::state::config::Config;
 use crate::state::file::FileError;
 use crate::state::secrets::Secrets;
@@ -203,7 +203,7 @@ pub async fn pair(
     )
     .await?;
     set_marker(paths, true);
-    let sink_tier = sink_tier_for(paths, &receiver.origin);
+    let sink_tier = SinkList::tier_for(paths, &receiver.origin);
     Ok(PairedMachine {
         receiver,
         key,
@@ -312,24 +312,8 @@ fn sink_token_for(paths: &StatePaths, secrets: &Secrets, origin: &str) -> Option
     sinks
         .sinks
         .iter()
-        .filter(|s| sends_to(s, origin))
+        .filter(|s| s.sends_to(origin))
         .find_map(|s| secrets.get(&s.token_key()))
-}
-
-/// The tier of the HTTP sink on `origin` (what that receiver sees), when
-/// there is one.
-pub fn sink_tier_for(paths: &StatePaths, origin: &str) -> Option<u8> {
-    let sinks = SinkList::load(paths).ok()?;
-    sinks
-        .sinks
-        .iter()
-        .find(|s| sends_to(s, origin))
-        .map(|s| s.tier)
-}
-
-fn sends_to(sink: &crate::sinks::Sink, origin: &str) -> bool {
-    matches!(&sink.target, Target::Http { url }
-        if reqwest::Url::parse(url).is_ok_and(|u| u.origin().ascii_serialization() == origin))
 }
 
 /// 32 random bytes, base64url: the open pairing's poll key.

@@ -116,6 +116,13 @@ pub struct Sink {
 }
 
 impl Sink {
+    /// Whether this is an HTTP sink on `origin` (`https://host[:port]`): how
+    /// a receiver control pairs with is matched to the sink that feeds it.
+    pub fn sends_to(&self, origin: &str) -> bool {
+        matches!(&self.target, Target::Http { url }
+            if reqwest::Url::parse(url).is_ok_and(|u| u.origin().ascii_serialization() == origin))
+    }
+
     pub fn token_key(&self) -> String {
         format!("sink:{}:token", self.id)
     }
@@ -189,6 +196,16 @@ impl SinkList {
 
     pub fn save(&self, paths: &StatePaths) -> Result<(), FileError> {
         file::save(&paths.sinks(), self)
+    }
+
+    /// The tier of the HTTP sink on `origin` (what that receiver sees), when
+    /// `sinks.json` reads and has one.
+    pub fn tier_for(paths: &StatePaths, origin: &str) -> Option<u8> {
+        let list = SinkList::load(paths).ok()?;
+        list.sinks
+            .iter()
+            .find(|s| s.sends_to(origin))
+            .map(|s| s.tier)
     }
 
     /// Changes one sink on disk (the daemon and the CLI both write the list).

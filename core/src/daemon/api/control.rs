@@ -68,7 +68,7 @@ pub async fn view(State(ctx): State<Ctx>) -> ApiResult {
                     })
                     .collect(),
                 polling: r.stopped.is_none(),
-                tier: pair::sink_tier_for(&paths, &r.origin),
+                tier: crate::sinks::SinkList::tier_for(&paths, &r.origin),
                 receiver: r.origin,
                 machine: r.machine,
                 account: r.account,
