@@ -438,7 +438,8 @@ async fn end_held(control: &Arc<Control>, session: &SessionRef, held: &Arc<Held>
 fn delivered(end: &TurnEnd) -> Ack {
     let mut reply = end.reply.trim().to_string();
     if end.stop == "cancelled" {
-        reply.push_str("\n\n(The turn was cancelled.)");
+        reply.push_str("\n\n");
+        reply.push_str(harness::headless::CANCELLED);
     }
     if !end.refused.is_empty() {
         reply.push_str(&format!(

@@ -404,7 +404,8 @@ async fn run_one(
 /// A verified `cancel` for a session a headless run of this daemon runs,
 /// through the interrupt its harness reads on stdin: `Some(ack)` when it was
 /// ours to answer, `delivered` once the run ended (its own ack says what it
-/// had done), `expired` when it had ended first.
+/// had done), `failed` when it still runs after the wait; `None` when no run
+/// of it here takes an interrupt (the next rung answers).
 pub(super) async fn cancel(control: &Arc<Control>, session: &SessionRef) -> Option<Ack> {
     if !control.runs.interrupt(session) {
         return None;

@@ -13,6 +13,7 @@
 //! interrupt line, never a signal). It never decides a rung or sends an ack;
 //! `ladder` and `run` do.
 
+use super::held::lock;
 use harness::headless::{Input, Launch, Progress, StreamReader};
 use sessionpipe_acp::tail::StderrTail;
 use sessionpipe_verifier::SessionRef;
@@ -94,10 +95,6 @@ impl Drop for Interruptible {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// A start reserved at admission, counted against the running cap until
 /// this is dropped (its run ended, or it never began).
 pub struct StartSlot {
@@ -173,7 +170,7 @@ impl Runs {
 
     /// The lock a run of `session` holds while it runs.
     pub fn hold(&self, session: &SessionRef) -> Arc<tokio::sync::Mutex<()>> {
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = lock(&self.held);
         // Forget the locks nobody holds or waits on, so the map stays small.
         held.retain(|_, l| Arc::strong_count(l) > 1);
         held.entry(session.clone()).or_default().clone()
@@ -184,10 +181,7 @@ impl Runs {
     /// holds it already.
     pub fn hold_start(&self, session: &SessionRef, cwd: &str) -> Option<StartHold> {
         let guard = self.hold(session).try_lock_owned().ok()?;
-        self.starting
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(session.clone(), cwd.to_string());
+        lock(&self.starting).insert(session.clone(), cwd.to_string());
         Some(StartHold {
             _guard: guard,
             session: session.clone(),
@@ -196,35 +190,23 @@ impl Runs {
 
     /// The folder of a start that holds `session` now.
     pub fn starting_in(&self, session: &SessionRef) -> Option<String> {
-        self.starting
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(session)
-            .cloned()
+        lock(&self.starting).get(session).cloned()
     }
 
     /// A start's hold ended.
     pub fn start_ended(&self, hold: StartHold) {
-        self.starting
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&hold.session);
+        lock(&self.starting).remove(&hold.session);
     }
 
     /// True while a run of `session` runs (or waits its turn).
     pub fn is_held(&self, session: &SessionRef) -> bool {
-        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let held = lock(&self.held);
         held.get(session).is_some_and(|l| l.try_lock().is_err())
     }
 
     /// `program --help` of the installed build, read once per daemon.
     pub async fn help(&self, program: &Path) -> String {
-        if let Some(h) = self
-            .helps
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(program)
-        {
+        if let Some(h) = lock(&self.helps).get(program) {
             return h.clone();
         }
         let out = tokio::time::timeout(
@@ -245,10 +227,7 @@ impl Runs {
             _ => String::new(),
         };
         if !text.is_empty() {
-            self.helps
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(program.to_path_buf(), text.clone());
+            lock(&self.helps).insert(program.to_path_buf(), text.clone());
         }
         text
     }

@@ -92,6 +92,10 @@ pub struct Launch {
     pub input: Option<Input>,
 }
 
+/// What a reply says after its turn was stopped by a verified `cancel`: a
+/// headless run's and an ACP turn's alike.
+pub const CANCELLED: &str = "(The turn was cancelled.)";
+
 /// What a run that reads its turn from stdin is fed (Claude Code's
 /// `--input-format stream-json`): `turn`, written at once, and `interrupt`,
 /// the line that asks the running turn to stop, written when a verified

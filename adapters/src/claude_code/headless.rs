@@ -19,14 +19,15 @@
 //! `interrupt` on the same stdin is answered `control_response` `success`,
 //! the transcript gets `[Request interrupted by user]`, and the `result` that
 //! follows says `terminal_reason: aborted_streaming` (interrupted while the
-//! reply streamed) with `is_error` and `subtype: error_during_execution`. Stdin closed after the `result`, the process
-//! exits 0; start, `--resume` and `--fork-session` all read it so.
+//! reply streamed) with `is_error` and `subtype: error_during_execution`.
+//! Stdin closed after the `result`, the process exits 0; start, `--resume`
+//! and `--fork-session` all read it so.
 
 use super::ClaudeCode;
 use super::facts::{config_dirs, read_json};
 use harness::headless::{
-    Headless, InboxOutcome, Input, Launch, Level, Live, NotOffered, Options, Place, Progress, Run,
-    StreamReader,
+    CANCELLED, Headless, InboxOutcome, Input, Launch, Level, Live, NotOffered, Options, Place,
+    Progress, Run, StreamReader,
 };
 use harness::install::Host;
 use harness::payload::is_uuid;
@@ -320,9 +321,6 @@ fn start_time(pid: u32) -> Option<String> {
 fn alive(_pid: u32, _proc_start: Option<&Value>) -> bool {
     true
 }
-
-/// What a reply says after the turn was interrupted.
-pub const CANCELLED: &str = "(The turn was cancelled.)";
 
 /// The `control_request` that asks the running turn to stop (the Agent SDK's
 /// `interrupt`).
