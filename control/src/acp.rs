@@ -132,15 +132,17 @@ fn bounds(config: &Settings) -> (Duration, Bounds) {
     )
 }
 
-/// A start's run: a new session in `cwd`, its first turn, and the session
-/// kept for what comes next. `text` is framed already.
+/// A start's run: a new session in `cwd` (the start's folder, or its folder
+/// in the session's own worktree), its first turn, and the session kept for
+/// what comes next. `text` is framed already.
 pub(super) async fn start_run(
     control: &Arc<Control>,
     from: &MessageRef,
     q: &Queued,
+    cwd: &Path,
     text: &str,
 ) -> Ack {
-    let Body::Start { cwd, model, .. } = &q.body else {
+    let Body::Start { model, .. } = &q.body else {
         return Ack::failed("only a start starts a session");
     };
     let (harness, name) = (q.session.harness.as_str(), q.session.id.as_str());
@@ -151,13 +153,12 @@ pub(super) async fn start_run(
         return Ack::unsupported("this agent takes no model from a start");
     }
     let config = control.config();
-    let cwd = PathBuf::from(cwd);
     begun(control, from).await;
-    let agent = match open(spec, &program, &cwd, from, &q.session, &config).await {
+    let agent = match open(spec, &program, cwd, from, &q.session, &config).await {
         Ok(a) => a,
         Err(e) => return Ack::failed(e.to_string()),
     };
-    let session = match agent.new_session(&cwd).await {
+    let session = match agent.new_session(cwd).await {
         Ok(s) => s,
         Err(e) => {
             agent.stop().await;

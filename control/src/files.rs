@@ -501,6 +501,19 @@ fn real_folder(path: &Path, what: &str) -> Result<bool, FileError> {
     }
 }
 
+/// `<base>/.sessionpipe/<name>`, made a real folder (0700) with the
+/// `.gitignore` that hides `.sessionpipe` from a repository, unless it is one
+/// already: where a start's worktree goes inside a checkout (`worktrees`).
+/// A symlink or a file on the way is refused, as for a start's files.
+pub(crate) fn ignored_folder(base: &Path, name: &str) -> Result<PathBuf, FileError> {
+    let root = base.join(DIR);
+    real_folder(&root, DIR)?;
+    ignore_itself(&root)?;
+    let dir = root.join(name);
+    real_folder(&dir, &format!("{DIR}/{name}"))?;
+    Ok(dir)
+}
+
 /// `.sessionpipe/.gitignore` with the single line `*` when there is none, so
 /// a repository never picks the folder up; true when this call made it. One
 /// that is there (even a symlink) is left as it is.

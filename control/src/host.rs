@@ -78,6 +78,9 @@ pub struct Settings {
     pub control_mode: Option<String>,
     /// The person answers permission prompts at this machine too.
     pub local_approvals: bool,
+    /// A start inside a git repository runs in a new worktree of its own
+    /// (`worktrees`).
+    pub control_worktrees: bool,
     /// Sessions a receiver may have started running at once (2), and started
     /// in any hour (10); beyond either, `start_limit`.
     pub control_starts_running: Option<u32>,

@@ -3,7 +3,9 @@
 //! took goes to the session's inbox when a live process publishes one it can
 //! speak, is resumed headless when no live process holds the session, or
 //! forks it when one does; a `start` fetches its files and runs a new
-//! session. Never two writers on one transcript: a session a live process
+//! session (in a git worktree of its own with `control worktrees on`; a
+//! resume or fork runs in the folder the session's record names, which is
+//! then that worktree's). Never two writers on one transcript: a session a live process
 //! holds is never resumed, and a run holds its session until it ends, so a
 //! message behind it waits for it.
 //!
@@ -16,10 +18,13 @@
 use super::ack::Ack;
 use super::files::{self, Attached};
 use super::hub::MessageRef;
-use super::machine::{Control, Frame, finish, framed, from_host, name_session, receiver_and_token};
+use super::machine::{
+    Control, Frame, finish, folder_allowed, framed, from_host, name_session, receiver_and_token,
+};
 use super::progress::{Events, send_progress};
 use super::queued::Queued;
 use super::store::NamedSession;
+use super::worktrees;
 use crate::host::Settings;
 use harness::headless::{Headless, InboxOutcome, Level, Options, Progress, Run};
 use serde_json::{Value, json};
@@ -187,13 +192,16 @@ async fn start_run(control: &Arc<Control>, from: &MessageRef, q: &Queued) -> Ack
         return Ack::failed("only a start starts a session");
     };
     let (harness, id) = (q.session.harness.as_str(), q.session.id.as_str());
-    let cwd = PathBuf::from(cwd);
     let Some(headless) = adapters::lookup(harness).and_then(|a| a.headless()) else {
         if super::acp::found(harness).is_none() {
             return Ack::unsupported("this machine cannot start a session of this harness");
         }
+        let cwd = match start_folder(control, &q.session, Path::new(cwd)).await {
+            Ok(c) => c,
+            Err(ack) => return ack,
+        };
         return match first_words(control, from, text, files, &cwd, id).await {
-            Ok(framed) => super::acp::start_run(control, from, q, &framed).await,
+            Ok(framed) => super::acp::start_run(control, from, q, &cwd, &framed).await,
             Err(ack) => ack,
         };
     };
@@ -208,6 +216,10 @@ async fn start_run(control: &Arc<Control>, from: &MessageRef, q: &Queued) -> Ack
     if model.is_some() && !headless.takes_model() {
         return Ack::unsupported("this harness takes no model from a start");
     }
+    let cwd = match start_folder(control, &q.session, Path::new(cwd)).await {
+        Ok(c) => c,
+        Err(ack) => return ack,
+    };
     let framed = match first_words(control, from, text, files, &cwd, id).await {
         Ok(f) => f,
         Err(ack) => return ack,
@@ -244,6 +256,44 @@ async fn start_run(control: &Arc<Control>, from: &MessageRef, q: &Queued) -> Ack
         name_session(control, harness, id, kept).await;
     }
     out.ack
+}
+
+/// The folder a start runs in: its own; or, with `control worktrees on` and
+/// the folder inside a git repository, the same folder in a new worktree of
+/// the session's own (`worktrees`). A worktree that cannot be made is the
+/// final ack, `failed` with why: the session never runs in the checkout
+/// instead.
+async fn start_folder(
+    control: &Arc<Control>,
+    session: &SessionRef,
+    cwd: &Path,
+) -> Result<PathBuf, Ack> {
+    let config = control.config();
+    if !config.control_worktrees {
+        return Ok(cwd.to_path_buf());
+    }
+    let paths = control.paths.clone();
+    let (name, id, given) = (session.to_string(), session.id.clone(), cwd.to_path_buf());
+    let folders = config.control_folders;
+    let made = crate::runtime::blocking(move || {
+        let allowed = |f: &Path| folder_allowed(f.to_str(), &folders);
+        worktrees::make(&paths, &name, &id, &given, &allowed)
+    })
+    .await;
+    match made {
+        Ok(Some(w)) => {
+            tracing::info!(
+                "control: {session} runs in its own worktree {} on {}",
+                w.path.display(),
+                w.branch
+            );
+            Ok(w.folder)
+        }
+        Ok(None) => Ok(cwd.to_path_buf()),
+        Err(e) => Err(Ack::failed(format!(
+            "the session's own worktree could not be made: {e}"
+        ))),
+    }
 }
 
 /// A start's first words, framed: its text and the list of its files,

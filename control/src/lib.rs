@@ -19,6 +19,8 @@
 //!   session, a cancel).
 //! - `ladder`: the rungs past the hub (resume, fork, start), `runs` the
 //!   headless processes they run, `files` a start's attachments.
+//! - `worktrees`: a start's own git worktree (`control worktrees on`), the
+//!   record of those made, and which of them `prune` may remove.
 //! - `acp`: the rung of agents driven over the Agent Client Protocol (a
 //!   start, its session's next prompts, a cancel), on the `sessionpipe-acp`
 //!   client; `held` the agents it holds.
@@ -62,3 +64,4 @@ pub mod runtime;
 pub mod socket;
 pub mod store;
 pub mod wire;
+pub mod worktrees;

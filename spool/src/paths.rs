@@ -146,6 +146,11 @@ impl StatePaths {
     pub fn control_marker(&self) -> PathBuf {
         self.root.join("control.on")
     }
+    /// The git worktrees control made for started sessions (`control
+    /// worktrees on`), 0600: what `sessionpipe worktrees prune` may remove.
+    pub fn worktrees(&self) -> PathBuf {
+        self.root.join("worktrees.json")
+    }
     /// The status line's memory, one file per config dir.
     pub fn status_line(&self) -> PathBuf {
         self.root.join("status-line")

@@ -69,6 +69,14 @@ pub enum ControlAction {
         #[arg(value_parser = ["on", "off"])]
         state: String,
     },
+    /// Run each started session whose folder is in a git repository in a
+    /// new worktree of its own, on a branch `sessionpipe/<short id>`
+    /// (`sessionpipe worktrees list|prune`).
+    Worktrees {
+        /// `on` or `off`.
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -175,6 +183,13 @@ pub fn run(paths: &StatePaths, action: ControlAction) -> anyhow::Result<ExitCode
             outln!("local approvals: {state}");
             Ok(ExitCode::SUCCESS)
         }
+        ControlAction::Worktrees { state } => {
+            let mut config = Config::load(paths)?;
+            config.control_worktrees = state == "on";
+            config.save(paths)?;
+            outln!("worktrees: {state}");
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -241,6 +256,7 @@ fn status(paths: &StatePaths, json: bool) -> anyhow::Result<ExitCode> {
             "folders": config.control_folders,
             "mode": config.control_mode,
             "local_approvals": config.local_approvals,
+            "worktrees": config.control_worktrees,
         });
         outln!(
             "{}",
@@ -280,6 +296,14 @@ fn status(paths: &StatePaths, json: bool) -> anyhow::Result<ExitCode> {
     outln!(
         "local approvals: {}",
         if config.local_approvals { "on" } else { "off" }
+    );
+    outln!(
+        "worktrees: {}",
+        if config.control_worktrees {
+            "on"
+        } else {
+            "off"
+        }
     );
     Ok(ExitCode::SUCCESS)
 }

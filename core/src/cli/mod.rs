@@ -20,6 +20,7 @@ mod session_arg;
 mod sink;
 mod status;
 mod titles;
+mod worktrees;
 
 use crate::installers::{Action, Installers};
 use anyhow::Context;
@@ -226,6 +227,12 @@ enum Command {
     Control {
         #[command(subcommand)]
         action: control::ControlAction,
+    },
+    /// The git worktrees started sessions run in (`control worktrees on`):
+    /// `list`, and `prune` those whose session ended with nothing of their own.
+    Worktrees {
+        #[command(subcommand)]
+        action: worktrees::WorktreesAction,
     },
     /// Block until a verified message for a session comes; print it (run by
     /// a session in the background, to be reachable in place).
@@ -495,6 +502,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         } => sink::replay(&paths, &sinks, since.as_deref(), json),
         Command::Control { action } => control::run(&paths, action),
         Command::Titles { action } => titles::run(&paths, action),
+        Command::Worktrees { action } => worktrees::run(&paths, action),
         Command::Pool { action } => pool::run(&paths, action),
         Command::Wait { session } => control::wait(&paths, &session),
         Command::Channel { session } => channel::run(&paths, session.as_deref()),

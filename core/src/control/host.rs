@@ -75,6 +75,7 @@ pub fn settings_of(config: &Config) -> Settings {
         control_folders: config.control_folders.clone(),
         control_mode: config.control_mode.clone(),
         local_approvals: config.local_approvals,
+        control_worktrees: config.control_worktrees,
         control_starts_running: config.control_starts_running,
         control_starts_hourly: config.control_starts_hourly,
         control_runs_at_once: config.control_runs_at_once,

@@ -37,6 +37,10 @@ pub struct Config {
     /// Answer permission prompts from the tray and its notifications (off by
     /// default; beyond the protocol, the person at this machine).
     pub local_approvals: bool,
+    /// Control: a start whose folder is inside a git repository runs in a
+    /// new `git worktree` of its own, on a branch `sessionpipe/<short id>`
+    /// (`sessionpipe worktrees list|prune`). Off by default.
+    pub control_worktrees: bool,
     /// Control: sessions a receiver may have started running at once (2),
     /// and started in any hour (10); beyond either, `start_limit`.
     pub control_starts_running: Option<u32>,

@@ -284,6 +284,12 @@ control_mode: string | null,
  */
 local_approvals: boolean, 
 /**
+ * Control: a start whose folder is inside a git repository runs in a
+ * new `git worktree` of its own, on a branch `sessionpipe/<short id>`
+ * (`sessionpipe worktrees list|prune`). Off by default.
+ */
+control_worktrees: boolean, 
+/**
  * Control: sessions a receiver may have started running at once (2),
  * and started in any hour (10); beyond either, `start_limit`.
  */
@@ -528,6 +534,11 @@ export type ControlView = { receivers: Array<ControlReceiver>, folders: Array<st
  * `safe`, `auto` or `inherit` (`control mode`); null: not set.
  */
 mode: string | null, local_approvals: boolean, 
+/**
+ * Started sessions in a git repository run in a worktree of their own
+ * (`control worktrees on`; `PUT /api/settings {control_worktrees}`).
+ */
+worktrees: boolean, 
 /**
  * The pairing the UI started, while it runs and after it ended.
  */

@@ -80,6 +80,7 @@ pub async fn view(State(ctx): State<Ctx>) -> ApiResult {
             folders: config.control_folders,
             mode: config.control_mode,
             local_approvals: config.local_approvals,
+            worktrees: config.control_worktrees,
             pairing: None,
         })
     })

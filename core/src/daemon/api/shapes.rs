@@ -314,6 +314,9 @@ pub struct ControlView {
     /// `safe`, `auto` or `inherit` (`control mode`); null: not set.
     pub mode: Option<String>,
     pub local_approvals: bool,
+    /// Started sessions in a git repository run in a worktree of their own
+    /// (`control worktrees on`; `PUT /api/settings {control_worktrees}`).
+    pub worktrees: bool,
     /// The pairing the UI started, while it runs and after it ended.
     pub pairing: Option<PairingState>,
 }
