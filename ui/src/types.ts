@@ -144,7 +144,7 @@ export interface PairWaiting {
 }
 
 /** The control settings in config.json, as `GET`/`PUT /api/settings` show them. */
-export type ControlSettings = Pick<StoredSettings, "control_folders" | "control_mode" | "local_approvals">;
+export type ControlSettings = Pick<StoredSettings, "control_folders" | "control_mode" | "local_approvals" | "control_worktrees">;
 
 /** The control keys `PUT /api/settings` may change (only those sent change). */
 export type ControlSettingsChange = Partial<ControlSettings>;

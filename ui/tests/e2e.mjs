@@ -616,7 +616,7 @@ function config(sb) {
   return fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")) : {};
 }
 
-test("pairing: a receiver that does not answer, or wants its sink token, says so in the API's words; folders and local approvals are stored", async (t) => {
+test("pairing: a receiver that does not answer, or wants its sink token, says so in the API's words; folders, local approvals and own worktrees are stored", async (t) => {
   const sb = await sandbox(t, { hash: "&view=pairing" });
   const { page } = sb;
   await page.getByRole("heading", { name: "Pairing", level: 1 }).waitFor();
@@ -700,6 +700,20 @@ test("pairing: a receiver that does not answer, or wants its sink token, says so
   await page.locator(".local-status").getByText("Local approvals are off.").waitFor();
   assert.equal(config(sb).local_approvals, false);
   assert.equal((await daemonApi(sb, "GET", "/api/control")).body.local_approvals, false);
+
+  // Own worktrees: off by default, on, kept across a reload, off again.
+  const worktrees = page.getByRole("switch", { name: "Run each started session in a git worktree of its own" });
+  await waitFor("the worktrees switch to be ready", () => worktrees.isEnabled());
+  assert.equal(await worktrees.isChecked(), false, "own worktrees are off by default");
+  await worktrees.click();
+  await page.locator(".worktrees-status").getByText("Own worktrees are on.").waitFor();
+  assert.equal(config(sb).control_worktrees, true);
+  assert.equal((await daemonApi(sb, "GET", "/api/control")).body.worktrees, true);
+  await page.reload();
+  await waitFor("the worktrees switch on after a reload", async () => (await worktrees.isEnabled()) && (await worktrees.isChecked()));
+  await worktrees.click();
+  await page.locator(".worktrees-status").getByText("Own worktrees are off.").waitFor();
+  assert.equal(config(sb).control_worktrees, false);
 });
 
 test("pairing with the real receiver: the link and digits, a passkey's approval, paired with its key; remove the key, unpair", async (t) => {

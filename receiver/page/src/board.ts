@@ -76,7 +76,7 @@ function sessionCard(s: Session): HTMLElement {
     s.attention !== null
       ? h("span", { class: "attention-line" }, h("span", { class: "badge need" }, kindWord(s.attention.kind)), " ", askedLine(s))
       : null,
-    s.cwd ? h("span", { class: "folder" }, s.cwd) : null,
+    s.cwd || s.branch ? h("span", { class: "folder" }, [s.cwd, s.branch].filter((p) => p).join(" · ")) : null,
     h(
       "span",
       { class: "meta" },

@@ -337,6 +337,7 @@ function renderHead(s: Session, error: string | null): Child[] {
       fact("Harness", harnessName(s.harness)),
       s.model ? fact("Model", s.model) : null,
       s.cwd ? fact("Folder", h("span", { class: "folder" }, s.cwd)) : null,
+      s.branch ? fact("Branch", h("span", { class: "folder" }, s.branch)) : null,
       fact("Started", clock(s.first_at)),
     ),
     error !== null ? message("error", h("p", null, `Can't refresh right now: ${error}`)) : null,

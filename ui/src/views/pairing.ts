@@ -2,7 +2,7 @@
 // daemon waits for the person's passkey, asked every 2 s until it ends), the
 // receivers paired with their machine id, account, polling state and keys
 // (remove a key, unpair: each confirmed first), the folders commands may act in,
-// and local approvals; the tier the receiver's sink gets (1 proposed, and
+// local approvals, and whether a started session runs in its own git worktree; the tier the receiver's sink gets (1 proposed, and
 // what each tier lets the phone see, in the protocol's sentences). It owns
 // this screen's state and calls only the control API and `PUT /api/settings`. It must not show a token or key material (the
 // API sends none), start a second pairing while one waits, or link to anything
@@ -34,6 +34,22 @@ const TIERS: readonly { value: number; text: string }[] = [
 
 type Notice = { kind: "ok" | "error" | "info"; text: string } | null;
 
+/** The on/off control settings the page shows as switches, each with the `GET /api/control` member it reads back. */
+const SWITCHES = {
+  local_approvals: { shown: "local_approvals", name: "Local approvals" },
+  control_worktrees: { shown: "worktrees", name: "Own worktrees" },
+} as const;
+type SwitchKey = keyof typeof SWITCHES;
+
+/** One switch: its input, where its notice goes, and whether a save is under way. */
+interface Switch {
+  key: SwitchKey;
+  input: HTMLInputElement;
+  status: HTMLElement;
+  busy: boolean;
+  notice: Notice;
+}
+
 
 export function mountPairing(root: HTMLElement, ctx: ViewContext): Mounted {
   const { api } = ctx;
@@ -48,12 +64,10 @@ export function mountPairing(root: HTMLElement, ctx: ViewContext): Mounted {
   /** What waits for its second click: `key:<id>` or `unpair:<origin>`. */
   let confirming: string | null = null;
   let busy = false;
-  let localBusy = false;
   /** Per receiver: what the last action on it said. */
   const receiverNotice = new Map<string, Notice>();
   let listNotice: Notice = null;
   let folderNotice: Notice = null;
-  let localNotice: Notice = null;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let loads = 0;
 
@@ -68,6 +82,8 @@ export function mountPairing(root: HTMLElement, ctx: ViewContext): Mounted {
     addFolder: uid("add-folder"),
     local: uid("local-approvals"),
     localHelp: uid("local-approvals-help"),
+    worktrees: uid("own-worktrees"),
+    worktreesHelp: uid("own-worktrees-help"),
   };
 
   // The pairing form: drawn once, so nothing the person types is redrawn away.
@@ -142,15 +158,16 @@ export function mountPairing(root: HTMLElement, ctx: ViewContext): Mounted {
     void addFolder();
   });
   const folderStatus = h("div", { class: "folder-status" });
-  const localSwitch = h("input", {
-    id: ids.local,
-    type: "checkbox",
-    role: "switch",
-    disabled: true,
-    "aria-describedby": ids.localHelp,
-  });
-  localSwitch.addEventListener("change", () => void setLocal(localSwitch.checked));
-  const localStatus = h("div", { class: "local-status" });
+  /** A switch for `key`, saved when it changes; its notice goes in an element of `statusClass`. */
+  function makeSwitch(key: SwitchKey, id: string, helpId: string, statusClass: string): Switch {
+    const input = h("input", { id, type: "checkbox", role: "switch", disabled: true, "aria-describedby": helpId });
+    const sw: Switch = { key, input, status: h("div", { class: statusClass }), busy: false, notice: null };
+    input.addEventListener("change", () => void setSwitch(sw, input.checked));
+    return sw;
+  }
+  const local = makeSwitch("local_approvals", ids.local, ids.localHelp, "local-status");
+  const worktrees = makeSwitch("control_worktrees", ids.worktrees, ids.worktreesHelp, "worktrees-status");
+  const switches = [local, worktrees];
 
   root.replaceChildren(
     h(
@@ -177,13 +194,25 @@ export function mountPairing(root: HTMLElement, ctx: ViewContext): Mounted {
         "section",
         { class: "panel", "aria-labelledby": "local-h" },
         h("h2", { id: "local-h" }, "Local approvals"),
-        h("label", { class: "switch", for: ids.local }, localSwitch, h("span", null, "Answer permission prompts on this machine")),
+        h("label", { class: "switch", for: ids.local }, local.input, h("span", null, "Answer permission prompts on this machine")),
         h(
           "p",
           { id: ids.localHelp, class: "help muted" },
           "Answer permission prompts from the tray and its notifications; only your click answers. Off by default.",
         ),
-        localStatus,
+        local.status,
+      ),
+      h(
+        "section",
+        { class: "panel", "aria-labelledby": "worktrees-h" },
+        h("h2", { id: "worktrees-h" }, "Own worktrees"),
+        h("label", { class: "switch", for: ids.worktrees }, worktrees.input, h("span", null, "Run each started session in a git worktree of its own")),
+        h(
+          "p",
+          { id: ids.worktreesHelp, class: "help muted" },
+          "A session started from your devices in a folder of a git repository gets a new worktree on a branch sessionpipe/<its short id>, where the control folders still allow it; its edits never touch your checkout. `sessionpipe worktrees prune` removes those whose session ended with nothing uncommitted or unpushed. Off by default.",
+        ),
+        worktrees.status,
       ),
       h("h2", { class: "consent-lead" }, "What pairing does, exactly"),
       consentParts("pairing"),
@@ -346,22 +375,28 @@ export function mountPairing(root: HTMLElement, ctx: ViewContext): Mounted {
     document.getElementById("folders-h")?.focus();
   }
 
-  async function setLocal(on: boolean): Promise<void> {
-    localBusy = true;
-    localSwitch.disabled = true;
+  /** Whether the view says `sw`'s setting is on. */
+  function switchOn(sw: Switch): boolean {
+    return view?.[SWITCHES[sw.key].shown] ?? false;
+  }
+
+  async function setSwitch(sw: Switch, on: boolean): Promise<void> {
+    const { shown, name } = SWITCHES[sw.key];
+    sw.busy = true;
+    sw.input.disabled = true;
     try {
-      const saved = await api.putControlSettings({ local_approvals: on });
-      if (view !== null) view.local_approvals = saved.local_approvals;
-      localNotice = { kind: "ok", text: saved.local_approvals ? "Local approvals are on." : "Local approvals are off." };
+      const saved = await api.putControlSettings({ [sw.key]: on });
+      if (view !== null) view[shown] = saved[sw.key];
+      sw.notice = { kind: "ok", text: `${name} ${saved[sw.key] ? "are on." : "are off."}` };
     } catch (e) {
       if (unauthorized(e)) return;
-      localNotice = { kind: "error", text: `Local approvals were not changed: ${describeError(e)}` };
+      sw.notice = { kind: "error", text: `${name} were not changed: ${describeError(e)}` };
     }
-    localBusy = false;
-    localSwitch.checked = view?.local_approvals ?? false;
-    localSwitch.disabled = false;
-    localStatus.replaceChildren(h("div", null, notice(localNotice)));
-    localSwitch.focus();
+    sw.busy = false;
+    sw.input.checked = switchOn(sw);
+    sw.input.disabled = false;
+    sw.status.replaceChildren(h("div", null, notice(sw.notice)));
+    sw.input.focus();
   }
 
   let focusKey: string | null = null;
@@ -376,9 +411,10 @@ export function mountPairing(root: HTMLElement, ctx: ViewContext): Mounted {
     drawFolders();
     if (view !== null) {
       if (!modeTouched && view.mode !== null) modeSelect.value = view.mode;
-      if (!localBusy) {
-        localSwitch.disabled = false;
-        localSwitch.checked = view.local_approvals;
+      for (const sw of switches) {
+        if (sw.busy) continue;
+        sw.input.disabled = false;
+        sw.input.checked = switchOn(sw);
       }
     }
     if (focusKey !== null) {
