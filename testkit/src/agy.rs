@@ -20,7 +20,8 @@ const CHUNKS: usize = 3;
 ///
 /// Each call of it writes its argv, one argument a line, to
 /// `<dir>/agy-argv-<n>.txt` (`n` = 1, 2, … in call order; a `--help` call
-/// counts too), then prints:
+/// counts too) and the folder it runs in to `<dir>/agy-cwd-<n>.txt`, then
+/// prints:
 /// `{"event":"init","init":{"conversation_id":…}}` (the `--conversation` id
 /// when one is given, else a new UUID-shaped id), `reply` as a few
 /// `{"event":"step_update","step_update":{"step_type":"agent_response",…,
@@ -52,6 +53,7 @@ dir={dir}
 n=1
 while ! (set -C; : > "$dir/agy-argv-$n.txt") 2>/dev/null; do n=$((n + 1)); done
 printf '%s\n' "$@" > "$dir/agy-argv-$n.txt"
+pwd -P > "$dir/agy-cwd-$n.txt"
 
 conv=
 while [ $# -gt 0 ]; do

@@ -13,6 +13,7 @@ mod real_claude_code_pool;
 mod real_claude_code_runs;
 mod real_claude_code_terminal;
 mod real_claude_code_transcripts;
+mod real_claude_code_worktrees;
 mod real_codex;
 mod real_codex_control;
 mod real_codex_runs;

@@ -19,17 +19,17 @@ use sessionpipe_testkit::{MockAnthropic, Sandbox, Script, Turn, sandbox::Daemon}
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-struct Setup {
-    sb: Sandbox,
-    project: PathBuf,
-    device: Device,
-    rx: Handle,
+pub(crate) struct Setup {
+    pub(crate) sb: Sandbox,
+    pub(crate) project: PathBuf,
+    pub(crate) device: Device,
+    pub(crate) rx: Handle,
     _daemon: Daemon,
 }
 
 /// A paired sandbox whose daemon finds `claude` on its PATH and talks to
 /// `api` (the daemon's runs inherit its environment, as a person's do).
-fn setup(claude: &Path, api: &MockAnthropic) -> Setup {
+pub(crate) fn setup(claude: &Path, api: &MockAnthropic) -> Setup {
     let sb = Sandbox::new();
     let project = sb.home.join("work/project");
     std::fs::create_dir_all(&project).unwrap();
@@ -68,7 +68,7 @@ fn setup(claude: &Path, api: &MockAnthropic) -> Setup {
     }
 }
 
-fn uuid() -> String {
+pub(crate) fn uuid() -> String {
     let r: [u8; 16] = rand_bytes();
     format!(
         "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
@@ -121,7 +121,7 @@ fn final_with_progress(
 }
 
 /// Waits until the session's transcript exists and no `claude` runs it.
-fn transcript_of(sb: &Sandbox, id: &str) -> Option<PathBuf> {
+pub(crate) fn transcript_of(sb: &Sandbox, id: &str) -> Option<PathBuf> {
     let projects = sb.home.join(".claude/projects");
     std::fs::read_dir(&projects).ok()?.flatten().find_map(|d| {
         let p = d.path().join(format!("{id}.jsonl"));

@@ -24,6 +24,9 @@ mod control_runs;
 // Unix only: a hook's wait on the control socket, a Unix socket.
 #[cfg(unix)]
 mod control_socket;
+// Unix only: the harness stand-in is a bash script, the record's mode a Unix one.
+#[cfg(unix)]
+mod control_worktrees;
 mod crash;
 mod daemon_life;
 mod delivery_conformance;
