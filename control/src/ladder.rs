@@ -24,7 +24,7 @@ use super::machine::{
 use super::progress::{Events, send_progress};
 use super::queued::Queued;
 use super::store::NamedSession;
-use super::worktrees;
+use super::worktrees::{self, SessionState, Verdict, Worktree};
 use crate::host::Settings;
 use harness::headless::{Headless, InboxOutcome, Level, Options, Progress, Run};
 use serde_json::{Value, json};
@@ -70,7 +70,13 @@ pub(super) fn start(control: Arc<Control>, from: MessageRef, q: Queued, readmitt
         let _slot = control.runs.started(readmitted);
         let ack = match hold {
             Some(hold) => {
-                let ack = start_run(&control, &from, &q).await;
+                let mut made = None;
+                let ack = start_run(&control, &from, &q, &mut made).await;
+                if let Some(worktree) = made
+                    && !matches!(ack, Ack::Delivered { .. })
+                {
+                    unmake_worktree(&control, &q.session, worktree).await;
+                }
                 control.runs.start_ended(hold);
                 ack
             }
@@ -180,7 +186,13 @@ fn headless_of(harness: &str) -> Option<&'static dyn Headless> {
     adapters::lookup(harness).and_then(|a| a.headless())
 }
 
-async fn start_run(control: &Arc<Control>, from: &MessageRef, q: &Queued) -> Ack {
+/// Runs a start; `made` is the worktree made for it, if one was.
+async fn start_run(
+    control: &Arc<Control>,
+    from: &MessageRef,
+    q: &Queued,
+    made: &mut Option<Worktree>,
+) -> Ack {
     let Body::Start {
         text,
         cwd,
@@ -196,7 +208,7 @@ async fn start_run(control: &Arc<Control>, from: &MessageRef, q: &Queued) -> Ack
         if super::acp::found(harness).is_none() {
             return Ack::unsupported("this machine cannot start a session of this harness");
         }
-        let cwd = match start_folder(control, &q.session, Path::new(cwd)).await {
+        let cwd = match start_folder(control, &q.session, Path::new(cwd), made).await {
             Ok(c) => c,
             Err(ack) => return ack,
         };
@@ -216,7 +228,7 @@ async fn start_run(control: &Arc<Control>, from: &MessageRef, q: &Queued) -> Ack
     if model.is_some() && !headless.takes_model() {
         return Ack::unsupported("this harness takes no model from a start");
     }
-    let cwd = match start_folder(control, &q.session, Path::new(cwd)).await {
+    let cwd = match start_folder(control, &q.session, Path::new(cwd), made).await {
         Ok(c) => c,
         Err(ack) => return ack,
     };
@@ -262,11 +274,12 @@ async fn start_run(control: &Arc<Control>, from: &MessageRef, q: &Queued) -> Ack
 /// the folder inside a git repository, the same folder in a new worktree of
 /// the session's own (`worktrees`). A worktree that cannot be made is the
 /// final ack, `failed` with why: the session never runs in the checkout
-/// instead.
+/// instead. The worktree made goes in `made`.
 async fn start_folder(
     control: &Arc<Control>,
     session: &SessionRef,
     cwd: &Path,
+    made: &mut Option<Worktree>,
 ) -> Result<PathBuf, Ack> {
     let config = control.config();
     if !config.control_worktrees {
@@ -275,25 +288,53 @@ async fn start_folder(
     let paths = control.paths.clone();
     let (name, id, given) = (session.to_string(), session.id.clone(), cwd.to_path_buf());
     let folders = config.control_folders;
-    let made = crate::runtime::blocking(move || {
+    let outcome = crate::runtime::blocking(move || {
         let allowed = |f: &Path| folder_allowed(f.to_str(), &folders);
         worktrees::make(&paths, &name, &id, &given, &allowed)
     })
     .await;
-    match made {
+    match outcome {
         Ok(Some(w)) => {
             tracing::info!(
                 "control: {session} runs in its own worktree {} on {}",
                 w.path.display(),
                 w.branch
             );
-            Ok(w.folder)
+            let folder = w.folder.clone();
+            *made = Some(w);
+            Ok(folder)
         }
         Ok(None) => Ok(cwd.to_path_buf()),
         Err(e) => Err(Ack::failed(format!(
             "the session's own worktree could not be made: {e}"
         ))),
     }
+}
+
+/// A start that failed before its session was heard of leaves no worktree
+/// behind: `w`, made for it, goes again when nothing was written in it
+/// (`prune`'s own rule, the session counted as ended). One the outbox knows
+/// a session of is left to `prune`.
+async fn unmake_worktree(control: &Arc<Control>, session: &SessionRef, w: Worktree) {
+    let c = control.clone();
+    let session = session.clone();
+    crate::runtime::blocking(move || {
+        if super::machine::session_record(&c, &session.harness, &session.id).is_some() {
+            return;
+        }
+        let standing = worktrees::standing(&w);
+        if worktrees::decide(w.path.is_dir(), SessionState::Ended, &standing) != Verdict::Remove {
+            return;
+        }
+        match worktrees::remove(&c.paths, &w) {
+            Ok(_) => tracing::info!(
+                "control: the start of {session} failed; its unused worktree {} is removed",
+                w.path.display()
+            ),
+            Err(e) => tracing::warn!("control: cannot remove {}: {e}", w.path.display()),
+        }
+    })
+    .await;
 }
 
 /// A start's first words, framed: its text and the list of its files,

@@ -34,6 +34,9 @@ const SHORT_LEN: usize = 8;
 const INSIDE: &str = "worktrees";
 
 /// One write of the record at a time in this process (two starts at once).
+/// Between processes (the daemon adding, `prune` taking off) each write
+/// reads the record again just before it, so the window a line could be
+/// lost in is that of one read and one rename.
 static RECORD: Mutex<()> = Mutex::new(());
 
 #[derive(Debug, thiserror::Error)]
@@ -263,14 +266,6 @@ pub fn recorded(paths: &StatePaths) -> Result<Vec<Worktree>, WorktreeError> {
     serde_json::from_slice::<RecordFile>(&bytes)
         .map(|r| r.worktrees)
         .map_err(|e| record_error(&path, e))
-}
-
-/// The recorded worktree made for `session`, if any.
-pub fn of_session(paths: &StatePaths, session: &str) -> Option<Worktree> {
-    recorded(paths)
-        .ok()?
-        .into_iter()
-        .find(|w| w.session == session)
 }
 
 /// Adds `made` to the record.

@@ -6,7 +6,8 @@
 //! a new worktree on `sessionpipe/<short id>`, placed where the control
 //! folders admit it, hidden from the checkout, and recorded 0600; a prompt
 //! behind it runs in the same worktree; a start whose worktree cannot be made
-//! fails with git's words and runs nowhere; with the setting off again a
+//! fails with git's words and runs nowhere; one that fails after its
+//! worktree was made leaves none behind; with the setting off again a
 //! start runs in the checkout. `worktrees list` shows the worktree, `prune`
 //! keeps it while its session is not known to have ended, and drops a record
 //! whose folder is gone.
@@ -168,6 +169,28 @@ fn a_start_in_a_repository_runs_in_its_own_worktree_and_a_prompt_follows_it_ther
     assert!(
         detail.contains("worktree could not be made") && detail.contains("already exists"),
         "{ack}"
+    );
+    assert_eq!(runs_in(&bin).len(), 2, "nothing ran");
+
+    // A start that fails after its worktree was made (a file the receiver
+    // does not have) leaves none behind: nothing was written in it.
+    let lost = control::file_entry("notes.txt", "text/plain", b"never uploaded");
+    let failed = "5d4c3b2a-1f0e-4d9c-8b7a-6f5e4d3c2b1a";
+    let msg = device.enqueue(
+        &device.sign_start(&format!("antigravity:{failed}"), "Read it.", &app, &[lost]),
+        60,
+    );
+    let ack = device.final_ack(&msg, Duration::from_secs(30));
+    assert_eq!(
+        (ack["outcome"].as_str(), ack["code"].as_str()),
+        (Some("failed"), Some("file")),
+        "{ack}"
+    );
+    assert!(!project.join(".sessionpipe/worktrees/5d4c3b2a").exists());
+    assert_eq!(
+        git(&project, &["branch", "--list", "sessionpipe/5d4c3b2a"]),
+        "",
+        "its branch went too"
     );
     assert_eq!(runs_in(&bin).len(), 2, "nothing ran");
 
