@@ -5,9 +5,9 @@
 //! forks it when one does; a `start` fetches its files and runs a new
 //! session (in a git worktree of its own with `control worktrees on`; a
 //! resume or fork runs in the folder the session's record names, which is
-//! then that worktree's). Never two writers on one transcript: a session a live process
-//! holds is never resumed, and a run holds its session until it ends, so a
-//! message behind it waits for it.
+//! then that worktree's). Never two writers on one transcript: a session a
+//! live process holds is never resumed, and a run holds its session until
+//! it ends, so a message behind it waits for it.
 //!
 //! Every run is acked `taken` (before it came here), then `progress` as its
 //! reply grows (best effort, at most one every few hundred milliseconds), then

@@ -11,9 +11,10 @@
 //! `.sessionpipe/worktrees/<short>` in the checkout (hidden from the
 //! repository by `.sessionpipe`'s own `.gitignore`), else the same under the
 //! start's folder. It must never remove a worktree that is not in the
-//! record, nor one with an uncommitted change (untracked files included) or
-//! a commit no other branch, tag or remote holds; whether a session ended is
-//! the caller's to say.
+//! record, nor one with an uncommitted change (untracked files included;
+//! ignored ones are not work and go with it, as with `git worktree remove`)
+//! or a commit no other branch, tag or remote holds; whether a session ended
+//! is the caller's to say.
 
 use crate::files;
 use serde::{Deserialize, Serialize};
