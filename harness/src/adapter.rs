@@ -26,6 +26,12 @@ pub trait Adapter: Sync {
     /// (a compaction reported twice, a fallback that only counts when hooks are
     /// off). Runs after `map`, with the session's memo; most adapters need none.
     fn remember(&self, _job: &Job, _events: &mut Vec<EventData>, _memo: &mut Memo) {}
+    /// True when the harness has a hook of its own for the files it changed
+    /// (Cursor's `afterFileEdit`, Kiro's `PostFileSave`); otherwise the
+    /// pipeline reads them from the edit tools' calls (`protocol::changes`).
+    fn reports_file_changes(&self) -> bool {
+        false
+    }
     /// How this harness's hooks are written, when sessionpipe installs them.
     fn hooks(&self) -> Option<&dyn HookInstall> {
         None

@@ -16,7 +16,6 @@
 pub mod adapter;
 pub mod api;
 pub mod backfill;
-pub mod changed;
 pub mod claude_shaped;
 pub mod control;
 pub mod digest;

@@ -7,11 +7,14 @@
 //! syntactic rules and a whole-envelope check (`validate`), the protocol's
 //! time format (`time`), the permission levels a control `start` names
 //! (`level`), and what an attention says to a person wherever it is shown
-//! (`asked`: the notification's, the push's and the page's words). No I/O,
+//! (`asked`: the notification's, the push's and the page's words), and what a
+//! session changed, read from its events (`changes`: the edit tools' inputs,
+//! the paths `files.changed` names, the per-turn review). No I/O,
 //! no harness, no storage: adapters build `EventData`, the core wraps it in
 //! an `Envelope`, a receiver checks what it got.
 
 pub mod asked;
+pub mod changes;
 mod envelope;
 mod events;
 mod level;

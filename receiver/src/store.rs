@@ -434,6 +434,35 @@ pub async fn timeline(
     Ok(out)
 }
 
+/// A session's last `limit` events of the three `types`, in seq order, as
+/// (type, time, data): what its changes are read from (`protocol::changes`).
+pub async fn events_of_types(
+    db: &Db,
+    owner: &str,
+    harness: &str,
+    session: &str,
+    types: [&str; 3],
+    limit: usize,
+) -> Result<Vec<(String, String, Value)>, DbError> {
+    let rows = db
+        .rows(
+            "SELECT event_type, event_time, body FROM events
+             WHERE owner = $1 AND harness = $2 AND session = $3
+               AND event_type IN ($4, $5, $6)
+             ORDER BY seq DESC LIMIT $7",
+            args![owner, harness, session, types[0], types[1], types[2], limit],
+        )
+        .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows.iter().rev() {
+        let mut body: Value =
+            serde_json::from_str(&r.text(2)?).map_err(|_| DbError::Corrupt { what: "event" })?;
+        let data = body.get_mut("data").map(Value::take).unwrap_or_default();
+        out.push((r.text(0)?, r.text(1)?, data));
+    }
+    Ok(out)
+}
+
 /// Every stored (harness, session, seq) of `owner`, sorted.
 pub async fn keys(db: &Db, owner: &str) -> Result<Vec<Key>, DbError> {
     let rows = db

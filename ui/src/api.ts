@@ -4,6 +4,7 @@
 
 import type {
   ApprovalAnswered,
+  Changes,
   ApprovalDecision,
   ControlSettings,
   ControlSettingsChange,
@@ -96,6 +97,11 @@ export class Api {
   /** The long work running now (a backfill...), or `{progress: null}`. */
   progress(): Promise<ProgressView> {
     return this.#call("GET", "/api/progress");
+  }
+
+  /** The files each turn changed, each edit's text before and after. */
+  changes(harness: string, id: string): Promise<Changes> {
+    return this.#call("GET", `/api/sessions/${encodeURIComponent(harness)}/${encodeURIComponent(id)}/changes`);
   }
 
   events(harness: string, id: string, limit = 50): Promise<EventEnvelope[]> {

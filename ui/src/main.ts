@@ -2,6 +2,7 @@
 // local API with the token the fragment brought (`sessionpipe ui` prints the link).
 
 import "@sessionpipe/web-shared/base.css";
+import "@sessionpipe/web-shared/changes.css";
 import "./style.css";
 import { Api, ApiError } from "./api";
 import { h, prose } from "@sessionpipe/web-shared/dom";

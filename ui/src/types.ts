@@ -24,6 +24,7 @@ import type {
 
 export type {
   AcpAgent,
+  Changes,
   ApiErrorBody,
   Approval,
   HarnessOffer,

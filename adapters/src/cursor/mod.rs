@@ -141,6 +141,9 @@ fn task_key(task: &str) -> String {
 }
 
 impl Adapter for Cursor {
+    fn reports_file_changes(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         NAME
     }
@@ -268,7 +271,7 @@ impl Shaped for Cursor {
         }
         let home = call.job.home().map(|h| h.to_string_lossy().into_owned());
         let file = str_of(call.payload, "file_path");
-        let paths = harness::changed::relative_paths(
+        let paths = protocol::changes::relative_paths(
             file.as_deref(),
             &roots(call.payload),
             home.as_deref(),

@@ -94,6 +94,9 @@ static TABLE: Table = Table {
 };
 
 impl Adapter for Kiro {
+    fn reports_file_changes(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         NAME
     }
@@ -149,7 +152,7 @@ impl Shaped for Kiro {
         }
         let roots: Vec<String> = str_of(p, "cwd").into_iter().collect();
         let home = call.job.home().map(|h| h.to_string_lossy().into_owned());
-        let paths = harness::changed::relative_paths(named, &roots, home.as_deref());
+        let paths = protocol::changes::relative_paths(named, &roots, home.as_deref());
         if paths.is_empty() {
             return Err(NotMapped::Ignored(
                 "the save names no file inside the session's folder or the home".into(),

@@ -699,6 +699,11 @@ fn ingest_job(
     let turn_ended = events
         .iter()
         .any(|e| matches!(e, EventData::TurnEnded(_) | EventData::SessionEnded(_)));
+    if !adapter.reports_file_changes() {
+        let home = job.home().map(|h| h.to_string_lossy().into_owned());
+        let cwd = record.block.cwd.as_deref();
+        super::edited::add_files_changed(&mut events, cwd, home.as_deref());
+    }
     let mut all = around.before;
     all.extend(events);
     all.extend(around.after);

@@ -1,6 +1,7 @@
 //! Layer 2, pipeline: from a job in the spool to an envelope in the outbox.
 //!
 //! `ingest` takes jobs in arrival order and maps each with its harness's adapter;
+//! `edited` adds the files an edit tool changed (`files.changed`);
 //! `append` runs the session rules over a call's events and appends them;
 //! `names` says which session a call goes under (a control start's name for
 //! a session the daemon started over ACP), and `subagents` which session a
@@ -19,6 +20,7 @@
 //! daemon above it.
 
 pub mod append;
+pub mod edited;
 pub mod holds;
 pub mod ingest;
 pub mod local;

@@ -15,6 +15,7 @@ import type {
   Me,
   Pairing,
   SessionPage,
+  Changes,
   SignedIn,
   Tier,
   Uploaded,
@@ -145,6 +146,7 @@ export const api = {
   // The board.
   board: (): Promise<Board> => call("GET", "/board"),
   session: (key: string): Promise<SessionPage> => call("GET", `/sessions/${sessionPath(key)}`),
+  changes: (key: string): Promise<Changes> => call("GET", `/sessions/${sessionPath(key)}/changes`),
 
   // Control.
   pairing: (code: string): Promise<Pairing> => call("GET", `/pair/${seg(code)}`),

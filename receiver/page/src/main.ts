@@ -3,6 +3,7 @@
 // (api.ts) with the session cookie; every command signed on this device (sign.ts).
 
 import "@sessionpipe/web-shared/base.css";
+import "@sessionpipe/web-shared/changes.css";
 import "./style.css";
 import { ApiError, api, describeError, whenSignedOut } from "./api";
 import type { App, Mounted } from "./app";

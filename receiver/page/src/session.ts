@@ -1,12 +1,16 @@
 // One session: what it is, Stop while its machine can end the running turn (a
 // signed `cancel`, offered only where the receiver says `can_stop`: the
 // machine's hello lists the session in `cancels`), the open attention with Allow / Deny (a signed
-// `permission.answer`), the timeline (newest at the bottom), and a box to send
-// it a message (a signed `prompt`), each send followed by its acks.
-// GET /app/api/sessions/<key> every 3 s while visible.
+// `permission.answer`), the timeline (newest at the bottom), its Changes (the
+// files each turn changed, each edit's diff at tier 3: drawn by web-shared's
+// `changes`), and a box to send it a message (a signed `prompt`), each send
+// followed by its acks.
+// GET /app/api/sessions/<key> every 3 s while visible; its /changes while
+// Changes is open and the session moved on.
 
 import { ApiError, api, describeError } from "./api";
 import { machineById, signerOf, type App, type Mounted } from "./app";
+import { drawChanges } from "@sessionpipe/web-shared/changes";
 import { h, message, patch, type Child } from "@sessionpipe/web-shared/dom";
 import { STATE_WORDS, ago, attentionText, clock, cut, eventDetail, harnessName, kindWord, sessionName, turnWords, typeWord } from "./format";
 import { poll } from "./poll";
@@ -46,6 +50,18 @@ export function mountSession(root: HTMLElement, app: App, first: SessionRoute): 
   const attention = h("div", { class: "attention-slot" });
   const answerAcks = h("div", { class: "sent-list" });
   const timeline = h("div", { class: "timeline", tabindex: "0", role: "region", "aria-label": "Timeline, newest at the bottom" });
+  const changesBody = h("div", { class: "changes", id: "changes" });
+  const changes = h(
+    "details",
+    { class: "changes-section" },
+    h("summary", null, h("h2", { id: "changes-h" }, "Changes")),
+    changesBody,
+  );
+  /** The session's `last_at` the drawn changes were read at. */
+  let changesAt: string | null = null;
+  changes.addEventListener("toggle", () => {
+    if (changes.open) void loadChanges();
+  });
   const composer = h("div", { class: "composer-slot" });
   const sentList = h("div", { class: "sent-list" });
 
@@ -56,6 +72,7 @@ export function mountSession(root: HTMLElement, app: App, first: SessionRoute): 
     attention,
     answerAcks,
     h("section", { class: "timeline-section", "aria-labelledby": "timeline-h" }, h("h2", { id: "timeline-h" }, "Timeline"), timeline),
+    changes,
     composer,
     sentList,
   );
@@ -80,6 +97,28 @@ export function mountSession(root: HTMLElement, app: App, first: SessionRoute): 
     return machineById(app, page?.session.machine_id ?? null);
   }
 
+  /** Reads and draws the changes (when Changes is open and the session moved on). */
+  async function loadChanges(): Promise<void> {
+    const key = route.key;
+    const at = page?.session.last_at ?? null;
+    if (changesAt !== null && changesAt === at) return;
+    changesAt = at;
+    if (changesBody.childElementCount === 0) changesBody.append(h("p", { class: "muted" }, "Loading…"));
+    try {
+      const got = await api.changes(key);
+      if (key !== route.key) return;
+      const tier = machine()?.hello?.tier;
+      const hidden =
+        tier !== undefined && tier < 3
+          ? `This machine sends the receiver tier ${tier}: which files changed, not how. At tier 3 each edit shows here.`
+          : "How it changed did not reach the receiver.";
+      drawChanges(changesBody, got, { hidden, clock });
+    } catch (e) {
+      changesAt = null;
+      changesBody.replaceChildren(message("error", h("p", null, `Can't load the changes: ${describeError(e)}`)));
+    }
+  }
+
   function draw(): void {
     if (page === null) {
       patch(head, h("div", null, h("h1", { id: "session-h", tabindex: "-1" }, "Session"), error !== null ? message("error", h("p", null, gone ? "This session is not on the receiver: it may have been forgotten, or the link is wrong." : `Can't load it: ${error}`)) : h("p", { class: "muted" }, "Loading…")));
@@ -96,6 +135,7 @@ export function mountSession(root: HTMLElement, app: App, first: SessionRoute): 
       timeline.scrollTop = timeline.scrollHeight;
       scrolled = true;
     }
+    if (changes.open) void loadChanges();
     if (composer.childElementCount === 0 || composer.dataset["for"] !== `${s.key}|${s.machine_id ?? ""}`) {
       composer.dataset["for"] = `${s.key}|${s.machine_id ?? ""}`;
       composer.replaceChildren(renderComposer(s, machine()));

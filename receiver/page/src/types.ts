@@ -10,6 +10,7 @@ export type {
   Account,
   Attention,
   Ceremony,
+  Changes,
   Config,
   Credential,
   Invite,

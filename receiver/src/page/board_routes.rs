@@ -1,9 +1,10 @@
 //! The page's board: the signed-in account's machines and sessions (needs you
 //! / working / done, with title, folder, harness, model, age and last words),
 //! and one session's timeline; an open attention also in the protocol's words
-//! (`protocol::asked`, as the notifications say it).
+//! (`protocol::asked`, as the notifications say it); and one session's
+//! changes, per turn (`protocol::changes`, as the desktop window reads them).
 //!
-//! This module owns those two reads (their shapes are `shapes`'). It must not
+//! This module owns those three reads (their shapes are `shapes`'). It must not
 //! change state, and it reads only the signed-in account's rows.
 
 use super::shapes::{Board, Machine, Session, SessionEvent, SessionPage};
@@ -15,6 +16,7 @@ use axum::http::HeaderMap;
 use axum::routing::get;
 use axum::{Json, Router};
 use protocol::asked::{self, Asked, AttentionWords};
+use protocol::changes::{self, Changes};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -24,10 +26,14 @@ const BOARD_MAX: usize = 200;
 /// Events of a timeline at most (its last ones).
 const TIMELINE_MAX: usize = 500;
 
+/// Events a session's changes are read from at most (its last ones).
+const CHANGES_MAX: usize = 5_000;
+
 pub(super) fn routes() -> Router<Arc<Page>> {
     Router::new()
         .route("/app/api/board", get(board))
         .route("/app/api/sessions/{key}", get(session))
+        .route("/app/api/sessions/{key}/changes", get(changes))
 }
 
 /// The account's machines, as the board and `me` list them.
@@ -121,16 +127,20 @@ async fn board(State(page): State<Arc<Page>>, headers: HeaderMap) -> Result<Json
     Ok(Json(Board { machines, sessions }))
 }
 
+/// `harness:id` read as a session's key (any other text names no session).
+fn key_of(key: &str) -> Result<(&str, &str), ApiError> {
+    key.split_once(':')
+        .filter(|(h, s)| protocol::valid_harness_name(h) && protocol::valid_session_id(s))
+        .ok_or_else(|| ApiError::not_found("session"))
+}
+
 async fn session(
     State(page): State<Arc<Page>>,
     headers: HeaderMap,
     Path(key): Path<String>,
 ) -> Result<Json<SessionPage>, ApiError> {
     let me = page.me(&headers).await?;
-    let (harness, id) = key
-        .split_once(':')
-        .filter(|(h, s)| protocol::valid_harness_name(h) && protocol::valid_session_id(s))
-        .ok_or_else(|| ApiError::not_found("session"))?;
+    let (harness, id) = key_of(&key)?;
     let owner = &me.account.id;
     let row = store::session(&page.db, owner, harness, id)
         .await?
@@ -155,4 +165,34 @@ async fn session(
         session: session_of(&row, &machines),
         events,
     }))
+}
+
+/// `GET /app/api/sessions/{key}/changes`: the files each turn changed and,
+/// at tier 3, each edit's text before and after.
+async fn changes(
+    State(page): State<Arc<Page>>,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+) -> Result<Json<Changes>, ApiError> {
+    let me = page.me(&headers).await?;
+    let (harness, id) = key_of(&key)?;
+    let owner = &me.account.id;
+    let row = store::session(&page.db, owner, harness, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("session"))?;
+    let events = store::events_of_types(
+        &page.db,
+        owner,
+        harness,
+        id,
+        changes::READ_TYPES,
+        CHANGES_MAX,
+    )
+    .await?;
+    let cwd = row.folded.block.get("cwd").and_then(Value::as_str);
+    let mut collector = changes::Collector::new(cwd);
+    for (kind, time, data) in &events {
+        collector.add(kind, time, data);
+    }
+    Ok(Json(collector.finish()))
 }

@@ -31,6 +31,7 @@ fn page_api() -> String {
         .add::<Invite>()
         .add::<Board>()
         .add::<SessionPage>()
+        .add::<protocol::changes::Changes>()
         .add::<Pairing>()
         .add::<Approved>()
         .add::<Queued>()

@@ -1,5 +1,7 @@
 // Sessions: the live board (needs you, working, done), the approvals across all
-// sessions, and one session's recent events. Redrawn every 2 s and on focus.
+// sessions, and one session's recent events and its Changes (the files each
+// turn changed, each edit as a diff: web-shared's `changes`, drawn as on the
+// phone; read while open). Redrawn every 2 s and on focus.
 // A session whose limits named its account shows it and the window it burns
 // most (`a@x · 5h 93%`).
 // An approval the daemon says is answerable (local approvals on, its hook waits)
@@ -8,6 +10,7 @@
 // setup is offered above the board (`offers`).
 
 import { ApiError, describeError } from "../api";
+import { drawChanges } from "@sessionpipe/web-shared/changes";
 import { h, message, patch, type Child } from "@sessionpipe/web-shared/dom";
 import { STATE_WORDS, accountText, age, attentionText, clock, harnessName, kindWord, summary, when } from "../format";
 import { href, splitKey, type Route } from "../route";
@@ -74,6 +77,8 @@ export function mountSessions(root: HTMLElement, ctx: ViewContext): Mounted {
 
   const live = h("div", { class: "live" }, h("p", { class: "muted" }, "Loading the board…"));
   const offers = mountOffers(api);
+  // Outside `live`, which a refresh redraws: what is open here stays open.
+  const changes = mountChanges(api);
   root.replaceChildren(
     h(
       "section",
@@ -81,6 +86,7 @@ export function mountSessions(root: HTMLElement, ctx: ViewContext): Mounted {
       h("h1", { id: "sessions-h", tabindex: "-1" }, "Sessions"),
       offers.element,
       live,
+      changes.element,
     ),
   );
 
@@ -95,6 +101,7 @@ export function mountSessions(root: HTMLElement, ctx: ViewContext): Mounted {
     const [ov, ev] = await Promise.allSettled([
       api.overview(),
       selected === null ? Promise.resolve(null) : api.events(splitKey(selected).harness, splitKey(selected).id, EVENT_LIMIT),
+      changes.refresh(selected),
     ]);
     busy = false;
     if (stopped) return;
@@ -152,6 +159,7 @@ export function mountSessions(root: HTMLElement, ctx: ViewContext): Mounted {
     unmount() {
       stopped = true;
       offers.stop();
+      changes.stop();
       window.clearInterval(timer);
       window.removeEventListener("focus", onFocus);
       document.removeEventListener("visibilitychange", onVisible);
@@ -384,4 +392,51 @@ function renderDetail(key: string, ov: Overview, events: Loaded<EventEnvelope[]>
 function linkTo(url: string | null): Child {
   if (url === null || !/^https?:\/\//.test(url)) return null;
   return h("a", { href: url, target: "_blank", rel: "noopener noreferrer" }, url);
+}
+
+/**
+ * The open session's Changes: a section that reads them while it is open,
+ * redrawing only when they changed (`drawChanges` keeps open files open).
+ */
+function mountChanges(api: ViewContext["api"]): { element: HTMLElement; refresh: (key: string | null) => Promise<void>; stop: () => void } {
+  const body = h("div", { class: "changes", id: "changes" });
+  const section = h("details", { class: "panel changes-section", hidden: true }, h("summary", null, h("h2", { id: "changes-h" }, "Changes")), body);
+  let of: string | null = null;
+  let drawn = "";
+  let stopped = false;
+  const words = { hidden: "How it changed was not recorded on this machine.", clock };
+
+  async function refresh(key: string | null): Promise<void> {
+    if (key !== of) {
+      of = key;
+      drawn = "";
+      section.open = false;
+      body.replaceChildren();
+    }
+    section.hidden = key === null;
+    if (key === null || !section.open) return;
+    const { harness, id } = splitKey(key);
+    try {
+      const got = await api.changes(harness, id);
+      const text = JSON.stringify(got);
+      if (stopped || key !== of || text === drawn) return;
+      drawn = text;
+      drawChanges(body, got, words);
+    } catch (e) {
+      if (stopped || key !== of) return;
+      drawn = "";
+      body.replaceChildren(message("error", h("p", null, `The changes could not be read: ${describeError(e)}`)));
+    }
+  }
+  section.addEventListener("toggle", () => {
+    if (section.open && body.childElementCount === 0) body.append(h("p", { class: "muted" }, "Loading…"));
+    void refresh(of);
+  });
+  return {
+    element: section,
+    refresh,
+    stop: () => {
+      stopped = true;
+    },
+  };
 }

@@ -182,6 +182,69 @@ export type SessionEvent = {
 seq: number, type: string, time: string, arrived_at: string, tier: number, data: { [key in string]: JsonValue }, };
 
 /**
+ * What a session changed, turn by turn (oldest first).
+ */
+export type Changes = { turns: Array<TurnChanges>, 
+/**
+ * Some edits' text was left out (`TEXT_BUDGET`).
+ */
+cut: boolean, };
+
+/**
+ * The files one turn changed.
+ */
+export type TurnChanges = { 
+/**
+ * 1 for the first turn read, 0 for changes before any turn started.
+ */
+turn: number, 
+/**
+ * When the turn started.
+ */
+at: string | null, files: Array<FileChanges>, 
+/**
+ * Edit tool calls whose input did not reach this side (the tier hides
+ * it) or could not be read: their file may not be listed.
+ */
+unseen: number, };
+
+/**
+ * One file and its edits in a turn, oldest first.
+ */
+export type FileChanges = { 
+/**
+ * Relative to the session's folder where it is inside it.
+ */
+path: string, 
+/**
+ * Empty: the file changed, and how is not here (`files.changed` alone).
+ */
+edits: Array<Edit>, };
+
+/**
+ * One edit of one file, as its tool's input says.
+ */
+export type Edit = { 
+/**
+ * The tool's name, as the harness gave it.
+ */
+tool: string, kind: EditKind, old: string, new: string, 
+/**
+ * Where a patch moved the file to.
+ */
+moved_to?: string, 
+/**
+ * Left out to keep one answer small: the edit happened, its text is
+ * not in this answer.
+ */
+cut: boolean, };
+
+/**
+ * What one edit did to its file.
+ */
+export type EditKind = "replace" | "write" | "delete";
+
+/**
  * `GET /app/api/pair/{code}`: a pairing to approve.
  */
 export type Pairing = { code: string, machine: string, 

@@ -156,6 +156,10 @@ fn router(ctx: Ctx, ui_dir: Option<PathBuf>) -> Router {
             "/sessions/{harness}/{id}/events",
             get(views::session_events),
         )
+        .route(
+            "/sessions/{harness}/{id}/changes",
+            get(views::session_changes),
+        )
         .route("/harnesses", get(views::harnesses))
         .route("/harnesses/{name}", post(views::set_harness))
         .route("/offers", get(views::offers))

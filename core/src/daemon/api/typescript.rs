@@ -35,6 +35,7 @@ fn daemon_api() -> String {
     d.add::<ApiErrorBody>()
         .add::<Overview>()
         .add::<protocol::Envelope>()
+        .add::<protocol::changes::Changes>()
         .add::<HarnessView>()
         .add::<Offers>()
         .add::<Declined>()

@@ -268,6 +268,35 @@ pub async fn session_events(
     .await
 }
 
+/// Events a session's changes are read from at most (its last ones).
+const CHANGES_MAX: usize = 5_000;
+
+/// A session's changes per turn, each edit's text included: the person's own
+/// view of their machine, read as the receiver reads it for the phone.
+pub async fn session_changes(
+    State(ctx): State<Ctx>,
+    Path((harness, id)): Path<(String, String)>,
+) -> Result<Json<protocol::changes::Changes>, ApiError> {
+    use protocol::changes::{Collector, READ_TYPES};
+    let paths = ctx.paths.clone();
+    blocking(move || {
+        let Some(ob) = Outbox::open_readonly(&paths.outbox())? else {
+            return Ok(Json(Collector::new(None).finish()));
+        };
+        let cwd = ob.session(&harness, &id)?.and_then(|r| r.block.cwd);
+        let mut collector = Collector::new(cwd.as_deref());
+        for stored in ob.events_of_types(&harness, &id, READ_TYPES, CHANGES_MAX)? {
+            let Ok(env) = serde_json::from_str::<Value>(&stored.envelope) else {
+                continue;
+            };
+            let text = |k: &str| env[k].as_str().unwrap_or("");
+            collector.add(text("type"), text("time"), &env["data"]);
+        }
+        Ok(Json(collector.finish()))
+    })
+    .await
+}
+
 /// The harnesses' reports as the UI shows them: each file's state, the note,
 /// `hooks: true`, and `acp` when the harness is also an ACP agent installed
 /// here. Asked for all (`names` empty), the installed ACP agents with no hooks

@@ -565,6 +565,32 @@ impl Outbox {
         Ok(v)
     }
 
+    /// The session's last `limit` events of the three `types`, oldest first
+    /// (a session's changes are read from them: `protocol::changes`).
+    pub fn events_of_types(
+        &self,
+        harness: &str,
+        session: &str,
+        types: [&str; 3],
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT rowid, envelope FROM events
+             WHERE harness = ?1 AND session = ?2 AND type IN (?3, ?4, ?5)
+             ORDER BY seq DESC LIMIT ?6",
+        )?;
+        let args = params![harness, session, types[0], types[1], types[2], limit as i64];
+        let rows = stmt.query_map(args, |r| {
+            Ok(StoredEvent {
+                rowid: r.get(0)?,
+                envelope: r.get(1)?,
+            })
+        })?;
+        let mut v: Vec<StoredEvent> = rows.collect::<rusqlite::Result<_>>()?;
+        v.reverse();
+        Ok(v)
+    }
+
     /// The session's events of type `kind` among its last `within`, newest
     /// first. Only their envelopes are read: the board looks for a few
     /// `attention.needed` among events that carry whole tool outputs.

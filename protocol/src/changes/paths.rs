@@ -1,5 +1,6 @@
 //! The paths a `files.changed` carries: repo- or `~`-relative (PROTOCOL-NOTES
-//! §3), made from the absolute paths a harness's file hooks name.
+//! §3), made from the absolute paths a harness's file hooks and edit tools
+//! name (the adapters', the pipeline's and the changes view's one rule).
 //!
 //! A path inside one of the session's folders (the workspace roots the payload
 //! names) is written relative to it; one elsewhere under the home as `~/…`; a
@@ -18,7 +19,7 @@ pub fn relative_paths<'a>(
 ) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for p in paths {
-        if let Some(r) = relative(p, roots, home)
+        if let Some(r) = relative_path(p, roots, home)
             && !out.contains(&r)
         {
             out.push(r);
@@ -27,7 +28,9 @@ pub fn relative_paths<'a>(
     out
 }
 
-fn relative(path: &str, roots: &[String], home: Option<&str>) -> Option<String> {
+/// `path` relative to the innermost of `roots` it is inside, else `~/…` under
+/// `home`; `None` outside both.
+pub fn relative_path(path: &str, roots: &[String], home: Option<&str>) -> Option<String> {
     let p = Path::new(path);
     if path.is_empty() {
         return None;
