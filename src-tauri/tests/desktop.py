@@ -46,7 +46,10 @@ tray client, a reader of notification calls, a window manager's close (python3-g
                            test sets, read again for every answer); with
                            MESSAGES_API_SLOW set, a main turn whose newest
                            user text contains it streams its answer a word
-                           every 2 s for a minute (a turn to stop midway)
+                           every 2 s for a minute (a turn to stop midway);
+                           with MESSAGES_API_TOOLS (a JSON list of {"name",
+                           "input"}), the main conversation's first turns call
+                           those tools, one a turn (COMMAND is then unused)
 
 Only what libayatana-appindicator needs of a watcher is here: it registers, a
 host is said to be present, and the item list is kept.
@@ -317,6 +320,9 @@ def messages_api(portfile, command):
         return prefix + "".join(random.choices(string.ascii_letters + string.digits, k=24))
 
     to_message = os.environ.get("MESSAGES_API_REPLY_TO_MESSAGE") or ""
+    # The main conversation's first turns, one tool call each, in order: a
+    # JSON list of {"name", "input"} (instead of the one Bash `command`).
+    tools = json.loads(os.environ.get("MESSAGES_API_TOOLS") or "[]")
     slow_when = os.environ.get("MESSAGES_API_SLOW") or ""
     headers_file = os.environ.get("MESSAGES_API_HEADERS") or ""
 
@@ -331,6 +337,10 @@ def messages_api(portfile, command):
         # The main conversation offers tools and is not a subagent's.
         messages = body.get("messages") or []
         turn = sum(1 for m in messages if m.get("role") == "assistant")
+        if body.get("tools") and turn < len(tools):
+            call = tools[turn]
+            return [{"type": "tool_use", "id": ident("toolu_"), "name": call["name"],
+                     "input": call["input"]}]
         if body.get("tools") and turn == 0 and command:
             return [{"type": "tool_use", "id": ident("toolu_"), "name": "Bash",
                      "input": {"command": command, "description": f"Run {command}"}}]

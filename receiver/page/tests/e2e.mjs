@@ -166,9 +166,9 @@ function needs(...steps) {
 }
 
 /** The scripted Messages API (desktop.py): its URL and what it was sent. */
-async function messagesApi(name, command, { toMessage = "", slow = "" } = {}) {
+async function messagesApi(name, command, { toMessage = "", slow = "", tools = [] } = {}) {
   const portFile = path.join(DIR, `${name}.port`);
-  const env = { ...process.env, MESSAGES_API_REPLY_TO_MESSAGE: toMessage, MESSAGES_API_SLOW: slow };
+  const env = { ...process.env, MESSAGES_API_REPLY_TO_MESSAGE: toMessage, MESSAGES_API_SLOW: slow, MESSAGES_API_TOOLS: JSON.stringify(tools) };
   const child = start(name, PYTHON, [DESKTOP_PY, "messages-api", portFile, command], { env });
   const port = await waitFor(`the scripted Messages API ${name}`, () => {
     if (child.exited !== null) throw new Error(`it exited: ${child.stderr_()}`);
@@ -440,7 +440,8 @@ step("`sessionpipe connect` in one step: the same six digits on the phone, Appro
   // session to a machine by the name its events carry).
   fs.mkdirSync(STATE, { recursive: true, mode: 0o700 });
   fs.writeFileSync(path.join(STATE, "config.json"), `${JSON.stringify({ machine: MACHINE_NAME }, null, 2)}\n`);
-  const daemon = start("daemon", DAEMON, ["daemon"], { env: personEnv({ ANTHROPIC_BASE_URL: world.startApi.url }), cwd: HOME });
+  // It serves the desktop window's UI too (its Changes are checked against the page's).
+  const daemon = start("daemon", DAEMON, ["daemon"], { env: personEnv({ ANTHROPIC_BASE_URL: world.startApi.url, SESSIONPIPE_UI_DIR: path.join(ROOT, "ui", "dist") }), cwd: HOME });
   const doc = await waitFor("the daemon's ui.json and wake.sock", () => {
     if (daemon.exited !== null) throw new Error(`the daemon exited (${JSON.stringify(daemon.exited)}): ${daemon.stderr_()}`);
     if (!fs.existsSync(path.join(STATE, "wake.sock"))) return null;
@@ -743,6 +744,146 @@ step("Stop on a session started from the phone: its running turn ends through Cl
   assert.equal(final.outcome, "delivered", JSON.stringify(final));
   assert.match(final.reply, /^(step\d+ )*\s*\(The turn was cancelled\.\)$/, final.reply);
   assert.ok(!final.reply.includes("step29"), "stopped before the end of its answer");
+});
+
+/**
+ * A real Claude Code run in `WORK/<name>` whose scripted model writes
+ * notes.md, then edits it (acceptEdits: no prompt); its session id.
+ */
+async function writeAndEdit(name) {
+  const project = path.join(WORK, name);
+  fs.mkdirSync(project, { recursive: true });
+  const file = path.join(project, "notes.md");
+  const tools = [
+    { name: "Write", input: { file_path: file, content: "alpha\nbeta\ngamma\n" } },
+    { name: "Edit", input: { file_path: file, old_string: "beta", new_string: "BETA, edited" } },
+  ];
+  const api = await messagesApi(`api-${name}`, "", { tools });
+  const claude = start(`claude-${name}`, CLAUDE, ["-p", "Write the notes, then edit them.", "--permission-mode", "acceptEdits", "--output-format", "json"], {
+    env: personEnv({ ANTHROPIC_BASE_URL: api.url }),
+    cwd: project,
+  });
+  const code = await new Promise((r) => (claude.exited !== null ? r(claude.exited.code) : claude.once("exit", (c) => r(c))));
+  assert.equal(code, 0, `Claude Code exited ${code}: ${fs.readFileSync(claude.errFile, "utf8")}`);
+  const result = JSON.parse(fs.readFileSync(claude.outFile, "utf8"));
+  assert.equal(result.is_error, false, JSON.stringify(result));
+  assert.equal(fs.readFileSync(file, "utf8"), "alpha\nBETA, edited\ngamma\n", `the model's Write and Edit ran: ${api.lines().join("\n")}`);
+  return `claude-code:${result.session_id}`;
+}
+
+/** The receiver's changes of `key` once `pred` holds of them. */
+function changesWhen(key, what, pred) {
+  return waitFor(what, async () => {
+    const r = await world.ann.fetch(`/app/api/sessions/${key}/changes`);
+    return r.status === 200 && pred(r.body) ? r.body : null;
+  }, SLOW_MS);
+}
+
+/** The session's page with its Changes open, and the file `path` opened in it. */
+async function openChanges(page, key, file) {
+  await page.goto(`${world.origin}/#session=${encodeURIComponent(key).replace(/%3A/gi, ":")}`);
+  await page.locator("details.changes-section > summary").click();
+  const item = page.locator("details.change-file").filter({ hasText: file });
+  await item.waitFor({ timeout: WAIT_MS });
+  await item.locator("summary").click();
+  return item;
+}
+
+step("Changes: a real Claude Code's Write and Edit, listed at tier 1 with how they changed hidden, as diffs at tier 3 on the phone and in the desktop window; 200 edits timed", "changes", 240_000, async () => {
+  needs("paired");
+  const { page } = world.ann;
+
+  // Tier 1 (as connect paired it): the file, not its content.
+  const hiddenKey = await writeAndEdit("changes-tier-1");
+  const atTier1 = await changesWhen(hiddenKey, "the tier-1 changes to list notes.md", (c) => c.turns.some((t) => t.files.some((f) => f.path === "notes.md")));
+  const hiddenFile = atTier1.turns.flatMap((t) => t.files).find((f) => f.path === "notes.md");
+  assert.deepEqual(hiddenFile.edits, [], "no edit's text reached a tier-1 receiver");
+  const hidden = await openChanges(page, hiddenKey, "notes.md");
+  await hidden.getByText("This machine sends the receiver tier 1: which files changed, not how.", { exact: false }).waitFor({ timeout: WAIT_MS });
+  assert.doesNotMatch(await hidden.innerText(), /alpha|BETA/, "no content shown at tier 1");
+  await world.ann.shot("session-changes-tier-1.png", { fullPage: true });
+
+  // The same sink at tier 3 (its token kept): each edit's text arrives.
+  const sinks = (await daemonApi("GET", "/api/sinks")).body;
+  const sink = sinks.find((x) => new URL(x.url).origin === world.receiver);
+  const removed = spawnSync(DAEMON, ["sink", "remove", sink.id], { env: personEnv(), cwd: HOME, encoding: "utf8", timeout: 30_000 });
+  assert.equal(removed.status, 0, `sink remove: ${removed.stdout}${removed.stderr}`);
+  const added = spawnSync(DAEMON, ["sink", "add", sink.url, "--tier", "3", "--token-stdin"], { env: personEnv(), cwd: HOME, encoding: "utf8", input: `${world.tokens.sink}\n`, timeout: 30_000 });
+  assert.equal(added.status, 0, `sink add --tier 3: ${added.stdout}${added.stderr}`);
+  await waitFor("the sink at tier 3", async () => (await daemonApi("GET", "/api/sinks")).body.some((x) => x.tier === 3));
+
+  const key = await writeAndEdit("changes-tier-3");
+  const atTier3 = await changesWhen(key, "the tier-3 changes to carry both edits", (c) => c.turns.some((t) => t.files.some((f) => f.path === "notes.md" && f.edits.length === 2)));
+  const edits = atTier3.turns.flatMap((t) => t.files).find((f) => f.path === "notes.md").edits;
+  assert.deepEqual(edits.map((e) => [e.tool, e.kind, e.old, e.new]), [
+    ["Write", "write", "", "alpha\nbeta\ngamma\n"],
+    ["Edit", "replace", "beta", "BETA, edited"],
+  ]);
+  const file = await openChanges(page, key, "notes.md");
+  assert.match(await file.locator("summary").innerText(), /notes\.md\s+\+4\s+−1/, "the file's counts: 3 lines written, 1 replaced");
+  const lines = await file.locator("pre.diff span").allInnerTexts();
+  assert.deepEqual(lines, ["+ alpha", "+ beta", "+ gamma", "- beta", "+ BETA, edited"]);
+  await world.ann.shot("session-changes-tier-3.png", { fullPage: true });
+
+  // The desktop window, against the daemon: the same changes, the same diff.
+  const desk = await world.browser.newContext({ viewport: { width: 1200, height: 800 } });
+  try {
+    const win = await desk.newPage();
+    recordPageErrors(win, world.pageErrors, "desktop");
+    await win.goto(`${world.daemon.url}/#token=${world.daemon.token}&session=${key}`);
+    await win.locator("details.changes-section > summary").click();
+    const deskFile = win.locator("details.change-file").filter({ hasText: "notes.md" });
+    await deskFile.waitFor({ timeout: WAIT_MS });
+    await deskFile.locator("summary").click();
+    assert.deepEqual(await deskFile.locator("pre.diff span").allInnerTexts(), lines, "the desktop window shows what the phone shows");
+    await win.screenshot({ path: path.join(SHOTS, "desktop-changes.png"), fullPage: true });
+  } finally {
+    await desk.close();
+  }
+
+  // 200 edits in 20 turns, through the real hook and daemon (Claude Code's
+  // PostToolUse payloads, as it sends them): the phone's Changes, timed.
+  const many = randomUUID();
+  const project = path.join(WORK, "changes-many");
+  fs.mkdirSync(project, { recursive: true });
+  const base = { session_id: many, transcript_path: path.join(HOME, ".claude", "projects", "many.jsonl"), cwd: project };
+  const hook = (event, payload) => {
+    const out = spawnSync(HOOK, ["claude-code", event], { env: personEnv(), cwd: project, input: JSON.stringify({ ...base, hook_event_name: event, ...payload }), timeout: 10_000 });
+    assert.equal(out.status, 0, `sessionpipe-hook claude-code ${event}: ${out.stderr}`);
+  };
+  const body = (i) => Array.from({ length: 30 }, (_, n) => `line ${n} of file ${i % 40}`).join("\n");
+  hook("SessionStart", { source: "startup" });
+  for (let turn = 0; turn < 20; turn += 1) {
+    hook("UserPromptSubmit", { prompt: `turn ${turn}`, prompt_id: `p-${turn}` });
+    for (let e = 0; e < 10; e += 1) {
+      const i = turn * 10 + e;
+      const old = body(i);
+      const input = { file_path: path.join(project, "src", `file${i % 40}.rs`), old_string: old, new_string: old.replace("line 7 ", `line 7 changed in edit ${i} `) };
+      hook("PostToolUse", { tool_name: "Edit", tool_input: input, tool_response: { filePath: input.file_path }, tool_use_id: `toolu_${i}` });
+    }
+  }
+  const manyKey = `claude-code:${many}`;
+  await changesWhen(manyKey, "the receiver to hold 200 edits", (c) => c.turns.reduce((n, t) => n + t.files.reduce((m, f) => m + f.edits.length, 0), 0) === 200);
+  await page.goto(`${world.origin}/#session=${manyKey}`);
+  await page.locator("details.changes-section > summary").click();
+  await page.locator("details.change-file").nth(199).waitFor({ state: "attached", timeout: SLOW_MS });
+  assert.equal(await page.locator("details.change-file").count(), 200, "20 turns of 10 files");
+  const listMs = await page.evaluate(() => performance.getEntriesByName("changes-render").at(-1).duration);
+  // Every file opened at once: each one's diff drawn (on its toggle event).
+  const openMs = await page.evaluate(async () => {
+    const t0 = performance.now();
+    const all = document.querySelectorAll("details.change-file");
+    for (const d of all) d.open = true;
+    while (document.querySelectorAll("details.change-file .change-body > *").length < all.length) {
+      await new Promise((r) => setTimeout(r, 0));
+    }
+    void document.body.offsetHeight;
+    return performance.now() - t0;
+  });
+  assert.equal(await page.locator("details.change-file pre.diff").count(), 200, "every edit's diff drawn");
+  console.log(`# Changes of 200 edits on the phone page: listed in ${listMs.toFixed(1)} ms, all 200 diffs drawn in ${openMs.toFixed(1)} ms`);
+  fs.writeFileSync(path.join(SHOTS, "changes-200-timing.json"), `${JSON.stringify({ listMs, openMs })}\n`);
+  world.done.add("changes");
 });
 
 step("abuse: no cookie, no page header, another account, and the machine's own tokens get nothing", "abuse", 120_000, async () => {
