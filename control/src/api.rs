@@ -74,12 +74,18 @@ pub(super) fn can_cancel(session: &SessionRef, memo: &Memo) -> bool {
 /// A verified `cancel`, on its own task: `delivered` once the server took it.
 pub(super) fn cancel(control: Arc<Control>, from: MessageRef, q: Queued) {
     tokio::spawn(async move {
-        let ack = match send(&control, &q.session, |api, memo, id| api.cancel(memo, id)).await {
-            Through::Taken => Ack::delivered("api"),
-            Through::Missed(why) => Ack::unsupported(why),
-        };
+        let ack = cancel_through(&control, &q.session).await;
         finish(&control, &from, ack).await;
     });
+}
+
+/// A cancel through the session's server: `delivered` once it took it,
+/// `unsupported` with why otherwise.
+pub(super) async fn cancel_through(control: &Arc<Control>, session: &SessionRef) -> Ack {
+    match send(control, session, |api, memo, id| api.cancel(memo, id)).await {
+        Through::Taken => Ack::delivered("api"),
+        Through::Missed(why) => Ack::unsupported(why),
+    }
 }
 
 /// Hands a prompt for `q.session` to its server.

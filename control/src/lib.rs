@@ -16,7 +16,8 @@
 //!   session; `socket`: the local socket those ask on; `replies`: the reply
 //!   of a prompt handed over in place, from the session's transcript.
 //! - `api`: the rung of a harness's own server (a prompt into a live
-//!   session, a cancel).
+//!   session, a cancel); `local`: what the desktop window asks (which
+//!   sessions a Stop ends, and a Stop, by the same rungs).
 //! - `ladder`: the rungs past the hub (resume, fork, start), `runs` the
 //!   headless processes they run, `files` a start's attachments.
 //! - `worktrees`: a start's own git worktree (`control worktrees on`), the
@@ -54,6 +55,7 @@ mod held;
 pub mod host;
 pub mod hub;
 mod ladder;
+pub mod local;
 pub mod machine;
 mod progress;
 pub mod queued;

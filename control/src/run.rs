@@ -330,7 +330,7 @@ const CANCELS_MAX: usize = 100;
 pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
     let c = control.clone();
     let origin = receiver.origin.clone();
-    let (keys, config, harnesses, pool, tier, running) = crate::runtime::blocking(move || {
+    let (keys, config, harnesses, pool, tier) = crate::runtime::blocking(move || {
         let keys: Vec<String> = c
             .store()
             .keys(Some(&origin))
@@ -339,15 +339,7 @@ pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
             .map(|k| k.id)
             .collect();
         let tier = c.host.sink_tier(&origin);
-        let running = c.host.running();
-        (
-            keys,
-            c.config(),
-            c.host.harnesses(),
-            c.host.pool(),
-            tier,
-            running,
-        )
+        (keys, c.config(), c.host.harnesses(), c.host.pool(), tier)
     })
     .await;
     let mut body = machine_facts(&config, harnesses, &control.runs).await;
@@ -361,18 +353,11 @@ pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
     body["waiting"] = json!(waiting);
     // The sessions whose running turn a `cancel` stops now, through the
     // harness's own interrupt (the page offers Stop on these).
-    let through_servers = running
-        .into_iter()
-        .filter(|(s, memo)| api::can_cancel(s, memo))
-        .map(|(s, _)| s);
-    let mut cancels: Vec<String> = acp::running(control)
-        .into_iter()
-        .chain(control.runs.interruptible_sessions())
-        .chain(through_servers)
-        .map(|s| s.to_string())
+    let mut cancels: Vec<String> = super::local::cancellable(control)
+        .await
+        .iter()
+        .map(ToString::to_string)
         .collect();
-    cancels.sort();
-    cancels.dedup();
     cancels.truncate(CANCELS_MAX);
     body["cancels"] = json!(cancels);
     if let Some(pool) = pool {
@@ -547,10 +532,7 @@ pub(super) async fn offer(
             }
         }
         Body::Cancel => {
-            if let Some(ack) = acp::cancel(control, session).await {
-                return Some(ack);
-            }
-            if let Some(ack) = ladder::cancel(control, session).await {
+            if let Some(ack) = super::local::cancel_here(control, session).await {
                 return Some(ack);
             }
             api::cancel(control.clone(), from.clone(), q.clone());

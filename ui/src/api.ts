@@ -28,6 +28,7 @@ import type {
   SinkRemoved,
   SinkTest,
   SinkView,
+  Stopped,
   TitlesSet,
   TitlesState,
   Unpaired,
@@ -202,6 +203,11 @@ export class Api {
   }
 
   /** A person's answer to a waiting permission prompt (local approvals): only ever their click. */
+  /** Ends the session's running turn through its harness's own interrupt. */
+  stop(harness: string, id: string): Promise<Stopped> {
+    return this.#call("POST", `/api/sessions/${encodeURIComponent(harness)}/${encodeURIComponent(id)}/stop`);
+  }
+
   answerApproval(session: string, attention: string, decision: ApprovalDecision): Promise<ApprovalAnswered> {
     return this.#call("POST", "/api/approvals", { session, attention, decision });
   }

@@ -25,6 +25,7 @@ import type {
 export type {
   AcpAgent,
   Changes,
+  Stopped,
   ApiErrorBody,
   Approval,
   HarnessOffer,

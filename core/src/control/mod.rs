@@ -15,7 +15,8 @@
 //! names them. Uses layers 1 and 2, `sinks` and `pool`; nothing above.
 
 pub use sessionpipe_control::{
-    ack, acp, ask, channel, files, hub, machine, queued, run, runs, socket, store, wire, worktrees,
+    ack, acp, ask, channel, files, hub, local, machine, queued, run, runs, socket, store, wire,
+    worktrees,
 };
 
 pub mod host;

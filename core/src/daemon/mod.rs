@@ -227,6 +227,8 @@ async fn serve(
     // worker: it lives for seconds, and a hook that finds no socket is silent).
     let (hub, finals) = crate::control::hub::Hub::new();
     let hub = Arc::new(hub);
+    // The local API's handle on control (the window's Stop).
+    let mut control_handle = None;
     let control = if opts.drain {
         None
     } else {
@@ -247,6 +249,7 @@ async fn serve(
             .map(|e| Arc::new(e) as Arc<dyn sessionpipe_control::host::ProgressEvents>);
         let host = Arc::new(crate::control::host::DaemonHost::new(paths, config.clone()));
         let opened = crate::control::run::open(paths, host, hub.clone(), progress_events).await;
+        control_handle = opened.clone();
         let socket = bind_control_socket(paths, hub.clone(), opened.clone());
         let task =
             opened.map(|c| tokio::spawn(crate::control::run::run(c, finals, stopping.clone())));
@@ -290,6 +293,7 @@ async fn serve(
             opts.api_port,
             api_config,
             Some(hub.clone()),
+            control_handle,
         ) {
             Ok(api) if opts.ui_dir.is_some() => {
                 tracing::info!(

@@ -886,6 +886,47 @@ step("Changes: a real Claude Code's Write and Edit, listed at tier 1 with how th
   world.done.add("changes");
 });
 
+step("Stop in the desktop window (against the daemon): a start from the phone ends through Claude Code's own interrupt", "desktop-stop", 180_000, async () => {
+  needs("paired");
+  const { page } = world.ann;
+  await openStartForm(page);
+  await page.getByLabel("Folder").selectOption(WORK_REAL);
+  await page.getByLabel("Harness").selectOption("claude-code");
+  await page.getByLabel("First message").fill(`${SLOW_ASK} with the desktop.`);
+  const before = world.commands.length;
+  await page.getByRole("button", { name: "Start", exact: true }).click();
+  await waitFor("the start's id", () => world.commands.length === before + 1);
+  const startId = world.commands[before];
+  const its = page.getByRole("link", { name: "Its page", exact: true }).first();
+  await its.waitFor({ timeout: SLOW_MS });
+  const key = decodeURIComponent(new URL(await its.getAttribute("href"), world.origin).hash.replace(/^#session=/, ""));
+  assert.match(key, /^claude-code:/);
+  await waitFor("the model to be streaming its answer", () => world.startApi.lines().some((l) => l.startsWith("user: ") && l.includes("with the desktop")), SLOW_MS);
+
+  const desk = await world.browser.newContext({ viewport: { width: 1200, height: 800 } });
+  try {
+    const win = await desk.newPage();
+    recordPageErrors(win, world.pageErrors, "desktop");
+    await win.goto(`${world.daemon.url}/#token=${world.daemon.token}&session=${key}`);
+    const detail = win.locator(`[data-detail="${key}"]`);
+    const stopButton = detail.getByRole("button", { name: "Stop", exact: true });
+    await stopButton.waitFor({ timeout: SLOW_MS });
+    assert.equal((await world.ann.fetch(`/app/api/commands/${startId}`)).body.acks.final, null, "the start still runs");
+    await stopButton.click();
+    await detail.getByText("Stopped (through sdk).").waitFor({ timeout: SLOW_MS });
+    await win.screenshot({ path: path.join(SHOTS, "desktop-stopped.png"), fullPage: true });
+    // The turn is over: the window no longer offers Stop.
+    await stopButton.waitFor({ state: "detached", timeout: SLOW_MS });
+  } finally {
+    await desk.close();
+  }
+  assert.equal(world.commands.length, before + 1, "no command went through the receiver for it");
+  const final = await waitFor("the start's final ack", async () => (await world.ann.fetch(`/app/api/commands/${startId}`)).body.acks.final, SLOW_MS);
+  assert.equal(final.outcome, "delivered", JSON.stringify(final));
+  assert.match(final.reply, /\(The turn was cancelled\.\)$/, final.reply);
+  assert.ok(!final.reply.includes("step29"), "stopped before the end of its answer");
+});
+
 step("abuse: no cookie, no page header, another account, and the machine's own tokens get nothing", "abuse", 120_000, async () => {
   needs("account", "paired");
   const ann = world.ann;

@@ -1,5 +1,6 @@
 // Sessions: the live board (needs you, working, done), the approvals across all
-// sessions, and one session's recent events and its Changes (the files each
+// sessions, and one session's recent events, its Stop (while the daemon can
+// end its running turn: through the harness's own interrupt) and its Changes (the files each
 // turn changed, each edit as a diff: web-shared's `changes`, drawn as on the
 // phone; read while open). Redrawn every 2 s and on focus.
 // A session whose limits named its account shows it and the window it burns
@@ -39,6 +40,12 @@ interface Answer {
   error?: string;
 }
 
+/** The Stops sent from this page, by session, and how to send one. */
+interface Stopping {
+  sent: Map<string, { state: "sending" | "done" | "failed"; words: string }>;
+  stop: (key: string) => void;
+}
+
 /** The answers given from this page, by approval, and how to give one. */
 interface Answering {
   answers: Map<string, Answer>;
@@ -67,6 +74,28 @@ export function mountSessions(root: HTMLElement, ctx: ViewContext): Mounted {
       api.answerApproval(a.session, a.attention_id, decision).then(
         () => answering.answers.set(key, { state: "answered", decision }),
         (e: unknown) => answering.answers.set(key, { state: "failed", decision, error: describeError(e) }),
+      ).finally(() => {
+        if (stopped) return;
+        draw();
+        void refresh();
+      });
+    },
+  };
+
+  const stopping: Stopping = {
+    sent: new Map(),
+    stop(key) {
+      if (stopping.sent.get(key)?.state === "sending") return;
+      stopping.sent.set(key, { state: "sending", words: "Stopping…" });
+      draw();
+      const { harness, id } = splitKey(key);
+      api.stop(harness, id).then(
+        (r) =>
+          stopping.sent.set(key, {
+            state: r.outcome === "delivered" ? "done" : "failed",
+            words: r.outcome === "delivered" ? `Stopped (through ${r.mode ?? "the harness"}).` : `Not stopped: ${r.detail ?? r.outcome}.`,
+          }),
+        (e: unknown) => stopping.sent.set(key, { state: "failed", words: `Not stopped: ${describeError(e)}` }),
       ).finally(() => {
         if (stopped) return;
         draw();
@@ -128,7 +157,7 @@ export function mountSessions(root: HTMLElement, ctx: ViewContext): Mounted {
         if (!listed.has(key) && given.state !== "sending") answering.answers.delete(key);
       }
     }
-    patch(live, render(board, events, route, answering));
+    patch(live, render(board, events, route, answering, stopping));
     const waiting = board.value?.approvals.length ?? 0;
     document.title = `${waiting > 0 ? `(${waiting}) ` : ""}Sessions · sessionpipe`;
   }
@@ -167,7 +196,7 @@ export function mountSessions(root: HTMLElement, ctx: ViewContext): Mounted {
   };
 }
 
-function render(board: Loaded<Overview>, events: Loaded<EventEnvelope[]> & { of: string | null }, route: Route, answering: Answering): HTMLElement {
+function render(board: Loaded<Overview>, events: Loaded<EventEnvelope[]> & { of: string | null }, route: Route, answering: Answering, stopping: Stopping): HTMLElement {
   const out = h("div");
   const ov = board.value;
   if (board.error !== null) out.append(message("error", h("p", null, `The board could not be read: ${board.error}`)));
@@ -195,7 +224,7 @@ function render(board: Loaded<Overview>, events: Loaded<EventEnvelope[]> & { of:
     ),
   );
   const layout = h("div", { class: route.session !== null ? "board-layout with-detail" : "board-layout" });
-  if (route.session !== null) layout.append(renderDetail(route.session, ov, events));
+  if (route.session !== null) layout.append(renderDetail(route.session, ov, events, stopping));
   layout.append(h("div", { class: "board-main" }, renderApprovals(ov, answering), renderBoard(ov, route.session)));
   out.append(layout);
   return out;
@@ -330,7 +359,7 @@ function renderAccount(a: SessionAccount): HTMLElement {
   return h("span", { class: `account${near ? " near" : ""}`, "data-account": a.id, title }, accountText(a));
 }
 
-function renderDetail(key: string, ov: Overview, events: Loaded<EventEnvelope[]> & { of: string | null }): HTMLElement {
+function renderDetail(key: string, ov: Overview, events: Loaded<EventEnvelope[]> & { of: string | null }, stopping: Stopping): HTMLElement {
   const s = ov.sessions.find((x) => x.key === key);
   const { harness, id } = splitKey(key);
   const list = events.of === key ? events.value : null;
@@ -383,9 +412,29 @@ function renderDetail(key: string, ov: Overview, events: Loaded<EventEnvelope[]>
       { class: "facts" },
       facts.filter(([, v]) => v !== null && v !== "").map(([k, v]) => [h("dt", null, k), h("dd", null, v)]),
     ),
+    renderStop(key, s?.can_stop ?? false, stopping),
     h("h3", null, `Recent events${list !== null && list.length > 0 ? ` (last ${list.length})` : ""}`),
     events.error !== null && list !== null ? message("error", h("p", null, `The events could not be refreshed: ${events.error}`)) : null,
     body,
+  );
+}
+
+/** Stop while the daemon can end the session's running turn, and what the last one said. */
+function renderStop(key: string, can: boolean, stopping: Stopping): Child {
+  const sent = stopping.sent.get(key);
+  if (!can && sent === undefined) return null;
+  return h(
+    "div",
+    { class: "stop-row" },
+    can
+      ? h(
+          "button",
+          { type: "button", class: "danger", "data-focus": "stop", disabled: sent?.state === "sending", onclick: () => stopping.stop(key) },
+          sent?.state === "sending" ? "Stopping…" : "Stop",
+        )
+      : null,
+    can ? h("span", { class: "muted" }, " Ends the turn running now, through the harness's own interrupt. What it did so far stays.") : null,
+    sent !== undefined && sent.state !== "sending" ? message(sent.state === "done" ? "ok" : "error", h("p", null, sent.words)) : null,
   );
 }
 

@@ -63,7 +63,12 @@ title: string, cwd: string | null, repo: string | null, branch: string | null, m
 /**
  * The account its latest `limits.observed` named, when one did.
  */
-account: SessionAccount | null, };
+account: SessionAccount | null, 
+/**
+ * A Stop ends its running turn now, through the harness's own interrupt
+ * (control's `local::cancellable`: the hello's `cancels`).
+ */
+can_stop: boolean, };
 
 /**
  * An open attention. `kind`, `tool`, `message` and `time` come from its
@@ -665,3 +670,21 @@ export type ApprovalAnswered = { answered: string,
  * `allow` or `deny`.
  */
 decision: string, };
+
+/**
+ * `POST /api/sessions/{harness}/{id}/stop`: how the Stop went, as a
+ * verified `cancel` of the session would be acked.
+ */
+export type Stopped = { 
+/**
+ * `delivered`, `unsupported` or `failed`.
+ */
+outcome: string, 
+/**
+ * The rung that took it (`acp`, `sdk`, `api`).
+ */
+mode: string | null, 
+/**
+ * Why not, for any other outcome.
+ */
+detail: string | null, };

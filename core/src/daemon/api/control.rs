@@ -2,14 +2,16 @@
 //! receivers, their keys, whether each is polled, the tier each one's sink
 //! sends at), starting a pairing (the
 //! same `control::pair` the CLI runs; the page shows its link and digits and
-//! asks `GET /api/control` until it ends), removing a key, unpairing.
+//! asks `GET /api/control` until it ends), removing a key, unpairing; and
+//! the Sessions view's Stop (control's `local::stop`: the rungs a verified
+//! `cancel` takes; it ends a turn and runs nothing).
 //!
 //! No token or key material beyond a key's id is ever in an answer.
 
 use super::error::ApiError;
 use super::shapes::{
-    ApprovalAnswered, ControlKey, ControlReceiver, ControlView, PairingState, Removed, Unpaired,
-    reply,
+    ApprovalAnswered, ControlKey, ControlReceiver, ControlView, PairingState, Removed, Stopped,
+    Unpaired, reply,
 };
 use super::views::{ApiResult, Ctx, body};
 use crate::control::pair::{self, PairError, PairRequest};
@@ -249,4 +251,32 @@ pub async fn remove_key(State(ctx): State<Ctx>, Path(id): Path<String>) -> ApiRe
         return Err(ApiError::NotFound(format!("no key {id}")));
     }
     Ok(reply(&Removed { removed: id }))
+}
+
+/// `POST /api/sessions/{harness}/{id}/stop`: ends the session's running turn
+/// through its harness's own interrupt, never a signal.
+pub async fn stop(
+    State(ctx): State<Ctx>,
+    Path((harness, id)): Path<(String, String)>,
+) -> Result<Json<Stopped>, ApiError> {
+    if !protocol::valid_harness_name(&harness) || !protocol::valid_session_id(&id) {
+        return Err(ApiError::BadRequest(format!(
+            "no such session: {harness}:{id}"
+        )));
+    }
+    let Some(control) = ctx.control.clone() else {
+        return Err(ApiError::Conflict(
+            "control does not run in this daemon, so it stops no turn".into(),
+        ));
+    };
+    let session = sessionpipe_verifier::SessionRef { harness, id };
+    let ack = crate::control::local::stop(&control, &session)
+        .await
+        .json("");
+    let text = |k: &str| ack[k].as_str().map(str::to_string);
+    Ok(Json(Stopped {
+        outcome: text("outcome").unwrap_or_default(),
+        mode: text("mode"),
+        detail: text("detail"),
+    }))
 }

@@ -76,6 +76,7 @@ pub fn start(
     port: u16,
     config: crate::state::live_config::LiveConfig,
     hub: Option<Arc<crate::control::hub::Hub>>,
+    control: Option<Arc<crate::control::machine::Control>>,
 ) -> std::io::Result<Api> {
     let saved = SavedAddress::load(paths);
     let token = saved
@@ -102,6 +103,7 @@ pub fn start(
         host: Arc::new(format!("127.0.0.1:{}", addr.port())),
         pairing: Arc::default(),
         hub,
+        control,
         serves_ui: ui_dir.is_some(),
         config,
     };
@@ -160,6 +162,7 @@ fn router(ctx: Ctx, ui_dir: Option<PathBuf>) -> Router {
             "/sessions/{harness}/{id}/changes",
             get(views::session_changes),
         )
+        .route("/sessions/{harness}/{id}/stop", post(control::stop))
         .route("/harnesses", get(views::harnesses))
         .route("/harnesses/{name}", post(views::set_harness))
         .route("/offers", get(views::offers))

@@ -99,6 +99,7 @@ impl Api {
                 host: Arc::new("127.0.0.1:1".into()),
                 pairing: Arc::default(),
                 hub: None,
+                control: None,
                 serves_ui: false,
             },
             _dir: dir,

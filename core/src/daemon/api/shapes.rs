@@ -78,6 +78,9 @@ pub struct SessionView {
     pub attentions: Vec<Attention>,
     /// The account its latest `limits.observed` named, when one did.
     pub account: Option<SessionAccount>,
+    /// A Stop ends its running turn now, through the harness's own interrupt
+    /// (control's `local::cancellable`: the hello's `cancels`).
+    pub can_stop: bool,
 }
 
 /// An open attention. `kind`, `tool`, `message` and `time` come from its
@@ -377,6 +380,19 @@ pub enum PairingState {
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Unpaired {
     pub unpaired: String,
+}
+
+/// `POST /api/sessions/{harness}/{id}/stop`: how the Stop went, as a
+/// verified `cancel` of the session would be acked.
+#[derive(Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Stopped {
+    /// `delivered`, `unsupported` or `failed`.
+    pub outcome: String,
+    /// The rung that took it (`acp`, `sdk`, `api`).
+    pub mode: Option<String>,
+    /// Why not, for any other outcome.
+    pub detail: Option<String>,
 }
 
 /// `POST /api/approvals`: the answer went to the waiting hook.

@@ -59,7 +59,8 @@ fn daemon_api() -> String {
         .add::<PoolRemoved>()
         .add::<ControlView>()
         .add::<Unpaired>()
-        .add::<ApprovalAnswered>();
+        .add::<ApprovalAnswered>()
+        .add::<Stopped>();
     d.render(&format!(
         "The daemon's local API (core/src/daemon/api/), as the Rust types that\n\
          serialize its answers declare it: generated, do not edit. After changing\n\

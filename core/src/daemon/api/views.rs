@@ -40,6 +40,8 @@ pub struct Ctx {
     pub pairing: Arc<std::sync::Mutex<Option<PairingState>>>,
     /// Control's hub: which permission prompts wait (local approvals).
     pub hub: Option<Arc<crate::control::hub::Hub>>,
+    /// Control itself, when it runs: which turns a Stop ends, and a Stop.
+    pub control: Option<Arc<crate::control::machine::Control>>,
     /// The daemon's settings in force (what it acts on; `config.json` itself
     /// is what the Settings page reads and changes).
     pub config: LiveConfig,
@@ -79,6 +81,14 @@ pub async fn overview(State(ctx): State<Ctx>) -> ApiResult {
         .map(|(s, a)| (s.to_string(), a))
         .collect();
     let live = ctx.config.clone();
+    let stoppable: Vec<String> = match &ctx.control {
+        Some(c) => crate::control::local::cancellable(c)
+            .await
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        None => Vec::new(),
+    };
     blocking(move || {
         let (config, config_problem) = (live.now(), live.problem());
         let local = config.local_approvals;
@@ -97,6 +107,7 @@ pub async fn overview(State(ctx): State<Ctx>) -> ApiResult {
             .filter(|(_, _, r)| r.last_ms > 0)
             .map(|(h, id, r)| SessionView {
                 account: session_account(r, &emails, alert),
+                can_stop: stoppable.iter().any(|k| *k == format!("{h}:{id}")),
                 ..session_view(h, id, r, now)
             })
             .filter(|s| s.state != Glance::Done || now - s.last_ms < BOARD_MS)
@@ -174,6 +185,7 @@ fn session_view(harness: &str, id: &str, r: &SessionRecord, now: i64) -> Session
         age_s: (now - r.last_ms).max(0) / 1000,
         attentions,
         account: None,
+        can_stop: false,
     }
 }
 
