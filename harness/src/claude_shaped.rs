@@ -156,7 +156,9 @@ pub enum Read {
     /// The turn as it stands, after the call's own event (a failed or cancelled
     /// turn).
     AsItStands,
-    /// Everything there is (the session's end).
+    /// Everything there is (the session's end), and the running turn's
+    /// interruption where the harness wrote one (a turn stopped, then the
+    /// session closed: no other hook says so).
     All,
 }
 
@@ -430,7 +432,7 @@ fn plan(shaped: &dyn Shaped, read: Read, job: &Job, p: &Map<String, Value>) -> O
             },
         },
         Read::AsItStands => plan(Want::All, true, false, false),
-        Read::All => plan(Want::All, false, false, false),
+        Read::All => plan(Want::All, false, false, true),
     }
 }
 

@@ -507,10 +507,10 @@ fn a_cancel_stops_a_started_run_through_claude_codes_own_interrupt() {
     let ack = s.device.final_ack(&again, Duration::from_secs(30));
     assert_eq!(ack["outcome"], "unsupported", "{ack}");
     // The session's events: the turn as far as it went (read from the
-    // transcript: this sink takes tier 2), then the session's end. Claude
-    // Code fires no hook for an interrupt (ADAPTERS.md), and the run exits
-    // once its stdin closes, so the session ends the turn: no `turn.ended`
-    // says it finished.
+    // transcript: this sink takes tier 2), then its end as an interrupt,
+    // then the session's end. Claude Code fires no hook for an interrupt
+    // (ADAPTERS.md) and the run exits once its stdin closes: the session's
+    // end reads the interruption Claude Code wrote in the transcript.
     let mine = |evs: &[Value]| -> Vec<Value> {
         evs.iter()
             .filter(|e| e["session"]["id"] == id.as_str())
@@ -522,7 +522,11 @@ fn a_cancel_stops_a_started_run_through_claude_codes_own_interrupt() {
     }));
     let kinds: Vec<&str> = evs.iter().filter_map(|e| e["type"].as_str()).collect();
     assert!(kinds.ends_with(&["session.ended"]), "{kinds:?}");
-    assert!(!kinds.contains(&"turn.ended"), "{kinds:?}");
+    let ended: Vec<&Value> = evs.iter().filter(|e| e["type"] == "turn.ended").collect();
+    assert_eq!(ended.len(), 1, "one end of the turn: {kinds:?}");
+    assert_eq!(ended[0]["data"]["reason"], "interrupt", "{}", ended[0]);
+    let at = |k: &str| kinds.iter().position(|x| *x == k);
+    assert!(at("turn.ended") < at("session.ended"), "{kinds:?}");
     let turn = evs
         .iter()
         .find(|e| e["type"] == "turn.transcript")

@@ -740,6 +740,10 @@ step("Stop on a session started from the phone: its running turn ends through Cl
   // was cut, and the start's own ack says what it said and that it stopped.
   await stopButton.waitFor({ state: "detached", timeout: SLOW_MS });
   assert.ok(world.startApi.lines().includes("slow answer: the client went"), world.startApi.lines().join("\n"));
+  // The timeline says the turn was interrupted (read from Claude Code's
+  // transcript at the session's end: no hook fires for an interrupt).
+  const timelineNow = page.getByRole("region", { name: "Timeline, newest at the bottom" });
+  await timelineNow.locator(".t-turn-ended").filter({ hasText: "interrupted" }).waitFor({ timeout: SLOW_MS });
   const final = await waitFor("the start's final ack", async () => (await world.ann.fetch(`/app/api/commands/${startId}`)).body.acks.final, SLOW_MS);
   assert.equal(final.outcome, "delivered", JSON.stringify(final));
   assert.match(final.reply, /^(step\d+ )*\s*\(The turn was cancelled\.\)$/, final.reply);
