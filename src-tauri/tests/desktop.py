@@ -49,7 +49,10 @@ tray client, a reader of notification calls, a window manager's close (python3-g
                            every 2 s for a minute (a turn to stop midway);
                            with MESSAGES_API_TOOLS (a JSON list of {"name",
                            "input"}), the main conversation's first turns call
-                           those tools, one a turn (COMMAND is then unused)
+                           those tools, one a turn (COMMAND is then unused);
+                           a main conversation whose newest user text asks
+                           "[[write NAME]]" writes NAME with the Write tool in
+                           the folder its system prompt names
 
 Only what libayatana-appindicator needs of a watcher is here: it registers, a
 host is said to be present, and the item list is kept.
@@ -333,10 +336,29 @@ def messages_api(portfile, command):
             pairs = [line.partition(":") for line in f]
         return [(name.strip(), value.strip()) for name, sep, value in pairs if sep and name.strip()]
 
+    def strings_in(v):
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, dict):
+            for x in v.values():
+                yield from strings_in(x)
+        elif isinstance(v, list):
+            for x in v:
+                yield from strings_in(x)
+
     def blocks_of(body):
         # The main conversation offers tools and is not a subagent's.
         messages = body.get("messages") or []
         turn = sum(1 for m in messages if m.get("role") == "assistant")
+        # A main conversation asked to `[[write NAME]]` writes NAME in the
+        # folder Claude Code says it works in (its system prompt's).
+        asked = re.search(r"\[\[write ([\w.-]+)\]\]", newest_text(body))
+        folder = next((m.group(1) for t in strings_in(body)
+                       for m in [re.search(r"Primary working directory: (\S+)", t)] if m), None)
+        if body.get("tools") and turn == 0 and asked and folder:
+            path = os.path.join(folder, asked.group(1))
+            return [{"type": "tool_use", "id": ident("toolu_"), "name": "Write",
+                     "input": {"file_path": path, "content": "written by the model\n"}}]
         if body.get("tools") and turn < len(tools):
             call = tools[turn]
             return [{"type": "tool_use", "id": ident("toolu_"), "name": call["name"],

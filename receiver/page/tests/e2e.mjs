@@ -815,6 +815,10 @@ step("Changes: a real Claude Code's Write and Edit, listed at tier 1 with how th
   const added = spawnSync(DAEMON, ["sink", "add", sink.url, "--tier", "3", "--token-stdin"], { env: personEnv(), cwd: HOME, encoding: "utf8", input: `${world.tokens.sink}\n`, timeout: 30_000 });
   assert.equal(added.status, 0, `sink add --tier 3: ${added.stdout}${added.stderr}`);
   await waitFor("the sink at tier 3", async () => (await daemonApi("GET", "/api/sinks")).body.some((x) => x.tier === 3));
+  // The daemon takes up sinks.json within a second (its sinks' refresh);
+  // until then the tier-1 sink it had still sends, and the receiver keeps
+  // the first copy of an event it gets.
+  await page.waitForTimeout(2500);
 
   const key = await writeAndEdit("changes-tier-3");
   const atTier3 = await changesWhen(key, "the tier-3 changes to carry both edits", (c) => c.turns.some((t) => t.files.some((f) => f.path === "notes.md" && f.edits.length === 2)));
@@ -1126,6 +1130,73 @@ step("a second machine connected with `--tier 0`: said plainly there, and its re
   await attention.waitFor({ state: "detached", timeout: SLOW_MS });
   assert.equal(fs.existsSync(made), false, "denied: it never ran");
   await stop(claude);
+});
+
+step("its own worktree: with `control worktrees on`, a real Claude Code start from the phone writes in a new git worktree on sessionpipe/<id>, not in the checkout; prune keeps it while it holds work, then removes it", "worktrees", 180_000, async () => {
+  needs("paired");
+  const { page } = world.ann;
+  // The allowed folder becomes a git repository with one commit.
+  const git = (...args) => {
+    const r = spawnSync("git", ["-c", "user.name=Ann", "-c", "user.email=ann@example.com", ...args], { cwd: WORK, encoding: "utf8", env: personEnv() });
+    assert.equal(r.status, 0, `git ${args.join(" ")}: ${r.stdout}${r.stderr}`);
+    return r.stdout;
+  };
+  git("init", "-q", "-b", "main");
+  fs.writeFileSync(path.join(WORK, "README.md"), "# work\n");
+  git("add", "README.md");
+  git("commit", "-q", "-m", "first");
+  const cli = (...args) => {
+    const r = spawnSync(DAEMON, args, { env: personEnv(), cwd: HOME, encoding: "utf8", timeout: 60_000 });
+    assert.equal(r.status, 0, `sessionpipe ${args.join(" ")}: ${r.stdout}${r.stderr}`);
+    return r.stdout;
+  };
+  cli("control", "worktrees", "on");
+  // A start may write only at the `edits` level, which a `safe` machine does
+  // not offer (its `safe` runs ask nobody and are refused any write).
+  cli("control", "mode", "auto");
+  await waitFor("the machine to offer starts at `edits`", async () => {
+    const m = (await world.ann.fetch("/app/api/board")).body.machines.find((x) => x.id === world.machine);
+    return m?.hello?.starts?.["claude-code"]?.levels?.includes("edits");
+  }, SLOW_MS);
+
+  // The start, from the phone's form; the model writes a file where it runs.
+  await openStartForm(page);
+  await page.getByLabel("Folder").selectOption(WORK_REAL);
+  await page.getByLabel("Harness").selectOption("claude-code");
+  await page.getByLabel("Level").selectOption("edits");
+  await page.getByLabel("First message").fill("Make the note [[write made-in-worktree.txt]].");
+  const before = world.commands.length;
+  await page.getByRole("button", { name: "Start", exact: true }).click();
+  await waitFor("the start's id", () => world.commands.length === before + 1);
+  const startId = world.commands[before];
+  const its = page.getByRole("link", { name: "Its page", exact: true }).first();
+  await its.waitFor({ timeout: SLOW_MS });
+  await its.click();
+  const final = await waitFor("the start's final ack", async () => (await world.ann.fetch(`/app/api/commands/${startId}`)).body.acks.final, SLOW_MS);
+  assert.equal(final.outcome, "delivered", JSON.stringify(final));
+
+  // The file is in the worktree, not in the checkout; the session's page says the branch.
+  const listed = JSON.parse(cli("worktrees", "list", "--json")).worktrees;
+  assert.equal(listed.length, 1, JSON.stringify(listed));
+  const tree = listed[0];
+  assert.match(tree.branch, /^sessionpipe\/[0-9A-Za-z]{8}$/);
+  assert.equal(fs.readFileSync(path.join(tree.path, "made-in-worktree.txt"), "utf8"), "written by the model\n");
+  assert.equal(fs.existsSync(path.join(WORK, "made-in-worktree.txt")), false, "nothing written in the checkout");
+  await page.locator("dl.facts").getByText(tree.branch).waitFor({ timeout: SLOW_MS });
+  await world.ann.shot("session-worktree.png", { fullPage: true });
+
+  // Once the session ended, prune keeps it (its file is uncommitted work) ...
+  await waitFor("the session to end", () => JSON.parse(cli("worktrees", "list", "--json")).worktrees[0].state === "ended", SLOW_MS);
+  const kept = cli("worktrees", "prune");
+  assert.match(kept, /uncommitted/, kept);
+  assert.ok(fs.existsSync(tree.path), "kept");
+  // ... and removes it, with its branch, once nothing in it is work.
+  fs.rmSync(path.join(tree.path, "made-in-worktree.txt"));
+  cli("worktrees", "prune");
+  assert.equal(fs.existsSync(tree.path), false, "removed");
+  assert.doesNotMatch(git("branch", "--list"), new RegExp(tree.branch.replace("/", "\\/")));
+  cli("control", "worktrees", "off");
+  cli("control", "mode", "safe");
 });
 
 test("no uncaught errors or CSP refusals in the pages", () => {
