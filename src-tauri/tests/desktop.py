@@ -53,6 +53,11 @@ tray client, a reader of notification calls, a window manager's close (python3-g
                            a main conversation whose newest user text asks
                            "[[write NAME]]" writes NAME with the Write tool in
                            the folder its system prompt names
+  desktop.py chat-api PORTFILE COMMAND
+                           a scripted OpenAI chat-completions API on 127.0.0.1
+                           (for OpenCode): a conversation offering tools runs
+                           COMMAND with its `bash` tool on its first turn, then
+                           says "Done."; a request with no tools gets "OK"
 
 Only what libayatana-appindicator needs of a watcher is here: it registers, a
 host is said to be present, and the item list is kept.
@@ -522,9 +527,83 @@ def messages_api(portfile, command):
     server.serve_forever()
 
 
+def chat_api(portfile, command):
+    """A scripted OpenAI chat-completions API (for OpenCode): a conversation
+    that offers tools runs COMMAND with its `bash` tool on its first turn and
+    says "Done." after; a request with no tools (a title) gets "OK". SSE when
+    asked to stream."""
+    import http.server
+    import random
+    import string
+
+    def ident(prefix):
+        return prefix + "".join(random.choices(string.ascii_letters + string.digits, k=24))
+
+    def chunk(cid, model, delta, finish=None):
+        return {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def answer(self, status, ctype, data):
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            if self.path.rstrip("/").endswith("/models"):
+                body = {"object": "list", "data": [{"id": "mock-model", "object": "model"}]}
+                return self.answer(200, "application/json", json.dumps(body).encode())
+            self.answer(404, "application/json", b'{"error": {"message": "no route"}}')
+
+        def do_POST(self):
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                return self.do_GET()
+            body = json.loads(raw or b"{}")
+            messages = body.get("messages") or []
+            turn = sum(1 for m in messages if m.get("role") == "assistant")
+            model = body.get("model") or "mock-model"
+            cid = ident("chatcmpl-")
+            if body.get("tools") and turn == 0 and command:
+                args = json.dumps({"command": command, "description": f"Run {command}"})
+                call = {"index": 0, "id": ident("call_"), "type": "function",
+                        "function": {"name": "bash", "arguments": args}}
+                deltas, finish, message = [{"role": "assistant", "tool_calls": [call]}], "tool_calls", \
+                    {"role": "assistant", "content": None, "tool_calls": [call]}
+                print(f"tool call: {command}", file=sys.stderr, flush=True)
+            else:
+                text = "Done." if body.get("tools") else "OK"
+                deltas, finish, message = [{"role": "assistant", "content": text}], "stop", \
+                    {"role": "assistant", "content": text}
+            usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+            if body.get("stream"):
+                frames = [chunk(cid, model, d) for d in deltas] + [chunk(cid, model, {}, finish)]
+                frames.append({"id": cid, "object": "chat.completion.chunk", "model": model,
+                               "choices": [], "usage": usage})
+                data = "".join(f"data: {json.dumps(f)}\n\n" for f in frames) + "data: [DONE]\n\n"
+                return self.answer(200, "text/event-stream", data.encode())
+            whole = {"id": cid, "object": "chat.completion", "created": int(time.time()), "model": model,
+                     "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
+            self.answer(200, "application/json", json.dumps(whole).encode())
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    with open(portfile + ".tmp", "w") as f:
+        f.write(str(server.server_address[1]))
+    os.rename(portfile + ".tmp", portfile)
+    server.serve_forever()
+
+
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else ""
-    if cmd not in ("messages-api", "notices") and Gio is None:
+    if cmd not in ("messages-api", "chat-api", "notices") and Gio is None:
         print("desktop.py: python3-gi is missing (apt: python3-gi)", file=sys.stderr)
         return 1
     if cmd == "watch":
@@ -543,6 +622,8 @@ def main(argv):
         close_window(int(argv[2], 0))
     elif cmd == "messages-api" and len(argv) == 4:
         messages_api(argv[2], argv[3])
+    elif cmd == "chat-api" and len(argv) == 4:
+        chat_api(argv[2], argv[3])
     else:
         print(__doc__, file=sys.stderr)
         return 2

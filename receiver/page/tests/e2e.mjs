@@ -35,6 +35,8 @@ const DAEMON = path.join(BIN_DIR, "sessionpipe");
 const HOOK = path.join(BIN_DIR, "sessionpipe-hook");
 const RECEIVER = path.join(BIN_DIR, "sessionpipe-receiver");
 const CLAUDE = path.join(ROOT, "e2e", "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude");
+/** The real OpenCode, which the daemon drives over ACP (`opencode acp`). */
+const OPENCODE_BIN = path.join(ROOT, "e2e", "node_modules", "opencode-linux-x64", "bin");
 const DESKTOP_PY = path.join(ROOT, "src-tauri", "tests", "desktop.py");
 const PYTHON = process.env.PYTHON ?? "/usr/bin/python3";
 const SHOTS = path.join(ROOT, "test-artifacts", "receiver-page");
@@ -179,6 +181,17 @@ async function messagesApi(name, command, { toMessage = "", slow = "", tools = [
     /** Lines it printed: `user: <text>`, `tool_result: <text>`. */
     lines: () => child.stderr_().split("\n").filter((l) => l !== ""),
   };
+}
+
+/** The scripted chat-completions API (desktop.py chat-api), for OpenCode. */
+async function chatApi(name, command) {
+  const portFile = path.join(DIR, `${name}.port`);
+  const child = start(name, PYTHON, [DESKTOP_PY, "chat-api", portFile, command]);
+  const port = await waitFor(`the scripted chat API ${name}`, () => {
+    if (child.exited !== null) throw new Error(`it exited: ${child.stderr_()}`);
+    return fs.existsSync(portFile) && fs.readFileSync(portFile, "utf8").trim();
+  });
+  return { url: `http://127.0.0.1:${port}/v1`, lines: () => child.stderr_().split("\n").filter((l) => l !== "") };
 }
 
 /** The board's "Start a session" on Ann's laptop, and its form open. */
@@ -441,7 +454,18 @@ step("`sessionpipe connect` in one step: the same six digits on the phone, Appro
   fs.mkdirSync(STATE, { recursive: true, mode: 0o700 });
   fs.writeFileSync(path.join(STATE, "config.json"), `${JSON.stringify({ machine: MACHINE_NAME }, null, 2)}\n`);
   // It serves the desktop window's UI too (its Changes are checked against the page's).
-  const daemon = start("daemon", DAEMON, ["daemon"], { env: personEnv({ ANTHROPIC_BASE_URL: world.startApi.url, SESSIONPIPE_UI_DIR: path.join(ROOT, "ui", "dist") }), cwd: HOME });
+  // OpenCode on its PATH: the daemon finds it as an ACP agent it can start.
+  const daemonEnv = personEnv({
+    ANTHROPIC_BASE_URL: world.startApi.url,
+    SESSIONPIPE_UI_DIR: path.join(ROOT, "ui", "dist"),
+    PATH: `${OPENCODE_BIN}:${path.dirname(CLAUDE)}:/usr/bin:/bin`,
+    OPENCODE_DISABLE_MODELS_FETCH: "true",
+    OPENCODE_DISABLE_AUTOUPDATE: "true",
+    OPENCODE_DISABLE_DEFAULT_PLUGINS: "true",
+    OPENCODE_DISABLE_LSP_DOWNLOAD: "true",
+    OPENCODE_DISABLE_SHARE: "true",
+  });
+  const daemon = start("daemon", DAEMON, ["daemon"], { env: daemonEnv, cwd: HOME });
   const doc = await waitFor("the daemon's ui.json and wake.sock", () => {
     if (daemon.exited !== null) throw new Error(`the daemon exited (${JSON.stringify(daemon.exited)}): ${daemon.stderr_()}`);
     if (!fs.existsSync(path.join(STATE, "wake.sock"))) return null;
@@ -738,7 +762,7 @@ step("Stop on a session started from the phone: its running turn ends through Cl
   assert.equal(world.commands.length, before + 2, "one signed cancel");
   // The turn is over: the machine no longer offers Stop, the model's stream
   // was cut, and the start's own ack says what it said and that it stopped.
-  await stopButton.waitFor({ state: "detached", timeout: SLOW_MS });
+  await page.locator(".stop-row button").waitFor({ state: "detached", timeout: SLOW_MS });
   assert.ok(world.startApi.lines().includes("slow answer: the client went"), world.startApi.lines().join("\n"));
   // The timeline says the turn was interrupted (read from Claude Code's
   // transcript at the session's end: no hook fires for an interrupt).
@@ -923,8 +947,9 @@ step("Stop in the desktop window (against the daemon): a start from the phone en
     await stopButton.click();
     await detail.getByText("Stopped (through sdk).").waitFor({ timeout: SLOW_MS });
     await win.screenshot({ path: path.join(SHOTS, "desktop-stopped.png"), fullPage: true });
-    // The turn is over: the window no longer offers Stop.
-    await stopButton.waitFor({ state: "detached", timeout: SLOW_MS });
+    // The turn is over: the window no longer offers Stop (the button goes,
+    // whatever it says).
+    await detail.locator(".stop-row button").waitFor({ state: "detached", timeout: SLOW_MS });
   } finally {
     await desk.close();
   }
@@ -933,6 +958,57 @@ step("Stop in the desktop window (against the daemon): a start from the phone en
   assert.equal(final.outcome, "delivered", JSON.stringify(final));
   assert.match(final.reply, /\(The turn was cancelled\.\)$/, final.reply);
   assert.ok(!final.reply.includes("step29"), "stopped before the end of its answer");
+});
+
+step("Stop on an OpenCode session the phone started over ACP: its running turn ends through the agent's own session/cancel", "acp-stop", 180_000, async () => {
+  needs("paired");
+  const { page } = world.ann;
+  // The real OpenCode against a scripted model whose first turn runs a long
+  // `sleep`; its shell runs without asking (a turn to stop, not a prompt).
+  const chat = await chatApi("chat-acp", "sleep 45");
+  const config = path.join(HOME, ".config", "opencode");
+  fs.mkdirSync(config, { recursive: true });
+  fs.writeFileSync(path.join(config, "opencode.json"), `${JSON.stringify({
+    $schema: "https://opencode.ai/config.json",
+    provider: { mock: { npm: "@ai-sdk/openai-compatible", name: "Mock", options: { baseURL: chat.url, apiKey: "test-not-a-key" }, models: { "mock-model": { name: "Mock", tool_call: true } } } },
+    model: "mock/mock-model",
+    small_model: "mock/mock-model",
+    enabled_providers: ["mock"],
+    autoupdate: false,
+    share: "disabled",
+    permission: { bash: "allow" },
+  }, null, 2)}\n`);
+  // Its plugin (`sessionpipe install`) reports the session's events.
+  const install = spawnSync(DAEMON, ["install", "--harness", "opencode"], { env: personEnv(), cwd: HOME, encoding: "utf8", timeout: 60_000 });
+  assert.equal(install.status, 0, `sessionpipe install --harness opencode: ${install.stdout}${install.stderr}`);
+  await waitFor("the machine to offer OpenCode starts", async () => {
+    const m = (await world.ann.fetch("/app/api/board")).body.machines.find((x) => x.id === world.machine);
+    return m?.hello?.starts?.opencode !== undefined;
+  }, SLOW_MS);
+
+  await openStartForm(page);
+  await page.getByLabel("Folder").selectOption(WORK_REAL);
+  await page.getByLabel("Harness").selectOption("opencode");
+  await page.getByLabel("First message").fill("Wait for the build, please.");
+  const before = world.commands.length;
+  await page.getByRole("button", { name: "Start", exact: true }).click();
+  await waitFor("the start's id", () => world.commands.length === before + 1);
+  const startId = world.commands[before];
+  await page.getByRole("link", { name: "Its page", exact: true }).first().click();
+  await waitFor("OpenCode to run the sleep", () => chat.lines().includes("tool call: sleep 45"), SLOW_MS);
+  const stopButton = page.getByRole("button", { name: "Stop", exact: true });
+  await stopButton.waitFor({ timeout: SLOW_MS });
+  assert.equal((await world.ann.fetch(`/app/api/commands/${startId}`)).body.acks.final, null, "the start still runs");
+  await stopButton.click();
+  const stopped = page.getByRole("region", { name: "Stop" });
+  await stopped.getByText("Delivered.", { exact: true }).waitFor({ timeout: SLOW_MS });
+  await page.locator(".stop-row button").waitFor({ state: "detached", timeout: SLOW_MS });
+  const final = await waitFor("the start's final ack", async () => (await world.ann.fetch(`/app/api/commands/${startId}`)).body.acks.final, SLOW_MS);
+  assert.equal(final.outcome, "delivered", JSON.stringify(final));
+  assert.match(final.reply ?? "", /\(The turn was cancelled\.\)$/, JSON.stringify(final));
+  await page.getByRole("region", { name: "Timeline, newest at the bottom" }).locator(".t-turn-ended").filter({ hasText: "interrupted" }).waitFor({ timeout: SLOW_MS });
+  await waitFor("the cancelled sleep to be gone", () => spawnSync("pgrep", ["-f", "^sleep 45$"], { encoding: "utf8" }).stdout.trim() === "", WAIT_MS);
+  await world.ann.shot("session-acp-stopped.png", { fullPage: true });
 });
 
 step("abuse: no cookie, no page header, another account, and the machine's own tokens get nothing", "abuse", 120_000, async () => {
