@@ -442,22 +442,8 @@ mod tests {
         let top = dir.join("project");
         std::fs::create_dir_all(top.join("sub")).unwrap();
         std::fs::write(top.join("sub/readme.txt"), "hello\n").unwrap();
-        for args in [
-            &["init", "-q", "-b", "main"][..],
-            &["add", "."],
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@example.com",
-                "commit",
-                "-q",
-                "-m",
-                "first",
-            ],
-        ] {
-            git(&top, args).unwrap();
-        }
+        git(&top, &["init", "-q", "-b", "main"]).unwrap();
+        commit_all(&top);
         std::fs::canonicalize(top).unwrap()
     }
 

@@ -19,7 +19,7 @@
 //! ACME server (Let's Encrypt's test CA) and its DNS; and [`passkey`], a
 //! phone's software passkey for the receiver's page.
 //! [`executable`] writes the little scripts tests run without racing another
-//! thread's fork. It is a dev-dependency only; nothing here ships.
+//! thread's fork; [`git`] runs the real git in a test's repository. It is a dev-dependency only; nothing here ships.
 
 pub mod acp_agents;
 pub mod agy;
@@ -31,6 +31,7 @@ pub mod codex;
 pub mod control;
 pub mod executable;
 pub mod gemini;
+pub mod git;
 pub mod harnesses;
 pub mod http;
 #[cfg(unix)]

@@ -12,25 +12,9 @@
 
 use super::real_claude_code_runs::{setup, uuid};
 use serde_json::{Value, json};
+use sessionpipe_testkit::git::git;
 use sessionpipe_testkit::{MockAnthropic, Sandbox, Script, Turn};
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn sessionpipe(sb: &Sandbox, args: &[&str]) -> String {
     let out = sb.sessionpipe(args);

@@ -15,24 +15,9 @@
 use serde_json::{Value, json};
 use sessionpipe_testkit::Sandbox;
 use sessionpipe_testkit::control::{self, Device};
+use sessionpipe_testkit::git::git;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 /// A repository at `dir` with one commit holding `app/main.txt`.
 fn repository(dir: &Path) {

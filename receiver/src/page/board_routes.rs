@@ -127,11 +127,23 @@ async fn board(State(page): State<Arc<Page>>, headers: HeaderMap) -> Result<Json
     Ok(Json(Board { machines, sessions }))
 }
 
-/// `harness:id` read as a session's key (any other text names no session).
-fn key_of(key: &str) -> Result<(&str, &str), ApiError> {
-    key.split_once(':')
+/// The signed-in account's id and its session `key` (`harness:id`); any
+/// other text, or a session of another account, is no session.
+async fn owned(
+    page: &Page,
+    headers: &HeaderMap,
+    key: &str,
+) -> Result<(String, SessionRow), ApiError> {
+    let me = page.me(headers).await?;
+    let (harness, id) = key
+        .split_once(':')
         .filter(|(h, s)| protocol::valid_harness_name(h) && protocol::valid_session_id(s))
-        .ok_or_else(|| ApiError::not_found("session"))
+        .ok_or_else(|| ApiError::not_found("session"))?;
+    let owner = me.account.id;
+    let row = store::session(&page.db, &owner, harness, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("session"))?;
+    Ok((owner, row))
 }
 
 async fn session(
@@ -139,12 +151,8 @@ async fn session(
     headers: HeaderMap,
     Path(key): Path<String>,
 ) -> Result<Json<SessionPage>, ApiError> {
-    let me = page.me(&headers).await?;
-    let (harness, id) = key_of(&key)?;
-    let owner = &me.account.id;
-    let row = store::session(&page.db, owner, harness, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("session"))?;
+    let (owner, row) = owned(&page, &headers, &key).await?;
+    let (owner, harness, id) = (owner.as_str(), row.harness.as_str(), row.id.as_str());
     let machines = machines_of(&page, owner).await?;
     let events = store::timeline(&page.db, owner, harness, id, TIMELINE_MAX)
         .await?
@@ -174,12 +182,8 @@ async fn changes(
     headers: HeaderMap,
     Path(key): Path<String>,
 ) -> Result<Json<Changes>, ApiError> {
-    let me = page.me(&headers).await?;
-    let (harness, id) = key_of(&key)?;
-    let owner = &me.account.id;
-    let row = store::session(&page.db, owner, harness, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("session"))?;
+    let (owner, row) = owned(&page, &headers, &key).await?;
+    let (owner, harness, id) = (owner.as_str(), row.harness.as_str(), row.id.as_str());
     let events = store::events_of_types(
         &page.db,
         owner,
