@@ -319,6 +319,19 @@ def close_window(xid):
     x11.XCloseDisplay(dpy)
 
 
+def serve_on_loopback(portfile, handler):
+    """Serves `handler` on 127.0.0.1, its port written to PORTFILE (renamed
+    into place, so a reader never sees half of it), until killed."""
+    import http.server
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    with open(portfile + ".tmp", "w") as f:
+        f.write(str(server.server_address[1]))
+    os.rename(portfile + ".tmp", portfile)
+    server.serve_forever()
+
+
 def messages_api(portfile, command):
     import http.server
     import random
@@ -519,12 +532,7 @@ def messages_api(portfile, command):
                      "usage": usage(5)}
             self.answer(200, "application/json", json.dumps(whole).encode(), extra_headers())
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    with open(portfile + ".tmp", "w") as f:
-        f.write(str(server.server_address[1]))
-    os.rename(portfile + ".tmp", portfile)
-    server.serve_forever()
+    serve_on_loopback(portfile, Handler)
 
 
 def chat_api(portfile, command):
@@ -593,12 +601,7 @@ def chat_api(portfile, command):
                      "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
             self.answer(200, "application/json", json.dumps(whole).encode())
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    with open(portfile + ".tmp", "w") as f:
-        f.write(str(server.server_address[1]))
-    os.rename(portfile + ".tmp", portfile)
-    server.serve_forever()
+    serve_on_loopback(portfile, Handler)
 
 
 def main(argv):

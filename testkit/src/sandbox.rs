@@ -153,6 +153,18 @@ impl Sandbox {
             .expect("sessionpipe runs")
     }
 
+    /// `sessionpipe ARGS` that must succeed: its stdout (a failure panics
+    /// with its stderr).
+    pub fn sessionpipe_ok(&self, args: &[&str]) -> String {
+        let out = self.sessionpipe(args);
+        assert!(
+            out.status.success(),
+            "sessionpipe {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("sessionpipe writes UTF-8")
+    }
+
     /// `sessionpipe-hook HARNESS EVENT` with `stdin`, waited for, as a harness runs it.
     pub fn hook(&self, harness: &str, event: &str, stdin: &[u8]) -> Output {
         self.hook_with(harness, event, stdin, &[])

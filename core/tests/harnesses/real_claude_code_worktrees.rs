@@ -16,16 +16,6 @@ use sessionpipe_testkit::git::git;
 use sessionpipe_testkit::{MockAnthropic, Sandbox, Script, Turn};
 use std::time::Duration;
 
-fn sessionpipe(sb: &Sandbox, args: &[&str]) -> String {
-    let out = sb.sessionpipe(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// Lets the sandbox's Claude Code run `touch` without asking (the person's
 /// own rule, which a `safe` run keeps), next to the hooks `install` wrote.
 fn allow_touch(sb: &Sandbox) {
@@ -38,7 +28,7 @@ fn allow_touch(sb: &Sandbox) {
 /// The session's record in `worktrees list --json`.
 fn listed(sb: &Sandbox, session: &str) -> Value {
     let all: Value =
-        serde_json::from_str(&sessionpipe(sb, &["worktrees", "list", "--json"])).unwrap();
+        serde_json::from_str(&sb.sessionpipe_ok(&["worktrees", "list", "--json"])).unwrap();
     all["worktrees"]
         .as_array()
         .unwrap()
@@ -82,12 +72,9 @@ fn a_started_session_works_in_its_own_worktree_which_prune_removes_once_ended_an
     let work = project.parent().unwrap().to_path_buf();
     // The whole of ~/work is a control folder: the worktree goes beside the
     // checkout. Both settings are read live by the running daemon.
-    sessionpipe(
-        &s.sb,
-        &["control", "folders", "add", work.to_str().unwrap()],
-    );
+    s.sb.sessionpipe_ok(&["control", "folders", "add", work.to_str().unwrap()]);
     assert_eq!(
-        sessionpipe(&s.sb, &["control", "worktrees", "on"]),
+        s.sb.sessionpipe_ok(&["control", "worktrees", "on"]),
         "worktrees: on\n"
     );
 
@@ -200,7 +187,7 @@ fn a_started_session_works_in_its_own_worktree_which_prune_removes_once_ended_an
         (Some(branch.as_str()), Some(2)),
         "{first}"
     );
-    let pruned = sessionpipe(&s.sb, &["worktrees", "prune"]);
+    let pruned = s.sb.sessionpipe_ok(&["worktrees", "prune"]);
     assert!(
         pruned.contains(&format!(
             "kept {}: 2 uncommitted change(s)",
@@ -211,7 +198,7 @@ fn a_started_session_works_in_its_own_worktree_which_prune_removes_once_ended_an
     // Committed on its branch but in no other: still kept.
     git(&worktree, &["add", "-A"]);
     git(&worktree, &["commit", "-q", "-m", "the session's notes"]);
-    let pruned = sessionpipe(&s.sb, &["worktrees", "prune", "--dry-run"]);
+    let pruned = s.sb.sessionpipe_ok(&["worktrees", "prune", "--dry-run"]);
     assert!(
         pruned.contains(&format!(
             "kept {}: 1 commit(s) no other branch, tag or remote holds",
@@ -221,7 +208,7 @@ fn a_started_session_works_in_its_own_worktree_which_prune_removes_once_ended_an
     );
     // Merged into the checkout's branch: nothing is only there any more.
     git(&project, &["merge", "-q", "--ff-only", &branch]);
-    let pruned = sessionpipe(&s.sb, &["worktrees", "prune"]);
+    let pruned = s.sb.sessionpipe_ok(&["worktrees", "prune"]);
     assert_eq!(
         pruned,
         format!(

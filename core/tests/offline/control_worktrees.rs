@@ -43,23 +43,7 @@ fn runs_in(bin: &Path) -> Vec<PathBuf> {
 }
 
 fn json_of(sb: &Sandbox, args: &[&str]) -> Value {
-    let out = sb.sessionpipe(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn text_of(sb: &Sandbox, args: &[&str]) -> String {
-    let out = sb.sessionpipe(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    serde_json::from_str(&sb.sessionpipe_ok(args)).unwrap()
 }
 
 fn start(device: &Device, session: &str, cwd: &Path) -> Value {
@@ -93,9 +77,12 @@ fn a_start_in_a_repository_runs_in_its_own_worktree_and_a_prompt_follows_it_ther
         json_of(&sb, &["control", "status", "--json"])["worktrees"],
         false
     );
-    assert!(text_of(&sb, &["control", "status"]).contains("worktrees: off"));
+    assert!(
+        sb.sessionpipe_ok(&["control", "status"])
+            .contains("worktrees: off")
+    );
     assert_eq!(
-        text_of(&sb, &["control", "worktrees", "on"]),
+        sb.sessionpipe_ok(&["control", "worktrees", "on"]),
         "worktrees: on\n"
     );
     assert_eq!(
@@ -204,7 +191,7 @@ fn a_start_in_a_repository_runs_in_its_own_worktree_and_a_prompt_follows_it_ther
         ),
         "{listed}"
     );
-    let pruned = text_of(&sb, &["worktrees", "prune"]);
+    let pruned = sb.sessionpipe_ok(&["worktrees", "prune"]);
     assert_eq!(
         pruned,
         format!(
@@ -216,7 +203,7 @@ fn a_start_in_a_repository_runs_in_its_own_worktree_and_a_prompt_follows_it_ther
 
     // Off again: a start runs in the checkout's folder itself.
     assert_eq!(
-        text_of(&sb, &["control", "worktrees", "off"]),
+        sb.sessionpipe_ok(&["control", "worktrees", "off"]),
         "worktrees: off\n"
     );
     let ack = start(
@@ -229,7 +216,7 @@ fn a_start_in_a_repository_runs_in_its_own_worktree_and_a_prompt_follows_it_ther
 
     // A recorded worktree whose folder is gone loses its line, and only that.
     std::fs::remove_dir_all(&worktree).unwrap();
-    let pruned = text_of(&sb, &["worktrees", "prune", "--dry-run"]);
+    let pruned = sb.sessionpipe_ok(&["worktrees", "prune", "--dry-run"]);
     assert_eq!(
         pruned,
         format!(
@@ -237,7 +224,7 @@ fn a_start_in_a_repository_runs_in_its_own_worktree_and_a_prompt_follows_it_ther
             worktree.display()
         )
     );
-    let pruned = text_of(&sb, &["worktrees", "prune"]);
+    let pruned = sb.sessionpipe_ok(&["worktrees", "prune"]);
     assert_eq!(
         pruned,
         format!(

@@ -202,6 +202,22 @@ async function openStartForm(page) {
   await page.getByRole("heading", { name: `Start a session on ${MACHINE_NAME}`, level: 1 }).waitFor();
 }
 
+/**
+ * A start on Ann's laptop from the board's form, in the allowed folder, with
+ * `harness`, `words` and (when given) `level`; the signed start's id.
+ */
+async function startFromPhone(page, harness, words, level = null) {
+  await openStartForm(page);
+  await page.getByLabel("Folder").selectOption(WORK_REAL);
+  await page.getByLabel("Harness").selectOption(harness);
+  if (level !== null) await page.getByLabel("Level").selectOption(level);
+  await page.getByLabel("First message").fill(words);
+  const before = world.commands.length;
+  await page.getByRole("button", { name: "Start", exact: true }).click();
+  await waitFor("the start's id", () => world.commands.length === before + 1);
+  return world.commands[before];
+}
+
 /** The environment of the person's programs in the sandbox HOME. */
 function personEnv(extra = {}) {
   return {
@@ -740,15 +756,9 @@ step("a session started from the phone's form with a file: delivered with a repl
 step("Stop on a session started from the phone: its running turn ends through Claude Code's own interrupt, and the acks say so", "stop", 180_000, async () => {
   needs("paired");
   const { page } = world.ann;
-  await openStartForm(page);
-  await page.getByLabel("Folder").selectOption(WORK_REAL);
-  await page.getByLabel("Harness").selectOption("claude-code");
   // The scripted model answers this ask a word every 2 s, for a minute.
-  await page.getByLabel("First message").fill(`${SLOW_ASK} over the plan.`);
   const before = world.commands.length;
-  await page.getByRole("button", { name: "Start", exact: true }).click();
-  await waitFor("the start's id", () => world.commands.length === before + 1);
-  const startId = world.commands[before];
+  const startId = await startFromPhone(page, "claude-code", `${SLOW_ASK} over the plan.`);
 
   // The running session's page (linked beside the start's acks): Stop shows
   // once its machine offers it.
@@ -921,14 +931,8 @@ step("Changes: a real Claude Code's Write and Edit, listed at tier 1 with how th
 step("Stop in the desktop window (against the daemon): a start from the phone ends through Claude Code's own interrupt", "desktop-stop", 180_000, async () => {
   needs("paired");
   const { page } = world.ann;
-  await openStartForm(page);
-  await page.getByLabel("Folder").selectOption(WORK_REAL);
-  await page.getByLabel("Harness").selectOption("claude-code");
-  await page.getByLabel("First message").fill(`${SLOW_ASK} with the desktop.`);
   const before = world.commands.length;
-  await page.getByRole("button", { name: "Start", exact: true }).click();
-  await waitFor("the start's id", () => world.commands.length === before + 1);
-  const startId = world.commands[before];
+  const startId = await startFromPhone(page, "claude-code", `${SLOW_ASK} with the desktop.`);
   const its = page.getByRole("link", { name: "Its page", exact: true }).first();
   await its.waitFor({ timeout: SLOW_MS });
   const key = decodeURIComponent(new URL(await its.getAttribute("href"), world.origin).hash.replace(/^#session=/, ""));
@@ -986,14 +990,7 @@ step("Stop on an OpenCode session the phone started over ACP: its running turn e
     return m?.hello?.starts?.opencode !== undefined;
   }, SLOW_MS);
 
-  await openStartForm(page);
-  await page.getByLabel("Folder").selectOption(WORK_REAL);
-  await page.getByLabel("Harness").selectOption("opencode");
-  await page.getByLabel("First message").fill("Wait for the build, please.");
-  const before = world.commands.length;
-  await page.getByRole("button", { name: "Start", exact: true }).click();
-  await waitFor("the start's id", () => world.commands.length === before + 1);
-  const startId = world.commands[before];
+  const startId = await startFromPhone(page, "opencode", "Wait for the build, please.");
   await page.getByRole("link", { name: "Its page", exact: true }).first().click();
   await waitFor("OpenCode to run the sleep", () => chat.lines().includes("tool call: sleep 45"), SLOW_MS);
   const stopButton = page.getByRole("button", { name: "Stop", exact: true });
@@ -1236,15 +1233,7 @@ step("its own worktree: with `control worktrees on`, a real Claude Code start fr
   }, SLOW_MS);
 
   // The start, from the phone's form; the model writes a file where it runs.
-  await openStartForm(page);
-  await page.getByLabel("Folder").selectOption(WORK_REAL);
-  await page.getByLabel("Harness").selectOption("claude-code");
-  await page.getByLabel("Level").selectOption("edits");
-  await page.getByLabel("First message").fill("Make the note [[write made-in-worktree.txt]].");
-  const before = world.commands.length;
-  await page.getByRole("button", { name: "Start", exact: true }).click();
-  await waitFor("the start's id", () => world.commands.length === before + 1);
-  const startId = world.commands[before];
+  const startId = await startFromPhone(page, "claude-code", "Make the note [[write made-in-worktree.txt]].", "edits");
   const its = page.getByRole("link", { name: "Its page", exact: true }).first();
   await its.waitFor({ timeout: SLOW_MS });
   await its.click();
