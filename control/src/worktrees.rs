@@ -193,6 +193,10 @@ pub fn place(
         let folder = path.join(within);
         if std::fs::symlink_metadata(&path).is_ok() {
             why.push(format!("{} exists", path.display()));
+        } else if through_a_link(&path) {
+            // A folder on the way that is a link would put the worktree
+            // wherever it points, past what the control folders admit.
+            why.push(format!("{} goes through a symbolic link", path.display()));
         } else if !allowed(&folder) {
             why.push(format!(
                 "{} is outside the control folders",
@@ -207,6 +211,21 @@ pub fn place(
         }
     }
     Err(WorktreeError::NoPlace(why.join("; ")))
+}
+
+/// Takes a worktree `make` just made away again, with its branch.
+fn undo(top: &Path, path: &str, branch: &str) {
+    let _ = git(top, &["worktree", "remove", "--force", "--", path]);
+    let _ = git(top, &["branch", "-D", "--", branch]);
+}
+
+/// True when the deepest folder of `path` that exists is not where `path`
+/// names it (a symbolic link on the way).
+fn through_a_link(path: &Path) -> bool {
+    let Some(existing) = path.ancestors().skip(1).find(|a| a.exists()) else {
+        return false;
+    };
+    std::fs::canonicalize(existing).map_or(true, |real| real != existing)
 }
 
 /// Makes the worktree of `session` (`<harness>:<id>`, `id` its short id's
@@ -235,12 +254,32 @@ pub fn make(
         .to_string();
     let branch = format!("{BRANCH_PREFIX}{short}");
     let path = place.path.to_string_lossy().into_owned();
-    git(&top, &["worktree", "add", "-b", &branch, &path, &base])?;
+    // Just made, nothing of anyone's in it yet: on any failure past here it
+    // goes again, branch and all, so no worktree is left without a record.
+    if let Err(e) = git(
+        &top,
+        &["worktree", "add", "-b", &branch, "--", &path, &base],
+    ) {
+        undo(&top, &path, &branch);
+        return Err(e);
+    }
+    // Where the session would run, as it really is (a folder of the commit
+    // may be a link): inside the worktree and admitted, or no start.
+    let real = std::fs::canonicalize(&place.folder).ok();
+    let inside = std::fs::canonicalize(&place.path)
+        .ok()
+        .zip(real.as_ref())
+        .is_some_and(|(top, real)| real.starts_with(top));
     if !place.folder.is_dir() {
-        // Just made, nothing of anyone's in it yet: it goes again.
-        let _ = git(&top, &["worktree", "remove", &path]);
-        let _ = git(&top, &["branch", "-d", &branch]);
+        undo(&top, &path, &branch);
         return Err(WorktreeError::NotCommitted(cwd.display().to_string()));
+    }
+    if !inside || !real.as_deref().is_some_and(allowed) {
+        undo(&top, &path, &branch);
+        return Err(WorktreeError::NoPlace(format!(
+            "{} is a link out of the worktree or outside the control folders",
+            place.folder.display()
+        )));
     }
     let made = Worktree {
         session: session.to_string(),
@@ -251,7 +290,10 @@ pub fn make(
         base,
         made_ms: protocol::time::now_ms(),
     };
-    keep(paths, &made)?;
+    if let Err(e) = keep(paths, &made) {
+        undo(&made.repo, &path, &made.branch);
+        return Err(e);
+    }
     Ok(Some(made))
 }
 
@@ -370,9 +412,24 @@ pub fn decide(
 /// kept. Blocking.
 pub fn remove(paths: &StatePaths, w: &Worktree) -> Result<Option<String>, WorktreeError> {
     let path = w.path.to_string_lossy().into_owned();
-    git(&w.repo, &["worktree", "remove", &path])?;
+    git(&w.repo, &["worktree", "remove", "--", &path])?;
     forget(paths, &w.path)?;
-    match git(&w.repo, &["branch", "-d", &w.branch]) {
+    match git(&w.repo, &["branch", "-d", "--", &w.branch]) {
+        Ok(_) => Ok(None),
+        Err(e) => Ok(Some(e.to_string())),
+    }
+}
+
+/// Forgets a worktree whose folder is gone: its record line, git's own
+/// entry of it (`worktree prune`), and its branch where git deletes it as
+/// merged; `Some(why)` when the branch stays.
+pub fn drop_gone(paths: &StatePaths, w: &Worktree) -> Result<Option<String>, WorktreeError> {
+    forget(paths, &w.path)?;
+    if !w.repo.is_dir() {
+        return Ok(Some(format!("its repository {} is gone", w.repo.display())));
+    }
+    let _ = git(&w.repo, &["worktree", "prune"]);
+    match git(&w.repo, &["branch", "-d", "--", &w.branch]) {
         Ok(_) => Ok(None),
         Err(e) => Ok(Some(e.to_string())),
     }
@@ -388,6 +445,13 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, WorktreeError> {
         // Never a prompt for credentials or an editor nobody sees.
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_EDITOR", "true")
+        // The repository is the folder's, never one a parent process named
+        // (a daemon started from a git hook inherits these); and a status
+        // takes no lock the person's own git would meet.
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .env("GIT_OPTIONAL_LOCKS", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -436,6 +500,24 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, WorktreeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_place_through_a_link_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = repo(dir.path());
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        // `project.worktrees` beside the checkout is a link out of the control folders.
+        std::os::unix::fs::symlink(&elsewhere, top.with_file_name("project.worktrees")).unwrap();
+        let allowed = |p: &Path| p.starts_with(top.parent().unwrap());
+        let place = place(&top, &top, "abc", &allowed).unwrap();
+        assert_eq!(
+            place.path,
+            top.join(files::DIR).join(INSIDE).join("abc"),
+            "inside, not through the link"
+        );
+    }
 
     /// A repository with one commit, in a new folder; its canonical top.
     fn repo(dir: &Path) -> PathBuf {

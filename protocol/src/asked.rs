@@ -22,8 +22,7 @@ pub const HIDDEN_SENTENCE: &str =
     "This machine hides what its agents ask to run: approve on the machine.";
 
 /// Why pairing proposes tier 1, in one line.
-pub const TIER_1_SENTENCE: &str =
-    "The phone sees tool names and commands, secrets removed, so it can show what you approve.";
+pub const TIER_1_SENTENCE: &str = "The phone sees tool names, commands and the files they change, secrets removed, so it can show what you approve.";
 
 /// The tier pairing proposes for the sink a receiver hands over.
 pub const PAIRING_TIER: u8 = 1;

@@ -434,33 +434,44 @@ pub async fn timeline(
     Ok(out)
 }
 
-/// A session's last `limit` events of the three `types`, in seq order, as
-/// (type, time, data): what its changes are read from (`protocol::changes`).
-pub async fn events_of_types(
+/// A session's changes (`protocol::changes`), read from its events of the
+/// types they need, newest first a page at a time, within the reading's
+/// bounds.
+pub async fn changes(
     db: &Db,
     owner: &str,
     harness: &str,
     session: &str,
-    types: [&str; 3],
-    limit: usize,
-) -> Result<Vec<(String, String, Value)>, DbError> {
-    let rows = db
-        .rows(
-            "SELECT event_type, event_time, body FROM events
-             WHERE owner = $1 AND harness = $2 AND session = $3
-               AND event_type IN ($4, $5, $6)
-             ORDER BY seq DESC LIMIT $7",
-            args![owner, harness, session, types[0], types[1], types[2], limit],
-        )
-        .await?;
-    let mut out = Vec::with_capacity(rows.len());
-    for r in rows.iter().rev() {
-        let mut body: Value =
-            serde_json::from_str(&r.text(2)?).map_err(|_| DbError::Corrupt { what: "event" })?;
-        let data = body.get_mut("data").map(Value::take).unwrap_or_default();
-        out.push((r.text(0)?, r.text(1)?, data));
+    cwd: Option<&str>,
+) -> Result<protocol::changes::Changes, DbError> {
+    use protocol::changes::{READ_PAGE, READ_TYPES, Reading};
+    let [a, b, c] = READ_TYPES;
+    let mut reading = Reading::default();
+    let mut before = i64::MAX;
+    loop {
+        let rows = db
+            .rows(
+                "SELECT event_type, event_time, body, seq FROM events
+                 WHERE owner = $1 AND harness = $2 AND session = $3 AND seq < $4
+                   AND event_type IN ($5, $6, $7)
+                 ORDER BY seq DESC LIMIT $8",
+                args![owner, harness, session, before, a, b, c, READ_PAGE],
+            )
+            .await?;
+        for r in &rows {
+            before = r.int(3)?;
+            let body = r.text(2)?;
+            let mut env: Value =
+                serde_json::from_str(&body).map_err(|_| DbError::Corrupt { what: "event" })?;
+            let data = env.get_mut("data").map(Value::take).unwrap_or_default();
+            if !reading.feed(r.text(0)?, r.text(1)?, data, body.len()) {
+                return Ok(reading.changes(cwd));
+            }
+        }
+        if rows.len() < READ_PAGE {
+            return Ok(reading.changes(cwd));
+        }
     }
-    Ok(out)
 }
 
 /// Every stored (harness, session, seq) of `owner`, sorted.

@@ -202,12 +202,12 @@ export class Api {
     return this.#call("PUT", "/api/settings", change);
   }
 
-  /** A person's answer to a waiting permission prompt (local approvals): only ever their click. */
   /** Ends the session's running turn through its harness's own interrupt. */
   stop(harness: string, id: string): Promise<Stopped> {
     return this.#call("POST", `/api/sessions/${encodeURIComponent(harness)}/${encodeURIComponent(id)}/stop`);
   }
 
+  /** A person's answer to a waiting permission prompt (local approvals): only ever their click. */
   answerApproval(session: string, attention: string, decision: ApprovalDecision): Promise<ApprovalAnswered> {
     return this.#call("POST", "/api/approvals", { session, attention, decision });
   }

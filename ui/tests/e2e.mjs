@@ -652,8 +652,8 @@ test("pairing: a receiver that does not answer, or wants its sink token, says so
   assert.equal(await status.getByRole("alert").innerText(), `The pairing did not start: ${error}`);
   // The tier the page proposes, 1, unless the person chose another.
   assert.deepEqual(pairs, [{ receiver: dead, mode: "safe", tier: 1, folders: [sb.home] }]);
-  assert.match(await page.getByLabel("What the phone sees").locator("option:checked").innerText(), /^1: tool names and commands/);
-  assert.match(await page.locator("main").innerText(), /The phone sees tool names and commands, secrets removed, so it can show what you approve\./);
+  assert.match(await page.getByLabel("What the phone sees").locator("option:checked").innerText(), /^1: tool names, commands and the files they change/);
+  assert.match(await page.locator("main").innerText(), /The phone sees tool names, commands and the files they change, secrets removed, so it can show what you approve\./);
   assert.equal(await pair.isEnabled(), true, "Pair can be tried again");
   await sb.shot("pairing-error");
 
@@ -797,14 +797,14 @@ test("pairing with the real receiver: the link and digits, a passkey's approval,
   await done.waitFor({ timeout: WAIT_MS });
   assert.match(await done.innerText(), new RegExp(`Paired with ${proxy.url.replace(/[.:/]/g, "\\$&")}, approved by ann@example\\.`));
   assert.match(await done.innerText(), /a sink for it was added \(tier 1, see Sinks\)/, "open pairing handed the events' token too, at the tier proposed");
-  assert.match(await done.innerText(), /The phone sees tool names and commands, secrets removed, so it can show what you approve\./);
+  assert.match(await done.innerText(), /The phone sees tool names, commands and the files they change, secrets removed, so it can show what you approve\./);
   const item = page.locator(`[data-receiver="${proxy.url}"]`);
   await item.waitFor();
   const itemText = await item.innerText();
   assert.match(itemText, new RegExp(started.machine.replace(/[-]/g, "\\-")));
   assert.match(itemText, /ann@example/);
   assert.match(itemText, /Polling for commands/);
-  assert.match(itemText, /Tier\s+1: The phone sees tool names and commands/);
+  assert.match(itemText, /Tier\s+1: The phone sees tool names, commands and the files they change/);
   const key = item.locator(`[data-key="${device.key.id}"]`);
   await key.waitFor();
   assert.match(await key.innerText(), /Ann's phone · ES256/);

@@ -21,6 +21,7 @@ export interface EditShape {
 export interface ChangesShape {
   turns: { turn: number; at: string | null; files: { path: string; edits: EditShape[] }[]; unseen: number }[];
   cut: boolean;
+  older: boolean;
 }
 
 export interface ChangesWords {
@@ -39,6 +40,9 @@ interface Line {
 const CONTEXT = 3;
 /** Lines one edit shows at most (a whole file written is cut there). */
 const MAX_LINES = 400;
+/** The most line edits a diff searches for: past it (two long texts that
+ * differ throughout) the edit shows as all removed, then all added, at once. */
+const MAX_EDIT_LENGTH = 2000;
 
 function linesOf(text: string): string[] {
   if (text === "") return [];
@@ -57,7 +61,11 @@ export function editLines(e: EditShape): { lines: Line[]; added: number; removed
   const raw: Line[] = [];
   let added = 0;
   let removed = 0;
-  for (const part of diffLines(e.old, e.new)) {
+  const parts = diffLines(e.old, e.new, { maxEditLength: MAX_EDIT_LENGTH }) ?? [
+    { value: e.old, removed: true, added: false, count: linesOf(e.old).length },
+    { value: e.new, added: true, removed: false, count: linesOf(e.new).length },
+  ];
+  for (const part of parts) {
     const mark = part.added ? "+" : part.removed ? "-" : " ";
     for (const text of linesOf(part.value)) raw.push({ mark, text });
     if (part.added) added += part.count ?? 0;
@@ -142,7 +150,8 @@ export function renderChanges(c: ChangesShape, words: ChangesWords): Child[] {
   if (c.turns.length === 0) return [h("p", { class: "muted" }, "No file changed yet.")];
   const turns = [...c.turns].reverse();
   return [
-    c.cut ? h("p", { class: "muted" }, "Some edits are too large to show here with the rest; their files are listed.") : null,
+    c.cut ? h("p", { class: "muted" }, "Some older edits are too large to show here with the newer ones; their files are listed.") : null,
+    c.older ? h("p", { class: "muted" }, "Older turns are not shown here: the turns are counted from the first one shown.") : null,
     turns.map((t) =>
       h(
         "section",

@@ -30,8 +30,9 @@ pub enum ControlAction {
         #[arg(long)]
         name: Option<String>,
         /// The tier 0–3 of the sink an open pairing hands over: 1 (the phone
-        /// sees tool names and commands, secrets removed, so it can show what
-        /// you approve) unless you choose; 0 hides what agents ask to run.
+        /// sees tool names, commands and the files they change, secrets
+        /// removed, so it can show what you approve) unless you choose; 0
+        /// hides what agents ask to run.
         #[arg(long, default_value_t = protocol::asked::PAIRING_TIER, value_parser = clap::value_parser!(u8).range(0..=3))]
         tier: u8,
     },

@@ -301,9 +301,10 @@ enum Command {
         /// receiver offers open pairing).
         #[arg(long)]
         token_stdin: bool,
-        /// The sink's privacy tier 0–3: 1 (the phone sees tool names and
-        /// commands, secrets removed, so it can show what you approve) unless
-        /// you choose; 0 hides what agents ask to run (approve on the machine).
+        /// The sink's privacy tier 0–3: 1 (the phone sees tool names,
+        /// commands and the files they change, secrets removed, so it can show
+        /// what you approve) unless you choose; 0 hides what agents ask to run
+        /// (approve on the machine).
         #[arg(long, default_value_t = protocol::asked::PAIRING_TIER, value_parser = clap::value_parser!(u8).range(0..=3))]
         tier: u8,
         /// A folder commands may act in (repeatable; default: this folder).

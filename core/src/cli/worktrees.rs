@@ -156,10 +156,16 @@ fn prune(paths: &StatePaths, seen: &[Seen], dry_run: bool) -> anyhow::Result<Exi
             Verdict::Drop if dry_run => {
                 outln!("would drop {shown} from the record: its folder is gone")
             }
-            Verdict::Drop => {
-                worktrees::forget(paths, &w.path)?;
-                outln!("dropped {shown} from the record: its folder is gone");
-            }
+            Verdict::Drop => match worktrees::drop_gone(paths, w)? {
+                None => outln!(
+                    "dropped {shown} from the record, and its branch {}: its folder is gone",
+                    w.branch
+                ),
+                Some(why) => outln!(
+                    "dropped {shown} from the record: its folder is gone; its branch {} is kept: {why}",
+                    w.branch
+                ),
+            },
             Verdict::Remove if dry_run => {
                 outln!("would remove {shown} and its branch {}", w.branch)
             }

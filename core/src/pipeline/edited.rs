@@ -11,28 +11,46 @@
 use protocol::{EventData, FilesChanged, changes};
 
 /// Puts a `files.changed` after each successful edit in `events`.
-/// `cwd` as the session block keeps it (`~/…` under the home).
+/// `cwd` as the session block keeps it (`~/…` under the home). Reading the
+/// inputs never costs the call its own events: should it fail (a panic on
+/// an input no test foresaw), the call goes on without these.
 pub fn add_files_changed(events: &mut Vec<EventData>, cwd: Option<&str>, home: Option<&str>) {
+    let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        files_changed(events, cwd, home)
+    }));
+    let Ok(found) = read else {
+        tracing::warn!("the files an edit changed were not read (its input did not read)");
+        return;
+    };
+    // From the last, so each place is still where it was found.
+    for (after, paths) in found.into_iter().rev() {
+        events.insert(after + 1, EventData::FilesChanged(FilesChanged { paths }));
+    }
+}
+
+/// Each successful edit's place in `events` and the paths it changed.
+fn files_changed(
+    events: &[EventData],
+    cwd: Option<&str>,
+    home: Option<&str>,
+) -> Vec<(usize, Vec<String>)> {
     let root = match (cwd, home) {
         (Some(c), Some(h)) if c == "~" || c.starts_with("~/") => Some(format!("{h}{}", &c[1..])),
         (c, _) => c.map(str::to_string),
     };
     let roots: Vec<String> = root.into_iter().collect();
-    let mut at = 0;
-    while at < events.len() {
-        let paths = match &events[at] {
-            EventData::ToolEnded(t) if t.ok => t.input.as_ref().map(|input| {
-                let named = changes::edited_paths(&t.tool, input);
-                changes::relative_paths(named.iter().map(String::as_str), &roots, home)
-            }),
+    events
+        .iter()
+        .enumerate()
+        .filter_map(|(at, e)| match e {
+            EventData::ToolEnded(t) if t.ok => {
+                let named = changes::edited_paths(&t.tool, t.input.as_ref()?);
+                let paths = changes::relative_paths(named.iter().map(String::as_str), &roots, home);
+                (!paths.is_empty()).then_some((at, paths))
+            }
             _ => None,
-        };
-        at += 1;
-        if let Some(paths) = paths.filter(|p| !p.is_empty()) {
-            events.insert(at, EventData::FilesChanged(FilesChanged { paths }));
-            at += 1;
-        }
-    }
+        })
+        .collect()
 }
 
 #[cfg(test)]

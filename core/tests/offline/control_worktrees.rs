@@ -214,7 +214,8 @@ fn a_start_in_a_repository_runs_in_its_own_worktree_and_a_prompt_follows_it_ther
     assert_eq!(ack["outcome"], "delivered", "{ack}");
     assert_eq!(runs_in(&bin).last(), Some(&app));
 
-    // A recorded worktree whose folder is gone loses its line, and only that.
+    // A recorded worktree whose folder is gone loses its line, git's entry
+    // of it and its branch (nothing on it), and nothing else.
     std::fs::remove_dir_all(&worktree).unwrap();
     let pruned = sb.sessionpipe_ok(&["worktrees", "prune", "--dry-run"]);
     assert_eq!(
@@ -225,12 +226,22 @@ fn a_start_in_a_repository_runs_in_its_own_worktree_and_a_prompt_follows_it_ther
         )
     );
     let pruned = sb.sessionpipe_ok(&["worktrees", "prune"]);
+    let said = format!(
+        "dropped {} from the record, and its branch sessionpipe/",
+        worktree.display()
+    );
+    assert!(
+        pruned.starts_with(&said) && pruned.ends_with(": its folder is gone\n"),
+        "{pruned}"
+    );
     assert_eq!(
-        pruned,
-        format!(
-            "dropped {} from the record: its folder is gone\n",
-            worktree.display()
-        )
+        git(&project, &["branch", "--list", "sessionpipe/*"]),
+        "",
+        "its branch went too"
+    );
+    assert!(
+        !git(&project, &["worktree", "list"]).contains(&*worktree.to_string_lossy()),
+        "and git's entry of it"
     );
     assert_eq!(
         json_of(&sb, &["worktrees", "list", "--json"])["worktrees"],

@@ -222,19 +222,24 @@ fn read_patch(tool: &str, text: &str) -> Vec<FileEdit> {
                 flush(&file, &moved, &mut old, &mut new, &mut any_line, &mut out);
             }
         } else if let Some((_, kind)) = &file {
-            let (mark, rest) = line.split_at(line.len().min(1));
+            // The mark is one ASCII byte; a line that starts otherwise (a
+            // context line that lost its space, any character) is context.
+            let (mark, rest) = match line.as_bytes().first() {
+                Some(b @ (b' ' | b'-' | b'+')) => (*b, &line[1..]),
+                _ => (b' ', line),
+            };
             match (kind, mark) {
-                (EditKind::Write, "+") => new.push(rest),
-                (EditKind::Replace, " ") | (EditKind::Replace, "") => {
+                (EditKind::Write, b'+') => new.push(rest),
+                (EditKind::Replace, b' ') => {
                     old.push(rest);
                     new.push(rest);
                     any_line = true;
                 }
-                (EditKind::Replace, "-") => {
+                (EditKind::Replace, b'-') => {
                     old.push(rest);
                     any_line = true;
                 }
-                (EditKind::Replace, "+") => {
+                (EditKind::Replace, b'+') => {
                     new.push(rest);
                     any_line = true;
                 }
@@ -352,6 +357,17 @@ mod tests {
                 ),
                 ("old.txt", EditKind::Delete, "", "", None),
             ]
+        );
+        // A line that starts with any other character, a multi-byte one
+        // included, is context (never a panic: this runs on every edit).
+        let odd = "*** Begin Patch\n*** Update File: a.md\n@@\n\u{e9}t\u{e9}\n-\u{2014}old\n+\u{2014}new\n*** End Patch";
+        let v = read_edits("apply_patch", &json!({"input": odd}));
+        assert_eq!(
+            (v[0].edit.old.as_str(), v[0].edit.new.as_str()),
+            (
+                "\u{e9}t\u{e9}\n\u{2014}old\n",
+                "\u{e9}t\u{e9}\n\u{2014}new\n"
+            )
         );
         // OpenCode's key, and the text given bare.
         assert_eq!(

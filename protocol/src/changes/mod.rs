@@ -19,9 +19,16 @@ pub use paths::{relative_path, relative_paths};
 use serde::Serialize;
 use serde_json::Value;
 
-/// The most edit text (before and after, in bytes) one answer carries; later
-/// edits are listed as `cut`. A phone reads a review, not a whole history.
+/// The most edit text (before and after, in bytes) one answer carries, the
+/// newest edits first; older ones are listed as `cut`. A phone reads a
+/// review, not a whole history.
 pub const TEXT_BUDGET: usize = 2 * 1024 * 1024;
+
+/// The events a store reads for a session's changes at most, newest first,
+/// and the most bytes of them it keeps: a bound on one answer's work and
+/// memory whatever the session holds. Past either, `Changes::older`.
+pub const READ_EVENTS_MAX: usize = 5_000;
+pub const READ_BYTES_MAX: usize = 16 * 1024 * 1024;
 
 /// The event types a `Collector` reads (what a store may filter on).
 pub const READ_TYPES: [&str; 3] = ["turn.started", "tool.ended", "files.changed"];
@@ -33,6 +40,61 @@ pub struct Changes {
     pub turns: Vec<TurnChanges>,
     /// Some edits' text was left out (`TEXT_BUDGET`).
     pub cut: bool,
+    /// Older events were not read (`READ_EVENTS_MAX`, `READ_BYTES_MAX`):
+    /// the turns are numbered from the first one read.
+    pub older: bool,
+}
+
+/// A store's reading of a session's changes: fed its events newest first
+/// (pages of `READ_PAGE`), it keeps those worth keeping and says when to stop
+/// (`READ_EVENTS_MAX` read, `READ_BYTES_MAX` kept); then folds what it kept.
+#[derive(Debug, Default)]
+pub struct Reading {
+    kept: Vec<(String, String, Value)>,
+    bytes: usize,
+    read: usize,
+    older: bool,
+}
+
+/// Events a store reads in one page.
+pub const READ_PAGE: usize = 200;
+
+impl Reading {
+    /// One event, newer ones first: its type, time, `data`, and how many
+    /// bytes it took stored. False once the bounds are reached: stop there.
+    pub fn feed(&mut self, kind: String, time: String, data: Value, stored: usize) -> bool {
+        self.read += 1;
+        if worth_keeping(&kind, &data) {
+            self.bytes += stored;
+            self.kept.push((kind, time, data));
+        }
+        if self.read >= READ_EVENTS_MAX || self.bytes >= READ_BYTES_MAX {
+            self.older = true;
+            return false;
+        }
+        true
+    }
+
+    /// The changes of what was kept, the session's folder `cwd`.
+    pub fn changes(self, cwd: Option<&str>) -> Changes {
+        let mut c = Collector::new(cwd);
+        for (kind, time, data) in self.kept.iter().rev() {
+            c.add(kind, time, data);
+        }
+        c.changes.older = self.older;
+        c.finish()
+    }
+}
+
+/// Whether a store keeps an event it read for the changes: a `tool.ended`
+/// only of an edit tool (a shell's or a read's output is most of a session's
+/// bytes and none of its changes).
+pub fn worth_keeping(kind: &str, data: &Value) -> bool {
+    kind != "tool.ended"
+        || data
+            .get("tool")
+            .and_then(Value::as_str)
+            .is_some_and(is_edit_tool)
 }
 
 /// The files one turn changed.
@@ -64,7 +126,6 @@ pub struct FileChanges {
 pub struct Collector {
     roots: Vec<String>,
     changes: Changes,
-    budget: usize,
 }
 
 impl Collector {
@@ -73,7 +134,6 @@ impl Collector {
         Collector {
             roots: cwd.map(str::to_string).into_iter().collect(),
             changes: Changes::default(),
-            budget: TEXT_BUDGET,
         }
     }
 
@@ -114,13 +174,6 @@ impl Collector {
         for FileEdit { path, mut edit } in edits {
             let path = self.shown(&path);
             edit.moved_to = edit.moved_to.map(|m| self.shown(&m));
-            let size = edit.old.len() + edit.new.len();
-            if size > self.budget {
-                (edit.old, edit.new, edit.cut) = (String::new(), String::new(), true);
-                self.changes.cut = true;
-            } else {
-                self.budget -= size;
-            }
             self.file(&path).edits.push(edit);
         }
     }
@@ -139,7 +192,8 @@ impl Collector {
         let tail = format!("/{}", rel.strip_prefix("~/").unwrap_or(rel));
         let turn = self.turn();
         let named = |f: &FileChanges| f.path.starts_with('/') && f.path.ends_with(&tail);
-        let Some(at) = turn.files.iter().position(named) else {
+        // The newest such entry: the edit this `files.changed` follows.
+        let Some(at) = turn.files.iter().rposition(named) else {
             return;
         };
         let mut moved = turn.files.remove(at);
@@ -180,11 +234,30 @@ impl Collector {
         &mut turn.files[at]
     }
 
-    /// The changes, turns that changed nothing left out.
+    /// The changes, turns that changed nothing left out, the text budget
+    /// spent from the newest edit back (the turn a person came to review).
     pub fn finish(mut self) -> Changes {
         self.changes
             .turns
             .retain(|t| !t.files.is_empty() || t.unseen > 0);
+        let mut budget = TEXT_BUDGET;
+        let edits = self.changes.turns.iter_mut().rev().flat_map(|t| {
+            t.files
+                .iter_mut()
+                .rev()
+                .flat_map(|f| f.edits.iter_mut().rev())
+        });
+        let mut cut = false;
+        for edit in edits {
+            let size = edit.old.len() + edit.new.len();
+            if size > budget {
+                (edit.old, edit.new, edit.cut) = (String::new(), String::new(), true);
+                cut = true;
+            } else {
+                budget -= size;
+            }
+        }
+        self.changes.cut = cut;
         self.changes
     }
 }
@@ -287,12 +360,19 @@ mod tests {
         assert!(changes.cut);
         let files = &changes.turns[0].files;
         assert_eq!(changes.turns[0].turn, 0);
-        assert_eq!(
-            (files[0].path.as_str(), files[0].edits[0].cut),
-            ("a", false)
-        );
+        // The newest edit keeps its text; the older one is listed without.
+        assert_eq!(files[0].path, "a");
+        assert!(files[0].edits[0].cut && files[0].edits[0].new.is_empty());
         // Outside the folder the path is as the input said.
-        assert_eq!(files[1].path, "/elsewhere/b");
-        assert!(files[1].edits[0].cut && files[1].edits[0].new.is_empty());
+        assert_eq!(
+            (files[1].path.as_str(), files[1].edits[0].cut),
+            ("/elsewhere/b", false)
+        );
+        assert!(worth_keeping("tool.ended", &json!({"tool": "Edit"})));
+        assert!(!worth_keeping(
+            "tool.ended",
+            &json!({"tool": "Bash", "output": "lots"})
+        ));
+        assert!(worth_keeping("files.changed", &json!({})));
     }
 }

@@ -57,8 +57,9 @@ export function mountSession(root: HTMLElement, app: App, first: SessionRoute): 
     h("summary", null, h("h2", { id: "changes-h" }, "Changes")),
     changesBody,
   );
-  /** The session's `last_at` the drawn changes were read at. */
+  /** The session's `last_at` the drawn changes were read at, and reads asked. */
   let changesAt: string | null = null;
+  let changesAsked = 0;
   changes.addEventListener("toggle", () => {
     if (changes.open) void loadChanges();
   });
@@ -103,10 +104,12 @@ export function mountSession(root: HTMLElement, app: App, first: SessionRoute): 
     const at = page?.session.last_at ?? null;
     if (changesAt !== null && changesAt === at) return;
     changesAt = at;
+    // Only the newest read draws (an older answer may come last).
+    const asked = ++changesAsked;
     if (changesBody.childElementCount === 0) changesBody.append(h("p", { class: "muted" }, "Loading…"));
     try {
       const got = await api.changes(key);
-      if (key !== route.key) return;
+      if (key !== route.key || asked !== changesAsked) return;
       const tier = machine()?.hello?.tier;
       const hidden =
         tier !== undefined && tier < 3
@@ -114,6 +117,7 @@ export function mountSession(root: HTMLElement, app: App, first: SessionRoute): 
           : "How it changed did not reach the receiver.";
       drawChanges(changesBody, got, { hidden, clock });
     } catch (e) {
+      if (asked !== changesAsked) return;
       changesAt = null;
       changesBody.replaceChildren(message("error", h("p", null, `Can't load the changes: ${describeError(e)}`)));
     }

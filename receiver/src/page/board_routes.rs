@@ -16,7 +16,7 @@ use axum::http::HeaderMap;
 use axum::routing::get;
 use axum::{Json, Router};
 use protocol::asked::{self, Asked, AttentionWords};
-use protocol::changes::{self, Changes};
+use protocol::changes::Changes;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -25,9 +25,6 @@ const BOARD_MAX: usize = 200;
 
 /// Events of a timeline at most (its last ones).
 const TIMELINE_MAX: usize = 500;
-
-/// Events a session's changes are read from at most (its last ones).
-const CHANGES_MAX: usize = 5_000;
 
 pub(super) fn routes() -> Router<Arc<Page>> {
     Router::new()
@@ -184,19 +181,8 @@ async fn changes(
 ) -> Result<Json<Changes>, ApiError> {
     let (owner, row) = owned(&page, &headers, &key).await?;
     let (owner, harness, id) = (owner.as_str(), row.harness.as_str(), row.id.as_str());
-    let events = store::events_of_types(
-        &page.db,
-        owner,
-        harness,
-        id,
-        changes::READ_TYPES,
-        CHANGES_MAX,
-    )
-    .await?;
     let cwd = row.folded.block.get("cwd").and_then(Value::as_str);
-    let mut collector = changes::Collector::new(cwd);
-    for (kind, time, data) in &events {
-        collector.add(kind, time, data);
-    }
-    Ok(Json(collector.finish()))
+    Ok(Json(
+        store::changes(&page.db, owner, harness, id, cwd).await?,
+    ))
 }

@@ -28,7 +28,7 @@ const MODES: readonly { value: ControlMode; text: string }[] = [
 
 /** The tiers pairing offers: what the phone then sees of an attention. */
 const TIERS: readonly { value: number; text: string }[] = [
-  { value: PAIRING_TIER, text: `${PAIRING_TIER}: tool names and commands, secrets removed (proposed)` },
+  { value: PAIRING_TIER, text: `${PAIRING_TIER}: tool names, commands and the files they change, secrets removed (proposed)` },
   { value: 0, text: "0: only that an agent needs you; approve on the machine" },
 ];
 
@@ -389,6 +389,9 @@ export function mountPairing(root: HTMLElement, ctx: ViewContext): Mounted {
       if (view !== null) view[shown] = saved[sw.key];
       sw.notice = { kind: "ok", text: `${name} ${saved[sw.key] ? "are on." : "are off."}` };
     } catch (e) {
+      sw.busy = false;
+      sw.input.disabled = false;
+      // The page asks for a fresh link; the switch is not left stuck.
       if (unauthorized(e)) return;
       sw.notice = { kind: "error", text: `${name} were not changed: ${describeError(e)}` };
     }

@@ -130,7 +130,6 @@ export function mountSessions(root: HTMLElement, ctx: ViewContext): Mounted {
     const [ov, ev] = await Promise.allSettled([
       api.overview(),
       selected === null ? Promise.resolve(null) : api.events(splitKey(selected).harness, splitKey(selected).id, EVENT_LIMIT),
-      changes.refresh(selected),
     ]);
     busy = false;
     if (stopped) return;
@@ -143,6 +142,9 @@ export function mountSessions(root: HTMLElement, ctx: ViewContext): Mounted {
           : { value: events.of === selected ? events.value : null, error: describeError(ev.reason), of: selected };
     }
     draw();
+    // The changes are read on their own, and only when the session moved on.
+    const moved = board.value?.sessions.find((x) => x.key === selected)?.last_ms ?? null;
+    void changes.refresh(selected, moved);
     if (again) {
       again = false;
       void refresh();
@@ -179,6 +181,9 @@ export function mountSessions(root: HTMLElement, ctx: ViewContext): Mounted {
       route = next;
       if (changed) {
         events = { value: null, error: null, of: null };
+        // What a Stop said is news for the session it was sent from only
+        // while it stays open.
+        for (const [key, sent] of stopping.sent) if (sent.state !== "sending") stopping.sent.delete(key);
         draw();
         // Opening a session moves the focus to it (closing it, to the board).
         live.querySelector<HTMLElement>(next.session !== null ? "#detail-h" : "#approvals-h")?.focus();
@@ -447,33 +452,45 @@ function linkTo(url: string | null): Child {
  * The open session's Changes: a section that reads them while it is open,
  * redrawing only when they changed (`drawChanges` keeps open files open).
  */
-function mountChanges(api: ViewContext["api"]): { element: HTMLElement; refresh: (key: string | null) => Promise<void>; stop: () => void } {
+function mountChanges(api: ViewContext["api"]): {
+  element: HTMLElement;
+  refresh: (key: string | null, lastMs?: number | null) => Promise<void>;
+  stop: () => void;
+} {
   const body = h("div", { class: "changes", id: "changes" });
   const section = h("details", { class: "panel changes-section", hidden: true }, h("summary", null, h("h2", { id: "changes-h" }, "Changes")), body);
   let of: string | null = null;
   let drawn = "";
   let stopped = false;
+  /** The session's `last_ms` the changes were last read at, and reads asked. */
+  let readAt: number | null = null;
+  let asked = 0;
   const words = { hidden: "How it changed was not recorded on this machine.", clock };
 
-  async function refresh(key: string | null): Promise<void> {
+  async function refresh(key: string | null, lastMs: number | null = null): Promise<void> {
     if (key !== of) {
       of = key;
       drawn = "";
+      readAt = null;
       section.open = false;
       body.replaceChildren();
     }
     section.hidden = key === null;
     if (key === null || !section.open) return;
+    if (lastMs !== null && lastMs === readAt) return;
+    readAt = lastMs;
+    const mine = ++asked;
     const { harness, id } = splitKey(key);
     try {
       const got = await api.changes(harness, id);
       const text = JSON.stringify(got);
-      if (stopped || key !== of || text === drawn) return;
+      if (stopped || key !== of || mine !== asked || text === drawn) return;
       drawn = text;
       drawChanges(body, got, words);
     } catch (e) {
-      if (stopped || key !== of) return;
+      if (stopped || key !== of || mine !== asked) return;
       drawn = "";
+      readAt = null;
       body.replaceChildren(message("error", h("p", null, `The changes could not be read: ${describeError(e)}`)));
     }
   }

@@ -188,7 +188,12 @@ export type Changes = { turns: Array<TurnChanges>,
 /**
  * Some edits' text was left out (`TEXT_BUDGET`).
  */
-cut: boolean, };
+cut: boolean, 
+/**
+ * Older events were not read (`READ_EVENTS_MAX`, `READ_BYTES_MAX`):
+ * the turns are numbered from the first one read.
+ */
+older: boolean, };
 
 /**
  * The files one turn changed.

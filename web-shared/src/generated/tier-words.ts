@@ -6,7 +6,7 @@
 export const PAIRING_TIER = 1;
 
 /** Why: what the phone sees at tier 1 and up. */
-export const TIER_1_SENTENCE = "The phone sees tool names and commands, secrets removed, so it can show what you approve.";
+export const TIER_1_SENTENCE = "The phone sees tool names, commands and the files they change, secrets removed, so it can show what you approve.";
 
 /** Said where a receiver gets tier 0. */
 export const HIDDEN_SENTENCE = "This machine hides what its agents ask to run: approve on the machine.";

@@ -280,31 +280,49 @@ pub async fn session_events(
     .await
 }
 
-/// Events a session's changes are read from at most (its last ones).
-const CHANGES_MAX: usize = 5_000;
-
 /// A session's changes per turn, each edit's text included: the person's own
 /// view of their machine, read as the receiver reads it for the phone.
 pub async fn session_changes(
     State(ctx): State<Ctx>,
     Path((harness, id)): Path<(String, String)>,
 ) -> Result<Json<protocol::changes::Changes>, ApiError> {
-    use protocol::changes::{Collector, READ_TYPES};
+    use protocol::changes::{READ_PAGE, READ_TYPES, Reading};
     let paths = ctx.paths.clone();
     blocking(move || {
+        let mut reading = Reading::default();
         let Some(ob) = Outbox::open_readonly(&paths.outbox())? else {
-            return Ok(Json(Collector::new(None).finish()));
+            return Ok(Json(reading.changes(None)));
         };
-        let cwd = ob.session(&harness, &id)?.and_then(|r| r.block.cwd);
-        let mut collector = Collector::new(cwd.as_deref());
-        for stored in ob.events_of_types(&harness, &id, READ_TYPES, CHANGES_MAX)? {
-            let Ok(env) = serde_json::from_str::<Value>(&stored.envelope) else {
-                continue;
-            };
-            let text = |k: &str| env[k].as_str().unwrap_or("");
-            collector.add(text("type"), text("time"), &env["data"]);
+        // The record keeps the folder as `~/…`; the edits name it whole.
+        let cwd = ob
+            .session(&harness, &id)?
+            .and_then(|r| r.block.cwd)
+            .map(
+                |c| match spool::paths::home_dir().filter(|_| c == "~" || c.starts_with("~/")) {
+                    Some(home) => format!("{}{}", home.display(), &c[1..]),
+                    None => c,
+                },
+            );
+        let mut before = i64::MAX;
+        'pages: loop {
+            let page = ob.events_of_types_before(&harness, &id, READ_TYPES, before, READ_PAGE)?;
+            for (seq, stored) in &page {
+                before = *seq;
+                let Ok(mut env) = serde_json::from_str::<Value>(&stored.envelope) else {
+                    continue;
+                };
+                let text = |v: &Value, k: &str| v[k].as_str().unwrap_or("").to_string();
+                let (kind, time) = (text(&env, "type"), text(&env, "time"));
+                let data = env.get_mut("data").map(Value::take).unwrap_or_default();
+                if !reading.feed(kind, time, data, stored.envelope.len()) {
+                    break 'pages;
+                }
+            }
+            if page.len() < READ_PAGE {
+                break;
+            }
         }
-        Ok(Json(collector.finish()))
+        Ok(Json(reading.changes(cwd.as_deref())))
     })
     .await
 }

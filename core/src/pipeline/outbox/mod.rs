@@ -565,30 +565,41 @@ impl Outbox {
         Ok(v)
     }
 
-    /// The session's last `limit` events of the three `types`, oldest first
-    /// (a session's changes are read from them: `protocol::changes`).
-    pub fn events_of_types(
+    /// The session's events of the three `types` before `seq`, newest first,
+    /// at most `limit` (a session's changes are read from them in pages:
+    /// `protocol::changes::Reading`).
+    pub fn events_of_types_before(
         &self,
         harness: &str,
         session: &str,
         types: [&str; 3],
+        seq: i64,
         limit: usize,
-    ) -> Result<Vec<StoredEvent>> {
+    ) -> Result<Vec<(i64, StoredEvent)>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT rowid, envelope FROM events
-             WHERE harness = ?1 AND session = ?2 AND type IN (?3, ?4, ?5)
-             ORDER BY seq DESC LIMIT ?6",
+            "SELECT rowid, envelope, seq FROM events
+             WHERE harness = ?1 AND session = ?2 AND seq < ?3 AND type IN (?4, ?5, ?6)
+             ORDER BY seq DESC LIMIT ?7",
         )?;
-        let args = params![harness, session, types[0], types[1], types[2], limit as i64];
+        let args = params![
+            harness,
+            session,
+            seq,
+            types[0],
+            types[1],
+            types[2],
+            limit as i64
+        ];
         let rows = stmt.query_map(args, |r| {
-            Ok(StoredEvent {
-                rowid: r.get(0)?,
-                envelope: r.get(1)?,
-            })
+            Ok((
+                r.get(2)?,
+                StoredEvent {
+                    rowid: r.get(0)?,
+                    envelope: r.get(1)?,
+                },
+            ))
         })?;
-        let mut v: Vec<StoredEvent> = rows.collect::<rusqlite::Result<_>>()?;
-        v.reverse();
-        Ok(v)
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// The session's events of type `kind` among its last `within`, newest
