@@ -178,9 +178,22 @@ pub fn tilde(path: &str, home: Option<&Path>) -> String {
     }
 }
 
+/// `path` with a leading `~` (as `tilde` writes the home) made `home` again
+/// (`~/x` → `/home/a/x`); as given otherwise, or with no home known.
+pub fn untilde(path: &str, home: Option<&Path>) -> String {
+    let rest = match path.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') || rest.starts_with('\\') => rest,
+        _ => return path.to_string(),
+    };
+    match home.and_then(|h| h.to_str()) {
+        Some(home) => format!("{}{rest}", home.trim_end_matches(['/', '\\'])),
+        None => path.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::tilde;
+    use super::{tilde, untilde};
     use std::path::Path;
 
     #[test]
@@ -191,5 +204,19 @@ mod tests {
         assert_eq!(tilde("/home/anna/src", home), "/home/anna/src");
         assert_eq!(tilde("/tmp", home), "/tmp");
         assert_eq!(tilde("/tmp", None), "/tmp");
+    }
+
+    #[test]
+    fn tilde_is_made_home_again_only_as_tilde_writes_it() {
+        let home = Some(Path::new("/home/ann/"));
+        assert_eq!(untilde("~", home), "/home/ann");
+        assert_eq!(untilde("~/src/x", home), "/home/ann/src/x");
+        assert_eq!(untilde("~bob/x", home), "~bob/x");
+        assert_eq!(untilde("/tmp", home), "/tmp");
+        assert_eq!(untilde("~/x", None), "~/x");
+        assert_eq!(
+            untilde(&tilde("/home/ann/src", home), home),
+            "/home/ann/src"
+        );
     }
 }

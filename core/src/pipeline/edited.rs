@@ -34,11 +34,11 @@ fn files_changed(
     cwd: Option<&str>,
     home: Option<&str>,
 ) -> Vec<(usize, Vec<String>)> {
-    let root = match (cwd, home) {
-        (Some(c), Some(h)) if c == "~" || c.starts_with("~/") => Some(format!("{h}{}", &c[1..])),
-        (c, _) => c.map(str::to_string),
-    };
-    let roots: Vec<String> = root.into_iter().collect();
+    let home_path = home.map(std::path::Path::new);
+    let roots: Vec<String> = cwd
+        .map(|c| spool::paths::untilde(c, home_path))
+        .into_iter()
+        .collect();
     events
         .iter()
         .enumerate()

@@ -81,13 +81,13 @@ pub async fn overview(State(ctx): State<Ctx>) -> ApiResult {
         .map(|(s, a)| (s.to_string(), a))
         .collect();
     let live = ctx.config.clone();
-    let stoppable: Vec<String> = match &ctx.control {
+    let stoppable: std::collections::HashSet<String> = match &ctx.control {
         Some(c) => crate::control::local::cancellable(c)
             .await
             .iter()
             .map(ToString::to_string)
             .collect(),
-        None => Vec::new(),
+        None => Default::default(),
     };
     blocking(move || {
         let (config, config_problem) = (live.now(), live.problem());
@@ -107,7 +107,7 @@ pub async fn overview(State(ctx): State<Ctx>) -> ApiResult {
             .filter(|(_, _, r)| r.last_ms > 0)
             .map(|(h, id, r)| SessionView {
                 account: session_account(r, &emails, alert),
-                can_stop: stoppable.iter().any(|k| *k == format!("{h}:{id}")),
+                can_stop: stoppable.contains(&format!("{h}:{id}")),
                 ..session_view(h, id, r, now)
             })
             .filter(|s| s.state != Glance::Done || now - s.last_ms < BOARD_MS)
@@ -294,15 +294,11 @@ pub async fn session_changes(
             return Ok(Json(reading.changes(None)));
         };
         // The record keeps the folder as `~/…`; the edits name it whole.
+        let home = spool::paths::home_dir();
         let cwd = ob
             .session(&harness, &id)?
             .and_then(|r| r.block.cwd)
-            .map(
-                |c| match spool::paths::home_dir().filter(|_| c == "~" || c.starts_with("~/")) {
-                    Some(home) => format!("{}{}", home.display(), &c[1..]),
-                    None => c,
-                },
-            );
+            .map(|c| spool::paths::untilde(&c, home.as_deref()));
         let mut before = i64::MAX;
         'pages: loop {
             let page = ob.events_of_types_before(&harness, &id, READ_TYPES, before, READ_PAGE)?;
