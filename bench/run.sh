@@ -109,5 +109,10 @@ echo
 # about 15 GB free are needed.
 echo
 "$rel"/examples/bench_year "$rel/sessionpipe-hook" "$rel/sessionpipe" 100
+# `sessionpipe usage --since 365d` over bench_year's 20 000 sessions' model
+# responses against a fresh install's 100 (generated once into
+# $BENCH_USAGE_DIR, default target/bench-usage; this build only).
+echo
+"$rel"/examples/bench_usage "$rel/sessionpipe" 30
 echo
 echo "\`sessionpipe daemon\` resident memory after 30 s idle: $(idle_rss "$rel")${base:+ (baseline: $(idle_rss "$base"))}"

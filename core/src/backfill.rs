@@ -4,7 +4,9 @@
 //!
 //! Each adapter lists its sessions (`Adapter::backfill`); this appends them.
 //! Idempotent: a session the outbox already knows (live or backfilled) is passed
-//! over, and seq 0 is unique per (harness, session). It never touches a session's
+//! over, and seq 0 is unique per (harness, session). The tokens of every
+//! session found go to the usage table, a known session's too (one watched
+//! before usage was kept has none yet); each response is kept once. It never touches a session's
 //! live seq. With remote titles on, a session its harness's service names
 //! is backfilled under that name (the asker is handed in). How far it is goes
 //! to an observer the caller hands in (`state::progress::Progress`); this
@@ -119,7 +121,9 @@ fn append(
     let session = tx
         .given_name(&AcpNames, adapter.name(), &b.session_id)?
         .unwrap_or_else(|| b.session_id.clone());
+    tx.put_usage(adapter.name(), &session, &b.block, &b.usage)?;
     if tx.session_known(adapter.name(), &session)? {
+        tx.commit()?;
         return Ok(false);
     }
     let mut block = b.block.clone();

@@ -11,7 +11,7 @@
 //!    privacy filter readers apply.
 //! 3. services over the pipeline: `installers`, `backfill`, `sinks`, `notify`,
 //!    `tail`, `conformance`, `titles`, `service` (the daemon as a user service),
-//!    `pool` (the account pool), and `control`: the daemon's side of the
+//!    `pool` (the account pool), `usage` (tokens and their cost), and `control`: the daemon's side of the
 //!    `sessionpipe-control` crate, which is of this layer too. The compiler
 //!    keeps that crate below the daemon (it cannot name this crate); the
 //!    `layering` test keeps it above the pipeline (no module below layer 3
@@ -42,6 +42,7 @@ pub mod sinks;
 pub mod state;
 pub mod tail;
 pub mod titles;
+pub mod usage;
 
 /// The layers above, held to: every top-level module names its layer in its
 /// opening doc (`Layer N, name: ...`), imports only from its own layer or below

@@ -26,6 +26,9 @@ pub struct Backfilled {
     /// The harness's config dir the session lives in, for a harness whose
     /// service may be asked about it with that dir's sign-in (remote titles).
     pub config_dir: Option<std::path::PathBuf>,
+    /// The tokens of each model response the files hold, as the live reads
+    /// find them (the same parser), for the daemon's usage table.
+    pub usage: Vec<crate::usage::Usage>,
 }
 
 /// True when `path` was last modified at or after `since_ms` (epoch ms).
@@ -64,6 +67,8 @@ pub struct Tally {
     /// The newest title of each source the harness names one by.
     custom: Option<String>,
     harness: Option<String>,
+    /// The model responses' tokens, as read (`Backfilled::usage`).
+    pub usage: Vec<crate::usage::Usage>,
 }
 
 impl Tally {
@@ -141,6 +146,7 @@ impl Tally {
             last_ms: self.last_ms?,
             turns: Some(self.turns),
             config_dir: None,
+            usage: self.usage,
         })
     }
 }

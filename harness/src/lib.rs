@@ -5,7 +5,7 @@
 //! (`payload`), the declarative table of the Claude-shaped harnesses
 //! (`claude_shaped`), turning a transcript into turns (`transcript`), the shape of
 //! a past session (`backfill`), a harness's own local server for control
-//! (`api`), the facts every harness shares (`facts`), what a subagent's own
+//! (`api`), the facts every harness shares (`facts`), the tokens a transcript says a model response used (`usage`), what a subagent's own
 //! calls report in the session it works for (`subagent`), and the
 //! installer's mechanics that write hook entries into a config file byte for byte
 //! (`install`). The job an adapter maps is `spool::Job`, re-exported here.
@@ -26,6 +26,7 @@ pub mod install;
 pub mod payload;
 pub mod subagent;
 pub mod transcript;
+pub mod usage;
 
 pub use adapter::{Adapter, MapError, Mapped, Mapping, Memo, SessionFiles};
 pub use spool::Job;

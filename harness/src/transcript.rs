@@ -419,6 +419,9 @@ pub struct ReadOut {
     /// The harness's version, when its own files name it and its hooks do not
     /// (Devin's `_versions/current`); it stamps the session's later events.
     pub version: Option<String>,
+    /// The tokens of each model response read, for the daemon's own usage
+    /// table (never an event).
+    pub usage: Vec<crate::usage::Usage>,
     pub cursor: u64,
 }
 

@@ -31,6 +31,11 @@
 //!
 //! [`MockAnthropic::start_with_headers`] puts extra headers on every
 //! answer, as the real API puts its `anthropic-ratelimit-unified-*` headers on its own.
+//!
+//! A script [`Script::with_usage`] reports the test's [`MockUsage`] on each of
+//! its scripted answers (the stream's start says its input and cache tokens and
+//! 1 output token, its `message_delta` the whole usage, as the real API does);
+//! any other answer reports an estimate.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -38,6 +43,7 @@ use std::hash::{BuildHasher, Hasher};
 use serde_json::{Value, json};
 
 use crate::http::{HttpServer, Request, Response};
+use crate::usage::MockUsage;
 
 /// The text of answers that the script does not cover.
 pub const FALLBACK_TEXT: &str = "Done.";
@@ -106,6 +112,8 @@ pub struct Script {
     turns: Vec<Turn>,
     /// The pause between the stream's events (a slow model).
     pace: Option<std::time::Duration>,
+    /// The tokens each scripted answer reports (else an estimate).
+    usage: Option<MockUsage>,
 }
 
 impl Script {
@@ -114,12 +122,19 @@ impl Script {
         Script {
             turns: turns.into_iter().collect(),
             pace: None,
+            usage: None,
         }
     }
 
     /// The same script, its streamed answers `pace` apart event by event.
     pub fn paced(mut self, pace: std::time::Duration) -> Script {
         self.pace = Some(pace);
+        self
+    }
+
+    /// The same script, each of its answers reporting `usage`.
+    pub fn with_usage(mut self, usage: MockUsage) -> Script {
+        self.usage = Some(usage);
         self
     }
 
@@ -133,6 +148,8 @@ impl Script {
 #[derive(Clone, Debug)]
 struct Planned {
     blocks: Vec<Block>,
+    /// What it reports, when the test chose (a scripted answer's).
+    usage: Option<MockUsage>,
 }
 
 #[derive(Clone, Debug)]
@@ -149,6 +166,7 @@ impl Planned {
     fn text(text: impl Into<String>) -> Planned {
         Planned {
             blocks: vec![Block::Text(text.into())],
+            usage: None,
         }
     }
 }
@@ -177,12 +195,15 @@ impl MockAnthropic {
         headers_for: impl Fn(&Request) -> Vec<(String, String)> + Send + Sync + 'static,
     ) -> MockAnthropic {
         let mut ids = Ids::new();
-        let pace = script.pace;
+        let (pace, usage) = (script.pace, script.usage);
         let plan: Vec<Planned> = script
             .turns
             .into_iter()
             .map(|turn| match turn {
-                Turn::Text(text) => Planned::text(text),
+                Turn::Text(text) => Planned {
+                    usage,
+                    ..Planned::text(text)
+                },
                 Turn::ToolUse {
                     name,
                     input,
@@ -194,7 +215,7 @@ impl MockAnthropic {
                         name,
                         input,
                     });
-                    Planned { blocks }
+                    Planned { blocks, usage }
                 }
             })
             .collect();
@@ -287,15 +308,16 @@ fn answer(plan: &[Planned], request: &Request, ids: &mut Ids) -> Response {
 
     let model = body["model"].as_str().unwrap_or("claude-mock").to_string();
     let message_id = ids.make("msg_");
-    let input_tokens = estimate_tokens(&request.body);
+    let usage = turn.usage.unwrap_or(MockUsage {
+        input: estimate_tokens(&request.body),
+        output: output_tokens(&turn),
+        ..MockUsage::default()
+    });
     let request_id = ids.make("req_");
     let response = if body["stream"].as_bool().unwrap_or(false) {
-        Response::sse(stream_events(&turn, &model, &message_id, input_tokens))
+        Response::sse(stream_events(&turn, &model, &message_id, &usage))
     } else {
-        Response::json(
-            200,
-            &whole_message(&turn, &model, &message_id, input_tokens),
-        )
+        Response::json(200, &whole_message(&turn, &model, &message_id, &usage))
     };
     response.with_header("request-id", &request_id)
 }
@@ -348,15 +370,6 @@ fn output_tokens(turn: &Planned) -> u64 {
     (len as u64 / 4).max(1)
 }
 
-fn usage(input_tokens: u64, output_tokens: u64) -> Value {
-    json!({
-        "input_tokens": input_tokens,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
-        "output_tokens": output_tokens,
-    })
-}
-
 fn stop_reason(turn: &Planned) -> &'static str {
     if turn
         .blocks
@@ -369,7 +382,7 @@ fn stop_reason(turn: &Planned) -> &'static str {
     }
 }
 
-fn whole_message(turn: &Planned, model: &str, id: &str, input_tokens: u64) -> Value {
+fn whole_message(turn: &Planned, model: &str, id: &str, usage: &MockUsage) -> Value {
     let content: Vec<Value> = turn
         .blocks
         .iter()
@@ -388,7 +401,7 @@ fn whole_message(turn: &Planned, model: &str, id: &str, input_tokens: u64) -> Va
         "content": content,
         "stop_reason": stop_reason(turn),
         "stop_sequence": null,
-        "usage": usage(input_tokens, output_tokens(turn)),
+        "usage": usage.anthropic(usage.output),
     })
 }
 
@@ -402,7 +415,7 @@ fn pieces(s: &str, parts: usize) -> Vec<String> {
     chars.chunks(size).map(|c| c.iter().collect()).collect()
 }
 
-fn stream_events(turn: &Planned, model: &str, id: &str, input_tokens: u64) -> Vec<(String, Value)> {
+fn stream_events(turn: &Planned, model: &str, id: &str, usage: &MockUsage) -> Vec<(String, Value)> {
     let mut events: Vec<(String, Value)> = Vec::new();
     let mut push = |name: &str, data: Value| events.push((name.to_string(), data));
     push(
@@ -415,7 +428,7 @@ fn stream_events(turn: &Planned, model: &str, id: &str, input_tokens: u64) -> Ve
             "content": [],
             "stop_reason": null,
             "stop_sequence": null,
-            "usage": usage(input_tokens, 1),
+            "usage": usage.anthropic(1),
         }}),
     );
     for (index, block) in turn.blocks.iter().enumerate() {
@@ -464,7 +477,7 @@ fn stream_events(turn: &Planned, model: &str, id: &str, input_tokens: u64) -> Ve
         "message_delta",
         json!({"type": "message_delta",
                "delta": {"stop_reason": stop_reason(turn), "stop_sequence": null},
-               "usage": {"output_tokens": output_tokens(turn)}}),
+               "usage": usage.anthropic(usage.output)}),
     );
     push("message_stop", json!({"type": "message_stop"}));
     events

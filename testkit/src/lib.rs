@@ -17,7 +17,8 @@
 //! pages current; [`typescript`], the generated TypeScript files of
 //! `web-shared/`, compared with the committed ones; [`pebble`], a throwaway
 //! ACME server (Let's Encrypt's test CA) and its DNS; and [`passkey`], a
-//! phone's software passkey for the receiver's page.
+//! phone's software passkey for the receiver's page; [`usage`], the tokens a
+//! test makes a scripted API report.
 //! [`executable`] writes the little scripts tests run without racing another
 //! thread's fork; [`git`] runs the real git in a test's repository. It is a dev-dependency only; nothing here ships.
 
@@ -50,6 +51,7 @@ pub mod sandbox;
 pub mod terminal;
 #[cfg(feature = "ts")]
 pub mod typescript;
+pub mod usage;
 
 pub use anthropic::{MockAnthropic, Script, Turn};
 pub use http::{HttpServer, Request, Response};

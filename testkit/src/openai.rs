@@ -29,6 +29,9 @@
 //! (`x-codex-primary-used-percent`, `-window-minutes`, `-reset-at`, and the same for
 //! `secondary`): codex-rs reads them into the `rate_limits` of the `token_count`
 //! it writes to its rollout after each response.
+//!
+//! Started with a [`MockUsage`] ([`MockOpenAI::start_with_usage`]), each answer
+//! from the steps reports those tokens (any other answer an estimate).
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -37,6 +40,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{Value, json};
 
 use crate::http::{HttpServer, Request, Response};
+use crate::usage::MockUsage;
 
 /// The text of answers that the steps do not cover.
 pub const FALLBACK_TEXT: &str = "Done.";
@@ -124,15 +128,24 @@ pub struct MockOpenAI {
 impl MockOpenAI {
     /// Starts the server on `127.0.0.1:0`. Panics when it cannot bind.
     pub fn start(steps: Vec<Step>) -> MockOpenAI {
-        MockOpenAI::serve(steps, Vec::new())
+        MockOpenAI::serve(steps, Vec::new(), None)
     }
 
     /// `start`, with every response reporting `limits` in its headers.
     pub fn start_with_limits(steps: Vec<Step>, limits: RateLimits) -> MockOpenAI {
-        MockOpenAI::serve(steps, limits.headers())
+        MockOpenAI::serve(steps, limits.headers(), None)
     }
 
-    fn serve(steps: Vec<Step>, headers: Vec<(String, String)>) -> MockOpenAI {
+    /// `start`, each answer from the steps reporting `usage`.
+    pub fn start_with_usage(steps: Vec<Step>, usage: MockUsage) -> MockOpenAI {
+        MockOpenAI::serve(steps, Vec::new(), Some(usage))
+    }
+
+    fn serve(
+        steps: Vec<Step>,
+        headers: Vec<(String, String)>,
+        usage: Option<MockUsage>,
+    ) -> MockOpenAI {
         let ids = Ids::new();
         let plan: Vec<Planned> = steps
             .into_iter()
@@ -152,7 +165,7 @@ impl MockOpenAI {
             })
             .collect();
         let server = HttpServer::start(move |request| {
-            let mut response = answer(&plan, request, &ids);
+            let mut response = answer(&plan, request, &ids, usage);
             if response.status() == 200 {
                 for (name, value) in &headers {
                     response = response.with_header(name, value);
@@ -187,7 +200,7 @@ fn error(status: u16, message: &str) -> Response {
     )
 }
 
-fn answer(plan: &[Planned], request: &Request, ids: &Ids) -> Response {
+fn answer(plan: &[Planned], request: &Request, ids: &Ids, usage: Option<MockUsage>) -> Response {
     let path = request.path().trim_end_matches('/');
     if !path.ends_with("/responses") {
         return error(404, &format!("no route for {path}"));
@@ -200,6 +213,7 @@ fn answer(plan: &[Planned], request: &Request, ids: &Ids) -> Response {
     };
     let offers_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
     let main_thread = request.header("thread-id") == request.header("session-id");
+    let mut chosen = None;
     let step = if offers_tools && main_thread {
         let answered = body["input"].as_array().map_or(0, |items| {
             items
@@ -210,9 +224,13 @@ fn answer(plan: &[Planned], request: &Request, ids: &Ids) -> Response {
                 })
                 .count()
         });
-        plan.get(answered)
-            .cloned()
-            .unwrap_or_else(|| Planned::Text(FALLBACK_TEXT.into()))
+        match plan.get(answered) {
+            Some(step) => {
+                chosen = usage;
+                step.clone()
+            }
+            None => Planned::Text(FALLBACK_TEXT.into()),
+        }
     } else if offers_tools {
         Planned::Text("OK".into())
     } else {
@@ -229,19 +247,15 @@ fn answer(plan: &[Planned], request: &Request, ids: &Ids) -> Response {
         }),
     };
     let response_id = ids.make("resp_");
-    let input_tokens = (request.body.len() as u64 / 4).max(1);
-    let output_tokens = (item.to_string().len() as u64 / 4).max(1);
-    Response::sse(stream(&response_id, item, input_tokens, output_tokens))
+    let usage = chosen.unwrap_or(MockUsage {
+        input: (request.body.len() as u64 / 4).max(1),
+        output: (item.to_string().len() as u64 / 4).max(1),
+        ..MockUsage::default()
+    });
+    Response::sse(stream(&response_id, item, usage.openai_responses()))
 }
 
-fn stream(id: &str, item: Value, input_tokens: u64, output_tokens: u64) -> Vec<(String, Value)> {
-    let usage = json!({
-        "input_tokens": input_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": output_tokens,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": input_tokens + output_tokens,
-    });
+fn stream(id: &str, item: Value, usage: Value) -> Vec<(String, Value)> {
     [
         (
             "response.created",

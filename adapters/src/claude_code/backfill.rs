@@ -70,6 +70,7 @@ fn scan(path: &Path, home: &Path) -> Option<Backfilled> {
         t.recs(&parsed.recs);
         t.block.model = parsed.model.or(t.block.model.take());
         t.block.url = parsed.url.or(t.block.url.take());
+        t.usage.extend(parsed.usage);
         if let Some(title) = parsed.custom_title {
             t.title(title, TitleSource::Custom);
         }

@@ -7,10 +7,14 @@
 //! tool results, meta records, sidechains, task notifications, compaction
 //! summaries and injected `<tag>` blocks are skipped; a queued mid-turn message
 //! joins the running turn; a peer or channel message is an ask marked injected;
-//! `[Request interrupted by user]` ends the turn. Parsing only: no I/O here.
+//! `[Request interrupted by user]` ends the turn. An assistant record's
+//! `message.usage` is the response's tokens, counted once per `message.id`
+//! (Claude Code writes one message as several records, each with the id and
+//! the usage). Parsing only: no I/O here.
 
 use harness::frames::{STOP_FEEDBACK, unframe};
 use harness::transcript::{ReadOut, Rec, TranscriptSource, read_lines};
+use harness::usage::{Usage, count};
 use protocol::TitleSource;
 use serde_json::Value;
 use std::path::Path;
@@ -35,6 +39,7 @@ impl TranscriptSource for ClaudeTranscript {
             ai = l.ai_title.or(ai);
             out.facts.model = l.model.or(out.facts.model.take());
             out.facts.url = l.url.or(out.facts.url.take());
+            out.usage.extend(l.usage);
         }
         // The last title of each kind wins; the person's over Claude Code's.
         let title = custom
@@ -61,6 +66,8 @@ pub struct Line {
     pub ai_title: Option<String>,
     pub model: Option<String>,
     pub url: Option<String>,
+    /// An assistant record's tokens (a sidechain's too: it was paid for).
+    pub usage: Option<Usage>,
 }
 
 const INTERRUPTED: &[&str] = &[
@@ -86,6 +93,9 @@ pub fn parse_value(v: &Value) -> Line {
         .get("timestamp")
         .and_then(Value::as_str)
         .and_then(protocol::time::parse_rfc3339_ms);
+    if r.get("type").and_then(Value::as_str) == Some("assistant") {
+        out.usage = at_ms.and_then(|at| usage_of(r.get("message")?, at));
+    }
     if flag("isSidechain") {
         return out;
     }
@@ -220,6 +230,32 @@ fn user_record(r: &serde_json::Map<String, Value>, at_ms: Option<i64>, out: &mut
             out.recs.push(ask(unframe(&words).0, false));
         }
     }
+}
+
+/// An assistant message's `usage`, keyed by its `id`. Anthropic's
+/// `input_tokens` leaves the cache's tokens out already. A message with no
+/// id, or that used nothing (Claude Code's own `<synthetic>` ones), counts
+/// nothing.
+fn usage_of(msg: &Value, at_ms: i64) -> Option<Usage> {
+    let key = msg
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|k| !k.is_empty())?;
+    let u = msg.get("usage")?;
+    let model = msg
+        .get("model")
+        .and_then(Value::as_str)
+        .filter(|m| !m.starts_with('<'));
+    let usage = Usage {
+        key: key.to_string(),
+        at_ms,
+        model: model.map(str::to_string),
+        input: count(u, "input_tokens"),
+        output: count(u, "output_tokens"),
+        cache_read: count(u, "cache_read_input_tokens"),
+        cache_write: count(u, "cache_creation_input_tokens"),
+    };
+    (!usage.is_empty()).then_some(usage)
 }
 
 /// A message's text: a string, or its text parts joined by blank lines.
@@ -376,6 +412,42 @@ mod tests {
                 .to_string(),
         );
         assert_eq!(synthetic.model, None);
+    }
+
+    #[test]
+    fn an_assistant_messages_usage_is_keyed_by_its_id() {
+        let rec = |text: &str, output: u64| {
+            json!({"type": "assistant", "timestamp": "2026-11-29T19:12:04.012Z", "message": {
+                "id": "msg_1", "model": "claude-opus-5-5",
+                "content": [{"type": "text", "text": text}],
+                "usage": {"input_tokens": 7, "output_tokens": output,
+                          "cache_read_input_tokens": 1200, "cache_creation_input_tokens": 300}}})
+        };
+        let first = parse_line(&rec("Let me check.", 1).to_string())
+            .usage
+            .unwrap();
+        let last = parse_line(&rec("Done.", 42).to_string()).usage.unwrap();
+        assert_eq!(
+            (first.key.as_str(), first.at_ms),
+            ("msg_1", 1_795_979_524_012)
+        );
+        assert_eq!(
+            (last.input, last.output, last.cache_read, last.cache_write),
+            (7, 42, 1200, 300)
+        );
+        assert_eq!(last.model.as_deref(), Some("claude-opus-5-5"));
+        let synthetic = json!({"type": "assistant", "timestamp": "2026-11-29T19:12:04.012Z",
+            "message": {"id": "x", "model": "<synthetic>", "content": [],
+                        "usage": {"input_tokens": 0, "output_tokens": 0}}});
+        assert_eq!(parse_line(&synthetic.to_string()).usage, None);
+        let sidechain = rec("sub", 3);
+        let mut sidechain = sidechain.as_object().unwrap().clone();
+        sidechain.insert("isSidechain".into(), json!(true));
+        let line = parse_line(&Value::Object(sidechain).to_string());
+        assert!(
+            line.recs.is_empty() && line.usage.is_some(),
+            "paid for all the same"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! It reads the rollouts and nothing else of Codex's, and writes nothing: what
 //! becomes of the sessions it finds is `harness::backfill`'s.
 
-use super::transcript::{Meta, compressed, for_each_line, parse_line};
+use super::transcript::{Meta, answered_by, compressed, for_each_line, parse_line};
 use harness::backfill::{Backfilled, Tally, modified_since, newest_first};
 use std::path::{Path, PathBuf};
 
@@ -88,6 +88,8 @@ fn scan(path: &Path, home: &Path) -> Option<Backfilled> {
             meta.get_or_insert(m);
         }
         t.block.model = l.model.or(t.block.model.take());
+        t.usage
+            .extend(l.usage.map(|u| answered_by(u, &t.block.model)));
         t.recs(&l.recs);
     })
     .ok()?;

@@ -18,12 +18,18 @@
 //! - `session_meta`: the thread's id, `cli_version`, `git`, and whether it is a
 //!   subagent's thread; `turn_context`: the model; `event_msg` `token_count`: the
 //!   rate-limit snapshot.
+//! - The tokens of each model response: `token_usage_record`'s `usage` (Codex
+//!   0.171 on) and `token_count`'s `info.last_token_usage` (every version),
+//!   which say the same response twice. Each is keyed by the thread's running
+//!   total after it (`thread_token_usage` / `total_token_usage`), the one
+//!   thing both name alike, so the response is counted once whichever is read.
 //!
 //! Parsing and reading only: it never writes, and never reads anything but the
 //! rollout it is handed.
 
 use harness::payload::is_uuid;
 use harness::transcript::{MAX_LINE_BYTES, ReadOut, Rec, TranscriptSource};
+use harness::usage::{Usage, count, without_cache};
 use protocol::{LimitWindow, LimitsObserved};
 use serde_json::Value;
 use std::io::{BufReader, Read};
@@ -44,6 +50,8 @@ impl TranscriptSource for CodexTranscript {
             }
             out.facts.model = l.model.or(out.facts.model.take());
             out.limits = l.limits.or(out.limits.take());
+            out.usage
+                .extend(l.usage.map(|u| answered_by(u, &out.facts.model)));
         })?;
         out.cursor = end;
         Ok(out)
@@ -101,6 +109,8 @@ pub struct Line {
     pub model: Option<String>,
     /// A `token_count` snapshot of the account's own limits that says something.
     pub limits: Option<LimitsObserved>,
+    /// A model response's tokens (no model: `turn_context` names it).
+    pub usage: Option<Usage>,
 }
 
 /// What `session_meta` says of the thread.
@@ -140,7 +150,24 @@ pub fn parse_value(v: &Value) -> Line {
     match v.get("type").and_then(Value::as_str).unwrap_or_default() {
         "session_meta" => out.meta = Some(meta_of(p)),
         "turn_context" => out.model = text(p, "model"),
-        "event_msg" if kind == "token_count" => out.limits = limits_of(p),
+        "event_msg" if kind == "token_count" => {
+            out.limits = limits_of(p);
+            out.usage = p.get("info").and_then(|i| {
+                usage_of(
+                    i.get("last_token_usage")?,
+                    i.get("total_token_usage")?,
+                    out.at_ms?,
+                )
+            });
+        }
+        "token_usage_record" => {
+            out.usage = usage_of(
+                p.get("usage").unwrap_or(&Value::Null),
+                p.get("thread_token_usage").unwrap_or(&Value::Null),
+                out.at_ms.unwrap_or_default(),
+            )
+            .filter(|_| out.at_ms.is_some());
+        }
         "event_msg" if kind == "turn_aborted" => out.recs.push(Rec::Interrupted),
         "event_msg" if kind == "task_complete" => out.recs.push(Rec::Done {
             prompt_id: text(p, "turn_id"),
@@ -152,6 +179,34 @@ pub fn parse_value(v: &Value) -> Line {
         _ => {}
     }
     out
+}
+
+/// A response's tokens with the model of the turn it answered, when the read
+/// saw that turn's `turn_context` (else the daemon takes the session's).
+pub fn answered_by(mut u: Usage, model: &Option<String>) -> Usage {
+    u.model = model.clone();
+    u
+}
+
+/// One response's tokens (`usage`), keyed by the thread's total after it
+/// (`total`). Codex counts as OpenAI does: `input_tokens` is the whole prompt,
+/// its cached part included, and `output_tokens` holds the reasoning tokens.
+fn usage_of(usage: &Value, total: &Value, at_ms: i64) -> Option<Usage> {
+    let after = total.get("total_tokens")?.as_u64()?;
+    let (cache_read, cache_write) = (
+        count(usage, "cached_input_tokens"),
+        count(usage, "cache_write_input_tokens"),
+    );
+    let u = Usage {
+        key: format!("total-{after}"),
+        at_ms,
+        model: None,
+        input: without_cache(count(usage, "input_tokens"), cache_read, cache_write),
+        output: count(usage, "output_tokens"),
+        cache_read,
+        cache_write,
+    };
+    (!u.is_empty()).then_some(u)
 }
 
 /// A non-empty string field.
@@ -331,6 +386,35 @@ mod tests {
             used_percent: used,
             resets_at: Some(resets.into()),
         }
+    }
+
+    /// Codex says each response twice (`token_usage_record`, then
+    /// `token_count`): both under one key, with the turn's model.
+    #[test]
+    fn each_responses_tokens_once_by_the_threads_running_total() {
+        let out = read_all("two-turns.jsonl");
+        let mut keys: Vec<&str> = out.usage.iter().map(|u| u.key.as_str()).collect();
+        keys.dedup();
+        assert_eq!(keys, ["total-15", "total-30", "total-45"]);
+        assert!(out.usage.iter().all(|u| (u.input, u.output) == (10, 5)));
+        assert!(
+            out.usage
+                .iter()
+                .all(|u| u.model.as_deref() == Some("mock-model"))
+        );
+        let cached = parse_line(
+            &json!({"timestamp": "2026-11-29T20:30:11.076Z", "type": "event_msg", "payload": {
+                "type": "token_count", "info": {
+                    "total_token_usage": {"total_tokens": 900},
+                    "last_token_usage": {"input_tokens": 700, "cached_input_tokens": 600,
+                                         "output_tokens": 200, "reasoning_output_tokens": 50}}}})
+            .to_string(),
+        );
+        let u = cached.usage.unwrap();
+        assert_eq!(
+            (u.key.as_str(), u.input, u.cache_read, u.output),
+            ("total-900", 100, 600, 200)
+        );
     }
 
     #[test]

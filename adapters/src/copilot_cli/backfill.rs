@@ -47,6 +47,7 @@ fn scan(log: &Path, id: String, home: &Path) -> Option<Backfilled> {
         }
         t.block.model = r.model.or(t.block.model.take());
         t.version = r.version.or(t.version.take());
+        t.usage.extend(r.usage);
         t.recs(&r.recs);
     })
     .ok()?;

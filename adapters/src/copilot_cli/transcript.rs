@@ -9,8 +9,10 @@
 //! session's own `agentStop` as Copilot wrote its call down (`hook.start`,
 //! its `input.timestamp` the call's): the turn is over, and all of it is in
 //! the file (`Rec::Stopped`; Copilot writes the log late, `mod.rs`); and what
-//! `session.start` says (the model, the version). Everything else (other
-//! hooks, usage, the system prompt, the shutdown summary) is passed over, and so is
+//! `session.start` says (the model, the version); and each request's tokens
+//! (`session.usage_record`, a subagent's included: it was paid for).
+//! Everything else (other hooks, the system prompt, the shutdown summary,
+//! whose totals restate the usage records) is passed over, and so is
 //! everything a subagent wrote into the session's log (a `task` call's): its
 //! task is a `user.message` whose `source` is `agent-<its parent>`, its
 //! replies and tools carry the `parentToolCallId` of the call that started it,
@@ -20,6 +22,7 @@
 //! Must not write anything, and reads nothing but the file it is given.
 
 use harness::transcript::{MAX_LINE_BYTES, ReadOut, Rec, TranscriptSource, for_each_line};
+use harness::usage::{Usage, count, without_cache};
 use protocol::SessionBlock;
 use serde_json::Value;
 use std::path::Path;
@@ -35,6 +38,8 @@ pub(super) struct Record {
     pub model: Option<String>,
     pub version: Option<String>,
     pub at_ms: Option<i64>,
+    /// A `session.usage_record`'s tokens (a subagent's request's too).
+    pub usage: Option<Usage>,
 }
 
 fn text(v: &Value) -> Option<String> {
@@ -54,6 +59,10 @@ pub(super) fn record(v: &Value) -> Record {
         at_ms,
         ..Default::default()
     };
+    if v["type"] == "session.usage_record" {
+        r.usage = at_ms.and_then(|at| usage_of(v, at));
+        return r;
+    }
     if subagents(v["type"].as_str().unwrap_or(""), data) {
         return r;
     }
@@ -97,6 +106,24 @@ pub(super) fn record(v: &Value) -> Record {
     r
 }
 
+/// One request's tokens, keyed by the record's own `id`. Copilot's service
+/// speaks OpenAI's API, whose input count holds the cache's tokens; they are
+/// taken out.
+fn usage_of(v: &Value, at_ms: i64) -> Option<Usage> {
+    let u = &v["data"]["usage"];
+    let (cache_read, cache_write) = (count(u, "cacheReadTokens"), count(u, "cacheWriteTokens"));
+    let usage = Usage {
+        key: text(&v["id"])?,
+        at_ms,
+        model: text(&u["model"]),
+        input: without_cache(count(u, "inputTokens"), cache_read, cache_write),
+        output: count(u, "outputTokens"),
+        cache_read,
+        cache_write,
+    };
+    (!usage.is_empty()).then_some(usage)
+}
+
 /// True for a record a subagent wrote: its task, its words, its tools, its model.
 fn subagents(kind: &str, data: &Value) -> bool {
     let source = data["source"].as_str().unwrap_or("");
@@ -114,6 +141,7 @@ impl TranscriptSource for CopilotTranscript {
             };
             let r = record(&v);
             out.recs.extend(r.recs);
+            out.usage.extend(r.usage);
             if r.model.is_some() {
                 out.facts.model = r.model;
             }
@@ -208,6 +236,16 @@ mod tests {
         assert_eq!(turns[0].assistant, "All done.");
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("GRANDCHILD: echo") && text.contains("Child done."));
+        // Six requests, the subagents' among them: the shutdown summary's
+        // totals (60 in, 30 out), each once.
+        assert_eq!(out.usage.len(), 6);
+        let sum = |f: fn(&Usage) -> u64| out.usage.iter().map(f).sum::<u64>();
+        assert_eq!((sum(|u| u.input), sum(|u| u.output)), (60, 30));
+        assert!(
+            out.usage
+                .iter()
+                .all(|u| u.model.as_deref() == Some("mock-model"))
+        );
     }
 
     /// The session's own `agentStop`, as Copilot wrote its call down, is the

@@ -81,6 +81,7 @@ impl File {
             t.title(summary, TitleSource::Harness);
         }
         t.block.model = r.model.or(t.block.model.take());
+        t.usage.extend(r.usage);
         for ms in r.times {
             t.time(ms);
         }

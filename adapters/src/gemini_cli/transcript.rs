@@ -40,9 +40,12 @@
 //! - `info` "Request cancelled." is what Gemini CLI records when the person
 //!   stops a turn (Esc): the turn ends there, and no AfterAgent fires for it.
 //! - Thoughts, token counts, `info`, `error` and `warning` notices are not words.
+//!   A `gemini` message's `tokens` are its response's usage, counted once per
+//!   message id (the message written again repeats them).
 
 use harness::payload::str_of;
 use harness::transcript::{MAX_LINE_BYTES, ReadOut, Rec, TranscriptSource, for_each_line};
+use harness::usage::{Usage, count, without_cache};
 use protocol::TitleSource;
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -60,6 +63,7 @@ impl TranscriptSource for GeminiTranscript {
             let r = parser.record(&v);
             out.recs.extend(r.recs);
             out.facts.model = r.model.or(out.facts.model.take());
+            out.usage.extend(r.usage);
             if let Some(title) = r.summary {
                 out.facts.title = Some(title);
                 out.facts.title_source = Some(TitleSource::Harness);
@@ -82,6 +86,8 @@ pub struct Record {
     pub kind: Option<String>,
     /// The instants the record names (epoch ms).
     pub times: Vec<i64>,
+    /// A `gemini` message's tokens.
+    pub usage: Option<Usage>,
 }
 
 /// What Gemini CLI records when the person stops a turn.
@@ -126,6 +132,7 @@ impl Parser {
         match r.get("type").and_then(Value::as_str).unwrap_or("") {
             "gemini" => {
                 out.model = str_of(r, "model");
+                out.usage = at_ms.and_then(|at| usage_of(&id, r.get("tokens")?, &out.model, at));
                 let calls = r
                     .get("toolCalls")
                     .and_then(Value::as_array)
@@ -166,6 +173,23 @@ impl Parser {
         }
         out
     }
+}
+
+/// A message's `tokens`, as Gemini's API counts them: `input` is the whole
+/// prompt, `cached` included; `tool` is the prompt of a tool's use (input
+/// too); `thoughts` are billed as output.
+fn usage_of(id: &str, t: &Value, model: &Option<String>, at_ms: i64) -> Option<Usage> {
+    let cache_read = count(t, "cached");
+    let u = Usage {
+        key: id.to_string(),
+        at_ms,
+        model: model.clone(),
+        input: without_cache(count(t, "input"), cache_read, 0) + count(t, "tool"),
+        output: count(t, "output") + count(t, "thoughts"),
+        cache_read,
+        cache_write: 0,
+    };
+    (!u.is_empty()).then_some(u)
 }
 
 /// The metadata fields of the first record or of a `$set`.
@@ -352,5 +376,25 @@ mod tests {
         );
         let again = GeminiTranscript.read(&path, first.cursor).unwrap();
         assert!(again.recs.is_empty());
+    }
+
+    /// A recorded session (Gemini CLI 0.61.0): a message written again with
+    /// its tool calls repeats its tokens under its id.
+    #[test]
+    fn each_messages_tokens_under_its_id() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../conformance/transcripts/gemini-cli/tool-call-between-texts.jsonl");
+        let out = GeminiTranscript.read(&path, 0).unwrap();
+        let mut keys: Vec<&str> = out.usage.iter().map(|u| u.key.as_str()).collect();
+        keys.dedup();
+        assert_eq!(keys.len(), 3, "{keys:?}");
+        let first = &out.usage[0];
+        assert_eq!((first.input, first.output, first.cache_read), (12217, 8, 0));
+        assert_eq!(first.model.as_deref(), Some("gemini-2.5-flash"));
+        let cached = json!({"id": "g", "timestamp": "2026-11-29T20:19:29.827Z", "type": "gemini",
+            "content": "x", "model": "m",
+            "tokens": {"input": 1000, "output": 10, "cached": 800, "thoughts": 5, "tool": 3}});
+        let u = Parser::default().record(&cached).usage.unwrap();
+        assert_eq!((u.input, u.cache_read, u.output), (203, 800, 15));
     }
 }

@@ -50,7 +50,7 @@ pub fn sessions(grok_home: &Path, home: &Path, since_ms: i64) -> Vec<Backfilled>
                 turns: turns(&dir.join("updates.jsonl")),
                 block: s.block,
                 version: version.clone(),
-                config_dir: None,
+                ..Default::default()
             })
         })
         .collect()

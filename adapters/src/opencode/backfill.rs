@@ -1,9 +1,10 @@
 //! OpenCode's past sessions, for `sessionpipe backfill`: every row of the store's
 //! `session` table updated since the cutoff (`time_updated`, epoch ms), with its
-//! folder, title, model, parent, times and how many asks it holds.
+//! folder, title, model, parent, times, how many asks it holds and its
+//! answers' tokens.
 //!
-//! Reads the store read-only, one query for the sessions and one count per
-//! session, never the messages' parts. A store that is missing or busy
+//! Reads the store read-only, one query for the sessions, one count and one
+//! read of the answers' rows per session, never the messages' parts. A store that is missing or busy
 //! backfills nothing now; `backfill` may run again.
 
 use super::{store, transcript};
@@ -41,6 +42,7 @@ fn one(conn: &Connection, id: String, home: &Path) -> Option<Backfilled> {
         started_ms: row.created_ms.unwrap_or(last_ms).min(last_ms),
         last_ms,
         turns: asks(conn, &id).ok(),
+        usage: usage(conn, &id).unwrap_or_default(),
         block: row.facts(),
         ..Default::default()
     };
@@ -60,6 +62,28 @@ fn asks(conn: &Connection, id: &str) -> rusqlite::Result<u64> {
         |r| r.get(0),
     )?;
     Ok(n.unsigned_abs())
+}
+
+/// The tokens of the session's answers, as the live reads take them.
+fn usage(conn: &Connection, id: &str) -> rusqlite::Result<Vec<harness::usage::Usage>> {
+    let mut stmt = conn.prepare(
+        "SELECT id, time_created, data FROM message
+          WHERE session_id = ?1 AND json_extract(data, '$.role') = 'assistant'",
+    )?;
+    let rows = stmt.query_map([id], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, String>(2)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (msg, created, data) = row?;
+        let data: serde_json::Value = serde_json::from_str(&data).unwrap_or_default();
+        out.extend(transcript::usage_of(&msg, created, &data));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@
 //! `data`: JSON with `role`, `time.completed` once an assistant message is done,
 //! `summary` on a compaction's), `part` (`message_id`, `id`, `data`: JSON with
 //! `type` `text` (`text`, `synthetic`), `tool`, `step-start`, ...). Ids sort in
-//! the order OpenCode made them.
+//! the order OpenCode made them. A whole assistant message's `tokens` (`input`,
+//! `output`, `reasoning`, `cache.read`, `cache.write`; its steps summed, as
+//! OpenCode's own `stats` reads them) and `providerID`/`modelID` are its usage.
 //!
 //! The cursor counts the session's messages read. A read stops before the first
 //! message that is not whole yet (an assistant message without `time.completed`,
@@ -19,6 +21,7 @@
 
 use super::store;
 use harness::transcript::{ReadOut, Rec, TranscriptSource};
+use harness::usage::{Usage, count};
 use protocol::{SessionBlock, TitleSource};
 use rusqlite::{Connection, OptionalExtension};
 use serde_json::Value;
@@ -45,9 +48,10 @@ impl TranscriptSource for OpenCodeTranscript {
             return Err(std::io::Error::other("the OpenCode store cannot be opened"));
         };
         match messages(&conn, &session, cursor) {
-            Ok((recs, read)) => {
-                out.recs = recs;
-                out.cursor = cursor + read;
+            Ok(read) => {
+                out.recs = read.recs;
+                out.usage = read.usage;
+                out.cursor = cursor + read.taken;
             }
             // OpenCode is writing: nothing to read now, the next event reads again.
             Err(e) if store::busy(&e) => return Ok(out),
@@ -77,9 +81,18 @@ impl TranscriptSource for OpenCodeTranscript {
     }
 }
 
-/// The records of the session's messages after the first `skip`, and how many
-/// messages they took, stopping before the first one not whole yet.
-pub fn messages(conn: &Connection, session: &str, skip: u64) -> rusqlite::Result<(Vec<Rec>, u64)> {
+/// What a read of the session's messages found.
+#[derive(Debug, Default)]
+pub struct Messages {
+    pub recs: Vec<Rec>,
+    pub usage: Vec<Usage>,
+    /// How many messages it took.
+    pub taken: u64,
+}
+
+/// The records and usage of the session's messages after the first `skip`,
+/// stopping before the first one not whole yet.
+pub fn messages(conn: &Connection, session: &str, skip: u64) -> rusqlite::Result<Messages> {
     let mut stmt = conn.prepare_cached(
         "SELECT id, time_created, data FROM message WHERE session_id = ?1
           ORDER BY time_created, id LIMIT ?2 OFFSET ?3",
@@ -92,8 +105,7 @@ pub fn messages(conn: &Connection, session: &str, skip: u64) -> rusqlite::Result
         .collect::<rusqlite::Result<_>>()?;
     let mut parts =
         conn.prepare_cached("SELECT data FROM part WHERE message_id = ?1 ORDER BY id")?;
-    let mut recs = Vec::new();
-    let mut taken = 0u64;
+    let mut read = Messages::default();
     for (id, created, data) in rows {
         let message: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
         let its_parts: Vec<Value> = parts
@@ -101,12 +113,42 @@ pub fn messages(conn: &Connection, session: &str, skip: u64) -> rusqlite::Result
             .filter_map(|p| p.ok().and_then(|p| serde_json::from_str(&p).ok()))
             .collect();
         match records(&id, created, &message, &its_parts) {
-            Some(mut r) => recs.append(&mut r),
+            Some(mut r) => read.recs.append(&mut r),
             None => break,
         }
-        taken += 1;
+        read.usage.extend(usage_of(&id, created, &message));
+        read.taken += 1;
     }
-    Ok((recs, taken))
+    Ok(read)
+}
+
+/// A whole assistant message's tokens. OpenCode's `input` leaves the cache's
+/// tokens out, as its own `stats` adds them; `reasoning` is billed as output.
+pub fn usage_of(id: &str, created_ms: i64, message: &Value) -> Option<Usage> {
+    if message.get("role").and_then(Value::as_str) != Some("assistant") {
+        return None;
+    }
+    let t = message.get("tokens")?;
+    let cache = t.get("cache").cloned().unwrap_or_default();
+    let model = message.get("modelID").and_then(Value::as_str).map(|m| {
+        match message.get("providerID").and_then(Value::as_str) {
+            Some(p) if !p.is_empty() => format!("{p}/{m}"),
+            _ => m.to_string(),
+        }
+    });
+    let u = Usage {
+        key: id.to_string(),
+        at_ms: message
+            .pointer("/time/completed")
+            .and_then(Value::as_i64)
+            .unwrap_or(created_ms),
+        model,
+        input: count(t, "input"),
+        output: count(t, "output") + count(t, "reasoning"),
+        cache_read: count(&cache, "read"),
+        cache_write: count(&cache, "write"),
+    };
+    (!u.is_empty()).then_some(u)
 }
 
 /// What one message says; `None` when it is not whole yet.
@@ -328,7 +370,9 @@ mod tests {
             S,
             "msg_2",
             1_796_215_533_880,
-            r#"{"role":"assistant","time":{"created":1796215533880,"completed":1796215536767}}"#,
+            r#"{"role":"assistant","time":{"created":1796215533880,"completed":1796215536767},
+                "modelID":"mock-model","providerID":"mock",
+                "tokens":{"input":11,"output":7,"reasoning":2,"cache":{"read":100,"write":20}}}"#,
             &[
                 r#"{"type":"step-start"}"#,
                 r#"{"type":"tool","tool":"bash","callID":"call_abc0","state":{"status":"completed"}}"#,
@@ -350,6 +394,16 @@ mod tests {
         let address = store::address(&s.path, S);
         let out = OpenCodeTranscript.read(&address, 0).unwrap();
         assert_eq!(out.cursor, 2, "the running answer is left for later");
+        let u = &out.usage[..];
+        assert_eq!(u.len(), 1, "the whole answer's usage alone");
+        assert_eq!(
+            (u[0].key.as_str(), u[0].model.as_deref(), u[0].at_ms),
+            ("msg_2", Some("mock/mock-model"), 1_796_215_536_767)
+        );
+        assert_eq!(
+            (u[0].input, u[0].output, u[0].cache_read, u[0].cache_write),
+            (11, 9, 100, 20)
+        );
         assert_eq!(
             out.recs,
             vec![

@@ -20,6 +20,7 @@ mod session_arg;
 mod sink;
 mod status;
 mod titles;
+mod usage;
 mod worktrees;
 
 use crate::installers::{Action, Installers};
@@ -220,6 +221,22 @@ enum Command {
         harnesses: Vec<String>,
         /// Print JSON instead of lines, and the progress as one JSON record
         /// per line on stderr (the shapes: docs/src/reference/json.md).
+        #[arg(long)]
+        json: bool,
+    },
+    /// The tokens your agents used, per day, session, harness, account or
+    /// model, and what they would cost at API list prices (a subscription's
+    /// too, marked as such); read from their own transcripts, kept here only.
+    Usage {
+        /// From this far back: a number of days (`7d`), a date (`2026-11-01`,
+        /// midnight UTC) or an RFC 3339 time.
+        #[arg(long, value_name = "7d|DATE", default_value = "30d")]
+        since: String,
+        /// What a row is.
+        #[arg(long, value_enum, default_value_t = crate::usage::By::Day)]
+        by: crate::usage::By,
+        /// Print one JSON document (the shape of `GET /api/usage`:
+        /// docs/src/reference/json.md).
         #[arg(long)]
         json: bool,
     },
@@ -501,6 +518,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             since,
             json,
         } => sink::replay(&paths, &sinks, since.as_deref(), json),
+        Command::Usage { since, by, json } => usage::run(&paths, &since, by, json),
         Command::Control { action } => control::run(&paths, action),
         Command::Titles { action } => titles::run(&paths, action),
         Command::Worktrees { action } => worktrees::run(&paths, action),

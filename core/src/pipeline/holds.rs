@@ -203,11 +203,13 @@ fn append_held_turn(
     }
     record.block.machine = Some(shared.machine.get());
     let path = shared.live.get(adapter.name(), session_id);
-    let Some(turns) = reading::held_turn(adapter, &mut record, protocol::time::now_ms(), path)
+    let Some(held) = reading::held_turn(adapter, &mut record, protocol::time::now_ms(), path)
     else {
         return Ok(false);
     };
     record.hold = None;
+    tx.put_usage(adapter.name(), session_id, &record.block, &held.usage)?;
+    let turns = held.events;
     if !turns.is_empty() {
         append_events(
             &tx,

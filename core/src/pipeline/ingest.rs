@@ -704,6 +704,9 @@ fn ingest_job(
         let cwd = record.block.cwd.as_deref();
         super::edited::add_files_changed(&mut events, cwd, home.as_deref());
     }
+    // The tokens read go to the usage table whatever the sinks' tiers: they
+    // are the person's own, kept here, never an event.
+    tx.put_usage(adapter.name(), &key.1, &record.block, &around.usage)?;
     let mut all = around.before;
     all.extend(events);
     all.extend(around.after);

@@ -3,11 +3,14 @@
 //!
 //! Runs after the hook exited, inside the session's turn (the ingest thread or
 //! the hold worker owns the session while it runs), on the session's record. It
-//! returns events to put before and after the call's own; it never writes the
-//! outbox and never fails: a file that cannot be read only means fewer facts.
+//! returns events to put before and after the call's own, and the tokens of
+//! the model responses it read (kept by the caller, whatever the sinks' tiers:
+//! usage is local); it never writes the outbox and never fails: a file that
+//! cannot be read only means fewer facts.
 
 use crate::pipeline::session::{Hold, SessionRecord, TranscriptState};
 use harness::transcript::{ReadPlan, Turn, Want};
+use harness::usage::Usage;
 use harness::{Adapter, SessionFiles};
 use protocol::*;
 use spool::Job;
@@ -25,6 +28,23 @@ pub struct Around {
     pub after: Vec<EventData>,
     /// The Stop's turn is not whole in the file yet.
     pub hold: Option<Hold>,
+    /// The tokens of the model responses read (never an event).
+    pub usage: Vec<Usage>,
+}
+
+/// What a read of the transcript found besides its turns.
+#[derive(Debug, Default)]
+struct Found {
+    /// The account's limits, when they changed since the last ones sent.
+    limits: Option<LimitsObserved>,
+    usage: Vec<Usage>,
+}
+
+/// What the hold worker's read gives once the held turn is whole.
+#[derive(Debug, Default)]
+pub struct Held {
+    pub events: Vec<EventData>,
+    pub usage: Vec<Usage>,
 }
 
 /// Whether turns are sent (some destination takes tier 2) or only read for facts.
@@ -129,7 +149,9 @@ pub fn around_call(
         .transcript
         .clone()
         .or_else(|| reads.live.get(adapter.name(), session));
-    let limits = read_new(source, record, path).map(EventData::LimitsObserved);
+    let found = read_new(source, record, path);
+    around.usage = found.usage;
+    let limits = found.limits.map(EventData::LimitsObserved);
     let Some(state) = record.transcript.as_mut() else {
         return around;
     };
@@ -194,16 +216,21 @@ fn read_new(
     source: &dyn harness::transcript::TranscriptSource,
     record: &mut SessionRecord,
     path: Option<PathBuf>,
-) -> Option<LimitsObserved> {
-    let state = record.transcript.as_mut()?;
+) -> Found {
+    let Some(state) = record.transcript.as_mut() else {
+        return Found::default();
+    };
     let path = path.unwrap_or_else(|| PathBuf::from(&state.path));
     let path = path.as_path();
     // A file shorter than the cursor was rewritten: read it again from the
-    // start; what was sent stays sent (the log remembers the last turn).
+    // start; what was sent stays sent (the log remembers the last turn), and
+    // each response's tokens are kept once (by its key).
     if source.size(path).is_ok_and(|len| len < state.log.cursor) {
         state.log.restart();
     }
-    let out = source.read(path, state.log.cursor).ok()?;
+    let Ok(out) = source.read(path, state.log.cursor) else {
+        return Found::default();
+    };
     state.log.feed(out.recs);
     state.log.cursor = out.cursor;
     if out.version.is_some() {
@@ -222,31 +249,36 @@ fn read_new(
     // before stays over it (the held turn's re-reads come through here).
     crate::pipeline::titles::apply(record);
     // Limits are sent when they changed, not at every read.
-    let limits = out.limits?;
-    let seen = serde_json::to_value(&limits).ok();
-    if record.last_limits == seen {
-        return None;
+    let limits = out.limits.filter(|limits| {
+        let seen = serde_json::to_value(limits).ok();
+        let changed = record.last_limits != seen;
+        if changed {
+            record.last_limits = seen;
+        }
+        changed
+    });
+    Found {
+        limits,
+        usage: out.usage,
     }
-    record.last_limits = seen;
-    Some(limits)
 }
 
 /// The hold worker's read: once the held turn is whole, its transcript event
-/// (nothing, where the Stop's own record came with no turn to send); `None`
-/// while it is not. `path` is where the transcript really is, when the record
-/// keeps it redacted.
+/// (nothing, where the Stop's own record came with no turn to send) and the
+/// tokens read; `None` while it is not. `path` is where the transcript really
+/// is, when the record keeps it redacted.
 pub fn held_turn(
     adapter: &dyn Adapter,
     record: &mut SessionRecord,
     now_ms: i64,
     path: Option<PathBuf>,
-) -> Option<Vec<EventData>> {
+) -> Option<Held> {
     let source = adapter.transcript()?;
     let hold = record.hold.clone()?;
     // Limits this read found follow the held turn. When the turn is not whole
     // yet, nothing of the read is kept (the caller saves no record), so the
-    // next read finds them again.
-    let limits = read_new(source, record, path);
+    // next read finds them, and the tokens, again.
+    let found = read_new(source, record, path);
     let state = record.transcript.as_mut()?;
     let mut out: Vec<EventData> = state
         .log
@@ -257,8 +289,11 @@ pub fn held_turn(
     if out.is_empty() && !hold.written(&state.log) {
         return None;
     }
-    out.extend(limits.map(EventData::LimitsObserved));
-    Some(out)
+    out.extend(found.limits.map(EventData::LimitsObserved));
+    Some(Held {
+        events: out,
+        usage: found.usage,
+    })
 }
 
 /// A Stop's turn the file does not have whole yet: hold it (ADAPTERS.md, Claude
@@ -436,7 +471,9 @@ mod tests {
         std::fs::write(&path, &text[..before_stop]).unwrap();
         assert!(held_turn(copilot, &mut record, 0, None).is_none());
         std::fs::write(&path, &text).unwrap();
-        let sent = held_turn(copilot, &mut record, 0, None).expect("whole");
+        let sent = held_turn(copilot, &mut record, 0, None)
+            .expect("whole")
+            .events;
         let Some(EventData::TurnTranscript(t)) = sent.first() else {
             panic!("{sent:?}")
         };
@@ -515,7 +552,10 @@ mod tests {
         assert_eq!((after, held), (vec![], true));
         write(lines.len());
         let sent = held_turn(codex, &mut record, 0, None).expect("whole");
-        assert_eq!(kinds(&sent), ["turn.transcript", "limits.observed"]);
+        assert_eq!(kinds(&sent.events), ["turn.transcript", "limits.observed"]);
+        // The responses' tokens come with it (each twice: Codex's two records).
+        let keys: std::collections::BTreeSet<_> = sent.usage.iter().map(|u| &u.key).collect();
+        assert_eq!(keys.len(), 2);
 
         // Codex compresses the rollout; its next hook names the `.zst`.
         let zst = path.with_extension("jsonl.zst");

@@ -8,8 +8,9 @@
 use super::file::{self, FileError};
 use serde::{Deserialize, Serialize};
 use spool::StatePaths;
+use std::collections::BTreeMap;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(default)]
 pub struct Config {
@@ -78,6 +79,43 @@ pub struct Config {
     /// is kept whatever its age. Session records are never pruned.
     #[serde(deserialize_with = "retention_days")]
     pub retention_days: Option<u32>,
+    /// Prices by model, in USD per million tokens, over the table sessionpipe
+    /// ships (`core/prices.json`): `{"my-model": {"input": 3, "output": 15,
+    /// "cache_read": 0.3, "cache_write": 3.75}}`. `usage` counts cost by them;
+    /// a model priced nowhere is counted in tokens alone.
+    pub prices: BTreeMap<String, ModelPrice>,
+}
+
+/// A model's prices, in USD per million tokens. A cache price left out is
+/// unknown: tokens of that kind then leave the model without a cost, never
+/// guessed at another price.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ModelPrice {
+    pub input: f64,
+    pub output: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub cache_read: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub cache_write: Option<f64>,
+}
+
+impl ModelPrice {
+    /// True when every price it gives is a number of dollars (not below
+    /// zero, not infinite).
+    pub fn sane(&self) -> bool {
+        [
+            Some(self.input),
+            Some(self.output),
+            self.cache_read,
+            self.cache_write,
+        ]
+        .into_iter()
+        .flatten()
+        .all(|p| p.is_finite() && p >= 0.0)
+    }
 }
 
 /// How long events are kept once every sink has them, unless the person
@@ -157,6 +195,9 @@ impl Config {
                 (serde_json::Value::Null, serde_json::Value::Array(_)) => {
                     serde_json::Value::Array(Vec::new())
                 }
+                (serde_json::Value::Null, serde_json::Value::Object(_)) => {
+                    serde_json::Value::Object(serde_json::Map::new())
+                }
                 (v, _) => v,
             };
             // Each setting alone, so an error names the one that is wrong.
@@ -216,6 +257,14 @@ impl Config {
             .filter(|m| !CONTROL_MODES.contains(m))
         {
             return Err(ConfigError::Mode(m.to_string()));
+        }
+        if let Some((model, _)) = self.prices.iter().find(|(_, p)| !p.sane()) {
+            return Err(ConfigError::Value {
+                key: "prices".into(),
+                why: format!(
+                    "{model}: a price is a number of dollars per million tokens, 0 or more"
+                ),
+            });
         }
         Ok(())
     }

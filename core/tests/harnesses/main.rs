@@ -23,3 +23,4 @@ mod real_droid;
 mod real_gemini_cli;
 mod real_gemini_cli_transcripts;
 mod real_opencode;
+mod real_usage;

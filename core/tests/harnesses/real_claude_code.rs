@@ -32,7 +32,7 @@ fn run_claude(
     )
 }
 
-fn run_claude_with(
+pub(crate) fn run_claude_with(
     sb: &Sandbox,
     claude: &Path,
     api: &MockAnthropic,
@@ -80,15 +80,15 @@ fn prompt_id_from_transcript(home: &Path, session: &str) -> String {
 }
 
 /// A sandbox with Claude Code's hooks installed and a daemon keeping every job.
-struct Setup {
-    sb: Sandbox,
-    claude: PathBuf,
-    archive: PathBuf,
-    project: PathBuf,
-    _daemon: Daemon,
+pub(crate) struct Setup {
+    pub(crate) sb: Sandbox,
+    pub(crate) claude: PathBuf,
+    pub(crate) archive: PathBuf,
+    pub(crate) project: PathBuf,
+    pub(crate) _daemon: Daemon,
 }
 
-fn setup(claude: PathBuf) -> Setup {
+pub(crate) fn setup(claude: PathBuf) -> Setup {
     let sb = Sandbox::new();
     let archive = sb.root().join("jobs");
     let project = sb.home.join("work/project");
@@ -358,7 +358,7 @@ fn a_failed_tool_a_refused_permission_and_a_compaction_from_real_runs() {
     }
 }
 
-fn wait_for(sb: &Sandbox, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+pub(crate) fn wait_for(sb: &Sandbox, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
     sb.wait_until(Duration::from_secs(20), done)
 }
 

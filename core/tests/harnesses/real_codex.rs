@@ -33,15 +33,15 @@ use std::time::{Duration, Instant};
 
 const VERSION: &str = "0.171.0";
 
-fn codex_binary() -> Option<PathBuf> {
+pub(crate) fn codex_binary() -> Option<PathBuf> {
     sessionpipe_testkit::codex::binary()
 }
 
 /// A sandbox with Codex's hooks and notify installed, `api` configured as its
 /// provider, and a daemon keeping every job (sending transcripts when
 /// `transcripts` is set).
-struct Setup {
-    sb: Sandbox,
+pub(crate) struct Setup {
+    pub(crate) sb: Sandbox,
     codex: PathBuf,
     codex_home: PathBuf,
     path: String,
@@ -51,7 +51,7 @@ struct Setup {
     _daemon: Daemon,
 }
 
-fn setup(codex: PathBuf, api: MockOpenAI, transcripts: bool) -> Setup {
+pub(crate) fn setup(codex: PathBuf, api: MockOpenAI, transcripts: bool) -> Setup {
     let sb = Sandbox::new();
     let archive = sb.root().join("jobs");
     let project = sb.home.join("work/project");
@@ -130,7 +130,7 @@ fn setup(codex: PathBuf, api: MockOpenAI, transcripts: bool) -> Setup {
 
 impl Setup {
     /// Runs one `codex exec` turn and returns its thread id (`thread.started`).
-    fn exec(&self, flags: &[&str], prompt: &str) -> String {
+    pub(crate) fn exec(&self, flags: &[&str], prompt: &str) -> String {
         let out = self.codex_exec(flags, prompt).output().expect("codex runs");
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -198,7 +198,11 @@ impl Setup {
 
     /// Waits until the daemon has taken the jobs `done` asks for, then returns the
     /// events of `session` and every job taken so far.
-    fn settle(&self, session: &str, done: impl Fn(&[Job]) -> bool) -> (Vec<Value>, Vec<Job>) {
+    pub(crate) fn settle(
+        &self,
+        session: &str,
+        done: impl Fn(&[Job]) -> bool,
+    ) -> (Vec<Value>, Vec<Job>) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let jobs = archived_jobs(&self.archive);
@@ -221,7 +225,7 @@ fn kinds(events: &[Value]) -> Vec<&str> {
 }
 
 /// True when a job of `event` for `thread` (hook payload or notify argument) was taken.
-fn took(jobs: &[Job], event: &str, thread: &str) -> bool {
+pub(crate) fn took(jobs: &[Job], event: &str, thread: &str) -> bool {
     taken(jobs, event, thread) > 0
 }
 

@@ -59,3 +59,4 @@ mod sinks_hardening;
 mod sinks_http;
 mod status_line;
 mod transcript_holds;
+mod usage;

@@ -7,7 +7,7 @@
 //! workspace receiver and a software passkey, with control's tables holding
 //! a receiver, two keys, nonces, final acks sent, a prompt still queued and
 //! an ACP start's name). Opening them to write migrates each layer's own
-//! tables (the pipeline's, control's), whichever opens first, and keeps every
+//! tables (the pipeline's, usage's, control's), whichever opens first, and keeps every
 //! event, session, cursor, committed job and control row (a session seen
 //! live gains when it was first seen, and the board reads only the sessions
 //! it shows); a file or a layer newer than this build is refused and left as
@@ -179,7 +179,7 @@ fn an_outbox_of_the_first_release_migrates_and_keeps_everything() {
     // versions now.
     Outbox::open(&path).unwrap();
     assert_eq!(user_version(&path), sessionpipe_db::LAYERED);
-    assert_eq!(ledger(&path), ["(one list)=0", "pipeline=7"]);
+    assert_eq!(ledger(&path), ["(one list)=0", "pipeline=7", "usage=8"]);
     // The pipeline made no table of control's: control's own steps (3 to 5)
     // make them, empty, when control opens the file.
     let conn = Connection::open(&path).unwrap();
@@ -207,7 +207,10 @@ fn an_outbox_of_the_first_release_migrates_and_keeps_everything() {
             .unwrap();
         assert_eq!(n, 0, "{table}");
     }
-    assert_eq!(ledger(&path), ["(one list)=0", "control=5", "pipeline=7"]);
+    assert_eq!(
+        ledger(&path),
+        ["(one list)=0", "control=5", "pipeline=7", "usage=8"]
+    );
     assert_eq!(
         contents(&path),
         pipeline_rows,
@@ -272,7 +275,7 @@ fn an_outbox_from_a_newer_sessionpipe_is_refused_and_left_alone() {
         }
     }
     assert_eq!(contents(&path), before);
-    assert_eq!(ledger(&path), ["(one list)=0", "pipeline=99"]);
+    assert_eq!(ledger(&path), ["(one list)=0", "pipeline=99", "usage=8"]);
 }
 
 /// An outbox the last version with one list of steps wrote, control's tables
@@ -308,7 +311,10 @@ fn an_outbox_of_the_one_list_keeps_every_row_of_every_layer() {
             (ob, Store::open(&path).unwrap())
         };
         assert_eq!(user_version(&path), sessionpipe_db::LAYERED);
-        assert_eq!(ledger(&path), ["(one list)=7", "control=5", "pipeline=7"]);
+        assert_eq!(
+            ledger(&path),
+            ["(one list)=7", "control=5", "pipeline=7", "usage=8"]
+        );
         assert_eq!(contents(&path), pipeline_rows, "every pipeline row kept");
         assert_eq!(
             rows(&path, CONTROL_ROWS),

@@ -124,6 +124,9 @@ fn json_type(rust_type: &str) -> &'static str {
         "Option<String>" => "text or null",
         "Option<u8>" | "Option<u16>" | "Option<u32>" => "a whole number or null",
         "Vec<String>" => "a list of text",
+        "BTreeMap<String, ModelPrice>" => {
+            "an object: model name → `{input, output, cache_read?, cache_write?}`"
+        }
         other => panic!("config.rs: describe the JSON of a {other} field in reference_docs.rs"),
     }
 }

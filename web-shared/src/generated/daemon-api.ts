@@ -416,7 +416,21 @@ pool_alert_percent: number | null,
  * (`RETENTION_DAYS` when unset or 0); an event some sink has not taken
  * is kept whatever its age. Session records are never pruned.
  */
-retention_days: number | null, };
+retention_days: number | null, 
+/**
+ * Prices by model, in USD per million tokens, over the table sessionpipe
+ * ships (`core/prices.json`): `{"my-model": {"input": 3, "output": 15,
+ * "cache_read": 0.3, "cache_write": 3.75}}`. `usage` counts cost by them;
+ * a model priced nowhere is counted in tokens alone.
+ */
+prices: { [key in string]: ModelPrice }, };
+
+/**
+ * A model's prices, in USD per million tokens. A cache price left out is
+ * unknown: tokens of that kind then leave the model without a cost, never
+ * guessed at another price.
+ */
+export type ModelPrice = { input: number, output: number, cache_read?: number, cache_write?: number, };
 
 /**
  * What `GET` and `PUT /api/settings` put over the stored settings
@@ -693,3 +707,135 @@ mode: string | null,
  * Why not, for any other outcome.
  */
 detail: string | null, };
+
+/**
+ * `sessionpipe usage --json` and `GET /api/usage`.
+ */
+export type UsageReport = { by: By, 
+/**
+ * The span, epoch ms: from `since`, up to now.
+ */
+since_ms: number, until_ms: number, 
+/**
+ * Days start at midnight this many minutes from UTC.
+ */
+tz_offset_minutes: number, 
+/**
+ * Newest first for days; most costly (then most tokens) first otherwise.
+ */
+rows: Array<UsageRow>, total: UsageRow, prices: PriceSource, note: string, };
+
+/**
+ * What a report is grouped by.
+ */
+export type By = "day" | "session" | "harness" | "account" | "model";
+
+/**
+ * Where prices come from, for the person to read beside a cost.
+ */
+export type PriceSource = { 
+/**
+ * The public list the shipped table was made from.
+ */
+source: string, 
+/**
+ * The day it was made (`YYYY-MM-DD`).
+ */
+date: string, 
+/**
+ * Models priced in config.json's `prices` (over the shipped table).
+ */
+overridden: Array<string>, };
+
+/**
+ * One row of a report: its key (a day `YYYY-MM-DD`, `harness:session`, a
+ * harness, an account, a model), its tokens and its cost.
+ */
+export type UsageRow = { key: string, tokens: Tokens, 
+/**
+ * The cost of its priced models at API list prices (`null`: none is).
+ */
+api_equivalent_usd: number | null, 
+/**
+ * Models in the row with no price: their tokens are counted, not their cost.
+ */
+unpriced: Array<string>, 
+/**
+ * The newest activity in the row (epoch ms, to the quarter hour).
+ */
+last_ms: number, models: Array<ModelUsage>, };
+
+/**
+ * One model's tokens in a row, and their cost.
+ */
+export type ModelUsage = { 
+/**
+ * As the harness named it (`""`: none named).
+ */
+model: string, tokens: Tokens, 
+/**
+ * At API list prices; `null`: the model has no price.
+ */
+api_equivalent_usd: number | null, 
+/**
+ * The price table's name it was priced under.
+ */
+priced_as: string | null, };
+
+/**
+ * Token counts, summed (`responses`: how many model responses they are).
+ */
+export type Tokens = { responses: number, input: number, output: number, cache_read: number, cache_write: number, };
+
+/**
+ * `GET /api/usage/days`: each day's tokens per harness, account and model
+ * in the span, at API list prices where a model has one.
+ */
+export type UsageDays = { since_ms: number, until_ms: number, 
+/**
+ * Days start at midnight this many minutes from UTC.
+ */
+tz_offset_minutes: number, 
+/**
+ * Days in order; within a day, by harness, account, model.
+ */
+cells: Array<DayCell>, prices: PriceSource, 
+/**
+ * What the cost is (API list prices, not what a subscription paid).
+ */
+note: string, };
+
+/**
+ * One day's tokens of one harness, account and model (`GET /api/usage/days`).
+ */
+export type DayCell = { 
+/**
+ * `YYYY-MM-DD`, in the asked time zone.
+ */
+day: string, harness: string, 
+/**
+ * `""`: not known.
+ */
+account: string, model: string, tokens: Tokens, 
+/**
+ * At API list prices; `null`: the model has no price.
+ */
+api_equivalent_usd: number | null, };
+
+/**
+ * `GET /api/usage/sessions`: the sessions that used most in the span.
+ */
+export type UsageSessions = { since_ms: number, until_ms: number, 
+/**
+ * Most costly first, then most tokens.
+ */
+sessions: Array<UsageSession>, prices: PriceSource, note: string, };
+
+/**
+ * A session's usage in the span.
+ */
+export type UsageSession = { harness: string, id: string, title: string | null, account: string | null, 
+/**
+ * The usage row (`key` is `harness:id`), per model.
+ */
+usage: UsageRow, };

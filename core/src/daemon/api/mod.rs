@@ -8,7 +8,7 @@
 //! rebinding, and so is any request with more than one `Host`. The listener
 //! binds 127.0.0.1 only and serves on the daemon's runtime through
 //! `sessionpipe-listener` (a connection cap, header and request deadlines). This module owns routing and checks; `views` the handlers, which call
-//! the library (`pool` the Pool page's); `error` what a failure answers;
+//! the library (`pool` the Pool page's, `usage` the Usage page's); `error` what a failure answers;
 //! `shapes` what they answer with, declared for the UI by `typescript`.
 
 mod control;
@@ -19,6 +19,7 @@ mod props;
 mod shapes;
 #[cfg(test)]
 mod typescript;
+mod usage;
 mod views;
 
 pub use error::ApiError;
@@ -173,6 +174,9 @@ fn router(ctx: Ctx, ui_dir: Option<PathBuf>) -> Router {
         .route("/settings", get(views::settings).put(views::put_settings))
         .route("/titles", get(views::titles).put(views::put_titles))
         .route("/progress", get(views::progress))
+        .route("/usage", get(usage::report))
+        .route("/usage/days", get(usage::days))
+        .route("/usage/sessions", get(usage::sessions))
         .route("/ui-token", post(new_ui_token))
         .route("/pool", get(pool::view))
         .route("/pool/on", post(pool::on))

@@ -403,3 +403,43 @@ pub struct ApprovalAnswered {
     /// `allow` or `deny`.
     pub decision: String,
 }
+
+/// `GET /api/usage/days`: each day's tokens per harness, account and model
+/// in the span, at API list prices where a model has one.
+#[derive(Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct UsageDays {
+    pub since_ms: i64,
+    pub until_ms: i64,
+    /// Days start at midnight this many minutes from UTC.
+    pub tz_offset_minutes: i32,
+    /// Days in order; within a day, by harness, account, model.
+    pub cells: Vec<crate::usage::DayCell>,
+    pub prices: crate::usage::prices::PriceSource,
+    /// What the cost is (API list prices, not what a subscription paid).
+    pub note: String,
+}
+
+/// `GET /api/usage/sessions`: the sessions that used most in the span.
+#[derive(Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct UsageSessions {
+    pub since_ms: i64,
+    pub until_ms: i64,
+    /// Most costly first, then most tokens.
+    pub sessions: Vec<UsageSession>,
+    pub prices: crate::usage::prices::PriceSource,
+    pub note: String,
+}
+
+/// A session's usage in the span.
+#[derive(Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct UsageSession {
+    pub harness: String,
+    pub id: String,
+    pub title: Option<String>,
+    pub account: Option<String>,
+    /// The usage row (`key` is `harness:id`), per model.
+    pub usage: crate::usage::UsageRow,
+}

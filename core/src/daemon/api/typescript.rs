@@ -60,7 +60,10 @@ fn daemon_api() -> String {
         .add::<ControlView>()
         .add::<Unpaired>()
         .add::<ApprovalAnswered>()
-        .add::<Stopped>();
+        .add::<Stopped>()
+        .add::<crate::usage::UsageReport>()
+        .add::<UsageDays>()
+        .add::<UsageSessions>();
     d.render(&format!(
         "The daemon's local API (core/src/daemon/api/), as the Rust types that\n\
          serialize its answers declare it: generated, do not edit. After changing\n\

@@ -7,11 +7,13 @@
 //! which spool jobs are committed, so a job deleted late (the daemon killed between
 //! commit and unlink) is never appended twice. It does not filter, redact or
 //! deliver; readers (tail, sinks) read envelopes back in append order. Its
-//! schema and migrations are `schema`'s.
+//! schema and migrations are `schema`'s; the tokens of model responses, kept
+//! beside the session records in a layer of their own, are `usage`'s.
 
 mod error;
 mod schema;
 pub mod tally;
+pub mod usage;
 
 use crate::pipeline::session::{Glance, SessionRecord};
 use protocol::Envelope;
@@ -135,6 +137,7 @@ impl Outbox {
     pub fn open(path: &Path) -> Result<Outbox> {
         let mut conn = sessionpipe_db::open(path)?;
         schema::migrate(&mut conn)?;
+        sessionpipe_db::migrate(&mut conn, &usage::USAGE).map_err(schema::newer)?;
         Ok(Outbox { conn })
     }
 
@@ -628,6 +631,15 @@ impl Outbox {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// The tokens kept in `span`, grouped by `g` and the model (`usage`).
+    pub fn usage_cells(
+        &self,
+        span: &usage::Span<'_>,
+        g: usage::Grouping,
+    ) -> Result<Vec<usage::Cell>> {
+        usage::cells(&self.conn, span, g)
+    }
+
     /// Forgets committed job names older than a week.
     pub fn prune_jobs_done(&self, now_ms: i64) -> Result<usize> {
         Ok(self.conn.execute(
@@ -714,10 +726,33 @@ impl OutboxTx<'_> {
         Ok(seq as u64)
     }
 
+    /// Keeps the tokens of model responses a read of the session's files
+    /// found (`usage`): each response once, however often it is read, under
+    /// the session's account, and its model where a response names none.
+    pub fn put_usage(
+        &self,
+        harness: &str,
+        session: &str,
+        block: &protocol::SessionBlock,
+        rows: &[harness::usage::Usage],
+    ) -> Result<usize> {
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let whose = usage::Whose {
+            harness,
+            session,
+            account: block.account_id.as_deref().filter(|a| !a.is_empty()),
+            model: block.model.as_deref(),
+        };
+        usage::put(&self.tx, &whose, rows)
+    }
+
     /// Deletes the session's events stored before `rowid` and empties its record
-    /// (its seq counter stays, so the session's seq never repeats). Returns how
-    /// many events went.
+    /// (its seq counter stays, so the session's seq never repeats), and deletes
+    /// its usage. Returns how many events went.
     pub fn delete_session_before(&self, harness: &str, session: &str, rowid: i64) -> Result<usize> {
+        usage::forget(&self.tx, harness, session)?;
         let n = self.tx.execute(
             "DELETE FROM events WHERE harness = ?1 AND session = ?2 AND rowid < ?3",
             params![harness, session, rowid],

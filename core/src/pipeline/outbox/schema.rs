@@ -133,7 +133,8 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
     sessionpipe_db::migrate(conn, &PIPELINE).map_err(newer)
 }
 
-fn newer(e: DbError) -> OutboxError {
+/// A layer's refusal of a newer file, as the outbox says it.
+pub(super) fn newer(e: DbError) -> OutboxError {
     match e {
         DbError::Sqlite(e) => OutboxError::Sqlite(e),
         DbError::Newer { found, known, .. } => OutboxError::Newer { found, known },

@@ -1,0 +1,137 @@
+//! The Usage page's answers: `GET /api/usage` (the report `sessionpipe usage
+//! --json` prints), `GET /api/usage/days` (each day per harness, account and
+//! model) and `GET /api/usage/sessions` (the sessions that used most).
+//!
+//! Each reads the outbox's usage sums read-only and prices them with the
+//! settings in force (`prices` over the shipped table); nothing is written
+//! and nothing leaves the machine. The report is `crate::usage`'s; this
+//! owns the queries' words and the answers' shapes (`shapes`).
+
+use super::error::ApiError;
+use super::shapes::{UsageDays, UsageSession, UsageSessions, reply};
+use super::views::{ApiResult, Ctx};
+use crate::pipeline::outbox::Outbox;
+use crate::runtime::blocking;
+use crate::usage::prices::Prices;
+use crate::usage::{Ask, By, COST_NOTE};
+use axum::extract::{Query, State};
+
+/// The query every usage answer takes.
+#[derive(serde::Deserialize)]
+pub struct UsageQuery {
+    /// `7d`, a date or an RFC 3339 time (default `30d`).
+    pub since: Option<String>,
+    /// `GET /api/usage`'s grouping (default `day`).
+    pub by: Option<String>,
+    /// The page's time zone, minutes east of UTC (default 0).
+    pub tz_offset_minutes: Option<i32>,
+    /// `GET /api/usage/sessions`: how many (default 10, at most 100).
+    pub limit: Option<usize>,
+}
+
+/// The most sessions one answer lists.
+const SESSIONS_MAX: usize = 100;
+
+impl UsageQuery {
+    fn ask(&self, by: By) -> Result<Ask, ApiError> {
+        let now = protocol::time::now_ms();
+        let since = self.since.as_deref().unwrap_or("30d");
+        let since_ms = crate::usage::parse_since(since, now)
+            .map_err(|e| ApiError::BadRequest(format!("since: {e}")))?;
+        let tz = self.tz_offset_minutes.unwrap_or(0);
+        if tz.abs() > 18 * 60 || tz % 15 != 0 {
+            return Err(ApiError::BadRequest(format!(
+                "tz_offset_minutes is a whole number of quarter hours within 18 hours of UTC, not {tz}"
+            )));
+        }
+        Ok(Ask {
+            since_ms,
+            until_ms: now + 1,
+            tz_offset_minutes: tz,
+            by,
+        })
+    }
+
+    fn by(&self) -> Result<By, ApiError> {
+        let name = self.by.as_deref().unwrap_or("day");
+        [By::Day, By::Session, By::Harness, By::Account, By::Model]
+            .into_iter()
+            .find(|b| b.name() == name)
+            .ok_or_else(|| {
+                ApiError::BadRequest(format!(
+                    "by is day, session, harness, account or model, not {name:?}"
+                ))
+            })
+    }
+}
+
+/// The prices in force: the shipped table with the settings' over it.
+fn prices(ctx: &Ctx) -> Prices {
+    Prices::new(&ctx.config.now().prices)
+}
+
+/// `GET /api/usage?since=&by=&tz_offset_minutes=`.
+pub async fn report(State(ctx): State<Ctx>, Query(q): Query<UsageQuery>) -> ApiResult {
+    let ask = q.ask(q.by()?)?;
+    let (paths, prices) = (ctx.paths.clone(), prices(&ctx));
+    blocking(move || {
+        let ob = Outbox::open_readonly(&paths.outbox())?;
+        Ok(reply(&crate::usage::report(ob.as_ref(), &prices, ask)?))
+    })
+    .await
+}
+
+/// `GET /api/usage/days?since=&tz_offset_minutes=`.
+pub async fn days(State(ctx): State<Ctx>, Query(q): Query<UsageQuery>) -> ApiResult {
+    let ask = q.ask(By::Day)?;
+    let (paths, prices) = (ctx.paths.clone(), prices(&ctx));
+    blocking(move || {
+        let ob = Outbox::open_readonly(&paths.outbox())?;
+        let cells = crate::usage::day_cells(ob.as_ref(), &prices, ask)?;
+        Ok(reply(&UsageDays {
+            since_ms: ask.since_ms,
+            until_ms: ask.until_ms,
+            tz_offset_minutes: ask.tz_offset_minutes,
+            cells,
+            prices: prices.source.clone(),
+            note: COST_NOTE.into(),
+        }))
+    })
+    .await
+}
+
+/// `GET /api/usage/sessions?since=&limit=`.
+pub async fn sessions(State(ctx): State<Ctx>, Query(q): Query<UsageQuery>) -> ApiResult {
+    let ask = q.ask(By::Session)?;
+    let limit = q.limit.unwrap_or(10).min(SESSIONS_MAX);
+    let (paths, prices) = (ctx.paths.clone(), prices(&ctx));
+    blocking(move || {
+        let ob = Outbox::open_readonly(&paths.outbox())?;
+        let report = crate::usage::report(ob.as_ref(), &prices, ask)?;
+        let mut sessions = Vec::new();
+        for row in report.rows.into_iter().take(limit) {
+            let (harness, id) = row.key.split_once(':').unwrap_or((&row.key, ""));
+            let (harness, id) = (harness.to_string(), id.to_string());
+            let record = match &ob {
+                Some(ob) => ob.session(&harness, &id)?,
+                None => None,
+            };
+            let block = record.map(|r| r.block).unwrap_or_default();
+            sessions.push(UsageSession {
+                harness,
+                id,
+                title: block.title,
+                account: block.account_id,
+                usage: row,
+            });
+        }
+        Ok(reply(&UsageSessions {
+            since_ms: report.since_ms,
+            until_ms: report.until_ms,
+            sessions,
+            prices: report.prices,
+            note: report.note,
+        }))
+    })
+    .await
+}

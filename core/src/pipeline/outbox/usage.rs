@@ -1,0 +1,477 @@
+//! The tokens model responses used, kept in the outbox file beside the
+//! session records: a layer of its own (`usage`, its own migration steps in
+//! the file's ledger), never an event and never sent to a sink.
+//!
+//! Two tables. `usage` has one row per model response, keyed by (harness,
+//! session, the response's key), so a transcript read again (a restart, a
+//! held turn's re-read, a backfill of a session the daemon watched live)
+//! never counts a response twice; a response read again with larger counts
+//! (Claude Code writes a message's records as it streams) keeps the larger.
+//! `usage_quarters` adds them up per quarter of an hour (UTC), harness,
+//! session, model and account, kept in step by the one writer here, so a
+//! year of use is read in a few tens of thousands of rows, and any time
+//! zone's days (every one is a whole number of quarters from UTC) are sums
+//! of quarters.
+//!
+//! Owns these tables, their writer and their reads. Prices and cost are not
+//! here (`crate::usage`): this keeps tokens.
+
+use super::error::Result;
+use harness::usage::Usage;
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use sessionpipe_db::{Layer, Step};
+
+/// Step N takes the usage tables to N (steps number past the one list's 7).
+pub const USAGE: Layer = Layer {
+    name: "usage",
+    steps: &[Step::sql(
+        8,
+        "
+    CREATE TABLE usage (
+        harness     TEXT NOT NULL,
+        session     TEXT NOT NULL,
+        key         TEXT NOT NULL,
+        at_ms       INTEGER NOT NULL,
+        model       TEXT NOT NULL,
+        account     TEXT NOT NULL,
+        input       INTEGER NOT NULL,
+        output      INTEGER NOT NULL,
+        cache_read  INTEGER NOT NULL,
+        cache_write INTEGER NOT NULL,
+        PRIMARY KEY (harness, session, key)
+    ) WITHOUT ROWID;
+    CREATE TABLE usage_quarters (
+        quarter     INTEGER NOT NULL,
+        harness     TEXT NOT NULL,
+        session     TEXT NOT NULL,
+        model       TEXT NOT NULL,
+        account     TEXT NOT NULL,
+        responses   INTEGER NOT NULL,
+        input       INTEGER NOT NULL,
+        output      INTEGER NOT NULL,
+        cache_read  INTEGER NOT NULL,
+        cache_write INTEGER NOT NULL,
+        PRIMARY KEY (quarter, harness, session, model, account)
+    ) WITHOUT ROWID;
+    CREATE INDEX usage_quarters_by_session ON usage_quarters (harness, session);
+    ",
+    )],
+};
+
+/// A quarter of an hour: the finest time the sums keep.
+pub const QUARTER_MS: i64 = 900_000;
+
+/// Token counts, summed (`responses`: how many model responses they are).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Tokens {
+    pub responses: u64,
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
+impl Tokens {
+    pub fn add(&mut self, o: &Tokens) {
+        self.responses += o.responses;
+        self.input += o.input;
+        self.output += o.output;
+        self.cache_read += o.cache_read;
+        self.cache_write += o.cache_write;
+    }
+
+    /// Every token, whatever its class.
+    pub fn total(&self) -> u64 {
+        self.input + self.output + self.cache_read + self.cache_write
+    }
+}
+
+/// Whose responses a write is: the session, its account where known, and
+/// the model a response that names none answered with (the session's).
+#[derive(Clone, Copy, Debug)]
+pub struct Whose<'a> {
+    pub harness: &'a str,
+    pub session: &'a str,
+    pub account: Option<&'a str>,
+    pub model: Option<&'a str>,
+}
+
+/// What a read of the sums is grouped by, beside the model (always: a
+/// price is a model's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Grouping {
+    pub day: bool,
+    pub harness: bool,
+    pub session: bool,
+    pub account: bool,
+}
+
+/// One group's sums. A field the grouping left out is `None`; `day` counts
+/// days since 1970-01-01 in the read's time zone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cell {
+    pub day: Option<i64>,
+    pub harness: Option<String>,
+    pub session: Option<String>,
+    pub account: Option<String>,
+    /// `""` when no model was named.
+    pub model: String,
+    pub tokens: Tokens,
+    /// The newest quarter in the group, as epoch ms.
+    pub last_ms: i64,
+}
+
+/// Which sums a read takes: a span of time, in a time zone, maybe one session.
+#[derive(Clone, Copy, Debug)]
+pub struct Span<'a> {
+    pub from_ms: i64,
+    pub until_ms: i64,
+    /// The time zone's offset from UTC, in minutes (days start at its midnight).
+    pub offset_minutes: i32,
+    pub only: Option<(&'a str, &'a str)>,
+}
+
+/// A count as SQLite keeps it (a signed 64-bit integer).
+fn int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The four token columns from `first` on, as `Tokens` of `responses`.
+fn tokens_at(r: &rusqlite::Row<'_>, first: usize, responses: u64) -> rusqlite::Result<Tokens> {
+    let n =
+        |i: usize| -> rusqlite::Result<u64> { Ok(u64::try_from(r.get::<_, i64>(i)?).unwrap_or(0)) };
+    Ok(Tokens {
+        responses,
+        input: n(first)?,
+        output: n(first + 1)?,
+        cache_read: n(first + 2)?,
+        cache_write: n(first + 3)?,
+    })
+}
+
+/// Keeps `rows` for `whose`, each response once; returns how many rows it
+/// added or grew.
+pub fn put(conn: &Connection, whose: &Whose<'_>, rows: &[Usage]) -> Result<usize> {
+    let mut changed = 0;
+    for u in rows.iter().filter(|u| !u.is_empty()) {
+        let model = u.model.as_deref().or(whose.model).unwrap_or("");
+        let account = whose.account.unwrap_or("");
+        let new = Tokens {
+            responses: 1,
+            input: u.input,
+            output: u.output,
+            cache_read: u.cache_read,
+            cache_write: u.cache_write,
+        };
+        let old = conn
+            .prepare_cached(
+                "SELECT at_ms, model, account, input, output, cache_read, cache_write FROM usage
+                 WHERE harness = ?1 AND session = ?2 AND key = ?3",
+            )?
+            .query_row(params![whose.harness, whose.session, u.key], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    tokens_at(r, 3, 1)?,
+                ))
+            })
+            .optional()?;
+        match old {
+            None => {
+                conn.prepare_cached(
+                    "INSERT INTO usage (harness, session, key, at_ms, model, account,
+                         input, output, cache_read, cache_write)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                )?
+                .execute(params![
+                    whose.harness,
+                    whose.session,
+                    u.key,
+                    u.at_ms,
+                    model,
+                    account,
+                    int(new.input),
+                    int(new.output),
+                    int(new.cache_read),
+                    int(new.cache_write)
+                ])?;
+                add_to_quarter(conn, whose, u.at_ms, model, account, &new)?;
+            }
+            Some((at_ms, model, account, was)) => {
+                let grown = Tokens {
+                    responses: 1,
+                    input: was.input.max(new.input),
+                    output: was.output.max(new.output),
+                    cache_read: was.cache_read.max(new.cache_read),
+                    cache_write: was.cache_write.max(new.cache_write),
+                };
+                if grown == was {
+                    continue;
+                }
+                conn.prepare_cached(
+                    "UPDATE usage SET input = ?4, output = ?5, cache_read = ?6, cache_write = ?7
+                     WHERE harness = ?1 AND session = ?2 AND key = ?3",
+                )?
+                .execute(params![
+                    whose.harness,
+                    whose.session,
+                    u.key,
+                    int(grown.input),
+                    int(grown.output),
+                    int(grown.cache_read),
+                    int(grown.cache_write)
+                ])?;
+                let more = Tokens {
+                    responses: 0,
+                    input: grown.input - was.input,
+                    output: grown.output - was.output,
+                    cache_read: grown.cache_read - was.cache_read,
+                    cache_write: grown.cache_write - was.cache_write,
+                };
+                add_to_quarter(conn, whose, at_ms, &model, &account, &more)?;
+            }
+        }
+        changed += 1;
+    }
+    Ok(changed)
+}
+
+fn add_to_quarter(
+    conn: &Connection,
+    whose: &Whose<'_>,
+    at_ms: i64,
+    model: &str,
+    account: &str,
+    t: &Tokens,
+) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO usage_quarters (quarter, harness, session, model, account,
+             responses, input, output, cache_read, cache_write)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+         ON CONFLICT (quarter, harness, session, model, account) DO UPDATE SET
+             responses = responses + excluded.responses, input = input + excluded.input,
+             output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
+             cache_write = cache_write + excluded.cache_write",
+    )?
+    .execute(params![
+        at_ms.div_euclid(QUARTER_MS),
+        whose.harness,
+        whose.session,
+        model,
+        account,
+        int(t.responses),
+        int(t.input),
+        int(t.output),
+        int(t.cache_read),
+        int(t.cache_write)
+    ])?;
+    Ok(())
+}
+
+/// Deletes a session's usage (`forget`). Returns how many responses went.
+pub fn forget(conn: &Connection, harness: &str, session: &str) -> Result<usize> {
+    let n = conn.execute(
+        "DELETE FROM usage WHERE harness = ?1 AND session = ?2",
+        params![harness, session],
+    )?;
+    conn.execute(
+        "DELETE FROM usage_quarters WHERE harness = ?1 AND session = ?2",
+        params![harness, session],
+    )?;
+    Ok(n)
+}
+
+/// True when the file has the usage tables (a file no writer of this
+/// version has opened yet has none: nothing was counted there).
+pub fn present(conn: &Connection) -> Result<bool> {
+    Ok(sessionpipe_db::version(conn, &USAGE).map_err(super::schema::newer)? > 0)
+}
+
+/// The sums in `span`, grouped by `g` and the model, in no particular order.
+pub fn cells(conn: &Connection, span: &Span<'_>, g: Grouping) -> Result<Vec<Cell>> {
+    if !present(conn)? {
+        return Ok(Vec::new());
+    }
+    let pick = |on: bool, col: &'static str| if on { col } else { "NULL" };
+    let filter = if span.only.is_some() {
+        "AND harness = ?4 AND session = ?5"
+    } else {
+        "AND ?4 IS NULL AND ?5 IS NULL"
+    };
+    let sql = format!(
+        "SELECT {day}, {harness}, {session}, {account}, model,
+                sum(responses), sum(input), sum(output), sum(cache_read), sum(cache_write),
+                max(quarter)
+         FROM usage_quarters WHERE quarter >= ?1 AND quarter < ?2 {filter}
+         GROUP BY 1, 2, 3, 4, 5",
+        day = pick(g.day, "(quarter * 900 + ?3) / 86400"),
+        harness = pick(g.harness, "harness"),
+        session = pick(g.session, "session"),
+        account = pick(g.account, "account"),
+    );
+    let (h, s) = span.only.unzip();
+    let offset_s = i64::from(span.offset_minutes) * 60;
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(
+        params![
+            span.from_ms.div_euclid(QUARTER_MS),
+            span.until_ms.div_euclid(QUARTER_MS),
+            offset_s,
+            h,
+            s
+        ],
+        |r| {
+            Ok(Cell {
+                day: r.get(0)?,
+                harness: r.get(1)?,
+                session: r.get(2)?,
+                account: r.get(3)?,
+                model: r.get(4)?,
+                tokens: tokens_at(r, 6, u64::try_from(r.get::<_, i64>(5)?).unwrap_or(0))?,
+                last_ms: r.get::<_, i64>(10)? * QUARTER_MS,
+            })
+        },
+    )?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open() -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = sessionpipe_db::open(&dir.path().join("o.db")).unwrap();
+        sessionpipe_db::migrate(&mut conn, &USAGE).unwrap();
+        (dir, conn)
+    }
+
+    fn u(key: &str, at_ms: i64, input: u64, output: u64) -> Usage {
+        Usage {
+            key: key.into(),
+            at_ms,
+            model: None,
+            input,
+            output,
+            cache_read: 100,
+            cache_write: 10,
+        }
+    }
+
+    const WHOSE: Whose<'static> = Whose {
+        harness: "claude-code",
+        session: "s1",
+        account: Some("acct"),
+        model: Some("m1"),
+    };
+    const DAY: i64 = 86_400_000;
+    const T0: i64 = 1_796_000_000_000 / DAY * DAY; // a UTC midnight
+
+    fn all(conn: &Connection, g: Grouping) -> Vec<Cell> {
+        let span = Span {
+            from_ms: 0,
+            until_ms: i64::MAX / 2,
+            offset_minutes: 0,
+            only: None,
+        };
+        let mut c = cells(conn, &span, g).unwrap();
+        c.sort_by_key(|c| (c.day, c.harness.clone(), c.session.clone()));
+        c
+    }
+
+    #[test]
+    fn a_response_read_again_counts_once_and_keeps_its_larger_numbers() {
+        let (_d, conn) = open();
+        // Claude Code's records of one message: the first with what the
+        // stream's start said, the last with the whole output.
+        let rows = [
+            u("msg_1", T0, 7, 1),
+            u("msg_1", T0, 7, 42),
+            u("msg_2", T0 + 60_000, 3, 5),
+        ];
+        assert_eq!(put(&conn, &WHOSE, &rows).unwrap(), 3);
+        assert_eq!(put(&conn, &WHOSE, &rows).unwrap(), 0, "read again: nothing");
+        let c = all(&conn, Grouping::default());
+        assert_eq!(c.len(), 1);
+        assert_eq!(
+            c[0].model, "m1",
+            "the session's model, where none was named"
+        );
+        let t = c[0].tokens;
+        assert_eq!(
+            (t.responses, t.input, t.output, t.cache_read, t.cache_write),
+            (2, 10, 47, 200, 20)
+        );
+        let row: (i64, i64) = conn
+            .query_row("SELECT count(*), sum(output) FROM usage", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(row, (2, 47), "the quarters and the responses agree");
+        assert_eq!(forget(&conn, "claude-code", "s1").unwrap(), 2);
+        assert!(all(&conn, Grouping::default()).is_empty());
+    }
+
+    #[test]
+    fn days_follow_the_readers_time_zone_and_sessions_stay_apart() {
+        let (_d, conn) = open();
+        // 23:30 UTC: the day before at UTC, the next day at UTC+1.
+        put(&conn, &WHOSE, &[u("a", T0 - 30 * 60_000, 1, 1)]).unwrap();
+        let other = Whose {
+            session: "s2",
+            account: None,
+            ..WHOSE
+        };
+        put(&conn, &other, &[u("a", T0 + 60_000, 2, 2)]).unwrap();
+        let by_day = |offset_minutes| {
+            let span = Span {
+                from_ms: T0 - DAY,
+                until_ms: T0 + DAY,
+                offset_minutes,
+                only: None,
+            };
+            let mut c = cells(
+                &conn,
+                &span,
+                Grouping {
+                    day: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            c.sort_by_key(|c| c.day);
+            c.iter()
+                .map(|c| (c.day.unwrap() - T0 / DAY, c.tokens.input))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(by_day(0), [(-1, 1), (0, 2)]);
+        assert_eq!(by_day(60), [(0, 3)]);
+        let by_session = all(
+            &conn,
+            Grouping {
+                session: true,
+                account: true,
+                ..Default::default()
+            },
+        );
+        let got: Vec<_> = by_session
+            .iter()
+            .map(|c| (c.session.as_deref(), c.account.as_deref(), c.tokens.input))
+            .collect();
+        assert_eq!(
+            got,
+            [(Some("s1"), Some("acct"), 1), (Some("s2"), Some(""), 2)]
+        );
+        let one = Span {
+            from_ms: 0,
+            until_ms: i64::MAX / 2,
+            offset_minutes: 0,
+            only: Some(("claude-code", "s2")),
+        };
+        let c = cells(&conn, &one, Grouping::default()).unwrap();
+        assert_eq!((c.len(), c[0].tokens.input), (1, 2));
+    }
+}
