@@ -123,7 +123,9 @@ pub struct Cell {
     pub last_ms: i64,
 }
 
-/// Which sums a read takes: a span of time, in a time zone, maybe one session.
+/// Which sums a read takes: a span of time (to the quarter hour: the
+/// quarters `from_ms` and `until_ms` fall in are whole in it), in a time
+/// zone, maybe one session.
 #[derive(Clone, Copy, Debug)]
 pub struct Span<'a> {
     pub from_ms: i64,
@@ -316,9 +318,11 @@ pub fn cells(conn: &Connection, span: &Span<'_>, g: Grouping) -> Result<Vec<Cell
     let offset_s = i64::from(span.offset_minutes) * 60;
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt.query_map(
+        // Whole quarters: the one `from_ms` falls in, up to the one
+        // `until_ms` falls in, both included.
         params![
             span.from_ms.div_euclid(QUARTER_MS),
-            span.until_ms.div_euclid(QUARTER_MS),
+            span.until_ms.div_euclid(QUARTER_MS) + 1,
             offset_s,
             h,
             s
@@ -411,6 +415,14 @@ mod tests {
             })
             .unwrap();
         assert_eq!(row, (2, 47), "the quarters and the responses agree");
+        // A span that ends inside a response's quarter has it.
+        let now = Span {
+            from_ms: T0 - DAY,
+            until_ms: T0 + 1,
+            offset_minutes: 0,
+            only: None,
+        };
+        assert_eq!(cells(&conn, &now, Grouping::default()).unwrap().len(), 1);
         assert_eq!(forget(&conn, "claude-code", "s1").unwrap(), 2);
         assert!(all(&conn, Grouping::default()).is_empty());
     }
