@@ -42,6 +42,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{Map, Value, json};
 
 use crate::http::{HttpServer, Request, Response};
+use crate::usage::MockUsage;
 
 /// The text of turn answers past the end of the steps.
 pub const FALLBACK_TEXT: &str = "Done.";
@@ -116,6 +117,8 @@ pub struct MockChat {
 struct Script {
     main: Vec<Planned>,
     agents: Vec<(String, Vec<Planned>)>,
+    /// The tokens each answer from `main` reports (else an estimate).
+    usage: Option<MockUsage>,
 }
 
 impl Script {
@@ -131,7 +134,12 @@ impl Script {
 impl MockChat {
     /// Starts the server on `127.0.0.1:0`. Panics when it cannot bind.
     pub fn start(steps: Vec<Step>) -> MockChat {
-        MockChat::start_with_agents(steps, Vec::new())
+        MockChat::serve(steps, Vec::new(), None)
+    }
+
+    /// `start`, each answer from `steps` reporting `usage`.
+    pub fn start_with_usage(steps: Vec<Step>, usage: MockUsage) -> MockChat {
+        MockChat::serve(steps, Vec::new(), Some(usage))
     }
 
     /// Starts the server with `steps` for the main conversation and, for each
@@ -139,6 +147,14 @@ impl MockChat {
     /// whose user messages carry `marker` (write it into the task a step of
     /// `steps` gives). Tool-call ids are fixed across all of them, main first.
     pub fn start_with_agents(steps: Vec<Step>, agents: Vec<(&str, Vec<Step>)>) -> MockChat {
+        MockChat::serve(steps, agents, None)
+    }
+
+    fn serve(
+        steps: Vec<Step>,
+        agents: Vec<(&str, Vec<Step>)>,
+        usage: Option<MockUsage>,
+    ) -> MockChat {
         let ids = Ids::new();
         let call = |name: String, arguments: Value| Call {
             call_id: ids.make("call_"),
@@ -169,6 +185,7 @@ impl MockChat {
                 .into_iter()
                 .map(|(marker, steps)| (marker.to_string(), plan(steps)))
                 .collect(),
+            usage,
         };
         let call_ids = std::iter::once(&script.main)
             .chain(script.agents.iter().map(|(_, p)| p))
@@ -270,6 +287,7 @@ fn answer(script: &Script, request: &Request, ids: &Ids) -> Response {
         return error(400, "body is not JSON");
     };
     let offers_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
+    let mut chosen = None;
     let step = if offers_tools {
         let messages = body["messages"].as_array().map_or(&[][..], Vec::as_slice);
         let answered = messages.iter().filter(|m| m["role"] == "assistant").count();
@@ -278,27 +296,33 @@ fn answer(script: &Script, request: &Request, ids: &Ids) -> Response {
             .filter(|m| m["role"] == "user")
             .map(|m| content_text(&m["content"]))
             .collect();
-        script
-            .plan_for(&asked)
-            .get(answered)
-            .cloned()
-            .unwrap_or_else(|| Planned::Text(FALLBACK_TEXT.into()))
+        let plan = script.plan_for(&asked);
+        match plan.get(answered) {
+            Some(step) => {
+                if std::ptr::eq(plan, script.main.as_slice()) {
+                    chosen = script.usage;
+                }
+                step.clone()
+            }
+            None => Planned::Text(FALLBACK_TEXT.into()),
+        }
     } else {
         Planned::Text(SIDE_TEXT.into())
     };
     let model = body["model"].as_str().unwrap_or(MODEL).to_string();
     let id = ids.make("chatcmpl-");
-    let prompt_tokens = (request.body.len() as u64 / 4).max(1);
-    let completion_tokens = match &step {
-        Planned::Text(t) => t.len() as u64 / 4,
-        Planned::Calls(calls) => calls.iter().map(|c| c.arguments.len() as u64).sum::<u64>() / 4,
-    }
-    .max(1);
-    let usage = json!({
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens,
-        "total_tokens": prompt_tokens + completion_tokens,
+    let usage = chosen.unwrap_or_else(|| MockUsage {
+        input: (request.body.len() as u64 / 4).max(1),
+        output: match &step {
+            Planned::Text(t) => t.len() as u64 / 4,
+            Planned::Calls(calls) => {
+                calls.iter().map(|c| c.arguments.len() as u64).sum::<u64>() / 4
+            }
+        }
+        .max(1),
+        ..MockUsage::default()
     });
+    let usage = usage.openai_chat();
     if body["stream"] == true {
         let include_usage = body["stream_options"]["include_usage"] == true;
         let chunks = stream(&id, &model, &step, include_usage.then_some(usage));

@@ -28,6 +28,18 @@ impl MockUsage {
         })
     }
 
+    /// OpenAI's Chat Completions `usage`: `prompt_tokens` is the whole
+    /// prompt, its cached part in `prompt_tokens_details.cached_tokens`.
+    pub fn openai_chat(&self) -> Value {
+        let prompt = self.input + self.cache_read;
+        json!({
+            "prompt_tokens": prompt,
+            "prompt_tokens_details": {"cached_tokens": self.cache_read},
+            "completion_tokens": self.output,
+            "total_tokens": prompt + self.output,
+        })
+    }
+
     /// OpenAI's Responses API `usage`: `input_tokens` is the whole prompt,
     /// its cached part in `input_tokens_details.cached_tokens` (OpenAI has no
     /// cache writes: `cache_write` must be 0 here).

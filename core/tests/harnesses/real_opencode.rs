@@ -27,10 +27,10 @@ use std::time::{Duration, Instant};
 
 const VERSION: &str = "1.18.33";
 const ASK: &str = "run echo hello";
-const ANSWER: &str = "It printed hello.";
+pub(crate) const ANSWER: &str = "It printed hello.";
 
-struct Setup {
-    sb: Sandbox,
+pub(crate) struct Setup {
+    pub(crate) sb: Sandbox,
     bin: PathBuf,
     archive: PathBuf,
     project: PathBuf,
@@ -38,7 +38,7 @@ struct Setup {
 
 /// A sandbox with OpenCode set up offline against `api` (every permission
 /// `bash` rule given), transcripts on, and our plugin installed.
-fn setup(bin: PathBuf, api: &MockChat, bash: &str) -> Setup {
+pub(crate) fn setup(bin: PathBuf, api: &MockChat, bash: &str) -> Setup {
     let sb = Sandbox::new();
     std::fs::create_dir_all(&sb.state).unwrap();
     std::fs::write(sb.state.join("config.json"), r#"{"transcripts": true}"#).unwrap();
@@ -86,7 +86,7 @@ fn setup(bin: PathBuf, api: &MockChat, bash: &str) -> Setup {
 }
 
 impl Setup {
-    fn daemon(&self) -> Daemon {
+    pub(crate) fn daemon(&self) -> Daemon {
         self.sb
             .start_daemon_with(&[("SESSIONPIPE_JOB_ARCHIVE", self.archive.as_os_str())])
     }
@@ -106,7 +106,7 @@ impl Setup {
     }
 
     /// `opencode run` in the project, offline; `auto` approves what a rule asks.
-    fn start(&self, auto: bool) -> Child {
+    pub(crate) fn start(&self, auto: bool) -> Child {
         let mut c = self.opencode();
         c.args(["run", "--format", "json", "-m", "mock/mock-model"]);
         if auto {
@@ -120,7 +120,7 @@ impl Setup {
             .expect("opencode runs")
     }
 
-    fn finish(&self, child: Child) {
+    pub(crate) fn finish(&self, child: Child) {
         let out = wait_bounded(child, Duration::from_secs(180));
         assert!(
             out.status.success(),
@@ -172,7 +172,7 @@ fn kinds(events: &[Value]) -> Vec<&str> {
     events.iter().map(|e| e["type"].as_str().unwrap()).collect()
 }
 
-fn opencode() -> Option<PathBuf> {
+pub(crate) fn opencode() -> Option<PathBuf> {
     sessionpipe_testkit::harnesses::opencode()
 }
 
@@ -180,7 +180,7 @@ fn mock() -> MockChat {
     MockChat::start(vec![Step::bash("echo hello"), Step::text(ANSWER)])
 }
 
-fn turn_done(evs: &[Value]) -> bool {
+pub(crate) fn turn_done(evs: &[Value]) -> bool {
     evs.iter().any(|e| e["type"] == "turn.transcript")
         && evs.iter().any(|e| e["type"] == "turn.ended")
 }

@@ -7,10 +7,13 @@
 //!
 //! Claude Code is priced by the shipped table (`core/prices.json`, the model
 //! asked for is one it prices); Codex's mock model by config.json's `prices`.
+//! OpenCode's store carries usage too: its run is checked the same way.
 
 use crate::real_claude_code::{run_claude_with, setup as claude_setup, wait_for};
 use crate::real_codex::{codex_binary, setup as codex_setup, took};
+use crate::real_opencode::{ANSWER, opencode, setup as opencode_setup, turn_done};
 use serde_json::Value;
+use sessionpipe_testkit::chat::{MockChat, Step as ChatStep};
 use sessionpipe_testkit::openai::{MockOpenAI, Step};
 use sessionpipe_testkit::usage::MockUsage;
 use sessionpipe_testkit::{MockAnthropic, Sandbox, Script, sandbox::bin};
@@ -186,5 +189,44 @@ fn a_real_codex_turns_tokens_and_cost_live_and_backfilled() {
 
     let codex_home = s.sb.home.join(".codex");
     let again = backfilled_row(&s.sb, &[("CODEX_HOME", codex_home.as_os_str())], &key);
+    assert_eq!(tokens(&again), want, "backfill reads what live ingest read");
+}
+
+#[test]
+fn a_real_opencode_turns_tokens_live_and_backfilled() {
+    let Some(bin) = opencode() else {
+        return;
+    };
+    let chosen = MockUsage {
+        input: 3_000,
+        output: 200,
+        cache_read: 700,
+        cache_write: 0,
+    };
+    let api = MockChat::start_with_usage(
+        vec![ChatStep::bash("echo hello"), ChatStep::text(ANSWER)],
+        chosen,
+    );
+    let s = opencode_setup(bin, &api, "allow");
+    let _daemon = s.daemon();
+    s.finish(s.start(false));
+    let events = s.sb.wait_until(Duration::from_secs(30), turn_done);
+    s.sb.wait_idle(Duration::from_secs(10));
+    let session = events[0]["session"]["id"].as_str().unwrap().to_string();
+
+    let key = format!("opencode:{session}");
+    let row = usage_row(&s.sb, &s.sb.state, &key);
+    let want = (
+        2,
+        2 * chosen.input,
+        2 * chosen.output,
+        2 * chosen.cache_read,
+        0,
+    );
+    assert_eq!(tokens(&row), want, "{row:#}");
+    assert_eq!(row["models"][0]["model"], "mock/mock-model");
+    assert_eq!(row["unpriced"], serde_json::json!(["mock/mock-model"]));
+
+    let again = backfilled_row(&s.sb, &[], &key);
     assert_eq!(tokens(&again), want, "backfill reads what live ingest read");
 }
