@@ -293,23 +293,24 @@ pub fn present(conn: &Connection) -> Result<bool> {
 }
 
 /// The sums in `span`, grouped by `g` and the model, in no particular order.
+///
+/// The rows are read in the table's own order and added up here: SQLite's
+/// GROUP BY sorts every row it reads first (a year's 60 000 quarter sums
+/// took 160 ms that way, against about 10 ms to read them).
 pub fn cells(conn: &Connection, span: &Span<'_>, g: Grouping) -> Result<Vec<Cell>> {
     if !present(conn)? {
         return Ok(Vec::new());
     }
     let pick = |on: bool, col: &'static str| if on { col } else { "NULL" };
     let filter = if span.only.is_some() {
-        "AND harness = ?4 AND session = ?5"
+        "AND harness = ?3 AND session = ?4"
     } else {
-        "AND ?4 IS NULL AND ?5 IS NULL"
+        "AND ?3 IS NULL AND ?4 IS NULL"
     };
     let sql = format!(
-        "SELECT {day}, {harness}, {session}, {account}, model,
-                sum(responses), sum(input), sum(output), sum(cache_read), sum(cache_write),
-                max(quarter)
-         FROM usage_quarters WHERE quarter >= ?1 AND quarter < ?2 {filter}
-         GROUP BY 1, 2, 3, 4, 5",
-        day = pick(g.day, "(quarter * 900 + ?3) / 86400"),
+        "SELECT quarter, {harness}, {session}, {account}, model,
+                responses, input, output, cache_read, cache_write
+         FROM usage_quarters WHERE quarter >= ?1 AND quarter < ?2 {filter}",
         harness = pick(g.harness, "harness"),
         session = pick(g.session, "session"),
         account = pick(g.account, "account"),
@@ -317,29 +318,48 @@ pub fn cells(conn: &Connection, span: &Span<'_>, g: Grouping) -> Result<Vec<Cell
     let (h, s) = span.only.unzip();
     let offset_s = i64::from(span.offset_minutes) * 60;
     let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(
-        // Whole quarters: the one `from_ms` falls in, up to the one
-        // `until_ms` falls in, both included.
-        params![
-            span.from_ms.div_euclid(QUARTER_MS),
-            span.until_ms.div_euclid(QUARTER_MS) + 1,
-            offset_s,
-            h,
-            s
-        ],
-        |r| {
-            Ok(Cell {
-                day: r.get(0)?,
-                harness: r.get(1)?,
-                session: r.get(2)?,
-                account: r.get(3)?,
-                model: r.get(4)?,
-                tokens: tokens_at(r, 6, u64::try_from(r.get::<_, i64>(5)?).unwrap_or(0))?,
-                last_ms: r.get::<_, i64>(10)? * QUARTER_MS,
-            })
-        },
-    )?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    // Whole quarters: the one `from_ms` falls in, up to the one `until_ms`
+    // falls in, both included.
+    let mut rows = stmt.query(params![
+        span.from_ms.div_euclid(QUARTER_MS),
+        span.until_ms.div_euclid(QUARTER_MS) + 1,
+        h,
+        s
+    ])?;
+    type Key = (
+        Option<i64>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        String,
+    );
+    let mut sums: std::collections::HashMap<Key, (Tokens, i64)> = Default::default();
+    while let Some(r) = rows.next()? {
+        let quarter: i64 = r.get(0)?;
+        let day = g
+            .day
+            .then(|| (quarter * (QUARTER_MS / 1000) + offset_s).div_euclid(86_400));
+        let key = (day, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
+        let responses = u64::try_from(r.get::<_, i64>(5)?).unwrap_or(0);
+        let t = tokens_at(r, 6, responses)?;
+        let sum = sums.entry(key).or_default();
+        sum.0.add(&t);
+        sum.1 = sum.1.max(quarter);
+    }
+    Ok(sums
+        .into_iter()
+        .map(
+            |((day, harness, session, account, model), (tokens, last))| Cell {
+                day,
+                harness,
+                session,
+                account,
+                model,
+                tokens,
+                last_ms: last * QUARTER_MS,
+            },
+        )
+        .collect())
 }
 
 #[cfg(test)]
