@@ -326,40 +326,71 @@ pub fn cells(conn: &Connection, span: &Span<'_>, g: Grouping) -> Result<Vec<Cell
         h,
         s
     ])?;
-    type Key = (
-        Option<i64>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        String,
-    );
-    let mut sums: std::collections::HashMap<Key, (Tokens, i64)> = Default::default();
+    // Each text is kept once and keyed by its number: a year's read is
+    // 60 000 rows over a few harnesses, accounts and models (and, by
+    // session, 20 000 sessions), and a text per row cost more than the read.
+    let mut names = Names::default();
+    let mut sums: std::collections::HashMap<(Option<i64>, [u32; 4]), (Tokens, i64)> =
+        Default::default();
     while let Some(r) = rows.next()? {
         let quarter: i64 = r.get(0)?;
         let day = g
             .day
             .then(|| (quarter * (QUARTER_MS / 1000) + offset_s).div_euclid(86_400));
-        let key = (day, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
+        let mut key = [NONE; 4];
+        for (i, k) in key.iter_mut().enumerate() {
+            let text = r.get_ref(i + 1)?.as_str_or_null();
+            *k = names.of(text.map_err(rusqlite::Error::from)?);
+        }
         let responses = u64::try_from(r.get::<_, i64>(5)?).unwrap_or(0);
         let t = tokens_at(r, 6, responses)?;
-        let sum = sums.entry(key).or_default();
+        let sum = sums.entry((day, key)).or_default();
         sum.0.add(&t);
         sum.1 = sum.1.max(quarter);
     }
     Ok(sums
         .into_iter()
         .map(
-            |((day, harness, session, account, model), (tokens, last))| Cell {
+            |((day, [harness, session, account, model]), (tokens, last))| Cell {
                 day,
-                harness,
-                session,
-                account,
-                model,
+                harness: names.text(harness),
+                session: names.text(session),
+                account: names.text(account),
+                model: names.text(model).unwrap_or_default(),
                 tokens,
                 last_ms: last * QUARTER_MS,
             },
         )
         .collect())
+}
+
+/// The number of a text a read did not ask for (`NULL`).
+const NONE: u32 = u32::MAX;
+
+/// The texts a read met, each numbered once.
+#[derive(Default)]
+struct Names {
+    numbers: std::collections::HashMap<String, u32>,
+    texts: Vec<String>,
+}
+
+impl Names {
+    fn of(&mut self, text: Option<&str>) -> u32 {
+        let Some(text) = text else {
+            return NONE;
+        };
+        if let Some(n) = self.numbers.get(text) {
+            return *n;
+        }
+        let n = self.texts.len() as u32;
+        self.texts.push(text.to_string());
+        self.numbers.insert(text.to_string(), n);
+        n
+    }
+
+    fn text(&self, n: u32) -> Option<String> {
+        self.texts.get(n as usize).cloned()
+    }
 }
 
 #[cfg(test)]
