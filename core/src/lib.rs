@@ -11,7 +11,8 @@
 //!    privacy filter readers apply.
 //! 3. services over the pipeline: `installers`, `backfill`, `sinks`, `notify`,
 //!    `tail`, `conformance`, `titles`, `service` (the daemon as a user service),
-//!    `pool` (the account pool), `usage` (tokens and their cost), and `control`: the daemon's side of the
+//!    `pool` (the account pool), `usage` (tokens and their cost), `pace` (limit
+//!    windows' pace), and `control`: the daemon's side of the
 //!    `sessionpipe-control` crate, which is of this layer too. The compiler
 //!    keeps that crate below the daemon (it cannot name this crate); the
 //!    `layering` test keeps it above the pipeline (no module below layer 3
@@ -33,6 +34,7 @@ pub mod daemon;
 pub mod installers;
 pub mod logging;
 pub mod notify;
+pub mod pace;
 pub mod pipeline;
 pub mod pool;
 pub mod retention;

@@ -221,7 +221,13 @@ async fn serve(
     }
     let ring = Ring::default();
     let rung = ring.clone();
-    ingest.ring_after_commit(move || rung.ring());
+    // A commit also wakes the pace watcher (a new `limits.observed` to read).
+    let pace_bell = Arc::new(tokio::sync::Notify::new());
+    let pace_rung = pace_bell.clone();
+    ingest.ring_after_commit(move || {
+        rung.ring();
+        pace_rung.notify_one();
+    });
 
     // Control: the hooks' socket and the receivers' long-polls (not in a drain
     // worker: it lives for seconds, and a hook that finds no socket is silent).
@@ -267,6 +273,17 @@ async fn serve(
     // batches. Not in a drain worker: it lives for seconds.
     let retention =
         (!opts.drain).then(|| tokio::spawn(crate::retention::run(paths.clone(), config.clone())));
+
+    // Pace: a limit window that runs out before it resets, warned once.
+    let pace = (!opts.drain).then(|| {
+        let events = Arc::new(ingest.own_events(paths.outbox()));
+        tokio::spawn(crate::pace::run(
+            paths.clone(),
+            config.clone(),
+            events,
+            pace_bell,
+        ))
+    });
 
     // Stdout sinks only where stdout is read (`stdout_sinks`).
     let sinks = Arc::new(tokio::sync::Mutex::new(Manager::new(
@@ -377,6 +394,10 @@ async fn serve(
     if let Some(r) = retention {
         // A batch cut off rolls back whole; the next start prunes it.
         r.abort();
+    }
+    if let Some(p) = pace {
+        // It only reads; what it had not read yet was seen by no one.
+        p.abort();
     }
     if let Some(p) = pool {
         p.stop();

@@ -74,6 +74,9 @@ pub struct Config {
     /// The account pool: a window of a live session's account this full
     /// (percent, 90 when unset) notifies and asks for attention.
     pub pool_alert_percent: Option<u8>,
+    /// Warn once when an account's limit window will run out before it
+    /// resets, at the last hour's pace (`pace`; on when unset).
+    pub pace_alerts: Option<bool>,
     /// Days an event is kept in the outbox once every sink has taken it
     /// (`RETENTION_DAYS` when unset or 0); an event some sink has not taken
     /// is kept whatever its age. Session records are never pruned.
@@ -276,6 +279,11 @@ impl Config {
             Some(m) if protocol::valid_machine_name(m) => m.to_string(),
             _ => hostname(),
         }
+    }
+
+    /// Whether a window running out before it resets is warned about.
+    pub fn pace_alerts(&self) -> bool {
+        self.pace_alerts.unwrap_or(true)
     }
 
     pub fn pool_alert_percent(&self) -> u8 {

@@ -568,6 +568,36 @@ impl Outbox {
         Ok(v)
     }
 
+    /// The events of type `kind` stored after `rowid`, oldest first, at most
+    /// `limit` (a reader that follows one type as it comes: `pace`).
+    pub fn events_of_type_after(
+        &self,
+        rowid: i64,
+        kind: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT rowid, envelope FROM events WHERE rowid > ?1 AND type = ?2
+             ORDER BY rowid LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(params![rowid, kind, limit as i64], |r| {
+            Ok(StoredEvent {
+                rowid: r.get(0)?,
+                envelope: r.get(1)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The rowid of the last stored event (0 when there is none).
+    pub fn max_rowid(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("SELECT coalesce(max(rowid), 0) FROM events", [], |r| {
+                r.get(0)
+            })?)
+    }
+
     /// The session's events of the three `types` before `seq`, newest first,
     /// at most `limit` (a session's changes are read from them in pages:
     /// `protocol::changes::Reading`).
