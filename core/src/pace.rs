@@ -354,7 +354,8 @@ mod tests {
                     .is_empty()
             );
         }
-        let w = pace.observe("claude-code", 5 * HOUR + HOUR / 2, &seen(40.0, resets));
+        // 4 % at 4 h, 40 % half an hour later: 72 % an hour, out before 5 h 30.
+        let w = pace.observe("claude-code", 4 * HOUR + HOUR / 2, &seen(40.0, resets));
         assert_eq!(w.len(), 1, "the last hour's pace runs it out: {w:?}");
     }
 
