@@ -412,6 +412,11 @@ remote_titles: boolean,
  */
 pool_alert_percent: number | null, 
 /**
+ * Warn once when an account's limit window will run out before it
+ * resets, at the last hour's pace (`pace`; on when unset).
+ */
+pace_alerts: boolean | null, 
+/**
  * Days an event is kept in the outbox once every sink has taken it
  * (`RETENTION_DAYS` when unset or 0); an event some sink has not taken
  * is kept whatever its age. Session records are never pruned.
