@@ -32,6 +32,8 @@ import type {
   TitlesSet,
   TitlesState,
   Unpaired,
+  UsageDays,
+  UsageSessions,
 } from "./types";
 
 /** A failed call, in words: the API's `error`, or what went wrong on the way. */
@@ -179,6 +181,18 @@ export class Api {
 
   removePoolAccount(id: string): Promise<PoolRemoved> {
     return this.#call("DELETE", `/api/pool/accounts/${encodeURIComponent(id)}`);
+  }
+
+  /** Each day's tokens and cost per harness, account and model since `since`, days at the page's midnight. */
+  usageDays(since: string, tzOffsetMinutes: number): Promise<UsageDays> {
+    const q = new URLSearchParams({ since, tz_offset_minutes: String(tzOffsetMinutes) });
+    return this.#call("GET", `/api/usage/days?${q.toString()}`);
+  }
+
+  /** The sessions that used most since `since`, most costly first. */
+  usageSessions(since: string, limit: number): Promise<UsageSessions> {
+    const q = new URLSearchParams({ since, limit: String(limit) });
+    return this.#call("GET", `/api/usage/sessions?${q.toString()}`);
   }
 
   control(): Promise<ControlView> {

@@ -15,12 +15,14 @@ import { mountPairing } from "./views/pairing";
 import { mountPool } from "./views/pool";
 import { mountSettings } from "./views/settings";
 import { mountTitles } from "./views/titles";
+import { mountUsage } from "./views/usage";
 import { mountProgress } from "./progress";
 
 const TOKEN_KEY = "sessionpipe.token";
 
 const VIEW_NAMES: Record<View, string> = {
   sessions: "Sessions",
+  usage: "Usage",
   harnesses: "Harnesses",
   sinks: "Sinks",
   pairing: "Pairing",
@@ -31,6 +33,7 @@ const VIEW_NAMES: Record<View, string> = {
 
 const MOUNTS: Record<View, (root: HTMLElement, ctx: ViewContext) => Mounted> = {
   sessions: mountSessions,
+  usage: mountUsage,
   harnesses: mountHarnesses,
   sinks: mountSinks,
   pairing: mountPairing,

@@ -1,7 +1,7 @@
 // The page's address: everything after `#`, as `key=value` pairs joined by `&`.
 // `token` (only ever read, then taken out), `session=harness:id`, `view`.
 
-export const VIEWS = ["sessions", "harnesses", "sinks", "pairing", "pool", "titles", "settings"] as const;
+export const VIEWS = ["sessions", "usage", "harnesses", "sinks", "pairing", "pool", "titles", "settings"] as const;
 export type View = (typeof VIEWS)[number];
 
 export interface Route {

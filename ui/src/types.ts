@@ -23,7 +23,9 @@ import type {
 } from "@sessionpipe/web-shared/daemon-api";
 
 export type {
+  AccountWindow,
   AcpAgent,
+  DayCell,
   Changes,
   Stopped,
   ApiErrorBody,
@@ -47,7 +49,11 @@ export type {
   SinkView,
   TitlesSet,
   TitlesState,
+  Tokens,
   Unpaired,
+  UsageDays,
+  UsageSession,
+  UsageSessions,
 } from "@sessionpipe/web-shared/daemon-api";
 
 /** The long work running now (a backfill, remote titles' re-send): `progress.json`. */

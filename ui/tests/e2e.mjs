@@ -3,8 +3,8 @@
 // the token from ui.json, and kills the daemon afterwards (`sandbox.mjs`). Real
 // hooks are run by the real `sessionpipe-hook`; the Pairing tests pair with the
 // real `sessionpipe-receiver --control`; testkit's scripted `acp-test-agent`
-// stands in for an installed ACP agent; the Pool's tests are `pool.mjs`'s,
-// run from here. Screenshots go to test-artifacts/ui/.
+// stands in for an installed ACP agent; the Pool's tests are `pool.mjs`'s and
+// the Usage page's `usage.mjs`'s, run from here. Screenshots go to test-artifacts/ui/.
 //
 // Needs: `cargo build --workspace --bins` (the four binaries), then `cargo build
 // -p sessionpipe-receiver --features test-doors` (the receiver with the test
@@ -23,6 +23,7 @@ import path from "node:path";
 import { stop } from "@sessionpipe/web-shared/e2e";
 import { ACP_AGENT, BIN_DIR, HOOK, WAIT_MS, daemonApi, sandbox, waitFor } from "./sandbox.mjs";
 import "./pool.mjs";
+import "./usage.mjs";
 
 test("a harness toggle writes and removes real hooks in HOME", async (t) => {
   // Claude Code is "installed" in this HOME: its config dir exists. The scripted

@@ -40,9 +40,10 @@ export const waitFor = waiter({ timeout: WAIT_MS, every: 25 });
 
 /**
  * A sandbox: temporary HOME and state dir, the real daemon serving ui/dist, and
- * Chromium with a fresh profile on the page `#token=…` (plus `hash`).
+ * Chromium with a fresh profile on the page `#token=…` (plus `hash`), in
+ * `timezoneId` when given (else the machine's).
  */
-export async function sandbox(t, { hash = "", prepare = () => {}, extraEnv = {} } = {}) {
+export async function sandbox(t, { hash = "", prepare = () => {}, extraEnv = {}, timezoneId = undefined } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sessionpipe-ui-"));
   const home = path.join(dir, "home");
   const state = path.join(dir, "state");
@@ -88,6 +89,7 @@ export async function sandbox(t, { hash = "", prepare = () => {}, extraEnv = {} 
     headless: true,
     args: CHROMIUM_ARGS,
     viewport: VIEWPORT,
+    ...(timezoneId !== undefined ? { timezoneId } : {}),
     env: { ...process.env, HOME: path.join(dir, "browser-home") },
   });
   const page = context.pages()[0] ?? (await context.newPage());

@@ -1,0 +1,198 @@
+// The Usage page in Debian's Chromium against the real daemon (run from
+// `e2e.mjs`, in its sandbox): Claude Code transcripts whose assistant records
+// carry `message.usage`, read by the daemon through the real hook's calls, two
+// accounts (two config dirs), a model the price table lacks, and a status
+// line's limits. The page runs in India's time zone (UTC+5:30, no daylight
+// saving), so a response at 00:30 there is on another day than in UTC. The
+// expected costs are computed here from core/prices.json. It must not reach
+// the network.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { ROOT, WAIT_MS, daemonApi, sandbox, waitFor } from "./sandbox.mjs";
+
+const TZ = "Asia/Kolkata";
+const TZ_MIN = 330;
+const DAY_MS = 86_400_000;
+const PRICES = JSON.parse(fs.readFileSync(path.join(ROOT, "core", "prices.json"), "utf8")).models;
+const MODEL = "claude-sonnet-4-5";
+/** A model no price table has: its tokens count, its cost is "no price". */
+const HOUSE = "house-model-1";
+
+/** `1320000` → `1 320 000`, as the page groups (no-break spaces). */
+const grouped = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, "\u00a0");
+const total = (u) => u.input + u.output + u.cache_read + u.cache_write;
+/** At the shipped table's price per million tokens. */
+function cost(model, u) {
+  const p = PRICES[model];
+  return (u.input * p.input + u.output * p.output + u.cache_read * p.cache_read + u.cache_write * p.cache_write) / 1e6;
+}
+/** `YYYY-MM-DD` of an instant in India. */
+const dayIn = (ms) => new Date(ms + TZ_MIN * 60_000).toISOString().slice(0, 10);
+
+/** Claude Code signed in twice: `~/.claude` as acct-1, `~/.claude-work` as acct-2. */
+function twoAccounts(home) {
+  fs.mkdirSync(path.join(home, ".claude"), { recursive: true });
+  fs.writeFileSync(path.join(home, ".claude.json"), JSON.stringify({ oauthAccount: { accountUuid: "acct-1", emailAddress: "one@example.com" } }));
+  fs.mkdirSync(path.join(home, ".claude-work"), { recursive: true });
+  fs.writeFileSync(path.join(home, ".claude-work", ".claude.json"), JSON.stringify({ oauthAccount: { accountUuid: "acct-2", emailAddress: "two@example.com" } }));
+}
+
+/** A Claude Code session's transcript: the prompt, then one assistant record per response. */
+function transcript(home, configDir, id, prompt, responses) {
+  const file = path.join(home, configDir, "projects", "-src-shop", `${id}.jsonl`);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const first = new Date(responses[0].at - 1000).toISOString();
+  const lines = [{ type: "user", timestamp: first, promptId: "p1", sessionId: id, message: { role: "user", content: prompt } }];
+  for (const [i, r] of responses.entries()) {
+    lines.push({
+      type: "assistant",
+      timestamp: new Date(r.at).toISOString(),
+      promptId: "p1",
+      sessionId: id,
+      message: {
+        id: `msg_${id.slice(0, 8)}_${i}`,
+        model: r.model,
+        role: "assistant",
+        content: [{ type: "text", text: "Done." }],
+        usage: { input_tokens: r.u.input, output_tokens: r.u.output, cache_read_input_tokens: r.u.cache_read, cache_creation_input_tokens: r.u.cache_write },
+      },
+    });
+  }
+  fs.writeFileSync(file, lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
+  return file;
+}
+
+test("Usage: the days' chart by harness and account in the page's time zone, the top sessions, a limit window's meter", async (t) => {
+  const sb = await sandbox(t, { hash: "&view=usage", prepare: twoAccounts, timezoneId: TZ });
+  const { page } = sb;
+  await page.getByRole("heading", { name: "Usage", level: 1 }).waitFor();
+  const view = page.locator("[data-usage]");
+  await view.locator(".usage-total", { hasText: "no tokens counted" }).waitFor();
+  await view.getByText("No limit window heard yet.").waitFor();
+
+  // Yesterday and three days ago, in India: the first response at 00:30 there
+  // is the day before in UTC.
+  const now = Date.now();
+  const todayMidnight = Date.parse(`${dayIn(now)}T00:00:00Z`) - TZ_MIN * 60_000;
+  const yesterday = todayMidnight - DAY_MS;
+  const threeAgo = todayMidnight - 3 * DAY_MS;
+  const [day1, day2, day3] = [dayIn(yesterday), dayIn(yesterday - DAY_MS), dayIn(threeAgo)];
+  assert.notEqual(new Date(yesterday + 30 * 60_000).toISOString().slice(0, 10), day1, "00:30 in India is the day before in UTC");
+
+  const a1 = { input: 100_000, output: 20_000, cache_read: 1_000_000, cache_write: 200_000 };
+  const a2 = { input: 10_000, output: 2_000, cache_read: 0, cache_write: 0 };
+  const b1 = { input: 200_000, output: 40_000, cache_read: 0, cache_write: 0 };
+  const c1 = { input: 5_000, output: 1_000, cache_read: 0, cache_write: 0 };
+  const sessions = [
+    { id: randomUUID(), dir: ".claude", prompt: "fix the checkout", responses: [{ at: yesterday + 30 * 60_000, model: MODEL, u: a1 }, { at: yesterday + 12 * 3600_000, model: MODEL, u: a2 }] },
+    { id: randomUUID(), dir: ".claude-work", prompt: "write the release notes", responses: [{ at: threeAgo + 10 * 3600_000, model: MODEL, u: b1 }] },
+    { id: randomUUID(), dir: ".claude", prompt: "ask the house model", responses: [{ at: yesterday + 15 * 3600_000, model: HOUSE, u: c1 }] },
+  ];
+  const [A, B, C] = sessions;
+  for (const s of sessions) {
+    const file = transcript(sb.home, s.dir, s.id, s.prompt, s.responses);
+    const base = { session_id: s.id, transcript_path: file, cwd: path.join(sb.home, "src", "shop") };
+    sb.hook("claude-code", "SessionStart", { ...base, hook_event_name: "SessionStart", source: "startup" });
+    sb.hook("claude-code", "UserPromptSubmit", { ...base, hook_event_name: "UserPromptSubmit", prompt: s.prompt, prompt_id: "p1" });
+    sb.hook("claude-code", "Stop", { ...base, hook_event_name: "Stop", last_assistant_message: "Done." });
+    if (s === A) {
+      // Claude Code's status line: the limits of ~/.claude's account (a limits.observed).
+      const resets = Math.floor(now / 1000) + 2 * 3600;
+      const out = sb.hook("claude-code", "StatusLine", {
+        ...base,
+        rate_limits: { five_hour: { used_percentage: 63, resets_at: resets }, seven_day: { used_percentage: 20, resets_at: resets + 86_400 } },
+      });
+      assert.equal(String(out.stdout), "5h 63% · week 20%\n");
+      A.resets = resets;
+    }
+  }
+  await waitFor("the four responses counted", async () => {
+    const r = await daemonApi(sb, "GET", "/api/usage?since=30d&by=session");
+    return r.status === 200 && r.body.total.tokens.responses === 4 ? r.body : null;
+  });
+  await waitFor("the board's account window", async () => {
+    const r = await daemonApi(sb, "GET", "/api/overview");
+    return r.body.sessions.some((s) => s.account?.window?.id === "five_hour") || null;
+  });
+  await page.reload();
+
+  // The chart: 30 days up to today in India, each bar labelled with its exact total.
+  const usd = (n) => `$${n.toFixed(2)}`;
+  const costA = cost(MODEL, a1) + cost(MODEL, a2);
+  const costB = cost(MODEL, b1);
+  assert.equal(usd(costA), "$1.71", "sonnet 4.5's list prices");
+  const bars = view.locator("svg.usage-chart .bar");
+  await bars.first().waitFor();
+  assert.equal(await bars.count(), 30);
+  assert.equal(await bars.last().getAttribute("data-day"), dayIn(now), "the last bar is today, in India");
+  const day1Label = `${day1}: ${grouped(total(a1) + total(a2) + total(c1))} tokens, ${usd(costA)} + no price for ${HOUSE}`;
+  const day3Label = `${day3}: ${grouped(total(b1))} tokens, ${usd(costB)}`;
+  const bar1 = view.locator(`svg .bar[data-day="${day1}"]`);
+  assert.equal(await bar1.getAttribute("aria-label"), day1Label);
+  assert.equal(await bar1.locator("> title").textContent(), day1Label);
+  assert.equal(await bar1.getAttribute("role"), "img");
+  assert.equal(await view.locator(`svg .bar[data-day="${day3}"]`).getAttribute("aria-label"), day3Label);
+  assert.equal(await view.locator(`svg .bar[data-day="${day2}"]`).getAttribute("aria-label"), `${day2}: no tokens`, "nothing moved to the UTC day");
+  const all = total(a1) + total(a2) + total(b1) + total(c1);
+  assert.equal(
+    await view.locator(".usage-total").innerText(),
+    `In the last 30 days: ${grouped(all)} tokens, ${usd(costA + costB)} + no price for ${HOUSE} (API-equivalent).`,
+  );
+  assert.match(await view.locator(".usage-note").innerText(), /^Costs are API-equivalent: .*not what was paid\..*“no price”\. Prices: .*, \d{4}-\d\d-\d\d\.$/);
+
+  // Stacked by harness: one series; the legend says its sum.
+  const legend = view.locator(".usage-legend li");
+  assert.equal(await legend.count(), 1);
+  assert.equal(await legend.first().innerText(), `Claude Code ${grouped(all)} tokens, ${usd(costA + costB)} + no price for ${HOUSE}`);
+  assert.equal(await bar1.locator("rect.series").count(), 1);
+
+  // By account: acct-1's and acct-2's parts, each its own colour.
+  await view.getByRole("radio", { name: "Account" }).check();
+  await view.locator('svg.usage-chart[data-stack="account"]').waitFor();
+  assert.deepEqual(await legend.allInnerTexts(), [
+    `acct-1 ${grouped(total(a1) + total(a2) + total(c1))} tokens, ${usd(costA)} + no price for ${HOUSE}`,
+    `acct-2 ${grouped(total(b1))} tokens, ${usd(costB)}`,
+  ]);
+  assert.equal(await bar1.locator("rect.series-0").count(), 1);
+  assert.equal(await view.locator(`svg .bar[data-day="${day3}"] rect.series-1`).count(), 1);
+  assert.equal(
+    await view.locator(`svg .bar[data-day="${day3}"] rect.series-1 title`).textContent(),
+    `${day3} · acct-2: ${grouped(total(b1))} tokens, ${usd(costB)}`,
+  );
+
+  // The top sessions: most costly first, the unpriced one last, each a link to its session.
+  const rows = view.locator("table.usage-top tbody tr");
+  assert.equal(await rows.count(), 3);
+  assert.deepEqual(
+    await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-session"))),
+    [A, B, C].map((s) => `claude-code:${s.id}`),
+  );
+  const cells = async (i) => rows.nth(i).locator("th, td").allInnerTexts();
+  assert.deepEqual(await cells(0), [`fix the checkout\nacct-1`, "Claude Code", grouped(total(a1) + total(a2)), usd(costA)]);
+  assert.deepEqual(await cells(1), [`write the release notes\nacct-2`, "Claude Code", grouped(total(b1)), usd(costB)]);
+  assert.deepEqual(await cells(2), [`ask the house model\nacct-1`, "Claude Code", grouped(total(c1)), "no price"]);
+  assert.equal(await rows.first().getByRole("link").getAttribute("href"), `#session=claude-code:${A.id}`);
+
+  // The limit window the status line reported, as a meter with its reset in local time.
+  const five = view.locator('[data-account="acct-1"] [data-window="five_hour"]');
+  const meter = five.locator("meter");
+  assert.equal(await meter.getAttribute("value"), "63");
+  const resetClock = new Date(A.resets * 1000 + TZ_MIN * 60_000).toISOString().slice(11, 16);
+  assert.match(await meter.getAttribute("aria-label"), new RegExp(`^acct-1: 5h window, 63% used, resets (.+, )?${resetClock}$`));
+  assert.match(await five.innerText(), new RegExp(`5h\\s+63%\\s+resets (.+, )?${resetClock}`));
+  await sb.shot("usage");
+
+  // Seven days: seven bars, three days ago still in them.
+  await view.getByRole("radio", { name: "7 days" }).check();
+  await waitFor("seven bars", async () => (await bars.count()) === 7);
+  assert.equal(await view.locator(`svg .bar[data-day="${day3}"]`).getAttribute("aria-label"), day3Label);
+  assert.match(await view.locator(".usage-total").innerText(), /^In the last 7 days: /);
+
+  // A top session opens on the board.
+  await rows.first().getByRole("link").click();
+  await page.locator(`[data-detail="claude-code:${A.id}"]`).waitFor({ timeout: WAIT_MS });
+});
