@@ -30,6 +30,12 @@ pub trait Host: Send + Sync + 'static {
     /// The hello's `pool`, once the person added an account: whether it is
     /// on and each account's standing, nothing secret.
     fn pool(&self) -> Option<serde_json::Value>;
+    /// The hello's `limits`: each account's limit windows as the machine last
+    /// heard them, with when the last hour's pace runs one out before it
+    /// resets; none when no window was heard.
+    fn limits(&self) -> Option<serde_json::Value> {
+        None
+    }
     /// The tier of the sink that sends this machine's events to the receiver
     /// at `origin` (`https://host[:port]`); none without one. The hello says
     /// it, so the page can say when the machine hides what its agents ask.

@@ -330,7 +330,7 @@ const CANCELS_MAX: usize = 100;
 pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
     let c = control.clone();
     let origin = receiver.origin.clone();
-    let (keys, config, harnesses, pool, tier) = crate::runtime::blocking(move || {
+    let (keys, config, harnesses, (pool, limits), tier) = crate::runtime::blocking(move || {
         let keys: Vec<String> = c
             .store()
             .keys(Some(&origin))
@@ -339,7 +339,8 @@ pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
             .map(|k| k.id)
             .collect();
         let tier = c.host.sink_tier(&origin);
-        (keys, c.config(), c.host.harnesses(), c.host.pool(), tier)
+        let standing = (c.host.pool(), c.host.limits());
+        (keys, c.config(), c.host.harnesses(), standing, tier)
     })
     .await;
     let mut body = machine_facts(&config, harnesses, &control.runs).await;
@@ -362,6 +363,9 @@ pub async fn hello_body(control: &Arc<Control>, receiver: &Receiver) -> Value {
     body["cancels"] = json!(cancels);
     if let Some(pool) = pool {
         body["pool"] = pool;
+    }
+    if let Some(limits) = limits {
+        body["limits"] = limits;
     }
     // The tier its events reach this receiver at: the page says "this
     // machine hides what its agents ask to run" at 0.

@@ -119,6 +119,10 @@ impl StatePaths {
     pub fn pool(&self) -> PathBuf {
         self.root.join("pool.json")
     }
+    /// The pace of the accounts' limit windows (the daemon's `pace`).
+    pub fn pace(&self) -> PathBuf {
+        self.root.join("pace.json")
+    }
     /// The running daemon's UI address and token.
     pub fn ui_file(&self) -> PathBuf {
         self.root.join("ui.json")

@@ -121,6 +121,10 @@ impl Host for DaemonHost {
         pool_facts(&self.paths)
     }
 
+    fn limits(&self) -> Option<Value> {
+        limits_facts(&self.paths, protocol::time::now_ms())
+    }
+
     fn sink_tier(&self, origin: &str) -> Option<u8> {
         crate::sinks::SinkList::tier_for(&self.paths, origin)
     }
@@ -169,6 +173,7 @@ fn pool_facts(paths: &StatePaths) -> Option<Value> {
         return None;
     }
     let live = crate::pool::service::Snapshot::load(paths);
+    let pace = crate::pace::Pace::load(paths);
     let accounts: Vec<Value> = crate::pool::views(paths, &file, live.as_ref())
         .into_iter()
         .take(POOL_ACCOUNTS)
@@ -183,6 +188,9 @@ fn pool_facts(paths: &StatePaths) -> Option<Value> {
                     }
                     if let Some(r) = &w.resets_at {
                         v["resets_at"] = json!(r);
+                        if let Some(t) = pace.runs_out_ms(&a.id, &w.id, r) {
+                            v["runs_out_at"] = json!(whole_minute(t));
+                        }
                     }
                     v
                 })
@@ -203,6 +211,48 @@ fn pool_facts(paths: &StatePaths) -> Option<Value> {
         })
         .collect();
     Some(json!({"on": file.on, "accounts": accounts}))
+}
+
+/// A time as the hello says it: to the minute, so it changes when a minute does.
+fn whole_minute(ms: i64) -> String {
+    protocol::time::rfc3339_ms(ms - ms.rem_euclid(60_000))
+}
+
+/// Most windows a hello names.
+const LIMIT_WINDOWS: usize = 20;
+
+/// The hello's `limits`: every window whose period runs now (`pace`), whole
+/// percents and whole minutes, so a hello goes out when one moves, not on
+/// every status line; `runs_out_at` where the last hour's pace runs it out
+/// before it resets. The pool's email names an account where it knows one.
+fn limits_facts(paths: &StatePaths, now_ms: i64) -> Option<Value> {
+    let standing = crate::pace::Pace::load(paths).standing(now_ms);
+    if standing.is_empty() {
+        return None;
+    }
+    let windows: Vec<Value> = standing
+        .into_iter()
+        .take(LIMIT_WINDOWS)
+        .map(|s| {
+            let mut v = json!({
+                "harness": s.key.harness,
+                "window": s.key.window,
+                "used_percent": s.used_percent.round(),
+                "resets_at": s.key.resets_at,
+            });
+            if !s.key.account.is_empty() {
+                v["account"] = json!(s.key.account);
+                if let Some(email) = crate::pace::account_name(paths, &s.key.account) {
+                    v["email"] = json!(email);
+                }
+            }
+            if let Some(t) = s.runs_out_ms {
+                v["runs_out_at"] = json!(whole_minute(t));
+            }
+            v
+        })
+        .collect();
+    Some(json!(windows))
 }
 
 #[cfg(test)]

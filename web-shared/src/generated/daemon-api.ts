@@ -96,7 +96,11 @@ export type SessionAccount = { id: string, email: string | null, window: Account
  */
 near: boolean, };
 
-export type AccountWindow = { id: string, used_percent: number, resets_at: string | null, };
+export type AccountWindow = { id: string, used_percent: number, resets_at: string | null, 
+/**
+ * When the last hour's pace runs it out, where that is before it resets.
+ */
+runs_out_at: string | null, };
 
 /**
  * One event on the wire: exactly these members, in this order.
@@ -844,3 +848,38 @@ export type UsageSession = { harness: string, id: string, title: string | null, 
  * The usage row (`key` is `harness:id`), per model.
  */
 usage: UsageRow, };
+
+/**
+ * `GET /api/usage/limits`: every account's limit windows whose period runs
+ * now, as the daemon last heard them (the pool's and plain hooks' alike).
+ */
+export type UsageLimits = { windows: Array<LimitStanding>, 
+/**
+ * Warnings of a window running out before it resets are on (`pace_alerts`).
+ */
+alerts: boolean, };
+
+/**
+ * One window of one account as it stands.
+ */
+export type LimitStanding = { harness: string, 
+/**
+ * The account's id, where the harness names one.
+ */
+account: string | null, 
+/**
+ * The pool's email for it, where the pool knows the account.
+ */
+email: string | null, 
+/**
+ * `five_hour`, `seven_day`, ... as the harness names it.
+ */
+window: string, used_percent: number, resets_at: string, 
+/**
+ * When it was last heard.
+ */
+seen_at: string, 
+/**
+ * When the last hour's pace runs it out, where that is before it resets.
+ */
+runs_out_at: string | null, };

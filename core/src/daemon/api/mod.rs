@@ -177,6 +177,7 @@ fn router(ctx: Ctx, ui_dir: Option<PathBuf>) -> Router {
         .route("/usage", get(usage::report))
         .route("/usage/days", get(usage::days))
         .route("/usage/sessions", get(usage::sessions))
+        .route("/usage/limits", get(usage::limits))
         .route("/ui-token", post(new_ui_token))
         .route("/pool", get(pool::view))
         .route("/pool/on", post(pool::on))

@@ -138,6 +138,8 @@ pub struct AccountWindow {
     pub id: String,
     pub used_percent: f64,
     pub resets_at: Option<String>,
+    /// When the last hour's pace runs it out, where that is before it resets.
+    pub runs_out_at: Option<String>,
 }
 
 /// `GET /api/harnesses` (and `POST /api/harnesses/{name}`): a harness's
@@ -418,6 +420,35 @@ pub struct UsageDays {
     pub prices: crate::usage::prices::PriceSource,
     /// What the cost is (API list prices, not what a subscription paid).
     pub note: String,
+}
+
+/// `GET /api/usage/limits`: every account's limit windows whose period runs
+/// now, as the daemon last heard them (the pool's and plain hooks' alike).
+#[derive(Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct UsageLimits {
+    pub windows: Vec<LimitStanding>,
+    /// Warnings of a window running out before it resets are on (`pace_alerts`).
+    pub alerts: bool,
+}
+
+/// One window of one account as it stands.
+#[derive(Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct LimitStanding {
+    pub harness: String,
+    /// The account's id, where the harness names one.
+    pub account: Option<String>,
+    /// The pool's email for it, where the pool knows the account.
+    pub email: Option<String>,
+    /// `five_hour`, `seven_day`, ... as the harness names it.
+    pub window: String,
+    pub used_percent: f64,
+    pub resets_at: String,
+    /// When it was last heard.
+    pub seen_at: String,
+    /// When the last hour's pace runs it out, where that is before it resets.
+    pub runs_out_at: Option<String>,
 }
 
 /// `GET /api/usage/sessions`: the sessions that used most in the span.

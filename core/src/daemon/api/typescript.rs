@@ -63,7 +63,8 @@ fn daemon_api() -> String {
         .add::<Stopped>()
         .add::<crate::usage::UsageReport>()
         .add::<UsageDays>()
-        .add::<UsageSessions>();
+        .add::<UsageSessions>()
+        .add::<UsageLimits>();
     d.render(&format!(
         "The daemon's local API (core/src/daemon/api/), as the Rust types that\n\
          serialize its answers declare it: generated, do not edit. After changing\n\

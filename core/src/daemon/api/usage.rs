@@ -1,6 +1,7 @@
 //! The Usage page's answers: `GET /api/usage` (the report `sessionpipe usage
 //! --json` prints), `GET /api/usage/days` (each day per harness, account and
-//! model) and `GET /api/usage/sessions` (the sessions that used most).
+//! model), `GET /api/usage/sessions` (the sessions that used most) and
+//! `GET /api/usage/limits` (each account's windows and their pace: `pace`).
 //!
 //! Each reads the outbox's usage sums read-only and prices them with the
 //! settings in force (`prices` over the shipped table); nothing is written
@@ -8,7 +9,7 @@
 //! owns the queries' words and the answers' shapes (`shapes`).
 
 use super::error::ApiError;
-use super::shapes::{UsageDays, UsageSession, UsageSessions, reply};
+use super::shapes::{LimitStanding, UsageDays, UsageLimits, UsageSession, UsageSessions, reply};
 use super::views::{ApiResult, Ctx};
 use crate::pipeline::outbox::Outbox;
 use crate::runtime::blocking;
@@ -132,6 +133,36 @@ pub async fn sessions(State(ctx): State<Ctx>, Query(q): Query<UsageQuery>) -> Ap
             prices: report.prices,
             note: report.note,
         }))
+    })
+    .await
+}
+
+/// `GET /api/usage/limits`.
+pub async fn limits(State(ctx): State<Ctx>) -> ApiResult {
+    let paths = ctx.paths.clone();
+    let alerts = ctx.config.now().pace_alerts();
+    blocking(move || {
+        let now = protocol::time::now_ms();
+        let windows = crate::pace::Pace::load(&paths)
+            .standing(now)
+            .into_iter()
+            .map(|s| {
+                let account = Some(s.key.account).filter(|a| !a.is_empty());
+                LimitStanding {
+                    email: account
+                        .as_deref()
+                        .and_then(|a| crate::pace::account_name(&paths, a)),
+                    account,
+                    harness: s.key.harness,
+                    window: s.key.window,
+                    used_percent: s.used_percent,
+                    resets_at: s.key.resets_at,
+                    seen_at: protocol::time::rfc3339_ms(s.seen_ms),
+                    runs_out_at: s.runs_out_ms.map(protocol::time::rfc3339_ms),
+                }
+            })
+            .collect();
+        Ok(reply(&UsageLimits { windows, alerts }))
     })
     .await
 }

@@ -102,11 +102,12 @@ pub async fn overview(State(ctx): State<Ctx>) -> ApiResult {
             None => Vec::new(),
         };
         let emails = account_emails(&paths);
+        let pace = crate::pace::Pace::load(&paths);
         let mut sessions: Vec<SessionView> = records
             .iter()
             .filter(|(_, _, r)| r.last_ms > 0)
             .map(|(h, id, r)| SessionView {
-                account: session_account(r, &emails, alert),
+                account: session_account(r, &emails, alert, &pace),
                 can_stop: stoppable.contains(&format!("{h}:{id}")),
                 ..session_view(h, id, r, now)
             })
@@ -210,6 +211,7 @@ fn session_account(
     r: &SessionRecord,
     emails: &[(String, String)],
     alert: u8,
+    pace: &crate::pace::Pace,
 ) -> Option<SessionAccount> {
     let limits = r.limits.as_ref()?;
     let id = limits.account_id.as_deref().filter(|a| !a.is_empty())?;
@@ -220,6 +222,11 @@ fn session_account(
         id: w.id.clone(),
         used_percent: w.used_percent,
         resets_at: w.resets_at.clone(),
+        runs_out_at: w
+            .resets_at
+            .as_deref()
+            .and_then(|r| pace.runs_out_ms(id, &w.id, r))
+            .map(protocol::time::rfc3339_ms),
     });
     Some(SessionAccount {
         id: id.to_string(),
@@ -618,7 +625,7 @@ mod tests {
     fn a_sessions_account_is_named_by_the_pools_email_with_its_fullest_window() {
         let mut r = SessionRecord::default();
         let session_account = |r: &SessionRecord, emails: &[(String, String)], alert| {
-            serde_json::to_value(session_account(r, emails, alert)).unwrap()
+            serde_json::to_value(session_account(r, emails, alert, &Default::default())).unwrap()
         };
         assert_eq!(session_account(&r, &[], 90), Value::Null);
         r.limits = Some(LimitsObserved {
@@ -629,7 +636,8 @@ mod tests {
         assert_eq!(
             session_account(&r, &[], 90),
             json!({"id": "acct-1", "email": null, "near": true, "window": {
-                "id": "five_hour", "used_percent": 93.0, "resets_at": "2026-12-03T15:00:00.000Z"}})
+                "id": "five_hour", "used_percent": 93.0, "resets_at": "2026-12-03T15:00:00.000Z",
+                "runs_out_at": null}})
         );
         assert_eq!(
             session_account(&r, &[], 95)["near"],

@@ -1,0 +1,157 @@
+//! The daemon's pace task: reads each new `limits.observed` from the outbox
+//! after ingest commits (or every `LOOK_EVERY`), moves the pace, keeps it in
+//! `pace.json`, and appends a warning to the session that reported a window
+//! running out before it resets: an `attention.needed` `question`, so the
+//! desktop notification, the Web Push and the page say it as any other.
+//!
+//! It writes nothing but that attention and its own file; `pace_alerts: false`
+//! in config.json stops the warnings, not the projection the board shows.
+
+use super::series::{Pace, Warning, words};
+use crate::pipeline::local::LocalEvents;
+use crate::pipeline::outbox::Outbox;
+use crate::runtime::blocking;
+use crate::state::live_config::LiveConfig;
+use protocol::{AttentionKind, AttentionNeeded, EventData, LimitsObserved};
+use serde_json::Value;
+use spool::StatePaths;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Events read from the outbox per look.
+const READ_MAX: usize = 500;
+/// Looked at this often even when no commit rang.
+const LOOK_EVERY: Duration = Duration::from_secs(30);
+/// The id prefix of a pace warning's attention (one per window and period).
+pub const PACE_ATTENTION: &str = "sessionpipe-pace:";
+/// An observation older than this when read (a drain worker's, written while
+/// no daemon ran) moves the pace but warns of nothing: the warning would be late.
+const FRESH_MS: i64 = 10 * 60 * 1000;
+
+/// A `limits.observed` read back: who said it, when, and what.
+struct Observed {
+    rowid: i64,
+    harness: String,
+    session: String,
+    at_ms: i64,
+    limits: LimitsObserved,
+}
+
+/// Runs until the daemon stops. `bell` rings after each ingest commit.
+pub async fn run(
+    paths: StatePaths,
+    config: LiveConfig,
+    events: Arc<LocalEvents>,
+    bell: Arc<tokio::sync::Notify>,
+) {
+    let path = paths.outbox();
+    let mut pace = {
+        let paths = paths.clone();
+        blocking(move || Pace::load(&paths)).await
+    };
+    // A first start reads nothing of what is already stored (history, not pace).
+    if pace.read_to == 0 {
+        let path = path.clone();
+        pace.read_to = blocking(move || {
+            Outbox::open_readonly(&path)
+                .ok()
+                .flatten()
+                .and_then(|ob| ob.max_rowid().ok())
+        })
+        .await
+        .unwrap_or(0);
+    }
+    loop {
+        let read = {
+            let (path, after) = (path.clone(), pace.read_to);
+            blocking(move || read_after(&path, after)).await
+        };
+        if !read.is_empty() {
+            let warn = config.now().pace_alerts();
+            let now = protocol::time::now_ms();
+            let mut said: Vec<(String, String, Warning)> = Vec::new();
+            for o in read {
+                pace.read_to = pace.read_to.max(o.rowid);
+                let fresh = now - o.at_ms <= FRESH_MS;
+                for w in pace.observe(&o.harness, o.at_ms, &o.limits, warn && fresh) {
+                    if w.runs_out_ms > now {
+                        said.push((o.harness.clone(), o.session.clone(), w));
+                    }
+                }
+            }
+            let kept = {
+                let paths = paths.clone();
+                let snapshot = pace.clone();
+                blocking(move || snapshot.save(&paths)).await
+            };
+            if let Err(e) = kept {
+                tracing::warn!("pace: pace.json was not written: {e}");
+            }
+            for (harness, session, w) in said {
+                let name = {
+                    let (paths, account) = (paths.clone(), w.key.account.clone());
+                    blocking(move || account_name(&paths, &account)).await
+                };
+                let batch = vec![EventData::AttentionNeeded(attention(&w, name))];
+                let events = events.clone();
+                if let Err(e) = blocking(move || events.append(&harness, &session, batch)).await {
+                    tracing::warn!("pace: a warning was not written: {e}");
+                }
+            }
+            // A full read may have left more behind: read on before waiting.
+            continue;
+        }
+        let _ = tokio::time::timeout(LOOK_EVERY, bell.notified()).await;
+    }
+}
+
+/// The `limits.observed` stored after row `after`, oldest first.
+fn read_after(path: &std::path::Path, after: i64) -> Vec<Observed> {
+    let Some(ob) = Outbox::open_readonly(path).ok().flatten() else {
+        return Vec::new();
+    };
+    let Ok(rows) = ob.events_of_type_after(after, "limits.observed", READ_MAX) else {
+        return Vec::new();
+    };
+    rows.into_iter()
+        .filter_map(|r| {
+            let env: Value = serde_json::from_str(&r.envelope).ok()?;
+            Some(Observed {
+                rowid: r.rowid,
+                harness: env["harness"]["name"].as_str()?.to_string(),
+                session: env["session"]["id"].as_str()?.to_string(),
+                at_ms: env["time"]
+                    .as_str()
+                    .and_then(protocol::time::parse_rfc3339_ms)?,
+                limits: serde_json::from_value(env["data"].clone()).ok()?,
+            })
+        })
+        .collect()
+}
+
+/// The attention a warning is: a `question`, once per window and period.
+fn attention(w: &Warning, account_name: Option<String>) -> AttentionNeeded {
+    AttentionNeeded {
+        attention_id: format!(
+            "{PACE_ATTENTION}{}:{}:{}",
+            w.key.account, w.key.window, w.key.resets_at
+        ),
+        kind: AttentionKind::Question,
+        tool: None,
+        message: Some(words(w, account_name.as_deref())),
+        agent_id: None,
+    }
+}
+
+/// The pool's email of an account, where the pool knows it.
+pub fn account_name(paths: &StatePaths, account: &str) -> Option<String> {
+    if account.is_empty() {
+        return None;
+    }
+    crate::pool::store::PoolFile::load(paths)
+        .ok()?
+        .accounts
+        .into_iter()
+        .find(|a| a.id == account)
+        .and_then(|a| a.email)
+}
