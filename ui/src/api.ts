@@ -33,6 +33,7 @@ import type {
   TitlesState,
   Unpaired,
   UsageDays,
+  UsageLimits,
   UsageSessions,
 } from "./types";
 
@@ -193,6 +194,11 @@ export class Api {
   usageSessions(since: string, limit: number): Promise<UsageSessions> {
     const q = new URLSearchParams({ since, limit: String(limit) });
     return this.#call("GET", `/api/usage/sessions?${q.toString()}`);
+  }
+
+  /** Every account's limit windows as the daemon last heard them, with their pace. */
+  usageLimits(): Promise<UsageLimits> {
+    return this.#call("GET", "/api/usage/limits");
   }
 
   control(): Promise<ControlView> {

@@ -26,6 +26,7 @@ export type {
   AccountWindow,
   AcpAgent,
   DayCell,
+  LimitStanding,
   Changes,
   Stopped,
   ApiErrorBody,
@@ -52,6 +53,7 @@ export type {
   Tokens,
   Unpaired,
   UsageDays,
+  UsageLimits,
   UsageSession,
   UsageSessions,
 } from "@sessionpipe/web-shared/daemon-api";

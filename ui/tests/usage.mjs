@@ -100,7 +100,8 @@ test("Usage: the days' chart by harness and account in the page's time zone, the
     sb.hook("claude-code", "UserPromptSubmit", { ...base, hook_event_name: "UserPromptSubmit", prompt: s.prompt, prompt_id: "p1" });
     sb.hook("claude-code", "Stop", { ...base, hook_event_name: "Stop", last_assistant_message: "Done." });
     if (s === A) {
-      // Claude Code's status line: the limits of ~/.claude's account (a limits.observed).
+      // Claude Code's status line: the limits of ~/.claude's account (a
+      // limits.observed; the hook sends at most one a minute per config dir).
       const resets = Math.floor(now / 1000) + 2 * 3600;
       const out = sb.hook("claude-code", "StatusLine", {
         ...base,
@@ -116,8 +117,18 @@ test("Usage: the days' chart by harness and account in the page's time zone, the
   });
   await waitFor("the board's account window", async () => {
     const r = await daemonApi(sb, "GET", "/api/overview");
-    return r.body.sessions.some((s) => s.account?.window?.id === "five_hour") || null;
+    return r.body.sessions.some((s) => s.account?.window?.id === "five_hour" && s.account.window.used_percent === 63) || null;
   });
+  // A daemon with `GET /api/usage/limits` has every window the status line
+  // reported (the board only the fullest), and the pace where it projects one.
+  const limitsServed = (await daemonApi(sb, "GET", "/api/usage/limits")).status === 200;
+  if (limitsServed) {
+    await waitFor("both windows standing", async () => {
+      const r = await daemonApi(sb, "GET", "/api/usage/limits");
+      const mine = r.body.windows.filter((w) => w.account === "acct-1");
+      return (mine.some((w) => w.window === "five_hour" && w.used_percent === 63) && mine.some((w) => w.window === "seven_day")) || null;
+    });
+  }
   await page.reload();
 
   // The chart: 30 days up to today in India, each bar labelled with its exact total.
@@ -184,6 +195,18 @@ test("Usage: the days' chart by harness and account in the page's time zone, the
   const resetClock = new Date(A.resets * 1000 + TZ_MIN * 60_000).toISOString().slice(11, 16);
   assert.match(await meter.getAttribute("aria-label"), new RegExp(`^acct-1: 5h window, 63% used, resets (.+, )?${resetClock}$`));
   assert.match(await five.innerText(), new RegExp(`5h\\s+63%\\s+resets (.+, )?${resetClock}`));
+  const limits = await daemonApi(sb, "GET", "/api/usage/limits");
+  assert.equal(limits.status, limitsServed ? 200 : 404, JSON.stringify(limits.body));
+  if (limitsServed) {
+    assert.equal(await view.locator('[data-account="acct-1"] [data-window="seven_day"] meter').getAttribute("value"), "20");
+    const projected = limits.body.windows.find((w) => w.account === "acct-1" && w.window === "five_hour")?.runs_out_at;
+    if (projected) {
+      const at = new Date(Date.parse(projected) + TZ_MIN * 60_000).toISOString().slice(11, 16);
+      assert.match(await five.locator(".window-pace").innerText(), new RegExp(`^will run out around (.+, )?${at} at the last hour's pace$`));
+    } else {
+      assert.equal(await five.locator(".window-pace").count(), 0, "no projection, none shown");
+    }
+  }
   await sb.shot("usage");
 
   // Seven days: seven bars, three days ago still in them.

@@ -2,8 +2,9 @@
 // prices (`GET /api/usage/days`, `/api/usage/sessions`), as a daily chart of
 // the span (7, 30 or 90 days, stacked by harness or by account, plain SVG),
 // the sessions that used most, and each account's limit windows as meters
-// (the pool's accounts from `GET /api/pool`, the others from the board's
-// sessions). Days start at the page's local midnight. Refreshed every 30 s.
+// with their pace (`GET /api/usage/limits`; from a daemon without it, the
+// pool's accounts' windows and the board's sessions' fullest ones). Days start at
+// the page's local midnight. Refreshed every 30 s.
 //
 // It owns this screen's state and only reads. It must not guess a cost: a
 // model without a price says so, and every cost is said to be the
@@ -14,7 +15,7 @@ import { ApiError, describeError } from "../api";
 import { h, message, patch, prose, uid, type Child } from "@sessionpipe/web-shared/dom";
 import { grouped, harnessName, windowName } from "../format";
 import { href } from "../route";
-import type { AccountWindow, DayCell, LimitWindow, Overview, PoolState, UsageDays, UsageSession, UsageSessions } from "../types";
+import type { AccountWindow, DayCell, LimitStanding, LimitWindow, Overview, PoolState, UsageDays, UsageLimits, UsageSession, UsageSessions } from "../types";
 import type { Mounted, ViewContext } from "../view";
 
 const REFRESH_MS = 30_000;
@@ -36,6 +37,8 @@ interface Read {
   sessions: UsageSessions | null;
   board: Overview | null;
   pool: PoolState | null;
+  /** `GET /api/usage/limits`; `"absent"`: a daemon from before it (404). */
+  limits: UsageLimits | "absent" | null;
   error: string | null;
 }
 
@@ -45,7 +48,9 @@ export function mountUsage(root: HTMLElement, ctx: ViewContext): Mounted {
   let stack: Stack = "harness";
   let stopped = false;
   let asked = 0;
-  const read: Read = { days: null, sessions: null, board: null, pool: null, error: null };
+  // Kept across redraws (a refresh must not close what the person opened).
+  const opened = { table: false };
+  const read: Read = { days: null, sessions: null, board: null, pool: null, limits: null, error: null };
   const ids = { days: uid("usage-days"), top: uid("usage-top"), windows: uid("usage-windows") };
 
   const choice = <T extends string | number>(name: string, legend: string, values: readonly T[], label: (v: T) => string, initial: T, pick: (v: T) => void): HTMLElement =>
@@ -106,9 +111,9 @@ export function mountUsage(root: HTMLElement, ctx: ViewContext): Mounted {
   function draw(): void {
     const names = accountNames(read.board, read.pool);
     const failed = read.error !== null ? message("error", h("p", null, `The usage could not be read: ${read.error}`)) : null;
-    patch(chartArea, h("div", null, failed, read.days === null ? null : renderDays(read.days.answer, read.days.span, stack, names)));
+    patch(chartArea, h("div", null, failed, read.days === null ? null : renderDays(read.days.answer, read.days.span, stack, names, opened)));
     patch(topArea, h("div", null, read.sessions === null ? null : renderTop(read.sessions, names)));
-    patch(windowsArea, h("div", null, renderWindows(read.board, read.pool)));
+    patch(windowsArea, h("div", null, renderWindows(read)));
   }
 
   async function load(): Promise<void> {
@@ -117,11 +122,12 @@ export function mountUsage(root: HTMLElement, ctx: ViewContext): Mounted {
     const wanted = span;
     const tz = tzOffsetMinutes();
     const since = new Date(spanStartMs(wanted, tz)).toISOString();
-    const [days, sessions, board, pool] = await Promise.allSettled([
+    const [days, sessions, board, pool, limits] = await Promise.allSettled([
       api.usageDays(since, tz),
       api.usageSessions(since, TOP_SESSIONS),
       api.overview(),
       api.pool(),
+      api.usageLimits(),
     ]);
     if (stopped || mine !== asked) return;
     const errors: string[] = [];
@@ -135,6 +141,8 @@ export function mountUsage(root: HTMLElement, ctx: ViewContext): Mounted {
     read.sessions = take(sessions, read.sessions);
     read.board = take(board, read.board);
     read.pool = take(pool, read.pool);
+    const absent = limits.status === "rejected" && limits.reason instanceof ApiError && limits.reason.status === 404;
+    read.limits = absent ? "absent" : take(limits, read.limits);
     read.error = errors.length === 0 ? null : [...new Set(errors)].join("; ");
     draw();
   }
@@ -253,7 +261,7 @@ function dayWords(day: string, withWeekday = false): string {
   return d.toLocaleDateString([], withWeekday ? { weekday: "short", day: "numeric", month: "short" } : { day: "numeric", month: "short" });
 }
 
-function renderDays(days: UsageDays, span: number, stack: Stack, names: Map<string, string>): Child {
+function renderDays(days: UsageDays, span: number, stack: Stack, names: Map<string, string>, opened: { table: boolean }): Child {
   const keys = dayKeys(days, span);
   const seriesOf = (c: DayCell): string => (stack === "harness" ? harnessName(c.harness) : accountName(c.account, names));
   // The series, most tokens first; past COLOURS - 1 of them, the rest are one.
@@ -320,7 +328,7 @@ function renderDays(days: UsageDays, span: number, stack: Stack, names: Map<stri
   const barW = Math.max(2, slot * 0.72);
   const y = (n: number): number => top + plotH - (n / max) * plotH;
   const every = Math.ceil(keys.length / 8);
-  const chartTitle = uid("usage-chart");
+  const chartTitle = "usage-chart-title";
 
   const grid = [0, max / 2, max].map((v) =>
     s(
@@ -382,8 +390,14 @@ function renderDays(days: UsageDays, span: number, stack: Stack, names: Map<stri
     ),
     h(
       "details",
-      { class: "usage-days-table" },
-      h("summary", null, "The days as a table"),
+      {
+        class: "usage-days-table",
+        open: opened.table,
+        ontoggle: (e: Event) => {
+          opened.table = (e.currentTarget as HTMLDetailsElement).open;
+        },
+      },
+      h("summary", { "data-focus": "days-table" }, "The days as a table"),
       h(
         "table",
         null,
@@ -416,7 +430,7 @@ function renderTop(top: UsageSessions, names: Map<string, string>): Child {
     return h(
       "tr",
       { "data-session": key },
-      h("th", { scope: "row" }, h("a", { href: href({ session: key }) }, title), u.account !== null && u.account !== "" ? h("span", { class: "muted usage-account" }, accountName(u.account, names)) : null),
+      h("th", { scope: "row" }, h("a", { href: href({ session: key }), "data-focus": `top:${key}` }, title), u.account !== null && u.account !== "" ? h("span", { class: "muted usage-account" }, accountName(u.account, names)) : null),
       h("td", null, harnessName(u.harness)),
       h("td", { class: "num" }, grouped(tokensOf(u.usage.tokens))),
       h("td", { class: "num" }, costText(u.usage.api_equivalent_usd, u.usage.unpriced)),
@@ -437,16 +451,38 @@ function renderTop(top: UsageSessions, names: Map<string, string>): Child {
 /** A window as the pool or the board has it, with the projection once the daemon sends one. */
 type Window = (LimitWindow | AccountWindow) & { runs_out_at?: string | null };
 
-/** Each account's windows: the pool's (all it heard), else the board's sessions' (the fullest each reported). */
-function accountWindows(board: Overview | null, pool: PoolState | null): { id: string; name: string; windows: Window[] }[] {
-  const out = new Map<string, { id: string; name: string; windows: Window[] }>();
+interface AccountWindows {
+  id: string;
+  name: string;
+  /** The harness whose account it is, when the daemon says. */
+  harness: string | null;
+  windows: Window[];
+}
+
+/** Each account's windows as `GET /api/usage/limits` has them, in its order. */
+function standingWindows(standing: LimitStanding[]): AccountWindows[] {
+  const out = new Map<string, AccountWindows>();
+  for (const w of standing) {
+    const id = w.account ?? "";
+    const key = `${w.harness}\u0000${id}`;
+    const name = w.email ?? (id !== "" ? id : `${harnessName(w.harness)}, account not named`);
+    const known = out.get(key) ?? { id, name, harness: w.harness, windows: [] };
+    known.windows.push({ id: w.window, used_percent: w.used_percent, resets_at: w.resets_at, runs_out_at: w.runs_out_at });
+    out.set(key, known);
+  }
+  return [...out.values()];
+}
+
+/** From a daemon without `GET /api/usage/limits`: the pool's windows (all it heard), else the board's sessions' (the fullest each reported). */
+function heardWindows(board: Overview | null, pool: PoolState | null): AccountWindows[] {
+  const out = new Map<string, AccountWindows>();
   for (const a of pool?.accounts ?? []) {
-    if (a.windows.length > 0) out.set(a.id, { id: a.id, name: a.email ?? a.id, windows: [...a.windows] });
+    if (a.windows.length > 0) out.set(a.id, { id: a.id, name: a.email ?? a.id, harness: null, windows: [...a.windows] });
   }
   for (const session of board?.sessions ?? []) {
     const a = session.account;
     if (a === null || a.window === null) continue;
-    const known = out.get(a.id) ?? { id: a.id, name: a.email ?? a.id, windows: [] };
+    const known = out.get(a.id) ?? { id: a.id, name: a.email ?? a.id, harness: session.harness, windows: [] };
     if (!known.windows.some((w) => w.id === a.window?.id)) known.windows.push(a.window);
     out.set(a.id, known);
   }
@@ -462,9 +498,12 @@ function localTime(iso: string): string {
   return `${d.toLocaleDateString([], { weekday: "short", day: "numeric", month: "short" })}, ${time}`;
 }
 
-function renderWindows(board: Overview | null, pool: PoolState | null): Child {
-  if (board === null && pool === null) return h("p", { class: "muted" }, "Reading the windows…");
-  const accounts = accountWindows(board, pool);
+function renderWindows(read: Read): Child {
+  const { board, pool, limits } = read;
+  let accounts: AccountWindows[];
+  if (limits !== null && limits !== "absent") accounts = standingWindows(limits.windows);
+  else if (board !== null || pool !== null) accounts = heardWindows(board, pool);
+  else return h("p", { class: "muted" }, "Reading the windows…");
   if (accounts.length === 0) {
     return h(
       "p",
@@ -472,18 +511,23 @@ function renderWindows(board: Overview | null, pool: PoolState | null): Child {
       ...prose("No limit window heard yet. Claude Code reports its windows through its status line (`sessionpipe install --status-line`), and the pool reads its accounts' own."),
     );
   }
-  return h(
-    "ul",
-    { class: "usage-accounts" },
-    accounts.map((a) =>
-      h(
-        "li",
-        { "data-account": a.id },
-        h("h3", null, a.name),
-        h("ul", { class: "windows", "aria-label": `${a.name}'s windows` }, a.windows.map((w) => renderWindow(w, a.name))),
+  return [
+    h(
+      "ul",
+      { class: "usage-accounts" },
+      accounts.map((a) =>
+        h(
+          "li",
+          { "data-account": a.id, "data-harness": a.harness },
+          h("h3", null, a.name, a.harness !== null ? h("span", { class: "muted usage-harness" }, ` · ${harnessName(a.harness)}`) : null),
+          h("ul", { class: "windows", "aria-label": `${a.name}'s windows` }, a.windows.map((w) => renderWindow(w, a.name))),
+        ),
       ),
     ),
-  );
+    limits !== null && limits !== "absent" && !limits.alerts
+      ? h("p", { class: "muted" }, ...prose("Warnings before a window runs out are off (`pace_alerts` in config.json)."))
+      : null,
+  ];
 }
 
 function renderWindow(w: Window, account: string): HTMLElement {
