@@ -1,8 +1,8 @@
 // The Usage page in Debian's Chromium against the real daemon (run from
 // `e2e.mjs`, in its sandbox): Claude Code transcripts whose assistant records
 // carry `message.usage`, read by the daemon through the real hook's calls, two
-// accounts (two config dirs), a model the price table lacks, and a status
-// line's limits. The page runs in India's time zone (UTC+5:30, no daylight
+// accounts (three config dirs), a model the price table lacks, and status
+// lines' limits whose pace runs a window out before it resets. The page runs in India's time zone (UTC+5:30, no daylight
 // saving), so a response at 00:30 there is on another day than in UTC. The
 // expected costs are computed here from core/prices.json. It must not reach
 // the network.
@@ -33,12 +33,14 @@ function cost(model, u) {
 /** `YYYY-MM-DD` of an instant in India. */
 const dayIn = (ms) => new Date(ms + TZ_MIN * 60_000).toISOString().slice(0, 10);
 
-/** Claude Code signed in twice: `~/.claude` as acct-1, `~/.claude-work` as acct-2. */
+/** Claude Code signed in as acct-1 in `~/.claude` and `~/.claude-alt`, as acct-2 in `~/.claude-work`. */
 function twoAccounts(home) {
   fs.mkdirSync(path.join(home, ".claude"), { recursive: true });
   fs.writeFileSync(path.join(home, ".claude.json"), JSON.stringify({ oauthAccount: { accountUuid: "acct-1", emailAddress: "one@example.com" } }));
   fs.mkdirSync(path.join(home, ".claude-work"), { recursive: true });
   fs.writeFileSync(path.join(home, ".claude-work", ".claude.json"), JSON.stringify({ oauthAccount: { accountUuid: "acct-2", emailAddress: "two@example.com" } }));
+  fs.mkdirSync(path.join(home, ".claude-alt"), { recursive: true });
+  fs.writeFileSync(path.join(home, ".claude-alt", ".claude.json"), JSON.stringify({ oauthAccount: { accountUuid: "acct-1", emailAddress: "one@example.com" } }));
 }
 
 /** A Claude Code session's transcript: the prompt, then one assistant record per response. */
@@ -66,7 +68,7 @@ function transcript(home, configDir, id, prompt, responses) {
   return file;
 }
 
-test("Usage: the days' chart by harness and account in the page's time zone, the top sessions, a limit window's meter", async (t) => {
+test("Usage: the days' chart by harness and account in the page's time zone, the top sessions, the limit windows' meters and pace", async (t) => {
   const sb = await sandbox(t, { hash: "&view=usage", prepare: twoAccounts, timezoneId: TZ });
   const { page } = sb;
   await page.getByRole("heading", { name: "Usage", level: 1 }).waitFor();
@@ -99,36 +101,34 @@ test("Usage: the days' chart by harness and account in the page's time zone, the
     sb.hook("claude-code", "SessionStart", { ...base, hook_event_name: "SessionStart", source: "startup" });
     sb.hook("claude-code", "UserPromptSubmit", { ...base, hook_event_name: "UserPromptSubmit", prompt: s.prompt, prompt_id: "p1" });
     sb.hook("claude-code", "Stop", { ...base, hook_event_name: "Stop", last_assistant_message: "Done." });
-    if (s === A) {
-      // Claude Code's status line: the limits of ~/.claude's account (a
-      // limits.observed; the hook sends at most one a minute per config dir).
-      const resets = Math.floor(now / 1000) + 2 * 3600;
-      const out = sb.hook("claude-code", "StatusLine", {
-        ...base,
-        rate_limits: { five_hour: { used_percentage: 63, resets_at: resets }, seven_day: { used_percentage: 20, resets_at: resets + 86_400 } },
-      });
-      assert.equal(String(out.stdout), "5h 63% · week 20%\n");
-      A.resets = resets;
-    }
+  }
+  // Claude Code's status line (each a limits.observed): acct-1 at 62 % in
+  // ~/.claude-alt, then 1.2 s later at 63 % in ~/.claude (the hook sends at
+  // most one a minute per config dir, so two dirs of the one account make
+  // the pace: 1 % in 1.2 s runs the rest out in about 44 s, before the reset).
+  const resets = Math.floor(now / 1000) + 2 * 3600;
+  const alt = { session_id: randomUUID(), transcript_path: path.join(sb.home, ".claude-alt", "projects", "-src-shop", "alt.jsonl"), cwd: path.join(sb.home, "src", "shop") };
+  const aBase = { session_id: A.id, transcript_path: path.join(sb.home, ".claude", "projects", "-src-shop", `${A.id}.jsonl`), cwd: alt.cwd };
+  for (const [base, used] of [[alt, 62], [aBase, 63]]) {
+    if (used === 63) await new Promise((r) => setTimeout(r, 1200));
+    const out = sb.hook("claude-code", "StatusLine", {
+      ...base,
+      rate_limits: { five_hour: { used_percentage: used, resets_at: resets }, seven_day: { used_percentage: 20, resets_at: resets + 86_400 } },
+    });
+    assert.equal(String(out.stdout), `5h ${used}% · week 20%\n`);
   }
   await waitFor("the four responses counted", async () => {
     const r = await daemonApi(sb, "GET", "/api/usage?since=30d&by=session");
     return r.status === 200 && r.body.total.tokens.responses === 4 ? r.body : null;
   });
-  await waitFor("the board's account window", async () => {
-    const r = await daemonApi(sb, "GET", "/api/overview");
-    return r.body.sessions.some((s) => s.account?.window?.id === "five_hour" && s.account.window.used_percent === 63) || null;
+  // Every window the status lines reported (the board has only the fullest), with the pace.
+  const standing = await waitFor("acct-1's windows standing, the 5-hour one projected", async () => {
+    const r = await daemonApi(sb, "GET", "/api/usage/limits");
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const mine = r.body.windows.filter((w) => w.account === "acct-1");
+    const five = mine.find((w) => w.window === "five_hour" && w.used_percent === 63 && w.runs_out_at);
+    return five && mine.some((w) => w.window === "seven_day") ? five : null;
   });
-  // A daemon with `GET /api/usage/limits` has every window the status line
-  // reported (the board only the fullest), and the pace where it projects one.
-  const limitsServed = (await daemonApi(sb, "GET", "/api/usage/limits")).status === 200;
-  if (limitsServed) {
-    await waitFor("both windows standing", async () => {
-      const r = await daemonApi(sb, "GET", "/api/usage/limits");
-      const mine = r.body.windows.filter((w) => w.account === "acct-1");
-      return (mine.some((w) => w.window === "five_hour" && w.used_percent === 63) && mine.some((w) => w.window === "seven_day")) || null;
-    });
-  }
   await page.reload();
 
   // The chart: 30 days up to today in India, each bar labelled with its exact total.
@@ -188,25 +188,22 @@ test("Usage: the days' chart by harness and account in the page's time zone, the
   assert.deepEqual(await cells(2), [`ask the house model\nacct-1`, "Claude Code", grouped(total(c1)), "no price"]);
   assert.equal(await rows.first().getByRole("link").getAttribute("href"), `#session=claude-code:${A.id}`);
 
-  // The limit window the status line reported, as a meter with its reset in local time.
+  // The limit windows as meters, their resets and the projection in local time.
+  const clockIn = (ms) => new Date(ms + TZ_MIN * 60_000).toISOString().slice(11, 16);
+  const resetClock = clockIn(resets * 1000);
+  const outClock = clockIn(Date.parse(standing.runs_out_at));
   const five = view.locator('[data-account="acct-1"] [data-window="five_hour"]');
   const meter = five.locator("meter");
   assert.equal(await meter.getAttribute("value"), "63");
-  const resetClock = new Date(A.resets * 1000 + TZ_MIN * 60_000).toISOString().slice(11, 16);
-  assert.match(await meter.getAttribute("aria-label"), new RegExp(`^acct-1: 5h window, 63% used, resets (.+, )?${resetClock}$`));
+  assert.match(
+    await meter.getAttribute("aria-label"),
+    new RegExp(`^acct-1: 5h window, 63% used, resets (.+, )?${resetClock}, will run out around (.+, )?${outClock} at the last hour's pace$`),
+  );
   assert.match(await five.innerText(), new RegExp(`5h\\s+63%\\s+resets (.+, )?${resetClock}`));
-  const limits = await daemonApi(sb, "GET", "/api/usage/limits");
-  assert.equal(limits.status, limitsServed ? 200 : 404, JSON.stringify(limits.body));
-  if (limitsServed) {
-    assert.equal(await view.locator('[data-account="acct-1"] [data-window="seven_day"] meter').getAttribute("value"), "20");
-    const projected = limits.body.windows.find((w) => w.account === "acct-1" && w.window === "five_hour")?.runs_out_at;
-    if (projected) {
-      const at = new Date(Date.parse(projected) + TZ_MIN * 60_000).toISOString().slice(11, 16);
-      assert.match(await five.locator(".window-pace").innerText(), new RegExp(`^will run out around (.+, )?${at} at the last hour's pace$`));
-    } else {
-      assert.equal(await five.locator(".window-pace").count(), 0, "no projection, none shown");
-    }
-  }
+  assert.match(await five.locator(".window-pace").innerText(), new RegExp(`^will run out around (.+, )?${outClock} at the last hour's pace$`));
+  const week = view.locator('[data-account="acct-1"] [data-window="seven_day"]');
+  assert.equal(await week.locator("meter").getAttribute("value"), "20");
+  assert.equal(await week.locator(".window-pace").count(), 0, "a window with no pace says none");
   await sb.shot("usage");
 
   // Seven days: seven bars, three days ago still in them.

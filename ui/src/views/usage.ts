@@ -109,7 +109,7 @@ export function mountUsage(root: HTMLElement, ctx: ViewContext): Mounted {
   );
 
   function draw(): void {
-    const names = accountNames(read.board, read.pool);
+    const names = accountNames(read);
     const failed = read.error !== null ? message("error", h("p", null, `The usage could not be read: ${read.error}`)) : null;
     patch(chartArea, h("div", null, failed, read.days === null ? null : renderDays(read.days.answer, read.days.span, stack, names, opened)));
     patch(topArea, h("div", null, read.sessions === null ? null : renderTop(read.sessions, names)));
@@ -231,10 +231,12 @@ function niceCeil(n: number): number {
   return ([1, 2, 5, 10].find((m) => m * p >= n) ?? 10) * p;
 }
 
-/** An account's words: its email where the pool or the board knows it. */
-function accountNames(board: Overview | null, pool: PoolState | null): Map<string, string> {
+/** An account's words: its email where the pool knows it (as the board, the pool or the limits say). */
+function accountNames(read: Read): Map<string, string> {
+  const { board, pool, limits } = read;
   const names = new Map<string, string>();
   for (const s of board?.sessions ?? []) if (s.account?.email) names.set(s.account.id, s.account.email);
+  if (limits !== null && limits !== "absent") for (const w of limits.windows) if (w.account && w.email) names.set(w.account, w.email);
   for (const a of pool?.accounts ?? []) if (a.email) names.set(a.id, a.email);
   return names;
 }
