@@ -1,34 +1,38 @@
 // The Usage page in Debian's Chromium against the real daemon (run from
 // `e2e.mjs`, in its sandbox): Claude Code transcripts whose assistant records
 // carry `message.usage`, read by the daemon through the real hook's calls, two
-// accounts (three config dirs), a model the price table lacks, and status
-// lines' limits whose pace runs a window out before it resets. The page runs in India's time zone (UTC+5:30, no daylight
-// saving), so a response at 00:30 there is on another day than in UTC. The
-// expected costs are computed here from core/prices.json. It must not reach
-// the network.
+// accounts (three config dirs), a model the price table lacks, a past Codex
+// thread whose rollout `sessionpipe backfill` reads, and status lines' limits
+// whose pace runs a window out before it resets. The page runs in India's time
+// zone (UTC+5:30, no daylight saving), so a response at 00:30 there is on
+// another day than in UTC. The expected costs are computed here from
+// core/prices.json. It must not reach the network.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { ROOT, WAIT_MS, daemonApi, sandbox, waitFor } from "./sandbox.mjs";
+import { DAEMON, ROOT, WAIT_MS, daemonApi, sandbox, waitFor } from "./sandbox.mjs";
 
 const TZ = "Asia/Kolkata";
 const TZ_MIN = 330;
 const DAY_MS = 86_400_000;
 const PRICES = JSON.parse(fs.readFileSync(path.join(ROOT, "core", "prices.json"), "utf8")).models;
 const MODEL = "claude-sonnet-4-5";
+const CODEX_MODEL = "gpt-5";
 /** A model no price table has: its tokens count, its cost is "no price". */
 const HOUSE = "house-model-1";
 
 /** `1320000` → `1 320 000`, as the page groups (no-break spaces). */
 const grouped = (n) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, "\u00a0");
 const total = (u) => u.input + u.output + u.cache_read + u.cache_write;
-/** At the shipped table's price per million tokens. */
+/** At the shipped table's price per million tokens (a kind with no tokens needs no price). */
 function cost(model, u) {
   const p = PRICES[model];
-  return (u.input * p.input + u.output * p.output + u.cache_read * p.cache_read + u.cache_write * p.cache_write) / 1e6;
+  const at = (n, price) => (n === 0 ? 0 : n * price);
+  return (at(u.input, p.input) + at(u.output, p.output) + at(u.cache_read, p.cache_read) + at(u.cache_write, p.cache_write)) / 1e6;
 }
 /** `YYYY-MM-DD` of an instant in India. */
 const dayIn = (ms) => new Date(ms + TZ_MIN * 60_000).toISOString().slice(0, 10);
@@ -66,6 +70,27 @@ function transcript(home, configDir, id, prompt, responses) {
   }
   fs.writeFileSync(file, lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
   return file;
+}
+
+/** A past Codex thread's rollout, as `sessionpipe backfill` finds it: one turn of `model`, one response of `u` (Codex counts the cached part inside its input). */
+function rollout(home, id, prompt, at, model, u) {
+  const d = new Date(at).toISOString();
+  const dir = path.join(home, ".codex", "sessions", d.slice(0, 4), d.slice(5, 7), d.slice(8, 10));
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `rollout-${d.slice(0, 19).replace(/:/g, "-")}-${id}.jsonl`);
+  const time = (ms) => new Date(at + ms).toISOString();
+  const counted = { input_tokens: u.input + u.cache_read, cached_input_tokens: u.cache_read, cache_write_input_tokens: 0, output_tokens: u.output, reasoning_output_tokens: 0 };
+  const totalTokens = counted.input_tokens + counted.output_tokens;
+  const lines = [
+    { timestamp: time(0), type: "session_meta", payload: { id, session_id: id, timestamp: time(0), cwd: path.join(home, "src", "shop"), cli_version: "0.171.0", originator: "codex_exec", source: "exec" } },
+    { timestamp: time(10), type: "event_msg", payload: { type: "task_started", turn_id: "t1" } },
+    { timestamp: time(20), type: "turn_context", payload: { turn_id: "t1", cwd: path.join(home, "src", "shop"), model } },
+    { timestamp: time(30), type: "response_item", payload: { type: "message", role: "user", content: [{ type: "input_text", text: prompt }] } },
+    { timestamp: time(900), type: "event_msg", payload: { type: "token_count", info: { total_token_usage: { ...counted, total_tokens: totalTokens }, last_token_usage: { ...counted, total_tokens: totalTokens } } } },
+    { timestamp: time(910), type: "response_item", payload: { type: "message", role: "assistant", content: [{ type: "output_text", text: "Done." }] } },
+    { timestamp: time(920), type: "event_msg", payload: { type: "task_complete", turn_id: "t1" } },
+  ];
+  fs.writeFileSync(file, lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
 }
 
 test("Usage: the days' chart by harness and account in the page's time zone, the top sessions, the limit windows' meters and pace", async (t) => {
@@ -117,9 +142,17 @@ test("Usage: the days' chart by harness and account in the page's time zone, the
     });
     assert.equal(String(out.stdout), `5h ${used}% · week 20%\n`);
   }
-  await waitFor("the four responses counted", async () => {
+  // A past Codex thread three days ago, its usage filled by the real backfill
+  // (Codex names no account here: it is the unknown one).
+  const d1 = { input: 100_000, output: 10_000, cache_read: 200_000, cache_write: 0 };
+  const D = { id: randomUUID() };
+  rollout(sb.home, D.id, "tidy the readme", threeAgo + 14 * 3600_000, CODEX_MODEL, d1);
+  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: sb.home, SESSIONPIPE_STATE_DIR: sb.state, SESSIONPIPE_SECRETS: "file", LANG: "C.UTF-8", NO_COLOR: "1" };
+  const backfill = spawnSync(DAEMON, ["backfill", "--harness", "codex"], { env, cwd: sb.home, timeout: 60_000 });
+  assert.equal(backfill.status, 0, String(backfill.stderr));
+  await waitFor("the five responses counted", async () => {
     const r = await daemonApi(sb, "GET", "/api/usage?since=30d&by=session");
-    return r.status === 200 && r.body.total.tokens.responses === 4 ? r.body : null;
+    return r.status === 200 && r.body.total.tokens.responses === 5 ? r.body : null;
   });
   // Every window the status lines reported (the board has only the fullest), with the pace.
   const standing = await waitFor("acct-1's windows standing, the 5-hour one projected", async () => {
@@ -135,57 +168,64 @@ test("Usage: the days' chart by harness and account in the page's time zone, the
   const usd = (n) => `$${n.toFixed(2)}`;
   const costA = cost(MODEL, a1) + cost(MODEL, a2);
   const costB = cost(MODEL, b1);
-  assert.equal(usd(costA), "$1.71", "sonnet 4.5's list prices");
+  const costD = cost(CODEX_MODEL, d1);
+  assert.deepEqual([usd(costA), usd(costD)], ["$1.71", "$0.25"], "the list prices of sonnet 4.5 and gpt-5");
   const bars = view.locator("svg.usage-chart .bar");
   await bars.first().waitFor();
   assert.equal(await bars.count(), 30);
   assert.equal(await bars.last().getAttribute("data-day"), dayIn(now), "the last bar is today, in India");
   const day1Label = `${day1}: ${grouped(total(a1) + total(a2) + total(c1))} tokens, ${usd(costA)} + no price for ${HOUSE}`;
-  const day3Label = `${day3}: ${grouped(total(b1))} tokens, ${usd(costB)}`;
+  const day3Label = `${day3}: ${grouped(total(b1) + total(d1))} tokens, ${usd(costB + costD)}`;
   const bar1 = view.locator(`svg .bar[data-day="${day1}"]`);
+  const bar3 = view.locator(`svg .bar[data-day="${day3}"]`);
   assert.equal(await bar1.getAttribute("aria-label"), day1Label);
   assert.equal(await bar1.locator("> title").textContent(), day1Label);
   assert.equal(await bar1.getAttribute("role"), "img");
-  assert.equal(await view.locator(`svg .bar[data-day="${day3}"]`).getAttribute("aria-label"), day3Label);
+  assert.equal(await bar3.getAttribute("aria-label"), day3Label);
   assert.equal(await view.locator(`svg .bar[data-day="${day2}"]`).getAttribute("aria-label"), `${day2}: no tokens`, "nothing moved to the UTC day");
-  const all = total(a1) + total(a2) + total(b1) + total(c1);
+  const claude = total(a1) + total(a2) + total(b1) + total(c1);
   assert.equal(
     await view.locator(".usage-total").innerText(),
-    `In the last 30 days: ${grouped(all)} tokens, ${usd(costA + costB)} + no price for ${HOUSE} (API-equivalent).`,
+    `In the last 30 days: ${grouped(claude + total(d1))} tokens, ${usd(costA + costB + costD)} + no price for ${HOUSE} (API-equivalent).`,
   );
   assert.match(await view.locator(".usage-note").innerText(), /^Costs are API-equivalent: .*not what was paid\..*“no price”\. Prices: .*, \d{4}-\d\d-\d\d\.$/);
 
-  // Stacked by harness: one series; the legend says its sum.
+  // Stacked by harness: the legend sums each; three days ago is both.
   const legend = view.locator(".usage-legend li");
-  assert.equal(await legend.count(), 1);
-  assert.equal(await legend.first().innerText(), `Claude Code ${grouped(all)} tokens, ${usd(costA + costB)} + no price for ${HOUSE}`);
+  assert.deepEqual(await legend.allInnerTexts(), [
+    `Claude Code ${grouped(claude)} tokens, ${usd(costA + costB)} + no price for ${HOUSE}`,
+    `Codex ${grouped(total(d1))} tokens, ${usd(costD)}`,
+  ]);
   assert.equal(await bar1.locator("rect.series").count(), 1);
+  assert.deepEqual(await bar3.locator("rect.series title").allTextContents(), [
+    `${day3} · Claude Code: ${grouped(total(b1))} tokens, ${usd(costB)}`,
+    `${day3} · Codex: ${grouped(total(d1))} tokens, ${usd(costD)}`,
+  ]);
 
-  // By account: acct-1's and acct-2's parts, each its own colour.
+  // By account: acct-1, the Codex thread's unknown one, acct-2, each its own colour.
   await view.getByRole("radio", { name: "Account" }).check();
   await view.locator('svg.usage-chart[data-stack="account"]').waitFor();
   assert.deepEqual(await legend.allInnerTexts(), [
     `acct-1 ${grouped(total(a1) + total(a2) + total(c1))} tokens, ${usd(costA)} + no price for ${HOUSE}`,
+    `Unknown account ${grouped(total(d1))} tokens, ${usd(costD)}`,
     `acct-2 ${grouped(total(b1))} tokens, ${usd(costB)}`,
   ]);
   assert.equal(await bar1.locator("rect.series-0").count(), 1);
-  assert.equal(await view.locator(`svg .bar[data-day="${day3}"] rect.series-1`).count(), 1);
-  assert.equal(
-    await view.locator(`svg .bar[data-day="${day3}"] rect.series-1 title`).textContent(),
-    `${day3} · acct-2: ${grouped(total(b1))} tokens, ${usd(costB)}`,
-  );
+  assert.deepEqual(await bar3.locator("rect.series").evaluateAll((rs) => rs.map((r) => r.getAttribute("class"))), ["series series-1", "series series-2"]);
+  assert.equal(await bar3.locator("rect.series-2 title").textContent(), `${day3} · acct-2: ${grouped(total(b1))} tokens, ${usd(costB)}`);
 
   // The top sessions: most costly first, the unpriced one last, each a link to its session.
   const rows = view.locator("table.usage-top tbody tr");
-  assert.equal(await rows.count(), 3);
   assert.deepEqual(
     await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-session"))),
-    [A, B, C].map((s) => `claude-code:${s.id}`),
+    [`claude-code:${A.id}`, `claude-code:${B.id}`, `codex:${D.id}`, `claude-code:${C.id}`],
   );
   const cells = async (i) => rows.nth(i).locator("th, td").allInnerTexts();
   assert.deepEqual(await cells(0), [`fix the checkout\nacct-1`, "Claude Code", grouped(total(a1) + total(a2)), usd(costA)]);
   assert.deepEqual(await cells(1), [`write the release notes\nacct-2`, "Claude Code", grouped(total(b1)), usd(costB)]);
-  assert.deepEqual(await cells(2), [`ask the house model\nacct-1`, "Claude Code", grouped(total(c1)), "no price"]);
+  // A backfilled Codex thread has no title: its id's first 8 characters stand in.
+  assert.deepEqual(await cells(2), [D.id.slice(0, 8), "Codex", grouped(total(d1)), usd(costD)]);
+  assert.deepEqual(await cells(3), [`ask the house model\nacct-1`, "Claude Code", grouped(total(c1)), "no price"]);
   assert.equal(await rows.first().getByRole("link").getAttribute("href"), `#session=claude-code:${A.id}`);
 
   // The limit windows as meters, their resets and the projection in local time.
@@ -209,7 +249,7 @@ test("Usage: the days' chart by harness and account in the page's time zone, the
   // Seven days: seven bars, three days ago still in them.
   await view.getByRole("radio", { name: "7 days" }).check();
   await waitFor("seven bars", async () => (await bars.count()) === 7);
-  assert.equal(await view.locator(`svg .bar[data-day="${day3}"]`).getAttribute("aria-label"), day3Label);
+  assert.equal(await bar3.getAttribute("aria-label"), day3Label);
   assert.match(await view.locator(".usage-total").innerText(), /^In the last 7 days: /);
 
   // A top session opens on the board.

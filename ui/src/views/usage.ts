@@ -344,17 +344,18 @@ function renderDays(days: UsageDays, span: number, stack: Stack, names: Map<stri
     const d = perDay.get(day) ?? { sum: empty(), parts: new Map<string, Sum>() };
     const label = `${day}: ${sumText(d.sum)}`;
     const x = left + i * slot + (slot - barW) / 2;
-    let base = d.sum.tokens;
+    // The legend's first series at the bottom, the next on it.
+    let base = 0;
     const parts = legend
       .filter(([name]) => (d.parts.get(name)?.tokens ?? 0) > 0)
       .map(([name, index]) => {
         const part = d.parts.get(name) as Sum;
         const rect = s(
           "rect",
-          { class: `series series-${index}`, x, width: barW, y: y(base), height: Math.max(0.5, y(base - part.tokens) - y(base)) },
+          { class: `series series-${index}`, x, width: barW, y: y(base + part.tokens), height: Math.max(0.5, y(base) - y(base + part.tokens)) },
           s("title", {}, `${day} · ${name}: ${sumText(part)}`),
         );
-        base -= part.tokens;
+        base += part.tokens;
         return rect;
       });
     return s(
