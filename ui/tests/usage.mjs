@@ -214,6 +214,13 @@ test("Usage: the days' chart by harness and account in the page's time zone, the
   assert.deepEqual(await bar3.locator("rect.series").evaluateAll((rs) => rs.map((r) => r.getAttribute("class"))), ["series series-1", "series series-2"]);
   assert.equal(await bar3.locator("rect.series-2 title").textContent(), `${day3} · acct-2: ${grouped(total(b1))} tokens, ${usd(costB)}`);
 
+  // The same days as a table, for reading without the chart.
+  await view.locator(".usage-days-table summary").click();
+  assert.deepEqual(await view.locator(".usage-days-table tbody tr").evaluateAll((trs) => trs.map((tr) => [tr.getAttribute("data-day"), tr.cells[1].innerText, tr.cells[2].innerText])), [
+    [day1, grouped(total(a1) + total(a2) + total(c1)), `${usd(costA)} + no price for ${HOUSE}`],
+    [day3, grouped(total(b1) + total(d1)), usd(costB + costD)],
+  ]);
+
   // The top sessions: most costly first, the unpriced one last, each a link to its session.
   const rows = view.locator("table.usage-top tbody tr");
   assert.deepEqual(
