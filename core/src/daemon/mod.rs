@@ -265,7 +265,13 @@ async fn serve(
     // The account pool: nothing listens or is read until `pool.json` says
     // so (`pool add`, `pool on`). Not in a drain worker: it lives for seconds.
     let pool = (!opts.drain).then(|| {
-        let events = Arc::new(ingest.own_events(paths.outbox()));
+        // Its `limits.observed` wake the pace watcher as a commit does.
+        let rung = pace_bell.clone();
+        let events = Arc::new(
+            ingest
+                .own_events(paths.outbox())
+                .ring_after_append(move || rung.notify_one()),
+        );
         crate::pool::service::PoolService::start(paths, config.clone(), events)
     });
 

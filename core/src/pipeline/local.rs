@@ -24,6 +24,8 @@ pub struct LocalEvents {
     path: PathBuf,
     machine: MachineName,
     outbox: Mutex<Option<Outbox>>,
+    /// Called after each append that wrote (a reader that follows the outbox).
+    rung: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl LocalEvents {
@@ -33,7 +35,15 @@ impl LocalEvents {
             path,
             machine,
             outbox: Mutex::default(),
+            rung: None,
         }
+    }
+
+    /// Calls `ring` after each append that wrote, as ingest's commits ring
+    /// theirs (the pool's `limits.observed` wake `pace`).
+    pub fn ring_after_append(mut self, ring: impl Fn() + Send + Sync + 'static) -> LocalEvents {
+        self.rung = Some(Box::new(ring));
+        self
     }
 
     /// Appends `events` to `harness`'s session `session`; false when the
@@ -52,6 +62,9 @@ impl LocalEvents {
         self.busy.take(&key);
         let done = self.append_taken(adapter, session, events);
         self.busy.give_back(&key);
+        if let (Ok(true), Some(ring)) = (&done, &self.rung) {
+            ring();
+        }
         done
     }
 

@@ -47,6 +47,7 @@ mod install_opencode;
 mod install_persons_files;
 mod keychain;
 mod outbox_schema;
+mod pace;
 mod pool;
 mod pool_api;
 mod reference_docs;

@@ -58,7 +58,7 @@ fn listener(sb: &Sandbox) -> (String, String) {
 
 /// A sandbox signed in as `acct-1`, imported, a daemon whose pool talks to
 /// `api`, and the pool on: its listener's URL and token, once it listens.
-fn pooled(api: &HttpServer) -> (Sandbox, Daemon, String, String) {
+pub(crate) fn pooled(api: &HttpServer) -> (Sandbox, Daemon, String, String) {
     let sb = Sandbox::new();
     signed_in(&sb);
     let o = sb.sessionpipe(&["pool", "add", "--import"]);

@@ -67,7 +67,7 @@ fn printed(out: &Output) -> String {
 }
 
 /// Moves the memory of every config dir's last job `seconds` into the past.
-fn age_memory(sb: &Sandbox, seconds: u64) {
+pub(crate) fn age_memory(sb: &Sandbox, seconds: u64) {
     for entry in std::fs::read_dir(sb.state.join("status-line"))
         .unwrap()
         .flatten()
