@@ -3,8 +3,8 @@
 // the span (7, 30 or 90 days, stacked by harness or by account, plain SVG),
 // the sessions that used most, and each account's limit windows as meters
 // with their pace (`GET /api/usage/limits`; from a daemon without it, the
-// pool's accounts' windows and the board's sessions' fullest ones). Days start at
-// the page's local midnight. Refreshed every 30 s.
+// pool's accounts' windows and the board's sessions' fullest ones). Days
+// start at the page's local midnight. Refreshed every 30 s.
 //
 // It owns this screen's state and only reads. It must not guess a cost: a
 // model without a price says so, and every cost is said to be the
@@ -160,7 +160,7 @@ export function mountUsage(root: HTMLElement, ctx: ViewContext): Mounted {
 }
 
 /** The page's time zone now, in minutes east of UTC, to the quarter hour the API takes. */
-export function tzOffsetMinutes(): number {
+function tzOffsetMinutes(): number {
   return Math.round(-new Date().getTimezoneOffset() / 15) * 15;
 }
 
@@ -186,7 +186,7 @@ function tokensOf(t: { input: number; output: number; cache_read: number; cache_
 }
 
 /** US dollars with cents; a priced amount under a cent is not shown as nothing. */
-export function usd(n: number): string {
+function usd(n: number): string {
   if (n > 0 && n < 0.005) return "< $0.01";
   const [whole, cents] = n.toFixed(2).split(".");
   return `$${grouped(Number(whole))}.${cents}`;
