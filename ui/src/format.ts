@@ -1,6 +1,8 @@
 // Words for what the API says: harness names, ages, times, event summaries, tiers.
 
-import { TURN_END, attentionLine, cut, duration, join, limitsLine, num, str } from "@sessionpipe/web-shared/format";
+import { TURN_END, attentionLine, cut, duration, join, limitsLine, num, str, windowName } from "@sessionpipe/web-shared/format";
+
+export { windowName };
 import type { EventEnvelope, SessionAccount } from "./types";
 
 export { STATE_WORDS, harnessName } from "@sessionpipe/web-shared/format";
@@ -42,21 +44,6 @@ export function kindWord(kind: string | null | undefined): string {
 /** What an attention asks, in one line: `Bash — Bash rm -rf build`. */
 export function attentionText(a: Parameters<typeof attentionLine>[0]): string {
   return attentionLine(a, " — ");
-}
-
-const WINDOW_NAMES: Record<string, string> = {
-  five_hour: "5h",
-  seven_day: "week",
-  spend_limit: "spend",
-};
-
-/** A limits window's short name, as Claude Code's status line shows it:
- * `five_hour` → `5h`, `seven_day` → `week`, `seven_day_opus` → `week (opus)`. */
-export function windowName(id: string): string {
-  const known = WINDOW_NAMES[id];
-  if (known !== undefined) return known;
-  if (id.startsWith("seven_day_")) return `week (${id.slice("seven_day_".length).replace(/_/g, " ")})`;
-  return id.replace(/_/g, " ");
 }
 
 /** A session's account in a few characters: `a@x · 5h 93%`. */

@@ -68,3 +68,37 @@ export function limitsLine(windows: unknown): string {
     })
     .join(", ");
 }
+
+const WINDOW_NAMES: Record<string, string> = {
+  five_hour: "5h",
+  seven_day: "week",
+  spend_limit: "spend",
+};
+
+/** A limits window's short name, as Claude Code's status line shows it:
+ * `five_hour` → `5h`, `seven_day` → `week`, `seven_day_opus` → `week (opus)`. */
+export function windowName(id: string): string {
+  const known = WINDOW_NAMES[id];
+  if (known !== undefined) return known;
+  if (id.startsWith("seven_day_")) return `week (${id.slice("seven_day_".length).replace(/_/g, " ")})`;
+  return id.replace(/_/g, " ");
+}
+
+/** A limit window as the hello's `limits` says it (the machine's pace). */
+export interface LimitStanding {
+  harness: string;
+  account?: string | null;
+  email?: string | null;
+  window: string;
+  used_percent: number;
+  resets_at: string;
+  runs_out_at?: string | null;
+}
+
+/** A window in one line, `clock` saying the times: `5h 63% · resets 15:00 ·
+ * runs out around 14:20 at this pace`. */
+export function standingLine(w: LimitStanding, clock: (iso: string) => string): string {
+  const parts = [`${windowName(w.window)} ${Math.round(w.used_percent)}%`, `resets ${clock(w.resets_at)}`];
+  if (w.runs_out_at) parts.push(`runs out around ${clock(w.runs_out_at)} at this pace`);
+  return parts.join(" · ");
+}

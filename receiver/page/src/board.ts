@@ -5,7 +5,8 @@ import { api, describeError } from "./api";
 import { thisCredential, trusts, type App, type Mounted } from "./app";
 import { h, message, patch, type Child } from "@sessionpipe/web-shared/dom";
 import { HIDDEN_SENTENCE } from "@sessionpipe/web-shared/tier-words";
-import { STATE_WORDS, age, ago, attentionText, harnessName, kindWord, sessionName } from "./format";
+import { standingLine } from "@sessionpipe/web-shared/format";
+import { STATE_WORDS, age, ago, attentionText, clock, harnessName, kindWord, sessionName } from "./format";
 import { poll } from "./poll";
 import { href, sessionHref } from "./route";
 import type { Board, Machine, Session, SessionState } from "./types";
@@ -131,6 +132,7 @@ function machinesSection(app: App, machines: Machine[]): HTMLElement {
               ),
               h("span", { class: "meta" }, machineMeta(m)),
               m.hello?.tier === 0 ? h("p", { class: "hint", "data-hidden": "tier-0" }, HIDDEN_SENTENCE) : null,
+              renderLimits(m),
               trusted ? null : h("p", { class: "hint warn-text" }, "It doesn't trust this device yet, so it would refuse what you send from here. Pair it again from that machine, or add this device from one it trusts (Devices)."),
               starts.length > 0
                 ? h("a", { class: "button secondary", href: href({ view: "start", machine: m.id }), "data-focus": `start:${m.id}` }, "Start a session")
@@ -138,6 +140,25 @@ function machinesSection(app: App, machines: Machine[]): HTMLElement {
             );
           }),
         ),
+  );
+}
+
+/** The machine's accounts' limit windows and when this pace runs one out. */
+function renderLimits(m: Machine): HTMLElement | null {
+  const limits = m.hello?.limits ?? [];
+  if (limits.length === 0) return null;
+  return h(
+    "ul",
+    { class: "limits", "aria-label": `${m.name}'s limit windows` },
+    limits.map((l) =>
+      h(
+        "li",
+        { class: l.runs_out_at ? "limit runs-out" : "limit", "data-window": l.window },
+        h("span", { class: "meta" }, [harnessName(l.harness), l.email ?? l.account].filter(Boolean).join(" ")),
+        " ",
+        standingLine(l, clock),
+      ),
+    ),
   );
 }
 

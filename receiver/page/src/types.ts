@@ -37,6 +37,8 @@ export interface StartOffer {
   any_model: boolean;
 }
 
+import type { LimitStanding } from "@sessionpipe/web-shared/format";
+
 /** A machine's last hello (control-hello.json plus ADAPTERS.md's members). */
 export interface Hello {
   name?: string;
@@ -53,6 +55,8 @@ export interface Hello {
   tier?: number;
   /** The sessions whose running turn a `cancel` ends now (`harness:id`). */
   cancels?: string[];
+  /** Each account's limit windows as the machine last heard them, with its pace. */
+  limits?: LimitStanding[];
 }
 
 /** A machine of the account, its hello read as the machine sends it. */

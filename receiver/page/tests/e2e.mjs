@@ -578,6 +578,51 @@ step("`sessionpipe connect` in one step: the same six digits on the phone, Appro
   world.done.add("paired");
 });
 
+step("a limit window running out at the last hour's pace: the machine's card on the phone says when, and the warning comes once as a question", "limits", 90_000, async () => {
+  needs("paired");
+  const { page } = world.ann;
+  const session = randomUUID();
+  const base = { session_id: session, transcript_path: path.join(HOME, ".claude", "projects", "limits.jsonl"), cwd: WORK_REAL };
+  const hook = (event, payload) => {
+    const out = spawnSync(HOOK, ["claude-code", event], { env: personEnv(), cwd: WORK_REAL, input: JSON.stringify({ ...base, hook_event_name: event, ...payload }), timeout: 10_000 });
+    assert.equal(out.status, 0, `sessionpipe-hook claude-code ${event}: ${out.stderr}`);
+  };
+  // Claude Code's status line: the 5-hour window climbs 6 points in 1.2 s
+  // (the hook sends one line a minute per config dir: the second is let
+  // through as if the minute had passed).
+  const resets = Math.floor(Date.now() / 1000) + 5 * 3600;
+  const line = (used) => ({ model: { id: "claude-opus-5-5", display_name: "Opus 5.5" }, rate_limits: { five_hour: { used_percentage: used, resets_at: resets } } });
+  hook("SessionStart", { source: "startup" });
+  hook("StatusLine", line(40));
+  await new Promise((r) => setTimeout(r, 1200));
+  const memory = path.join(STATE, "status-line");
+  for (const f of fs.readdirSync(memory)) {
+    const [at, digest] = fs.readFileSync(path.join(memory, f), "utf8").trim().split(" ");
+    fs.writeFileSync(path.join(memory, f), `${Number(at) - 61} ${digest}\n`);
+  }
+  hook("StatusLine", line(46));
+
+  // The daemon's projection, and the hello's (to the minute).
+  const limits = await waitFor("the daemon's pace", async () => {
+    const l = await daemonApi("GET", "/api/usage/limits");
+    return l.body.windows?.find((w) => w.window === "five_hour" && w.runs_out_at) ?? null;
+  }, WAIT_MS);
+  const card = page.getByRole("region", { name: "Machines" }).getByRole("listitem").filter({ hasText: MACHINE_NAME });
+  const shown = card.locator('.limit[data-window="five_hour"]');
+  await shown.getByText(/runs out around \d\d:\d\d at this pace/).waitFor({ timeout: SLOW_MS });
+  assert.match(await shown.innerText(), /Claude Code.*5h 46% · resets .* · runs out around \d\d:\d\d at this pace/s);
+  const board = await world.ann.fetch("/app/api/board");
+  const said = board.body.machines[0].hello.limits.find((w) => w.window === "five_hour");
+  const minute = new Date(Math.floor(Date.parse(limits.runs_out_at) / 60_000) * 60_000).toISOString();
+  assert.equal(said.runs_out_at, minute, "the hello says the daemon's projection to the minute");
+  assert.equal(said.used_percent, 46);
+  // The warning: one question on the session, as any attention is shown.
+  await page.getByText(/will hit its 5-hour limit around \d\d:\d\d, resets \d\d:\d\d \(46% used now\)/).first().waitFor({ timeout: SLOW_MS });
+  await world.ann.shot("board-limits.png");
+  hook("SessionEnd", { reason: "other" });
+  world.done.add("limits");
+});
+
 step("a real Claude Code permission prompt answered from the phone, with a message queued into the running turn", "permission", 180_000, async () => {
   needs("paired");
   const { page } = world.ann;

@@ -360,8 +360,10 @@ function renderSession(s: SessionView, selected: boolean): HTMLElement {
 function renderAccount(a: SessionAccount): HTMLElement {
   const w = a.window;
   const near = a.near;
-  const title = w === null ? `Account ${a.id}` : `Account ${a.id}: its fullest window, ${w.id}, is ${w.used_percent}% used${w.resets_at ? `; it resets ${when(w.resets_at)}` : ""}`;
-  return h("span", { class: `account${near ? " near" : ""}`, "data-account": a.id, title }, accountText(a));
+  const pace = w?.runs_out_at ? `; at the last hour's pace it runs out around ${when(w.runs_out_at)}` : "";
+  const title = w === null ? `Account ${a.id}` : `Account ${a.id}: its fullest window, ${w.id}, is ${w.used_percent}% used${w.resets_at ? `; it resets ${when(w.resets_at)}` : ""}${pace}`;
+  const runsOut = w?.runs_out_at ? h("span", { class: "runs-out" }, ` · runs out ~${clock(w.runs_out_at)}`) : null;
+  return h("span", { class: `account${near || runsOut ? " near" : ""}`, "data-account": a.id, title }, accountText(a), runsOut);
 }
 
 function renderDetail(key: string, ov: Overview, events: Loaded<EventEnvelope[]> & { of: string | null }, stopping: Stopping): HTMLElement {
