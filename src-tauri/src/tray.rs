@@ -4,8 +4,10 @@
 //! in `icons/tray/`, drawn by `icons/tray/draw.sh`). The menu has its summary
 //! line, a line while a long work runs (a backfill, remote titles' re-send:
 //! "Backfilling 1 200 / 3 400 sessions", the core's `state::progress` words,
-//! in the tooltip too) and a line when hook calls were lost to a full disk
-//! (the core's words);
+//! in the tooltip too), a line when hook calls were lost to a full disk
+//! (the core's words) and today's usage with the fullest limit window
+//! ("Today: 1.2 M tokens, $3.40 · 5-hour window 63%", the core's words, in
+//! the tooltip too);
 //! then each harness found on this machine after setup and not watched
 //! (`offers`: "Watch Droid (found on this machine)", "Don't offer Droid
 //! again", and the daemon's words when a click did not go through);
@@ -123,6 +125,9 @@ pub struct View {
     progress: Option<String>,
     /// Hook calls lost before the spool, as the core tells it.
     lost: Option<String>,
+    /// Today's tokens and cost and the fullest limit window, as the core
+    /// words it ("Today: 1.2 M tokens, $3.40 · 5-hour window 63%").
+    usage: Option<String>,
     /// A paired receiver no longer polled (a 401), as the core tells it.
     control_stopped: Option<String>,
     paused: bool,
@@ -168,6 +173,10 @@ impl View {
                 .map(|f| sessionpipe_core::state::progress::line(&f.progress)),
             lost: sessionpipe_core::state::losses::current(paths)
                 .map(|l| sessionpipe_core::state::losses::line(&l)),
+            usage: sessionpipe_core::usage::glance::today_line(
+                paths,
+                sessionpipe_core::protocol::time::now_ms(),
+            ),
             control_stopped: sessionpipe_core::control::store::Store::stopped_line(&paths.outbox()),
             paused: config.notifications_paused,
             open_at_login: config.open_at_login,
@@ -235,8 +244,13 @@ impl View {
             .as_deref()
             .map(|p| format!("; {p}"))
             .unwrap_or_default();
+        let usage = self
+            .usage
+            .as_deref()
+            .map(|u| format!("\n{u}"))
+            .unwrap_or_default();
         format!(
-            "sessionpipe: {}{paused}{progress}{lost}",
+            "sessionpipe: {}{paused}{progress}{lost}{usage}",
             self.board.summary()
         )
     }
@@ -380,6 +394,7 @@ pub fn on_menu(shared: &Arc<Shared>, id: &str) -> bool {
         | LineId::Link
         | LineId::Progress
         | LineId::Lost
+        | LineId::Usage
         | LineId::ControlStopped
         | LineId::OfferFailed(_)
         | LineId::Approvals
@@ -509,6 +524,45 @@ mod tests {
         assert!(view.tooltip().contains("lost"));
         assert!(view.has_line(&LineId::Lost), "the menu has the line");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_limit_window_heard_gets_the_usage_line_and_the_tooltip_says_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(dir.path());
+        paths.ensure().unwrap();
+        let none = View::read(&paths);
+        assert_eq!(none.usage, None);
+        assert!(!none.has_line(&LineId::Usage));
+        let now = sessionpipe_core::protocol::time::now_ms();
+        let mut pace = sessionpipe_core::pace::Pace::default();
+        let seen = sessionpipe_core::protocol::LimitsObserved {
+            account_id: None,
+            status: None,
+            windows: vec![sessionpipe_core::protocol::LimitWindow {
+                id: "five_hour".into(),
+                window_minutes: Some(300),
+                used_percent: 63.0,
+                resets_at: Some(sessionpipe_core::protocol::time::rfc3339_ms(
+                    now + 3_600_000,
+                )),
+            }],
+        };
+        pace.observe("claude-code", now, &seen, false);
+        pace.save(&paths).unwrap();
+        let view = View::read(&paths);
+        assert_eq!(
+            view.usage.as_deref(),
+            Some("Today: no tokens · 5-hour window 63%")
+        );
+        assert!(view.has_line(&LineId::Usage), "the menu has the line");
+        assert!(
+            view.tooltip()
+                .ends_with("\nToday: no tokens · 5-hour window 63%"),
+            "{}",
+            view.tooltip()
+        );
+        assert_ne!(view.shape(), none.shape(), "the line comes");
     }
 
     #[test]

@@ -39,6 +39,8 @@
 #      window, makes a Notify "Claude Code is near a usage limit" naming the
 #      window, the account and the reset; a second answer at 97 % of the same
 #      window and reset notifies no more; `pool off` gives the settings back;
+#      The tray's menu then has today's usage line, its tokens as `sessionpipe
+#      usage` counts them and the five-hour window at 97 %;
 #  16. a real `sessionpipe backfill` of 8000 small Claude Code transcripts
 #      shows in the tray's menu while it runs (the core's words, "Backfilling
 #      1 200 / 8 000 sessions"), and the line goes when it ends;
@@ -642,6 +644,22 @@ sleep 1.5 # the app's notices look every 0.3 s
 asked=$(events_of "$S6" | grep -c '"attention.needed"' || true)
 [ "$asked" = 1 ] || fail "$asked attentions for the session: $(events_of "$S6")"
 ok "a second answer at 97 % of the same window (same reset) made a second limits.observed and no second attention or Notify"
+# The tray's usage line: today's tokens (the real Claude Code turns of the
+# steps above, read from their transcripts) as `sessionpipe usage` counts
+# them since this machine's midnight, and the fullest window, 97 %.
+usage_line() { menu | cut -f3 | grep -F "Today: " | head -n 1 || true; }
+has_window() { [[ "$(usage_line)" == *"5-hour window 97%"* ]]; }
+wait_for 15 "the tray's usage line with the five-hour window" has_window || fail "no usage line: $(menu | cut -f3)"
+line=$(usage_line)
+midnight=$(date +%Y-%m-%dT00:00:00%:z)
+want=$("$SP_BIN/sessionpipe" usage --since "$midnight" --by harness --json | /usr/bin/python3 -c '
+import json, sys
+t = json.load(sys.stdin)["total"]["tokens"]
+n = t["input"] + t["output"] + t["cache_read"] + t["cache_write"]
+print(str(n) if n < 1000 else f"{n / 1e3:.1f} k" if n < 1e6 else f"{n / 1e6:.1f} M")')
+[[ "$line" == "Today: $want tokens"* ]] || fail "the usage line says \"$line\", sessionpipe usage counts $want tokens today"
+[[ "$line" == *" · 5-hour window 97%"* ]] || fail "the usage line: $line"
+ok "the tray says \"$line\" (sessionpipe usage: $want tokens since $midnight)"
 "$SP_BIN/sessionpipe" pool off >>"$W/pool.log" 2>&1 || fail "sessionpipe pool off: $(cat "$W/pool.log")"
 grep -q "~/.claude/settings.json: off" "$W/pool.log" || fail "pool off: $(cat "$W/pool.log")"
 cmp -s "$W/settings-before-pool.json" "$HOME/.claude/settings.json" ||

@@ -193,7 +193,9 @@ impl Pace {
         }
     }
 
-    pub(super) fn save(&self, paths: &StatePaths) -> std::io::Result<()> {
+    /// Writes the pace to `pace.json` (0600): the daemon's task after each
+    /// read, and a test that sets one up.
+    pub fn save(&self, paths: &StatePaths) -> std::io::Result<()> {
         let f = PaceFile {
             read_to: self.read_to,
             windows: self

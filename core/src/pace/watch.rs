@@ -5,7 +5,9 @@
 //! desktop notification, the Web Push and the page say it as any other.
 //!
 //! It writes nothing but that attention and its own file; `pace_alerts: false`
-//! in config.json stops the warnings, not the projection the board shows.
+//! in config.json stops the warnings, not the projection the board shows. A
+//! pool account's window already at `pool_alert_percent` gets none: the pool
+//! asked for attention there.
 
 use super::series::{Pace, Warning, words};
 use crate::pipeline::local::LocalEvents;
@@ -67,14 +69,23 @@ pub async fn run(
             blocking(move || read_after(&path, after)).await
         };
         if !read.is_empty() {
-            let warn = config.now().pace_alerts();
+            let settings = config.now();
+            let (warn, alert) = (settings.pace_alerts(), settings.pool_alert_percent());
+            let pooled = {
+                let paths = paths.clone();
+                blocking(move || pool_accounts(&paths)).await
+            };
             let now = protocol::time::now_ms();
             let mut said: Vec<(String, String, Warning)> = Vec::new();
             for o in read {
                 pace.read_to = pace.read_to.max(o.rowid);
                 let fresh = now - o.at_ms <= FRESH_MS;
                 for w in pace.observe(&o.harness, o.at_ms, &o.limits, warn && fresh) {
-                    if w.runs_out_ms > now {
+                    // The pool already asks at `pool_alert_percent` for
+                    // its accounts: past it, a second warning says nothing new.
+                    let asked =
+                        pooled.contains(&w.key.account) && w.used_percent >= f64::from(alert);
+                    if w.runs_out_ms > now && !asked {
                         said.push((o.harness.clone(), o.session.clone(), w));
                     }
                 }
@@ -141,6 +152,13 @@ fn attention(w: &Warning, account_name: Option<String>) -> AttentionNeeded {
         message: Some(words(w, account_name.as_deref())),
         agent_id: None,
     }
+}
+
+/// The ids of the pool's accounts.
+fn pool_accounts(paths: &StatePaths) -> Vec<String> {
+    crate::pool::store::PoolFile::load(paths)
+        .map(|f| f.accounts.into_iter().map(|a| a.id).collect())
+        .unwrap_or_default()
 }
 
 /// The pool's email of an account, where the pool knows it.

@@ -10,6 +10,7 @@
 //! would have cost, not what was paid, and every answer says so. Reads only;
 //! nothing here is sent anywhere.
 
+pub mod glance;
 pub mod prices;
 
 use crate::pipeline::outbox::usage::{Cell, Grouping, Span, Tokens};

@@ -27,6 +27,8 @@ pub enum LineId {
     Progress,
     /// Hook calls lost to a full disk.
     Lost,
+    /// Today's usage and the fullest limit window.
+    Usage,
     /// A paired receiver no longer polled.
     ControlStopped,
     /// "Watch Droid" or "Don't offer Droid again".
@@ -72,6 +74,7 @@ const FIXED: &[(LineId, &str)] = &[
     (LineId::Link, "link"),
     (LineId::Progress, "progress"),
     (LineId::Lost, "lost"),
+    (LineId::Usage, "usage"),
     (LineId::ControlStopped, "control-stopped"),
     (LineId::Approvals, "approvals"),
     (LineId::MoreApprovals, "more-approvals"),
@@ -228,6 +231,9 @@ pub fn lines(view: &View) -> Vec<Line> {
     }
     if let Some(line) = &view.control_stopped {
         out.push(words(LineId::ControlStopped, capitalised(line)));
+    }
+    if let Some(line) = &view.usage {
+        out.push(words(LineId::Usage, line));
     }
     out.push(Line::Separator);
     for o in &view.offers {
