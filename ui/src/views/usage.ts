@@ -2,9 +2,9 @@
 // prices (`GET /api/usage/days`, `/api/usage/sessions`), as a daily chart of
 // the span (7, 30 or 90 days, stacked by harness or by account, plain SVG),
 // the sessions that used most, and each account's limit windows as meters
-// with their pace (`GET /api/usage/limits`; from a daemon without it, the
-// pool's accounts' windows and the board's sessions' fullest ones). Days
-// start at the page's local midnight. Refreshed every 30 s.
+// with their pace (`GET /api/usage/limits`). Accounts are named by the
+// emails the limits and the pool know. Days start at the page's local
+// midnight. Refreshed every 30 s.
 //
 // It owns this screen's state and only reads. It must not guess a cost: a
 // model without a price says so, and every cost is said to be the
@@ -15,7 +15,7 @@ import { ApiError, describeError } from "../api";
 import { h, message, patch, prose, uid, type Child } from "@sessionpipe/web-shared/dom";
 import { grouped, harnessName, windowName } from "../format";
 import { href } from "../route";
-import type { AccountWindow, DayCell, LimitStanding, LimitWindow, Overview, PoolState, UsageDays, UsageLimits, UsageSession, UsageSessions } from "../types";
+import type { DayCell, LimitStanding, PoolState, UsageDays, UsageLimits, UsageSession, UsageSessions } from "../types";
 import type { Mounted, ViewContext } from "../view";
 
 const REFRESH_MS = 30_000;
@@ -35,10 +35,8 @@ interface Read {
   /** The days, and the span they were asked for. */
   days: { answer: UsageDays; span: Span } | null;
   sessions: UsageSessions | null;
-  board: Overview | null;
   pool: PoolState | null;
-  /** `GET /api/usage/limits`; `"absent"`: a daemon from before it (404). */
-  limits: UsageLimits | "absent" | null;
+  limits: UsageLimits | null;
   error: string | null;
 }
 
@@ -50,7 +48,7 @@ export function mountUsage(root: HTMLElement, ctx: ViewContext): Mounted {
   let asked = 0;
   // Kept across redraws (a refresh must not close what the person opened).
   const opened = { table: false };
-  const read: Read = { days: null, sessions: null, board: null, pool: null, limits: null, error: null };
+  const read: Read = { days: null, sessions: null, pool: null, limits: null, error: null };
   const ids = { days: uid("usage-days"), top: uid("usage-top"), windows: uid("usage-windows") };
 
   const choice = <T extends string | number>(name: string, legend: string, values: readonly T[], label: (v: T) => string, initial: T, pick: (v: T) => void): HTMLElement =>
@@ -122,10 +120,9 @@ export function mountUsage(root: HTMLElement, ctx: ViewContext): Mounted {
     const wanted = span;
     const tz = tzOffsetMinutes();
     const since = new Date(spanStartMs(wanted, tz)).toISOString();
-    const [days, sessions, board, pool, limits] = await Promise.allSettled([
+    const [days, sessions, pool, limits] = await Promise.allSettled([
       api.usageDays(since, tz),
       api.usageSessions(since, TOP_SESSIONS),
-      api.overview(),
       api.pool(),
       api.usageLimits(),
     ]);
@@ -139,10 +136,8 @@ export function mountUsage(root: HTMLElement, ctx: ViewContext): Mounted {
     const answer = take(days, null);
     read.days = answer !== null ? { answer, span: wanted } : read.days?.span === wanted ? read.days : null;
     read.sessions = take(sessions, read.sessions);
-    read.board = take(board, read.board);
     read.pool = take(pool, read.pool);
-    const absent = limits.status === "rejected" && limits.reason instanceof ApiError && limits.reason.status === 404;
-    read.limits = absent ? "absent" : take(limits, read.limits);
+    read.limits = take(limits, read.limits);
     read.error = errors.length === 0 ? null : [...new Set(errors)].join("; ");
     draw();
   }
@@ -231,12 +226,11 @@ function niceCeil(n: number): number {
   return ([1, 2, 5, 10].find((m) => m * p >= n) ?? 10) * p;
 }
 
-/** An account's words: its email where the pool knows it (as the board, the pool or the limits say). */
+/** An account's words: its email where the pool knows it (as the pool or the limits say). */
 function accountNames(read: Read): Map<string, string> {
-  const { board, pool, limits } = read;
+  const { pool, limits } = read;
   const names = new Map<string, string>();
-  for (const s of board?.sessions ?? []) if (s.account?.email) names.set(s.account.id, s.account.email);
-  if (limits !== null && limits !== "absent") for (const w of limits.windows) if (w.account && w.email) names.set(w.account, w.email);
+  for (const w of limits?.windows ?? []) if (w.account && w.email) names.set(w.account, w.email);
   for (const a of pool?.accounts ?? []) if (a.email) names.set(a.id, a.email);
   return names;
 }
@@ -451,8 +445,13 @@ function renderTop(top: UsageSessions, names: Map<string, string>): Child {
   );
 }
 
-/** A window as the pool or the board has it, with the projection once the daemon sends one. */
-type Window = (LimitWindow | AccountWindow) & { runs_out_at?: string | null };
+/** A window of an account, with its projection where the pace makes one. */
+interface Window {
+  id: string;
+  used_percent: number;
+  resets_at: string;
+  runs_out_at: string | null;
+}
 
 interface AccountWindows {
   id: string;
@@ -476,22 +475,6 @@ function standingWindows(standing: LimitStanding[]): AccountWindows[] {
   return [...out.values()];
 }
 
-/** From a daemon without `GET /api/usage/limits`: the pool's windows (all it heard), else the board's sessions' (the fullest each reported). */
-function heardWindows(board: Overview | null, pool: PoolState | null): AccountWindows[] {
-  const out = new Map<string, AccountWindows>();
-  for (const a of pool?.accounts ?? []) {
-    if (a.windows.length > 0) out.set(a.id, { id: a.id, name: a.email ?? a.id, harness: null, windows: [...a.windows] });
-  }
-  for (const session of board?.sessions ?? []) {
-    const a = session.account;
-    if (a === null || a.window === null) continue;
-    const known = out.get(a.id) ?? { id: a.id, name: a.email ?? a.id, harness: session.harness, windows: [] };
-    if (!known.windows.some((w) => w.id === a.window?.id)) known.windows.push(a.window);
-    out.set(a.id, known);
-  }
-  return [...out.values()];
-}
-
 /** A time to come in local words: `15:00` today, else `Tue 7 Dec, 15:00`. */
 function localTime(iso: string): string {
   const d = new Date(iso);
@@ -502,11 +485,9 @@ function localTime(iso: string): string {
 }
 
 function renderWindows(read: Read): Child {
-  const { board, pool, limits } = read;
-  let accounts: AccountWindows[];
-  if (limits !== null && limits !== "absent") accounts = standingWindows(limits.windows);
-  else if (board !== null || pool !== null) accounts = heardWindows(board, pool);
-  else return h("p", { class: "muted" }, "Reading the windows…");
+  const { limits } = read;
+  if (limits === null) return h("p", { class: "muted" }, "Reading the windows…");
+  const accounts = standingWindows(limits.windows);
   if (accounts.length === 0) {
     return h(
       "p",
@@ -527,7 +508,7 @@ function renderWindows(read: Read): Child {
         ),
       ),
     ),
-    limits !== null && limits !== "absent" && !limits.alerts
+    !limits.alerts
       ? h("p", { class: "muted" }, ...prose("Warnings before a window runs out are off (`pace_alerts` in config.json)."))
       : null,
   ];
@@ -536,8 +517,8 @@ function renderWindows(read: Read): Child {
 function renderWindow(w: Window, account: string): HTMLElement {
   const label = windowName(w.id);
   const used = Math.round(w.used_percent);
-  const reset = w.resets_at ? `resets ${localTime(w.resets_at)}` : "no reset time heard";
-  const runsOut = typeof w.runs_out_at === "string" && w.runs_out_at !== "" ? w.runs_out_at : null;
+  const reset = `resets ${localTime(w.resets_at)}`;
+  const runsOut = w.runs_out_at;
   const pace = runsOut !== null ? `will run out around ${localTime(runsOut)} at the last hour's pace` : null;
   return h(
     "li",
