@@ -47,6 +47,12 @@ pub trait Adapter: Sync {
     fn files(&self, _job: &Job) -> SessionFiles {
         SessionFiles::default()
     }
+    /// A subagent's own transcript this call names (Claude Code's
+    /// SubagentStop `agent_transcript_path`): its model responses are read
+    /// for the usage table, nothing else of it. `None` for most calls.
+    fn subagent_transcript(&self, _job: &Job) -> Option<std::path::PathBuf> {
+        None
+    }
     /// The answers its hooks take from control (a Stop's block, a permission
     /// decision); `None` for a harness with no answer channel.
     fn control(&self) -> Option<&dyn crate::control::ControlHooks> {

@@ -434,6 +434,12 @@ pub trait TranscriptSource: Sync {
     fn first_ask_chars(&self) -> usize {
         80
     }
+    /// The tokens of every model response in the whole file at `path` (a
+    /// subagent's transcript, read once when it stops); nothing when it does
+    /// not read.
+    fn usage(&self, path: &std::path::Path) -> Vec<crate::usage::Usage> {
+        self.read(path, 0).map(|out| out.usage).unwrap_or_default()
+    }
     /// How far the transcript goes, in the cursor's units: one that ends before
     /// the cursor was rewritten and is read again from the start. The file's
     /// size, unless the cursor counts something else (decompressed bytes).

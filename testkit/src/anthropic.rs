@@ -114,6 +114,8 @@ pub struct Script {
     pace: Option<std::time::Duration>,
     /// The tokens each scripted answer reports (else an estimate).
     usage: Option<MockUsage>,
+    /// The tokens each answer to a subagent reports (else an estimate).
+    subagent_usage: Option<MockUsage>,
 }
 
 impl Script {
@@ -123,6 +125,7 @@ impl Script {
             turns: turns.into_iter().collect(),
             pace: None,
             usage: None,
+            subagent_usage: None,
         }
     }
 
@@ -135,6 +138,13 @@ impl Script {
     /// The same script, each of its answers reporting `usage`.
     pub fn with_usage(mut self, usage: MockUsage) -> Script {
         self.usage = Some(usage);
+        self
+    }
+
+    /// The same script, each answer to a subagent (a request naming its
+    /// agent) reporting `usage`.
+    pub fn with_subagent_usage(mut self, usage: MockUsage) -> Script {
+        self.subagent_usage = Some(usage);
         self
     }
 
@@ -196,6 +206,7 @@ impl MockAnthropic {
     ) -> MockAnthropic {
         let mut ids = Ids::new();
         let (pace, usage) = (script.pace, script.usage);
+        let usages = (usage, script.subagent_usage);
         let plan: Vec<Planned> = script
             .turns
             .into_iter()
@@ -233,7 +244,7 @@ impl MockAnthropic {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             let headers = headers_for(request);
-            let answered = answer(&plan, request, &mut ids);
+            let answered = answer(&plan, usages, request, &mut ids);
             let answered = match pace {
                 Some(p) => answered.paced(p),
                 None => answered,
@@ -272,7 +283,14 @@ fn error(status: u16, kind: &str, message: &str) -> Response {
     )
 }
 
-fn answer(plan: &[Planned], request: &Request, ids: &mut Ids) -> Response {
+/// `usages`: what the main conversation's answers report (a compaction's
+/// and one past the script's included), and what a subagent's do.
+fn answer(
+    plan: &[Planned],
+    usages: (Option<MockUsage>, Option<MockUsage>),
+    request: &Request,
+    ids: &mut Ids,
+) -> Response {
     let path = request.path().trim_end_matches('/');
     let known = matches!(path, "/v1/messages" | "/v1/messages/count_tokens");
     if !known {
@@ -293,15 +311,28 @@ fn answer(plan: &[Planned], request: &Request, ids: &mut Ids) -> Response {
 
     let offers_tools = body["tools"].as_array().is_some_and(|t| !t.is_empty());
     let subagent = request.header("x-claude-code-agent-id").is_some();
+    let main = |text| Planned {
+        usage: usages.0,
+        ..Planned::text(text)
+    };
     let turn = if asks_for_summary(&body) {
-        Planned::text(SUMMARY_TEXT)
+        if subagent {
+            Planned::text(SUMMARY_TEXT)
+        } else {
+            main(SUMMARY_TEXT)
+        }
     } else if offers_tools && !subagent {
         let index = body["messages"]
             .as_array()
             .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count());
         plan.get(index)
             .cloned()
-            .unwrap_or_else(|| Planned::text(FALLBACK_TEXT))
+            .unwrap_or_else(|| main(FALLBACK_TEXT))
+    } else if subagent {
+        Planned {
+            usage: usages.1,
+            ..Planned::text(side_text(&body))
+        }
     } else {
         Planned::text(side_text(&body))
     };

@@ -2,11 +2,13 @@
 //! `<config>/projects/<slug>/<session>.jsonl` modified since the cutoff, read once
 //! (streamed, lines over the cap passed over) for its times, turns, folder,
 //! branch, model, version and title. Subagent transcripts (in a session's own
-//! folder) are not sessions.
+//! folder) are not sessions: only their model responses' tokens are read, as
+//! the session's usage.
 
 use super::facts::account_id;
-use super::transcript::{MAX_LINE, parse_value};
+use super::transcript::{ClaudeTranscript, MAX_LINE, parse_value};
 use harness::backfill::{Backfilled, Tally, modified_since};
+use harness::transcript::TranscriptSource;
 use harness::transcript::for_each_line;
 use protocol::TitleSource;
 use serde_json::Value;
@@ -32,6 +34,7 @@ pub fn sessions(config_dirs: &[std::path::PathBuf], home: &Path, since_ms: i64) 
                     && modified_since(&path, since_ms)
                     && let Some(mut b) = scan(&path, home)
                 {
+                    b.usage.extend(subagents_usage(&path));
                     b.block.account_id = account.clone();
                     b.config_dir = Some(config.clone());
                     out.push(b);
@@ -40,6 +43,23 @@ pub fn sessions(config_dirs: &[std::path::PathBuf], home: &Path, since_ms: i64) 
         }
     }
     out.sort_by_key(|b| std::cmp::Reverse(b.last_ms));
+    out
+}
+
+/// The model responses of the session's subagents, each in its own file
+/// beside the session's (`<session>/subagents/agent-*.jsonl`): paid for too.
+fn subagents_usage(transcript: &Path) -> Vec<harness::usage::Usage> {
+    let dir = transcript.with_extension("").join("subagents");
+    let Ok(files) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for f in files.flatten() {
+        let path = f.path();
+        if path.extension().is_some_and(|x| x == "jsonl") {
+            out.extend(ClaudeTranscript.usage(&path));
+        }
+    }
     out
 }
 
@@ -102,7 +122,13 @@ mod tests {
         .join("\n")
         .replace("CWD", &home.join("app").display().to_string());
         std::fs::write(project.join("s1.jsonl"), lines + "\n").unwrap();
-        std::fs::write(project.join("s1/subagents/agent-a.jsonl"), "{}\n").unwrap();
+        // A subagent's file: not a session, but its response's tokens are the session's.
+        let sub = r#"{"type":"assistant","isSidechain":true,"timestamp":"2026-11-01T10:00:03.000Z","message":{"id":"msg_sub","model":"claude-haiku-4-5","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":7,"output_tokens":3}}}"#;
+        std::fs::write(
+            project.join("s1/subagents/agent-a.jsonl"),
+            format!("{{}}\n{sub}\n"),
+        )
+        .unwrap();
         std::fs::write(project.join("empty.jsonl"), "").unwrap();
         let found = sessions(&[home.join(".claude")], home, 0);
         assert_eq!(found.len(), 1);
@@ -117,6 +143,9 @@ mod tests {
             (Some("Parser fix"), Some(TitleSource::Harness))
         );
         assert_eq!(b.version.as_deref(), Some("2.1.300"));
+        let sub: Vec<_> = b.usage.iter().filter(|u| u.key == "msg_sub").collect();
+        assert_eq!(sub.len(), 1, "{:?}", b.usage);
+        assert_eq!((sub[0].input, sub[0].output), (7, 3));
         assert_eq!(
             protocol::time::rfc3339_ms(b.started_ms),
             "2026-11-01T10:00:00.000Z"

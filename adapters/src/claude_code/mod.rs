@@ -216,6 +216,18 @@ impl Adapter for ClaudeCode {
         Some(&transcript::ClaudeTranscript)
     }
 
+    /// SubagentStop names the subagent's own transcript
+    /// (`<session>/subagents/agent-<id>.jsonl`): its responses are the
+    /// session's usage too. Only a `.jsonl` file is read.
+    fn subagent_transcript(&self, job: &Job) -> Option<std::path::PathBuf> {
+        if job.event != "SubagentStop" {
+            return None;
+        }
+        let p = harness::payload::payload_object(job).ok()?;
+        let path = std::path::PathBuf::from(str_of(&p, "agent_transcript_path")?);
+        (path.is_absolute() && path.extension().is_some_and(|x| x == "jsonl")).then_some(path)
+    }
+
     fn facts(&self, job: &Job, files: &SessionFiles) -> SessionBlock {
         facts::facts(job, files)
     }
@@ -402,6 +414,27 @@ mod tests {
             env: [("HOME".to_string(), "/home/ann".to_string())].into(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_subagents_stop_names_its_own_transcript_for_usage() {
+        let path = "/home/ann/.claude/projects/-w/s1/subagents/agent-a1.jsonl";
+        let stop = json!({"session_id": "s1", "agent_id": "a1", "agent_transcript_path": path});
+        assert_eq!(
+            ClaudeCode.subagent_transcript(&job("SubagentStop", stop.clone())),
+            Some(std::path::PathBuf::from(path))
+        );
+        assert_eq!(ClaudeCode.subagent_transcript(&job("Stop", stop)), None);
+        let relative = json!({"session_id": "s1", "agent_transcript_path": "agent-a1.jsonl"});
+        assert_eq!(
+            ClaudeCode.subagent_transcript(&job("SubagentStop", relative)),
+            None
+        );
+        let other = json!({"session_id": "s1", "agent_transcript_path": "/etc/passwd"});
+        assert_eq!(
+            ClaudeCode.subagent_transcript(&job("SubagentStop", other)),
+            None
+        );
     }
 
     fn base(event: &str) -> Value {

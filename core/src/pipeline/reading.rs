@@ -116,6 +116,10 @@ pub fn around_call(
     let Some(source) = adapter.transcript() else {
         return around;
     };
+    // A subagent that stopped: its own file's responses were paid for too.
+    if let Some(sub) = adapter.subagent_transcript(job) {
+        around.usage.extend(source.usage(&sub));
+    }
     if let Some(actual) = &files.transcript {
         // The record keeps the path as it keeps everything: through secrets@1.
         let raw = actual.to_string_lossy();

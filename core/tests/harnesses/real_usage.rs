@@ -16,7 +16,7 @@ use serde_json::Value;
 use sessionpipe_testkit::chat::{MockChat, Step as ChatStep};
 use sessionpipe_testkit::openai::{MockOpenAI, Step};
 use sessionpipe_testkit::usage::MockUsage;
-use sessionpipe_testkit::{MockAnthropic, Sandbox, Script, sandbox::bin};
+use sessionpipe_testkit::{MockAnthropic, Sandbox, Script, Turn, sandbox::bin};
 use std::path::Path;
 use std::time::Duration;
 
@@ -137,6 +137,93 @@ fn a_real_claude_code_turns_tokens_and_cost_live_and_backfilled() {
     let again = backfilled_row(&s.sb, &[], &key);
     assert_eq!(tokens(&again), want, "backfill reads what live ingest read");
     assert_eq!(again["api_equivalent_usd"], row["api_equivalent_usd"]);
+}
+
+/// A subagent's answers are written to its own transcript
+/// (`<session>/subagents/agent-<id>.jsonl`), which its SubagentStop names:
+/// they count for the session, live and backfilled.
+#[test]
+fn a_real_claude_code_subagents_tokens_count_for_its_session() {
+    let Some(claude) = sessionpipe_testkit::harnesses::claude() else {
+        return;
+    };
+    let s = claude_setup(claude);
+    let chosen = MockUsage {
+        input: 1_111,
+        output: 222,
+        cache_read: 33_333,
+        cache_write: 444,
+    };
+    let sub = MockUsage {
+        input: 5_555,
+        output: 66,
+        cache_read: 0,
+        cache_write: 777,
+    };
+    let agent = serde_json::json!({"description": "Say hi", "prompt": "Say hi.",
+        "subagent_type": "general-purpose"});
+    let api = MockAnthropic::start(
+        Script::new([
+            Turn::tool_use("Agent", agent),
+            Turn::text("The subagent said hi."),
+        ])
+        .with_usage(chosen)
+        .with_subagent_usage(sub),
+    );
+    let model = "claude-opus-4-5";
+    let args = [
+        "-p",
+        "Ask a subagent to say hi.",
+        "--allowedTools",
+        "Agent",
+        "--model",
+        model,
+    ];
+    let result = run_claude_with(&s.sb, &s.claude, &api, &s.project, &args);
+    let session = result["session_id"].as_str().expect("a session id");
+    wait_for(&s.sb, |evs| {
+        evs.iter().any(|e| e["type"] == "session.ended")
+    });
+    s.sb.wait_idle(Duration::from_secs(10));
+    let events = s.sb.events();
+    assert!(
+        events.iter().any(|e| e["type"] == "subagent.ended"),
+        "the subagent ran and stopped: {result:#}"
+    );
+    // Every answer of the main conversation (those offered tools: the Agent
+    // call, the text, and one more after the subagent's background task
+    // reported back) is in the session's transcript, every answer the
+    // subagent was given in its own.
+    let asked = |subagent: bool| {
+        api.requests()
+            .iter()
+            .filter(|r| r.path() == "/v1/messages")
+            .filter(|r| r.header("x-claude-code-agent-id").is_some() == subagent)
+            .filter(|r| {
+                subagent
+                    || r.json()
+                        .is_some_and(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
+            })
+            .count() as u64
+    };
+    let (main, answers) = (asked(false), asked(true));
+    assert!(answers >= 1, "the subagent asked the model");
+    let key = format!("claude-code:{session}");
+    let row = usage_row(&s.sb, &s.sb.state, &key);
+    let want = (
+        main + answers,
+        main * chosen.input + answers * sub.input,
+        main * chosen.output + answers * sub.output,
+        main * chosen.cache_read + answers * sub.cache_read,
+        main * chosen.cache_write + answers * sub.cache_write,
+    );
+    assert_eq!(tokens(&row), want, "{row:#}");
+    let again = backfilled_row(&s.sb, &[], &key);
+    assert_eq!(
+        tokens(&again),
+        want,
+        "backfill reads the subagent's file too"
+    );
 }
 
 #[test]
