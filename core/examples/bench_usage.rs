@@ -11,8 +11,11 @@
 //! `bench-usage` beside the binaries' folder) and kept.
 //!
 //! Measured, whole processes (p50 / p99 of SAMPLES runs): `usage --since 365d
-//! --by day`, the same with `--json`, and `--by session`; and the report
-//! alone, in this process (`usage::report`).
+//! --by day`, the same with `--json`, and `--by session`; the report alone,
+//! in this process (`usage::report`); and the Usage page's API as the window
+//! asks it (`GET /api/usage/days`, `/api/usage/sessions`, `/api/usage/limits`
+//! over 365 days) against a real `sessionpipe daemon` on each state dir, with
+//! the daemon's resident memory after.
 //!
 //! Usage: bench_usage SESSIONPIPE [SAMPLES]
 
@@ -128,6 +131,80 @@ fn runs(sessionpipe: &Path, state: &Path, args: &[&str], n: usize) -> Vec<f64> {
         .collect()
 }
 
+/// The daemon's resident memory (VmRSS, kB).
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// A `sessionpipe daemon` on `state`, the Usage page's three reads `n` times
+/// (each round's wall time, ms), and its RSS before and after (kB).
+fn page_api(sessionpipe: &Path, state: &Path, n: usize) -> (Vec<f64>, u64, u64) {
+    let _ = std::fs::remove_file(state.join("ui.json"));
+    let mut daemon = std::process::Command::new(sessionpipe)
+        .env("SESSIONPIPE_STATE_DIR", state)
+        .env("HOME", state)
+        .arg("daemon")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let ui = state.join("ui.json");
+    let until = Instant::now() + std::time::Duration::from_secs(20);
+    let link: serde_json::Value = loop {
+        if let Some(v) = std::fs::read(&ui)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+        {
+            break v;
+        }
+        assert!(Instant::now() < until, "the daemon wrote no ui.json");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let base = link["url"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    let token = link["token"].as_str().unwrap().to_string();
+    let client = reqwest::blocking::Client::new();
+    let get = |path: &str| {
+        let r = client
+            .get(format!("{base}{path}"))
+            .bearer_auth(&token)
+            .send()
+            .unwrap();
+        assert!(r.status().is_success(), "{path}: {}", r.status());
+        r.bytes().unwrap();
+    };
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let before = rss_kb(daemon.id());
+    let since = sessionpipe_core::protocol::time::rfc3339_ms(
+        sessionpipe_core::protocol::time::now_ms() - 365 * DAY_MS,
+    );
+    let rounds = (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            get(&format!(
+                "/api/usage/days?since={since}&tz_offset_minutes=60"
+            ));
+            get(&format!("/api/usage/sessions?since={since}&limit=10"));
+            get("/api/usage/limits");
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    let after = rss_kb(daemon.id());
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    (rounds, before, after)
+}
+
 /// The report alone, in this process, `n` times (ms).
 fn in_process(state: &Path, n: usize) -> Vec<f64> {
     let prices = Prices::new(&Default::default());
@@ -203,6 +280,19 @@ fn main() {
         pct(&mut f, 0.5),
         pct(&mut y, 0.5),
         pct(&mut y, 0.99)
+    );
+    let (mut f, f_before, f_after) = page_api(&sessionpipe, &fresh, samples);
+    let (mut y, y_before, y_after) = page_api(&sessionpipe, &year, samples);
+    println!(
+        "the Usage page's API (days, top sessions, limits over 365 days, one round): fresh p50 {:.1} ms p99 {:.1} ms; year p50 {:.1} ms p99 {:.1} ms; daemon RSS fresh {:.1} -> {:.1} MB, year {:.1} -> {:.1} MB",
+        pct(&mut f, 0.5),
+        pct(&mut f, 0.99),
+        pct(&mut y, 0.5),
+        pct(&mut y, 0.99),
+        f_before as f64 / 1024.0,
+        f_after as f64 / 1024.0,
+        y_before as f64 / 1024.0,
+        y_after as f64 / 1024.0
     );
     let rows = |state: &Path| -> (i64, i64) {
         let c = rusqlite::Connection::open(state.join("outbox.db")).unwrap();
