@@ -229,7 +229,8 @@ enum Command {
     /// too, marked as such); read from their own transcripts, kept here only.
     Usage {
         /// From this far back: a number of days (`7d`), a date (`2026-11-01`,
-        /// midnight UTC) or an RFC 3339 time.
+        /// its midnight on this machine's clock) or an RFC 3339 time. Days are
+        /// this machine's.
         #[arg(long, value_name = "7d|DATE", default_value = "30d")]
         since: String,
         /// What a row is.

@@ -16,7 +16,9 @@ use std::process::ExitCode;
 
 pub fn run(paths: &StatePaths, since: &str, by: By, json: bool) -> anyhow::Result<ExitCode> {
     let now = protocol::time::now_ms();
-    let since_ms = crate::usage::parse_since(since, now).context("--since")?;
+    // Days and dates are this machine's, as its person reads them.
+    let tz = crate::usage::local_offset_minutes(now);
+    let since_ms = crate::usage::parse_since(since, now, tz).context("--since")?;
     // A config.json that does not read prices nothing over the shipped table
     // (said), rather than refusing the report.
     let overrides = match Config::load(paths) {
@@ -30,7 +32,7 @@ pub fn run(paths: &StatePaths, since: &str, by: By, json: bool) -> anyhow::Resul
     let ask = Ask {
         since_ms,
         until_ms: now + 1,
-        tz_offset_minutes: 0,
+        tz_offset_minutes: tz,
         by,
     };
     let ob = Outbox::open_readonly(&paths.outbox())?;
@@ -49,7 +51,7 @@ pub fn run(paths: &StatePaths, since: &str, by: By, json: bool) -> anyhow::Resul
 /// The report as columns: the row's key, responses, each kind of token, cost.
 fn print_table(r: &UsageReport) {
     let head = match r.by {
-        By::Day => "day (UTC)",
+        By::Day => "day",
         By::Session => "session",
         By::Harness => "harness",
         By::Account => "account",

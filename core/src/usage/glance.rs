@@ -65,7 +65,8 @@ fn fullest_window(paths: &StatePaths, now_ms: i64) -> Option<String> {
     ))
 }
 
-/// This machine's midnight today, and its offset from UTC in minutes.
+/// This machine's midnight today, and its offset from UTC in minutes (whole
+/// quarter hours, as the usage sums' days start).
 fn local_midnight(now_ms: i64) -> Option<(i64, i32)> {
     let now = jiff::Timestamp::from_millisecond(now_ms)
         .ok()?
@@ -73,7 +74,7 @@ fn local_midnight(now_ms: i64) -> Option<(i64, i32)> {
     let midnight = now.start_of_day().ok()?;
     Some((
         midnight.timestamp().as_millisecond(),
-        now.offset().seconds() / 60,
+        super::local_offset_minutes(now_ms),
     ))
 }
 

@@ -61,23 +61,37 @@ impl By {
 /// Why a `--since` is not a time.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error(
-    "{0:?} is not a time: a number of days (7d), a date (2026-11-01, midnight UTC) or RFC 3339"
+    "{0:?} is not a time: a number of days (7d), a date (2026-11-01, its midnight here) or RFC 3339"
 )]
 pub struct NotATime(pub String);
 
-/// A `since`: `7d` (days before `now_ms`), a date (its midnight UTC) or an
-/// RFC 3339 time; epoch ms.
-pub fn parse_since(s: &str, now_ms: i64) -> Result<i64, NotATime> {
+/// A `since`: `7d` (days before `now_ms`), a date (its midnight where the
+/// clock is `tz_offset_minutes` from UTC) or an RFC 3339 time; epoch ms.
+pub fn parse_since(s: &str, now_ms: i64, tz_offset_minutes: i32) -> Result<i64, NotATime> {
     let s = s.trim();
     if let Some(days) = s.strip_suffix('d').and_then(|d| d.parse::<u32>().ok()) {
         return Ok(now_ms - i64::from(days) * DAY_MS);
     }
-    let whole = if s.len() == 10 {
-        format!("{s}T00:00:00Z")
-    } else {
-        s.to_string()
+    if s.len() == 10 {
+        return protocol::time::parse_rfc3339_ms(&format!("{s}T00:00:00Z"))
+            .map(|utc| utc - i64::from(tz_offset_minutes) * 60_000)
+            .ok_or_else(|| NotATime(s.to_string()));
+    }
+    protocol::time::parse_rfc3339_ms(s).ok_or_else(|| NotATime(s.to_string()))
+}
+
+/// This machine's offset from UTC at `now_ms`, in whole quarter hours (what
+/// the usage sums' days can start at): the CLI's and the tray's days.
+pub fn local_offset_minutes(now_ms: i64) -> i32 {
+    let Ok(t) = jiff::Timestamp::from_millisecond(now_ms) else {
+        return 0;
     };
-    protocol::time::parse_rfc3339_ms(&whole).ok_or_else(|| NotATime(s.to_string()))
+    let minutes = t
+        .to_zoned_datetime(jiff::tz::TimeZone::system())
+        .offset()
+        .seconds()
+        / 60;
+    (f64::from(minutes) / 15.0).round() as i32 * 15
 }
 
 /// One model's tokens in a row, and their cost.
@@ -313,13 +327,18 @@ mod tests {
     #[test]
     fn since_is_days_a_date_or_a_time() {
         let now = 1_796_000_000_000;
-        assert_eq!(parse_since("7d", now), Ok(now - 7 * DAY_MS));
+        assert_eq!(parse_since("7d", now, 0), Ok(now - 7 * DAY_MS));
         assert_eq!(
-            parse_since("2026-11-01", now).map(protocol::time::rfc3339_ms),
+            parse_since("2026-11-01", now, 0).map(protocol::time::rfc3339_ms),
             Ok("2026-11-01T00:00:00.000Z".to_string())
         );
-        assert!(parse_since("2026-11-01T09:30:00Z", now).is_ok());
-        assert!(parse_since("last week", now).is_err());
+        // A date is its midnight where the clock is: India's is 18:30 UTC before.
+        assert_eq!(
+            parse_since("2026-11-01", now, 330).map(protocol::time::rfc3339_ms),
+            Ok("2026-10-31T18:30:00.000Z".to_string())
+        );
+        assert!(parse_since("2026-11-01T09:30:00Z", now, 60).is_ok());
+        assert!(parse_since("last week", now, 0).is_err());
         assert_eq!(day_text(20_000), "2024-10-04");
     }
 

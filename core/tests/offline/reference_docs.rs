@@ -121,6 +121,7 @@ fn config_fields() -> Vec<Field> {
 fn json_type(rust_type: &str) -> &'static str {
     match rust_type {
         "bool" => "true or false",
+        "Option<bool>" => "true, false or null",
         "Option<String>" => "text or null",
         "Option<u8>" | "Option<u16>" | "Option<u32>" => "a whole number or null",
         "Vec<String>" => "a list of text",
@@ -144,6 +145,7 @@ fn in_effect(name: &str, json_default: &serde_json::Value) -> String {
         "notify_tier" => c.notify_tier().to_string(),
         "retention_days" => c.retention_days().to_string(),
         "pool_alert_percent" => c.pool_alert_percent().to_string(),
+        "pace_alerts" => c.pace_alerts().to_string(),
         "local_receiver_port" => c.local_receiver_port().to_string(),
         "control_starts_running" => caps.starts_running.to_string(),
         "control_starts_hourly" => caps.starts_hourly.to_string(),

@@ -37,14 +37,14 @@ impl UsageQuery {
     fn ask(&self, by: By) -> Result<Ask, ApiError> {
         let now = protocol::time::now_ms();
         let since = self.since.as_deref().unwrap_or("30d");
-        let since_ms = crate::usage::parse_since(since, now)
-            .map_err(|e| ApiError::BadRequest(format!("since: {e}")))?;
         let tz = self.tz_offset_minutes.unwrap_or(0);
         if tz.abs() > 18 * 60 || tz % 15 != 0 {
             return Err(ApiError::BadRequest(format!(
                 "tz_offset_minutes is a whole number of quarter hours within 18 hours of UTC, not {tz}"
             )));
         }
+        let since_ms = crate::usage::parse_since(since, now, tz)
+            .map_err(|e| ApiError::BadRequest(format!("since: {e}")))?;
         Ok(Ask {
             since_ms,
             until_ms: now + 1,
