@@ -27,6 +27,8 @@ const RUNS: &[(&str, &[&str])] = &[
     ("status", &["status"]),
     ("status", &["status", "--json"]),
     ("tail", &["tail", "--no-follow"]),
+    ("usage", &["usage", "--since", "7d"]),
+    ("usage", &["usage", "--by", "session", "--json"]),
     ("doctor", &["doctor"]),
     ("config get", &["config", "get"]),
     ("config set", &["config", "set", "machine", "logs-box"]),

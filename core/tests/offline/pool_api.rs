@@ -239,7 +239,8 @@ fn the_board_names_a_sessions_account_and_the_window_it_burns_most() {
     assert_eq!(
         account,
         json!({"id": "acct-7", "email": null, "near": false, "window": {
-            "id": "seven_day", "used_percent": 41.5, "resets_at": "2026-12-02T20:19:22.000Z"}}),
+            "id": "seven_day", "used_percent": 41.5, "resets_at": "2026-12-02T20:19:22.000Z",
+            "runs_out_at": null}}),
         "named by its id while the pool does not know it"
     );
 
