@@ -143,8 +143,10 @@ fn what_is_kept_reads_back_and_warns_no_period_twice() {
     let dir = tempfile::tempdir().unwrap();
     let paths = StatePaths::new(dir.path());
     let resets = 10 * HOUR;
-    let mut pace = Pace::default();
-    pace.read_to = 42;
+    let mut pace = Pace {
+        read_to: 42,
+        ..Default::default()
+    };
     pace.observe("claude-code", 0, &seen(40.0, resets), true);
     assert_eq!(
         pace.observe("claude-code", HOUR / 2, &seen(50.0, resets), true)
