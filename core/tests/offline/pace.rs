@@ -5,7 +5,7 @@
 //! projects, and none for a window that resets first; `pace_alerts: false`
 //! keeps the projection and gives no warning.
 
-use crate::pool::pooled;
+use crate::pool::{ask_as, pooled};
 use crate::status_line::age_memory;
 use serde_json::{Value, json};
 use sessionpipe_testkit::Sandbox;
@@ -233,20 +233,11 @@ fn the_pools_answers_climbing_fast_warn_once_naming_the_account() {
     .unwrap();
     let (sb, _daemon, url, token) = pooled(&api);
     started(&sb);
-    let uid = json!({"device_id": "d", "account_uuid": "", "session_id": SESSION}).to_string();
-    let body = json!({"model": "m", "messages": [], "metadata": {"user_id": uid}}).to_string();
-    let c = reqwest::blocking::Client::new();
     for round in 0..3 {
         if round > 0 {
             std::thread::sleep(Duration::from_millis(1200));
         }
-        let r = c
-            .post(format!("{url}/v1/messages"))
-            .bearer_auth(&token)
-            .body(body.clone())
-            .send()
-            .unwrap();
-        assert_eq!(r.status(), 200);
+        ask_as(&url, &token, SESSION);
         sb.wait_until(Duration::from_secs(10), |evs| {
             of_type(evs, "limits.observed").len() == round + 1
         });

@@ -82,6 +82,20 @@ pub(crate) fn pooled(api: &HttpServer) -> (Sandbox, Daemon, String, String) {
     (sb, daemon, url, token)
 }
 
+/// One request through the pool's listener as Claude Code sends it for
+/// `session` (its `metadata.user_id` names the session), answered 200.
+pub(crate) fn ask_as(url: &str, token: &str, session: &str) {
+    let uid = json!({"device_id": "d", "account_uuid": "", "session_id": session}).to_string();
+    let body = json!({"model": "m", "messages": [], "metadata": {"user_id": uid}}).to_string();
+    let r = reqwest::blocking::Client::new()
+        .post(format!("{url}/v1/messages"))
+        .bearer_auth(token)
+        .body(body)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
 fn wait(what: &str, done: impl Fn() -> bool) {
     let until = Instant::now() + Duration::from_secs(15);
     while !done() {
@@ -319,17 +333,8 @@ fn a_sessions_account_near_its_limit_asks_for_attention_once() {
     sb.wait_until(Duration::from_secs(10), |evs| {
         evs.iter().any(|e| e["type"] == "session.started")
     });
-    let uid = json!({"device_id": "d", "account_uuid": "", "session_id": session}).to_string();
-    let body = json!({"model": "m", "messages": [], "metadata": {"user_id": uid}}).to_string();
-    let c = reqwest::blocking::Client::new();
     for _ in 0..2 {
-        let r = c
-            .post(format!("{url}/v1/messages"))
-            .bearer_auth(&token)
-            .body(body.clone())
-            .send()
-            .unwrap();
-        assert_eq!(r.status(), 200);
+        ask_as(&url, &token, session);
     }
     let events = sb.wait_until(Duration::from_secs(10), |evs| {
         evs.iter().any(|e| e["type"] == "attention.needed")
