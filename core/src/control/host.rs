@@ -174,6 +174,7 @@ fn pool_facts(paths: &StatePaths) -> Option<Value> {
     }
     let live = crate::pool::service::Snapshot::load(paths);
     let pace = crate::pace::Pace::load(paths);
+    let now = protocol::time::now_ms();
     let accounts: Vec<Value> = crate::pool::views(paths, &file, live.as_ref())
         .into_iter()
         .take(POOL_ACCOUNTS)
@@ -188,7 +189,7 @@ fn pool_facts(paths: &StatePaths) -> Option<Value> {
                     }
                     if let Some(r) = &w.resets_at {
                         v["resets_at"] = json!(r);
-                        if let Some(t) = pace.runs_out_ms(&a.id, &w.id, r) {
+                        if let Some(t) = pace.runs_out_ms(&a.id, &w.id, r, now) {
                             v["runs_out_at"] = json!(whole_minute(t));
                         }
                     }

@@ -402,7 +402,8 @@ async fn serve(
         r.abort();
     }
     if let Some(p) = pace {
-        // It only reads; what it had not read yet was seen by no one.
+        // It appends a warning before pace.json says it was given: stopped
+        // between the two, the next start may give it again, never loses it.
         p.abort();
     }
     if let Some(p) = pool {

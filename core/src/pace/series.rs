@@ -136,7 +136,7 @@ impl Pace {
             if resets_ms <= now_ms {
                 continue;
             }
-            let runs_out_ms = runs_out(&series.points).filter(|t| *t < resets_ms);
+            let runs_out_ms = current(&series.points, now_ms).filter(|t| *t < resets_ms);
             let slot = (
                 key.harness.as_str(),
                 key.account.as_str(),
@@ -167,13 +167,20 @@ impl Pace {
     }
 
     /// When `account`'s `window` of the period ending `resets_at` runs out at
-    /// the last hour's pace, where that is before it resets.
-    pub fn runs_out_ms(&self, account: &str, window: &str, resets_at: &str) -> Option<i64> {
+    /// the last hour's pace, where that is before it resets and still to
+    /// come at `now_ms`.
+    pub fn runs_out_ms(
+        &self,
+        account: &str,
+        window: &str,
+        resets_at: &str,
+        now_ms: i64,
+    ) -> Option<i64> {
         let resets_ms = protocol::time::parse_rfc3339_ms(resets_at)?;
         self.series
             .iter()
             .filter(|(k, _)| k.account == account && k.window == window && k.resets_at == resets_at)
-            .filter_map(|(_, s)| runs_out(&s.points))
+            .filter_map(|(_, s)| current(&s.points, now_ms))
             .filter(|t| *t < resets_ms)
             .min()
     }
@@ -220,16 +227,35 @@ impl Pace {
     }
 }
 
+/// The least rise in percent points a pace is read from (below it, float
+/// noise or rounding, not use).
+const MIN_RISE: f64 = 0.1;
+/// A projection further out than this is no projection (no window lasts it).
+const HORIZON_MS: i64 = 366 * 24 * 3600 * 1000;
+
 /// When a series (time order, one period) reaches 100 % at the pace from its
-/// first point to its last; `None` without a rising pace over `MIN_SPAN_MS`.
+/// first point to its last; `None` without a rise of `MIN_RISE` over
+/// `MIN_SPAN_MS`.
 fn runs_out(points: &[(i64, f64)]) -> Option<i64> {
     let (t0, u0) = *points.first()?;
     let (t1, u1) = *points.last()?;
-    if t1 - t0 < MIN_SPAN_MS || u1 <= u0 {
+    if t1 - t0 < MIN_SPAN_MS || u1 - u0 < MIN_RISE || !u1.is_finite() || !u0.is_finite() {
         return None;
     }
     let per_ms = (u1 - u0) / (t1 - t0) as f64;
-    Some(t1 + ((100.0 - u1).max(0.0) / per_ms).ceil() as i64)
+    let left_ms = ((100.0 - u1).max(0.0) / per_ms).ceil();
+    (left_ms <= HORIZON_MS as f64).then(|| t1 + left_ms as i64)
+}
+
+/// `runs_out` as it stands at `now_ms`: none once the last reading is more
+/// than the pace's hour old (the use stopped, or nobody heard it) or the
+/// time it projected has passed.
+fn current(points: &[(i64, f64)], now_ms: i64) -> Option<i64> {
+    let (last, _) = *points.last()?;
+    if now_ms - last > PACE_WINDOW_MS {
+        return None;
+    }
+    runs_out(points).filter(|t| *t > now_ms)
 }
 
 /// The warning in the words every place shows.

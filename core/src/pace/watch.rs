@@ -24,6 +24,8 @@ use std::time::Duration;
 const READ_MAX: usize = 500;
 /// Looked at this often even when no commit rang.
 const LOOK_EVERY: Duration = Duration::from_secs(30);
+/// The read position with nothing observed is written at most this often.
+const KEEP_EVERY: Duration = Duration::from_secs(300);
 /// The id prefix of a pace warning's attention (one per window and period).
 pub const PACE_ATTENTION: &str = "sessionpipe-pace:";
 /// An observation older than this when read (a drain worker's, written while
@@ -32,7 +34,6 @@ const FRESH_MS: i64 = 10 * 60 * 1000;
 
 /// A `limits.observed` read back: who said it, when, and what.
 struct Observed {
-    rowid: i64,
     harness: String,
     session: String,
     at_ms: i64,
@@ -63,12 +64,17 @@ pub async fn run(
         .await
         .unwrap_or(0);
     }
+    let mut last_kept = std::time::Instant::now();
     loop {
-        let read = {
+        let (read, scanned_to) = {
             let (path, after) = (path.clone(), pace.read_to);
             blocking(move || read_after(&path, after)).await
         };
-        if !read.is_empty() {
+        // What was scanned is not scanned again, a limit or not.
+        let moved = scanned_to > pace.read_to;
+        pace.read_to = pace.read_to.max(scanned_to);
+        let read_any = !read.is_empty();
+        if read_any {
             let settings = config.now();
             let (warn, alert) = (settings.pace_alerts(), settings.pool_alert_percent());
             let pooled = {
@@ -78,7 +84,6 @@ pub async fn run(
             let now = protocol::time::now_ms();
             let mut said: Vec<(String, String, Warning)> = Vec::new();
             for o in read {
-                pace.read_to = pace.read_to.max(o.rowid);
                 let fresh = now - o.at_ms <= FRESH_MS;
                 for w in pace.observe(&o.harness, o.at_ms, &o.limits, warn && fresh) {
                     // The pool already asks at `pool_alert_percent` for
@@ -90,14 +95,8 @@ pub async fn run(
                     }
                 }
             }
-            let kept = {
-                let paths = paths.clone();
-                let snapshot = pace.clone();
-                blocking(move || snapshot.save(&paths)).await
-            };
-            if let Err(e) = kept {
-                tracing::warn!("pace: pace.json was not written: {e}");
-            }
+            // The warnings first, then the file that says they were given:
+            // a stop between the two repeats a warning, never loses one.
             for (harness, session, w) in said {
                 let name = {
                     let (paths, account) = (paths.clone(), w.key.account.clone());
@@ -109,6 +108,20 @@ pub async fn run(
                     tracing::warn!("pace: a warning was not written: {e}");
                 }
             }
+        }
+        // The read position alone is kept now and then (a restart scans on
+        // from it); what was observed, at once.
+        let observed = read_any || last_kept.elapsed() >= KEEP_EVERY;
+        if moved && observed {
+            last_kept = std::time::Instant::now();
+            let kept = {
+                let paths = paths.clone();
+                let snapshot = pace.clone();
+                blocking(move || snapshot.save(&paths)).await
+            };
+            if let Err(e) = kept {
+                tracing::warn!("pace: pace.json was not written: {e}");
+            }
             // A full read may have left more behind: read on before waiting.
             continue;
         }
@@ -116,19 +129,28 @@ pub async fn run(
     }
 }
 
-/// The `limits.observed` stored after row `after`, oldest first.
-fn read_after(path: &std::path::Path, after: i64) -> Vec<Observed> {
+/// The `limits.observed` stored after row `after`, oldest first, and the
+/// row the read covered up to (the last one stored when it read them all).
+fn read_after(path: &std::path::Path, after: i64) -> (Vec<Observed>, i64) {
     let Some(ob) = Outbox::open_readonly(path).ok().flatten() else {
-        return Vec::new();
+        return (Vec::new(), after);
     };
-    let Ok(rows) = ob.events_of_type_after(after, "limits.observed", READ_MAX) else {
-        return Vec::new();
+    // The last row first: one stored during the read is read next time.
+    let Ok(last) = ob.max_rowid() else {
+        return (Vec::new(), after);
     };
-    rows.into_iter()
+    let Ok(rows) = ob.events_of_type_after(after, last, "limits.observed", READ_MAX) else {
+        return (Vec::new(), after);
+    };
+    let scanned_to = match rows.last() {
+        Some(r) if rows.len() == READ_MAX => r.rowid,
+        _ => last,
+    };
+    let observed = rows
+        .into_iter()
         .filter_map(|r| {
             let env: Value = serde_json::from_str(&r.envelope).ok()?;
             Some(Observed {
-                rowid: r.rowid,
                 harness: env["harness"]["name"].as_str()?.to_string(),
                 session: env["session"]["id"].as_str()?.to_string(),
                 at_ms: env["time"]
@@ -137,7 +159,8 @@ fn read_after(path: &std::path::Path, after: i64) -> Vec<Observed> {
                 limits: serde_json::from_value(env["data"].clone()).ok()?,
             })
         })
-        .collect()
+        .collect();
+    (observed, scanned_to)
 }
 
 /// The attention a warning is: a `question`, once per window and period.

@@ -154,7 +154,7 @@ pub fn around_call(
         .clone()
         .or_else(|| reads.live.get(adapter.name(), session));
     let found = read_new(source, record, path);
-    around.usage = found.usage;
+    around.usage.extend(found.usage);
     let limits = found.limits.map(EventData::LimitsObserved);
     let Some(state) = record.transcript.as_mut() else {
         return around;

@@ -29,7 +29,7 @@ pub struct PriceSource {
     pub overridden: Vec<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 struct Shipped {
     source: String,
     date: String,
@@ -65,8 +65,13 @@ impl Priced {
 impl Prices {
     /// The shipped table with `overrides` (config.json's `prices`) over it.
     pub fn new(overrides: &BTreeMap<String, ModelPrice>) -> Prices {
-        let shipped: Shipped =
-            serde_json::from_str(SHIPPED).expect("core/prices.json is the price table");
+        // Parsed once a process: the API and the tray ask for prices often.
+        static TABLE: std::sync::OnceLock<Shipped> = std::sync::OnceLock::new();
+        let shipped = TABLE
+            .get_or_init(|| {
+                serde_json::from_str(SHIPPED).expect("core/prices.json is the price table")
+            })
+            .clone();
         let mut models = shipped.models;
         let mut overridden = Vec::new();
         for (name, price) in overrides.iter().filter(|(_, p)| p.sane()) {

@@ -216,6 +216,7 @@ fn session_account(
     let limits = r.limits.as_ref()?;
     let id = limits.account_id.as_deref().filter(|a| !a.is_empty())?;
     let email = emails.iter().find(|(a, _)| a == id).map(|(_, e)| e.clone());
+    let now = protocol::time::now_ms();
     let fullest = sessionpipe_pool::limits::fullest(&limits.windows);
     let near = fullest.is_some_and(|w| w.used_percent >= f64::from(alert));
     let window = fullest.map(|w| AccountWindow {
@@ -225,7 +226,7 @@ fn session_account(
         runs_out_at: w
             .resets_at
             .as_deref()
-            .and_then(|r| pace.runs_out_ms(id, &w.id, r))
+            .and_then(|r| pace.runs_out_ms(id, &w.id, r, now))
             .map(protocol::time::rfc3339_ms),
     });
     Some(SessionAccount {

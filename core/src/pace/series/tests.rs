@@ -76,7 +76,9 @@ fn no_warning_when_the_window_resets_first_or_the_pace_is_flat() {
 #[test]
 fn the_pace_is_the_last_hours() {
     let mut pace = Pace::default();
-    let resets = 20 * HOUR;
+    // The whole series' pace (0 to 40 % in 4.5 h) would run out at 11.25 h,
+    // after this reset: only the last hour's warns.
+    let resets = 8 * HOUR;
     // Slow for hours (1 % an hour), then fast: only the last hour counts.
     for h in 0..5 {
         assert!(
@@ -130,7 +132,13 @@ fn the_standing_shows_the_projection_and_ignores_ended_periods() {
     assert_eq!(s[0].used_percent, 50.0);
     assert_eq!(s[0].runs_out_ms, Some(3 * HOUR));
     let at = protocol::time::rfc3339_ms(resets);
-    assert_eq!(pace.runs_out_ms("acc-1", "five_hour", &at), Some(3 * HOUR));
+    assert_eq!(
+        pace.runs_out_ms("acc-1", "five_hour", &at, HOUR / 2),
+        Some(3 * HOUR)
+    );
+    // Past the projected time, or an hour after the last reading, none stands.
+    assert_eq!(pace.runs_out_ms("acc-1", "five_hour", &at, 3 * HOUR), None);
+    assert_eq!(pace.standing(HOUR / 2 + HOUR + 1)[0].runs_out_ms, None);
     // Once the period ended nothing stands.
     assert!(pace.standing(resets).is_empty());
     // Not warned with warn false: a later look that may warn still does.
@@ -174,4 +182,14 @@ fn what_is_kept_reads_back_and_warns_no_period_twice() {
     // A file that does not read is an empty pace, not an error.
     std::fs::write(paths.pace(), b"{").unwrap();
     assert!(Pace::load(&paths).standing(0).is_empty());
+}
+
+#[test]
+fn a_rise_too_small_to_be_use_projects_nothing() {
+    let mut pace = Pace::default();
+    let resets = 100 * 24 * HOUR;
+    pace.observe("codex", 0, &seen(50.0, resets), true);
+    let w = pace.observe("codex", HOUR, &seen(50.0 + 1e-12, resets), true);
+    assert!(w.is_empty(), "{w:?}");
+    assert!(pace.standing(HOUR)[0].runs_out_ms.is_none());
 }

@@ -568,19 +568,21 @@ impl Outbox {
         Ok(v)
     }
 
-    /// The events of type `kind` stored after `rowid`, oldest first, at most
-    /// `limit` (a reader that follows one type as it comes: `pace`).
+    /// The events of type `kind` stored after row `after` up to row `upto`,
+    /// oldest first, at most `limit` (a reader that follows one type as it
+    /// comes: `pace`).
     pub fn events_of_type_after(
         &self,
-        rowid: i64,
+        after: i64,
+        upto: i64,
         kind: &str,
         limit: usize,
     ) -> Result<Vec<StoredEvent>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT rowid, envelope FROM events WHERE rowid > ?1 AND type = ?2
-             ORDER BY rowid LIMIT ?3",
+            "SELECT rowid, envelope FROM events WHERE rowid > ?1 AND rowid <= ?2 AND type = ?3
+             ORDER BY rowid LIMIT ?4",
         )?;
-        let rows = stmt.query_map(params![rowid, kind, limit as i64], |r| {
+        let rows = stmt.query_map(params![after, upto, kind, limit as i64], |r| {
             Ok(StoredEvent {
                 rowid: r.get(0)?,
                 envelope: r.get(1)?,
