@@ -13,11 +13,11 @@
 pub mod glance;
 pub mod prices;
 
-use crate::pipeline::outbox::usage::{Cell, Grouping, Span, Tokens};
+use crate::pipeline::outbox::usage::{Cell, Grouping, Span, SumKey, Tokens};
 use crate::pipeline::outbox::{Outbox, OutboxError};
 use prices::{PriceSource, Priced, Prices};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -225,17 +225,81 @@ pub fn day_cells(
     Ok(out)
 }
 
+/// The `limit` sessions that cost most in `ask`'s span (then used most
+/// tokens, then by key), most first: the first rows of `report` by session,
+/// made for those sessions only. A year is 20 000 sessions; they are ranked
+/// on the sums' numbers, and texts and rows are made for the few kept.
+pub fn top_sessions(
+    ob: Option<&Outbox>,
+    prices: &Prices,
+    ask: Ask,
+    limit: usize,
+) -> Result<Vec<UsageRow>, OutboxError> {
+    let Some(ob) = ob else {
+        return Ok(Vec::new());
+    };
+    let sums = ob.usage_sums(&span_of(&ask), By::Session.grouping())?;
+    let session = |k: &SumKey| [k.texts[SumKey::HARNESS], k.texts[SumKey::SESSION]];
+    let mut model_price = HashMap::new();
+    let mut ranks: HashMap<[u32; 2], (f64, u64)> = HashMap::new();
+    for (k, tokens, _) in sums.groups() {
+        let model = k.texts[SumKey::MODEL];
+        let price = *model_price
+            .entry(model)
+            .or_insert_with(|| prices.find(sums.text(model).unwrap_or("")).map(|(_, p)| p));
+        let rank = ranks.entry(session(k)).or_default();
+        rank.0 += price.and_then(|p| prices::usd_at(p, tokens)).unwrap_or(0.0);
+        rank.1 += tokens.total();
+    }
+    let key = |s: &[u32; 2]| {
+        let text = |n| sums.text(n).unwrap_or("");
+        format!("{}:{}", text(s[0]), text(s[1]))
+    };
+    let order = |a: &([u32; 2], (f64, u64)), b: &([u32; 2], (f64, u64))| {
+        (b.1.0)
+            .total_cmp(&a.1.0)
+            .then(b.1.1.cmp(&a.1.1))
+            .then_with(|| key(&a.0).cmp(&key(&b.0)))
+    };
+    let mut ranked: Vec<([u32; 2], (f64, u64))> = ranks.into_iter().collect();
+    if ranked.len() > limit {
+        ranked.select_nth_unstable_by(limit, order);
+        ranked.truncate(limit);
+    }
+    ranked.sort_by(order);
+    let place: HashMap<[u32; 2], usize> = ranked
+        .iter()
+        .enumerate()
+        .map(|(i, (s, _))| (*s, i))
+        .collect();
+    let mut cells: Vec<Vec<Cell>> = vec![Vec::new(); ranked.len()];
+    for (k, tokens, last) in sums.groups() {
+        if let Some(&i) = place.get(&session(k)) {
+            cells[i].push(sums.cell(k, tokens, last));
+        }
+    }
+    Ok(ranked
+        .iter()
+        .zip(cells)
+        .map(|((s, _), cells)| row(prices, key(s), cells.iter()))
+        .collect())
+}
+
 /// The sums `ask` spans, grouped by `g` (none without an outbox yet).
 fn cells_of(ob: Option<&Outbox>, ask: &Ask, g: Grouping) -> Result<Vec<Cell>, OutboxError> {
-    let span = Span {
+    match ob {
+        Some(ob) => ob.usage_cells(&span_of(ask), g),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The sums' span `ask` asks for.
+fn span_of(ask: &Ask) -> Span<'static> {
+    Span {
         from_ms: ask.since_ms,
         until_ms: ask.until_ms,
         offset_minutes: ask.tz_offset_minutes,
         only: None,
-    };
-    match ob {
-        Some(ob) => ob.usage_cells(&span, g),
-        None => Ok(Vec::new()),
     }
 }
 
@@ -406,6 +470,16 @@ mod tests {
             "the costly one first"
         );
         assert_eq!(sessions.rows[1].api_equivalent_usd, None);
+        for limit in [0, 1, 2, 5] {
+            let top = top_sessions(Some(&ob), &prices, ask(By::Session), limit).unwrap();
+            let want = &sessions.rows[..limit.min(sessions.rows.len())];
+            let keys = |rows: &[UsageRow]| -> Vec<(String, Tokens, Option<f64>)> {
+                rows.iter()
+                    .map(|r| (r.key.clone(), r.tokens, r.api_equivalent_usd))
+                    .collect()
+            };
+            assert_eq!(keys(&top), keys(want), "the top {limit}");
+        }
         let accounts = report(Some(&ob), &prices, ask(By::Account)).unwrap();
         let keys: Vec<&str> = accounts.rows.iter().map(|r| r.key.as_str()).collect();
         assert_eq!(keys, ["acct-1", ""]);

@@ -101,28 +101,34 @@ impl Prices {
 
     /// What `tokens` of `model` cost.
     pub fn cost(&self, model: &str, tokens: &Tokens) -> Priced {
-        let Some((name, p)) = self.find(model) else {
-            return Priced::None;
-        };
-        let part = |n: u64, price: Option<f64>| match (n, price) {
-            (0, _) => Some(0.0),
-            (n, Some(p)) => Some(n as f64 * p / 1_000_000.0),
-            (_, None) => None,
-        };
-        let parts = [
-            part(tokens.input, Some(p.input)),
-            part(tokens.output, Some(p.output)),
-            part(tokens.cache_read, p.cache_read),
-            part(tokens.cache_write, p.cache_write),
-        ];
-        match parts.into_iter().sum::<Option<f64>>() {
-            Some(usd) => Priced::Usd {
-                usd,
-                as_model: name.to_string(),
+        match self.find(model) {
+            Some((name, p)) => match usd_at(p, tokens) {
+                Some(usd) => Priced::Usd {
+                    usd,
+                    as_model: name.to_string(),
+                },
+                None => Priced::None,
             },
             None => Priced::None,
         }
     }
+}
+
+/// What `tokens` cost at `p` (`None`: a kind of token it has no price for).
+pub fn usd_at(p: &ModelPrice, tokens: &Tokens) -> Option<f64> {
+    let part = |n: u64, price: Option<f64>| match (n, price) {
+        (0, _) => Some(0.0),
+        (n, Some(p)) => Some(n as f64 * p / 1_000_000.0),
+        (_, None) => None,
+    };
+    [
+        part(tokens.input, Some(p.input)),
+        part(tokens.output, Some(p.output)),
+        part(tokens.cache_read, p.cache_read),
+        part(tokens.cache_write, p.cache_write),
+    ]
+    .into_iter()
+    .sum()
 }
 
 #[cfg(test)]

@@ -9,13 +9,19 @@
 //! owns the queries' words and the answers' shapes (`shapes`).
 
 use super::error::ApiError;
-use super::shapes::{LimitStanding, UsageDays, UsageLimits, UsageSession, UsageSessions, reply};
-use super::views::{ApiResult, Ctx};
+use super::shapes::{LimitStanding, UsageDays, UsageLimits, UsageSession, UsageSessions};
+use super::views::Ctx;
 use crate::pipeline::outbox::Outbox;
 use crate::runtime::blocking;
 use crate::usage::prices::Prices;
 use crate::usage::{Ask, By, COST_NOTE};
+use axum::Json;
 use axum::extract::{Query, State};
+
+/// A usage answer, serialised straight into the response's bytes: a year's
+/// days are 3 000 cells, which as a `serde_json::Value` first took ten times
+/// their 800 KB of JSON (and the daemon kept the memory).
+type Answer<T> = Result<Json<T>, ApiError>;
 
 /// The query every usage answer takes.
 #[derive(serde::Deserialize)]
@@ -72,24 +78,27 @@ fn prices(ctx: &Ctx) -> Prices {
 }
 
 /// `GET /api/usage?since=&by=&tz_offset_minutes=`.
-pub async fn report(State(ctx): State<Ctx>, Query(q): Query<UsageQuery>) -> ApiResult {
+pub async fn report(
+    State(ctx): State<Ctx>,
+    Query(q): Query<UsageQuery>,
+) -> Answer<crate::usage::UsageReport> {
     let ask = q.ask(q.by()?)?;
     let (paths, prices) = (ctx.paths.clone(), prices(&ctx));
     blocking(move || {
         let ob = Outbox::open_readonly(&paths.outbox())?;
-        Ok(reply(&crate::usage::report(ob.as_ref(), &prices, ask)?))
+        Ok(Json(crate::usage::report(ob.as_ref(), &prices, ask)?))
     })
     .await
 }
 
 /// `GET /api/usage/days?since=&tz_offset_minutes=`.
-pub async fn days(State(ctx): State<Ctx>, Query(q): Query<UsageQuery>) -> ApiResult {
+pub async fn days(State(ctx): State<Ctx>, Query(q): Query<UsageQuery>) -> Answer<UsageDays> {
     let ask = q.ask(By::Day)?;
     let (paths, prices) = (ctx.paths.clone(), prices(&ctx));
     blocking(move || {
         let ob = Outbox::open_readonly(&paths.outbox())?;
         let cells = crate::usage::day_cells(ob.as_ref(), &prices, ask)?;
-        Ok(reply(&UsageDays {
+        Ok(Json(UsageDays {
             since_ms: ask.since_ms,
             until_ms: ask.until_ms,
             tz_offset_minutes: ask.tz_offset_minutes,
@@ -102,15 +111,17 @@ pub async fn days(State(ctx): State<Ctx>, Query(q): Query<UsageQuery>) -> ApiRes
 }
 
 /// `GET /api/usage/sessions?since=&limit=`.
-pub async fn sessions(State(ctx): State<Ctx>, Query(q): Query<UsageQuery>) -> ApiResult {
+pub async fn sessions(
+    State(ctx): State<Ctx>,
+    Query(q): Query<UsageQuery>,
+) -> Answer<UsageSessions> {
     let ask = q.ask(By::Session)?;
     let limit = q.limit.unwrap_or(10).min(SESSIONS_MAX);
     let (paths, prices) = (ctx.paths.clone(), prices(&ctx));
     blocking(move || {
         let ob = Outbox::open_readonly(&paths.outbox())?;
-        let report = crate::usage::report(ob.as_ref(), &prices, ask)?;
         let mut sessions = Vec::new();
-        for row in report.rows.into_iter().take(limit) {
+        for row in crate::usage::top_sessions(ob.as_ref(), &prices, ask, limit)? {
             let (harness, id) = row.key.split_once(':').unwrap_or((&row.key, ""));
             let (harness, id) = (harness.to_string(), id.to_string());
             let record = match &ob {
@@ -126,19 +137,19 @@ pub async fn sessions(State(ctx): State<Ctx>, Query(q): Query<UsageQuery>) -> Ap
                 usage: row,
             });
         }
-        Ok(reply(&UsageSessions {
-            since_ms: report.since_ms,
-            until_ms: report.until_ms,
+        Ok(Json(UsageSessions {
+            since_ms: ask.since_ms,
+            until_ms: ask.until_ms,
             sessions,
-            prices: report.prices,
-            note: report.note,
+            prices: prices.source.clone(),
+            note: COST_NOTE.into(),
         }))
     })
     .await
 }
 
 /// `GET /api/usage/limits`.
-pub async fn limits(State(ctx): State<Ctx>) -> ApiResult {
+pub async fn limits(State(ctx): State<Ctx>) -> Answer<UsageLimits> {
     let paths = ctx.paths.clone();
     let alerts = ctx.config.now().pace_alerts();
     blocking(move || {
@@ -162,7 +173,7 @@ pub async fn limits(State(ctx): State<Ctx>) -> ApiResult {
                 }
             })
             .collect();
-        Ok(reply(&UsageLimits { windows, alerts }))
+        Ok(Json(UsageLimits { windows, alerts }))
     })
     .await
 }

@@ -672,6 +672,12 @@ impl Outbox {
         usage::cells(&self.conn, span, g)
     }
 
+    /// The same, keyed by numbers (`usage::Sums`): for a reader that keeps
+    /// few of many groups.
+    pub fn usage_sums(&self, span: &usage::Span<'_>, g: usage::Grouping) -> Result<usage::Sums> {
+        usage::sums(&self.conn, span, g)
+    }
+
     /// Forgets committed job names older than a week.
     pub fn prune_jobs_done(&self, now_ms: i64) -> Result<usize> {
         Ok(self.conn.execute(

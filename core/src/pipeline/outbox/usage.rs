@@ -293,13 +293,20 @@ pub fn present(conn: &Connection) -> Result<bool> {
 }
 
 /// The sums in `span`, grouped by `g` and the model, in no particular order.
+pub fn cells(conn: &Connection, span: &Span<'_>, g: Grouping) -> Result<Vec<Cell>> {
+    Ok(sums(conn, span, g)?.into_cells())
+}
+
+/// The sums in `span`, grouped by `g` and the model, keyed by numbers
+/// (`Sums`).
 ///
 /// The rows are read in the table's own order and added up here: SQLite's
 /// GROUP BY sorts every row it reads first (a year's 60 000 quarter sums
 /// took 160 ms that way, against about 10 ms to read them).
-pub fn cells(conn: &Connection, span: &Span<'_>, g: Grouping) -> Result<Vec<Cell>> {
+pub fn sums(conn: &Connection, span: &Span<'_>, g: Grouping) -> Result<Sums> {
+    let mut out = Sums::default();
     if !present(conn)? {
-        return Ok(Vec::new());
+        return Ok(out);
     }
     let pick = |on: bool, col: &'static str| if on { col } else { "NULL" };
     let filter = if span.only.is_some() {
@@ -326,42 +333,80 @@ pub fn cells(conn: &Connection, span: &Span<'_>, g: Grouping) -> Result<Vec<Cell
         h,
         s
     ])?;
-    // Each text is kept once and keyed by its number: a year's read is
-    // 60 000 rows over a few harnesses, accounts and models (and, by
-    // session, 20 000 sessions), and a text per row cost more than the read.
-    let mut names = Names::default();
-    let mut sums: std::collections::HashMap<(Option<i64>, [u32; 4]), (Tokens, i64)> =
-        Default::default();
     while let Some(r) = rows.next()? {
         let quarter: i64 = r.get(0)?;
         let day = g
             .day
             .then(|| (quarter * (QUARTER_MS / 1000) + offset_s).div_euclid(86_400));
-        let mut key = [NONE; 4];
-        for (i, k) in key.iter_mut().enumerate() {
+        let mut texts = [NONE; 4];
+        for (i, k) in texts.iter_mut().enumerate() {
             let text = r.get_ref(i + 1)?.as_str_or_null();
-            *k = names.of(text.map_err(rusqlite::Error::from)?);
+            *k = out.names.of(text.map_err(rusqlite::Error::from)?);
         }
         let responses = u64::try_from(r.get::<_, i64>(5)?).unwrap_or(0);
         let t = tokens_at(r, 6, responses)?;
-        let sum = sums.entry((day, key)).or_default();
+        let sum = out.groups.entry(SumKey { day, texts }).or_default();
         sum.0.add(&t);
         sum.1 = sum.1.max(quarter);
     }
-    Ok(sums
-        .into_iter()
-        .map(
-            |((day, [harness, session, account, model]), (tokens, last))| Cell {
-                day,
-                harness: names.text(harness),
-                session: names.text(session),
-                account: names.text(account),
-                model: names.text(model).unwrap_or_default(),
-                tokens,
-                last_ms: last * QUARTER_MS,
-            },
-        )
-        .collect())
+    Ok(out)
+}
+
+/// A read's sums before they are texts: each group keyed by the numbers of
+/// its texts, each text kept once. A year's read is 60 000 rows over a few
+/// harnesses, accounts and models (and, by session, 20 000 sessions): a
+/// text per row cost more than the read, and a caller that keeps a few
+/// groups of many (the top sessions) makes texts only for those.
+#[derive(Default)]
+pub struct Sums {
+    names: Names,
+    groups: std::collections::HashMap<SumKey, (Tokens, i64)>,
+}
+
+/// A group of `Sums`: its day, and the numbers of its harness, session,
+/// account and model (`Sums::text`; `NONE` where the grouping left it out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SumKey {
+    pub day: Option<i64>,
+    pub texts: [u32; 4],
+}
+
+impl SumKey {
+    pub const HARNESS: usize = 0;
+    pub const SESSION: usize = 1;
+    pub const ACCOUNT: usize = 2;
+    pub const MODEL: usize = 3;
+}
+
+impl Sums {
+    /// Each group, its tokens and its newest quarter.
+    pub fn groups(&self) -> impl Iterator<Item = (&SumKey, &Tokens, i64)> {
+        self.groups.iter().map(|(k, (t, q))| (k, t, *q))
+    }
+
+    /// The text numbered `n` (`None`: left out of the grouping).
+    pub fn text(&self, n: u32) -> Option<&str> {
+        self.names.texts.get(n as usize).map(String::as_str)
+    }
+
+    /// One group as a `Cell`.
+    pub fn cell(&self, key: &SumKey, tokens: &Tokens, last_quarter: i64) -> Cell {
+        let text = |i: usize| self.text(key.texts[i]).map(str::to_string);
+        Cell {
+            day: key.day,
+            harness: text(SumKey::HARNESS),
+            session: text(SumKey::SESSION),
+            account: text(SumKey::ACCOUNT),
+            model: text(SumKey::MODEL).unwrap_or_default(),
+            tokens: *tokens,
+            last_ms: last_quarter * QUARTER_MS,
+        }
+    }
+
+    /// Every group as a `Cell`.
+    pub fn into_cells(self) -> Vec<Cell> {
+        self.groups().map(|(k, t, q)| self.cell(k, t, q)).collect()
+    }
 }
 
 /// The number of a text a read did not ask for (`NULL`).
@@ -386,10 +431,6 @@ impl Names {
         self.texts.push(text.to_string());
         self.numbers.insert(text.to_string(), n);
         n
-    }
-
-    fn text(&self, n: u32) -> Option<String> {
-        self.texts.get(n as usize).cloned()
     }
 }
 
