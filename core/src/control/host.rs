@@ -231,6 +231,7 @@ fn limits_facts(paths: &StatePaths, now_ms: i64) -> Option<Value> {
     if standing.is_empty() {
         return None;
     }
+    let names = crate::pace::account_names(paths);
     let windows: Vec<Value> = standing
         .into_iter()
         .take(LIMIT_WINDOWS)
@@ -243,7 +244,7 @@ fn limits_facts(paths: &StatePaths, now_ms: i64) -> Option<Value> {
             });
             if !s.key.account.is_empty() {
                 v["account"] = json!(s.key.account);
-                if let Some(email) = crate::pace::account_name(paths, &s.key.account) {
+                if let Some(email) = names.of(&s.key.account) {
                     v["email"] = json!(email);
                 }
             }

@@ -17,4 +17,4 @@ mod series;
 mod watch;
 
 pub use series::{Pace, Standing, Warning, WindowKey, local_clock, window_words, words};
-pub use watch::{PACE_ATTENTION, account_name, run};
+pub use watch::{AccountNames, PACE_ATTENTION, account_names, run};

@@ -100,7 +100,7 @@ pub async fn run(
             for (harness, session, w) in said {
                 let name = {
                     let (paths, account) = (paths.clone(), w.key.account.clone());
-                    blocking(move || account_name(&paths, &account)).await
+                    blocking(move || account_names(&paths).of(&account)).await
                 };
                 let batch = vec![EventData::AttentionNeeded(attention(&w, name))];
                 let events = events.clone();
@@ -179,20 +179,25 @@ fn attention(w: &Warning, account_name: Option<String>) -> AttentionNeeded {
 
 /// The ids of the pool's accounts.
 fn pool_accounts(paths: &StatePaths) -> Vec<String> {
-    crate::pool::store::PoolFile::load(paths)
-        .map(|f| f.accounts.into_iter().map(|a| a.id).collect())
-        .unwrap_or_default()
+    account_names(paths).0.into_keys().collect()
 }
 
-/// The pool's email of an account, where the pool knows it.
-pub fn account_name(paths: &StatePaths, account: &str) -> Option<String> {
-    if account.is_empty() {
-        return None;
+/// The pool's accounts' emails by id, read once for the windows a caller
+/// names (each window's own read of `pool.json` was one per window).
+#[derive(Default)]
+pub struct AccountNames(std::collections::HashMap<String, Option<String>>);
+
+impl AccountNames {
+    /// The pool's email of `account`, where the pool knows it.
+    pub fn of(&self, account: &str) -> Option<String> {
+        self.0.get(account).cloned().flatten()
     }
-    crate::pool::store::PoolFile::load(paths)
-        .ok()?
-        .accounts
-        .into_iter()
-        .find(|a| a.id == account)
-        .and_then(|a| a.email)
+}
+
+/// The pool's accounts as `pool.json` has them now (none: no pool).
+pub fn account_names(paths: &StatePaths) -> AccountNames {
+    let accounts = crate::pool::store::PoolFile::load(paths)
+        .map(|f| f.accounts)
+        .unwrap_or_default();
+    AccountNames(accounts.into_iter().map(|a| (a.id, a.email)).collect())
 }

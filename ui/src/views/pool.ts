@@ -16,7 +16,7 @@ import { ApiError, describeError } from "../api";
 import { h, message, patch, prose, uid, type Child } from "@sessionpipe/web-shared/dom";
 import { when, windowName } from "../format";
 import type { LimitWindow, PoolAccount, PoolState } from "../types";
-import type { Mounted, ViewContext } from "../view";
+import { refreshing, type Mounted, type ViewContext } from "../view";
 import { consentHead, consentParts } from "./consent";
 
 const REFRESH_MS = 3000;
@@ -253,16 +253,9 @@ export function mountPool(root: HTMLElement, ctx: ViewContext): Mounted {
       });
   });
 
-  const timer = window.setInterval(() => {
-    if (document.visibilityState === "visible") void load();
-  }, REFRESH_MS);
-  void load();
-  return {
-    unmount() {
-      stopped = true;
-      window.clearInterval(timer);
-    },
-  };
+  return refreshing(load, REFRESH_MS, () => {
+    stopped = true;
+  });
 }
 
 /** The switch's state, in words. */

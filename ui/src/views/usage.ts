@@ -16,7 +16,7 @@ import { h, message, patch, prose, uid, type Child } from "@sessionpipe/web-shar
 import { grouped, harnessName, windowName } from "../format";
 import { href } from "../route";
 import type { DayCell, LimitStanding, PoolState, UsageDays, UsageLimits, UsageSession, UsageSessions } from "../types";
-import type { Mounted, ViewContext } from "../view";
+import { refreshing, type Mounted, type ViewContext } from "../view";
 
 const REFRESH_MS = 30_000;
 const SPANS = [7, 30, 90] as const;
@@ -142,16 +142,9 @@ export function mountUsage(root: HTMLElement, ctx: ViewContext): Mounted {
     draw();
   }
 
-  const timer = window.setInterval(() => {
-    if (document.visibilityState === "visible") void load();
-  }, REFRESH_MS);
-  void load();
-  return {
-    unmount() {
-      stopped = true;
-      window.clearInterval(timer);
-    },
-  };
+  return refreshing(load, REFRESH_MS, () => {
+    stopped = true;
+  });
 }
 
 /** The page's time zone now, in minutes east of UTC, to the quarter hour the API takes. */

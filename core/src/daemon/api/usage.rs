@@ -154,15 +154,14 @@ pub async fn limits(State(ctx): State<Ctx>) -> Answer<UsageLimits> {
     let alerts = ctx.config.now().pace_alerts();
     blocking(move || {
         let now = protocol::time::now_ms();
+        let names = crate::pace::account_names(&paths);
         let windows = crate::pace::Pace::load(&paths)
             .standing(now)
             .into_iter()
             .map(|s| {
                 let account = Some(s.key.account).filter(|a| !a.is_empty());
                 LimitStanding {
-                    email: account
-                        .as_deref()
-                        .and_then(|a| crate::pace::account_name(&paths, a)),
+                    email: account.as_deref().and_then(|a| names.of(a)),
                     account,
                     harness: s.key.harness,
                     window: s.key.window,
