@@ -766,7 +766,9 @@ impl OutboxTx<'_> {
 
     /// Keeps the tokens of model responses a read of the session's files
     /// found (`usage`): each response once, however often it is read, under
-    /// the session's account, and its model where a response names none.
+    /// the session's account, and its model where a response names none;
+    /// responses kept before those were known are given them at the next
+    /// write (`adopt`).
     pub fn put_usage(
         &self,
         harness: &str,
@@ -783,6 +785,7 @@ impl OutboxTx<'_> {
             account: block.account_id.as_deref().filter(|a| !a.is_empty()),
             model: block.model.as_deref(),
         };
+        usage::adopt(&self.tx, &whose)?;
         usage::put(&self.tx, &whose, rows)
     }
 

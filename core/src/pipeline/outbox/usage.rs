@@ -241,6 +241,53 @@ pub fn put(conn: &Connection, whose: &Whose<'_>, rows: &[Usage]) -> Result<usize
     Ok(changed)
 }
 
+/// Gives a session's responses kept before its account, or the model it
+/// answered with, was known the one it has now: a session is one account's,
+/// and a response that named no model answered with the session's. Looked
+/// for in the session's few quarter sums (by their index); the responses
+/// themselves are rewritten only when some are found.
+pub fn adopt(conn: &Connection, whose: &Whose<'_>) -> Result<()> {
+    for (column, known) in [("account", whose.account), ("model", whose.model)] {
+        let Some(known) = known.filter(|k| !k.is_empty()) else {
+            continue;
+        };
+        let unknown = conn
+            .prepare_cached(&format!(
+                "SELECT 1 FROM usage_quarters
+                 WHERE harness = ?1 AND session = ?2 AND {column} = '' LIMIT 1"
+            ))?
+            .exists(params![whose.harness, whose.session])?;
+        if !unknown {
+            continue;
+        }
+        let (model, account) = match column {
+            "model" => ("?3", "account"),
+            _ => ("model", "?3"),
+        };
+        conn.prepare_cached(&format!(
+            "UPDATE usage SET {column} = ?3 WHERE harness = ?1 AND session = ?2 AND {column} = ''"
+        ))?
+        .execute(params![whose.harness, whose.session, known])?;
+        conn.prepare_cached(&format!(
+            "INSERT INTO usage_quarters (quarter, harness, session, model, account,
+                 responses, input, output, cache_read, cache_write)
+             SELECT quarter, harness, session, {model}, {account},
+                 responses, input, output, cache_read, cache_write
+             FROM usage_quarters WHERE harness = ?1 AND session = ?2 AND {column} = ''
+             ON CONFLICT (quarter, harness, session, model, account) DO UPDATE SET
+                 responses = responses + excluded.responses, input = input + excluded.input,
+                 output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
+                 cache_write = cache_write + excluded.cache_write"
+        ))?
+        .execute(params![whose.harness, whose.session, known])?;
+        conn.prepare_cached(&format!(
+            "DELETE FROM usage_quarters WHERE harness = ?1 AND session = ?2 AND {column} = ''"
+        ))?
+        .execute(params![whose.harness, whose.session])?;
+    }
+    Ok(())
+}
+
 fn add_to_quarter(
     conn: &Connection,
     whose: &Whose<'_>,
@@ -517,6 +564,73 @@ mod tests {
         assert_eq!(cells(&conn, &now, Grouping::default()).unwrap().len(), 1);
         assert_eq!(forget(&conn, "claude-code", "s1").unwrap(), 2);
         assert!(all(&conn, Grouping::default()).is_empty());
+    }
+
+    /// Responses kept before the session's account and model were known
+    /// (a transcript read before the status line or the first record that
+    /// names them) are theirs once a write knows them, in the responses and
+    /// the sums alike, merged with the sums already kept under them.
+    #[test]
+    fn responses_kept_before_the_account_and_model_were_known_are_given_them() {
+        let (_d, conn) = open();
+        let unknown = Whose {
+            account: None,
+            model: None,
+            ..WHOSE
+        };
+        put(
+            &conn,
+            &unknown,
+            &[u("a", T0, 1, 1), u("b", T0 + 60_000, 2, 2)],
+        )
+        .unwrap();
+        let other = Whose {
+            session: "s2",
+            ..unknown
+        };
+        put(&conn, &other, &[u("c", T0, 5, 5)]).unwrap();
+        let by_account = Grouping {
+            session: true,
+            account: true,
+            ..Default::default()
+        };
+        assert_eq!(all(&conn, by_account)[0].account.as_deref(), Some(""));
+        adopt(&conn, &WHOSE).unwrap();
+        put(&conn, &WHOSE, &[u("d", T0 + 120_000, 4, 4)]).unwrap();
+        let c = all(&conn, by_account);
+        assert_eq!(c.len(), 2, "{c:?}");
+        let mine = c
+            .iter()
+            .find(|c| c.session.as_deref() == Some("s1"))
+            .unwrap();
+        assert_eq!(
+            (mine.account.as_deref(), mine.model.as_str()),
+            (Some("acct"), "m1")
+        );
+        assert_eq!((mine.tokens.responses, mine.tokens.input), (3, 7));
+        let theirs = c
+            .iter()
+            .find(|c| c.session.as_deref() == Some("s2"))
+            .unwrap();
+        assert_eq!(
+            (theirs.account.as_deref(), theirs.model.as_str()),
+            (Some(""), ""),
+            "another session keeps its own"
+        );
+        let kept: Vec<(String, String)> = conn
+            .prepare("SELECT account, model FROM usage WHERE session = 's1'")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert!(
+            kept.iter().all(|k| k == &("acct".into(), "m1".into())),
+            "{kept:?}"
+        );
+        // A response read again after is still the same one.
+        assert_eq!(put(&conn, &WHOSE, &[u("a", T0, 1, 1)]).unwrap(), 0);
+        assert_eq!(forget(&conn, "claude-code", "s1").unwrap(), 3);
     }
 
     #[test]
