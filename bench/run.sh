@@ -94,9 +94,15 @@ fi
 echo
 "$rel"/examples/bench_acp "$rel/sessionpipe-hook" "$rel/sessionpipe" "$rel/acp-test-agent" 50
 # The account pool's proxy against a straight fetch from the same loopback
-# upstream, interleaved; 100 at once; RSS over 10 000 requests (this build only).
+# upstream, interleaved; 100 at once; RSS over 10 000 requests (the
+# baseline's too when it has the bench: builds from before issue 16 do not).
 echo
+[ -n "$base" ] && echo "### this build"
 "$rel"/examples/bench_proxy 1000
+if [ -x "$base/examples/bench_proxy" ]; then
+  echo "### baseline"
+  "$base"/examples/bench_proxy 1000
+fi
 # Retention: a pass over 100 000 events, 60 % past the window, with appends
 # beside it against appends alone; the incremental vacuum (this build only).
 echo

@@ -2,12 +2,19 @@
 //! streamed answer (an SSE stream of 20 events, like a short Messages
 //! answer) fetched straight from a loopback upstream and through the proxy,
 //! interleaved request by request in the same run; time to first byte and to
-//! the last byte, p50 and p99; then 100 streams at once, straight and through
-//! the proxy; then this process's RSS before and after 10 000 proxied
-//! requests.
+//! the last byte, p50 and p99. Then 100 streams at once, straight and through
+//! the proxy (issue 35): the first time, when every connection is new; then
+//! rounds of 100 from new clients (each Claude Code process opens its own
+//! connections, while the proxy keeps the upstream ones it opened before);
+//! then rounds with every connection kept. Each with the time until all are
+//! done and the CPU the whole process spent on it. Last, this process's RSS
+//! before and after 10 000 proxied requests one at a time, and after 10 000
+//! more 100 at once.
 //!
-//! Usage: bench_proxy [SAMPLES]  (release build: `cargo run --release -p
-//! sessionpipe-pool --example bench_proxy`).
+//! It measures and prints; it asserts nothing about time.
+//!
+//! Usage: bench_proxy [SAMPLES] [ROUNDS] [RSS_REQUESTS]  (release build:
+//! `cargo run --release -p sessionpipe-pool --example bench_proxy`).
 
 use axum::body::Body;
 use axum::http::Response;
@@ -137,12 +144,97 @@ fn rss_kb() -> u64 {
         .unwrap_or(0)
 }
 
+/// The CPU time this process's threads have had (ns), from each one's
+/// schedstat: finer than the clock ticks `/proc/self/stat` counts in.
+fn cpu_ns() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// 100 streams at once from `c` to `base`: (all done, each one's last byte,
+/// CPU of the whole process meanwhile).
+async fn burst(c: &reqwest::Client, base: &str) -> (Duration, Vec<Duration>, Duration) {
+    // The CPU first: reading it costs more than the clock.
+    let cpu0 = cpu_ns();
+    let t0 = Instant::now();
+    let tasks: Vec<_> = (0..100)
+        .map(|i| {
+            let (c, base) = (c.clone(), base.to_string());
+            tokio::spawn(async move { one(&c, &base, i).await })
+        })
+        .collect();
+    let mut lasts = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        lasts.push(t.await.unwrap().1);
+    }
+    let all = t0.elapsed();
+    (
+        all,
+        lasts,
+        Duration::from_nanos(cpu_ns().saturating_sub(cpu0)),
+    )
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// `rounds` bursts each way, interleaved; a new client for every burst
+/// when `new_clients`. Prints the medians and their ratio.
+async fn rounds(
+    what: &str,
+    rounds: usize,
+    new_clients: bool,
+    kept: &reqwest::Client,
+    up: &str,
+    px: &str,
+) {
+    let (mut d_all, mut p_all, mut d_cpu, mut p_cpu, mut d_each, mut p_each) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    for _ in 0..rounds {
+        for (base, all, cpu, each) in [
+            (up, &mut d_all, &mut d_cpu, &mut d_each),
+            (px, &mut p_all, &mut p_cpu, &mut p_each),
+        ] {
+            let c = if new_clients {
+                reqwest::Client::new()
+            } else {
+                kept.clone()
+            };
+            let (a, e, u) = burst(&c, base).await;
+            all.push(a);
+            cpu.push(u);
+            each.extend(e);
+        }
+    }
+    let (d, p) = (pct(&mut d_all, 0.5), pct(&mut p_all, 0.5));
+    // A mean: schedstat lags a running thread by up to a clock tick, which
+    // one round's reading may catch and the sum of many evens out.
+    let mean = |v: &[Duration]| ms(v.iter().sum::<Duration>()) / v.len().max(1) as f64;
+    let (dc, pc) = (mean(&d_cpu), mean(&p_cpu));
+    println!(
+        "  100 at once, {what}, {rounds} rounds: all done p50 straight {d:.1} ms, through the pool {p:.1} ms (x{:.2}); each stream p99 {:.1} / {:.1} ms; CPU per round, mean, {dc:.1} / {pc:.1} ms (x{:.2})",
+        p / d,
+        pct(&mut d_each, 0.99),
+        pct(&mut p_each, 0.99),
+        pc / dc
+    );
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let samples: usize = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1000);
+    let arg = |n: usize, default: usize| {
+        std::env::args()
+            .nth(n)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default)
+    };
+    let (samples, n_rounds, rss_requests) = (arg(1, 1000), arg(2, 20), arg(3, 10_000));
     let up = upstream().await;
     let px = proxy_over(&up).await;
     let c = reqwest::Client::new();
@@ -166,6 +258,9 @@ async fn main() {
         ("first byte", &mut d_first, &mut p_first),
         ("last byte", &mut d_last, &mut p_last),
     ] {
+        if samples == 0 {
+            break;
+        }
         let (d50, d99, p50, p99) = (pct(d, 0.5), pct(d, 0.99), pct(p, 0.5), pct(p, 0.99));
         println!(
             "  {name}: direct p50 {d50:.3} ms p99 {d99:.3} ms; through the pool p50 {p50:.3} ms p99 {p99:.3} ms; added p50 {:.3} ms p99 {:.3} ms",
@@ -173,39 +268,50 @@ async fn main() {
             p99 - d99
         );
     }
-    // 100 at once, straight and through the pool.
-    for (name, base) in [("straight", &up), ("through the pool", &px)] {
-        let t0 = Instant::now();
-        let tasks: Vec<_> = (0..100)
-            .map(|i| {
-                let (c, base) = (c.clone(), base.clone());
-                tokio::spawn(async move { one(&c, &base, i).await })
-            })
-            .collect();
-        let mut lasts = Vec::new();
-        for t in tasks {
-            lasts.push(t.await.unwrap().1);
-        }
-        println!(
-            "  100 concurrent streams {name}: all done in {:.1} ms, each p50 {:.1} ms p99 {:.1} ms",
-            t0.elapsed().as_secs_f64() * 1e3,
-            pct(&mut lasts, 0.5),
-            pct(&mut lasts, 0.99)
-        );
-    }
-    // Memory: RSS after a warm-up, then after 10 000 more.
+    // 100 at once: the first time (the client has one connection to each,
+    // the proxy one to the upstream, from the requests above), as issue 16
+    // measured it.
+    let (d, _, dc) = burst(&c, &up).await;
+    let (p, _, pc) = burst(&c, &px).await;
+    println!(
+        "  100 at once, the first time (99 of each 100 connections new): all done straight {:.1} ms, through the pool {:.1} ms (x{:.2}); CPU {:.1} / {:.1} ms",
+        ms(d),
+        ms(p),
+        ms(p) / ms(d),
+        ms(dc),
+        ms(pc)
+    );
+    rounds(
+        "new clients (the proxy's upstream connections kept)",
+        n_rounds,
+        true,
+        &c,
+        &up,
+        &px,
+    )
+    .await;
+    rounds("every connection kept", n_rounds, false, &c, &up, &px).await;
+    // Memory: RSS after a warm-up, then after `rss_requests` more one at a
+    // time, then as many again 100 at once.
     for i in 0..1000 {
         one(&c, &px, i).await;
     }
     let before = rss_kb();
-    for i in 0..10_000 {
+    for i in 0..rss_requests {
         one(&c, &px, i).await;
     }
     let after = rss_kb();
+    for _ in 0..rss_requests / 100 {
+        burst(&c, &px).await;
+    }
+    let after_bursts = rss_kb();
+    let mb = |kb: u64| kb as f64 / 1024.0;
     println!(
-        "  RSS of the bench process (upstream, proxy and client): {:.1} MB after 1 000 warm-up requests, {:.1} MB after 10 000 more ({:+.1} MB)",
-        before as f64 / 1024.0,
-        after as f64 / 1024.0,
-        (after as f64 - before as f64) / 1024.0
+        "  RSS of the bench process (upstream, proxy and client): {:.1} MB after 1 000 warm-up requests, {:.1} MB after {rss_requests} more one at a time ({:+.1} MB), {:.1} MB after {rss_requests} more 100 at once ({:+.1} MB)",
+        mb(before),
+        mb(after),
+        mb(after) - mb(before),
+        mb(after_bursts),
+        mb(after_bursts) - mb(after),
     );
 }
