@@ -6,8 +6,8 @@
 //! (`claude_login`), the accounts and which session is pinned to which
 //! (`accounts`), signing an account in and refreshing it (`oauth`), the idle
 //! accounts' usage (`usage`), the rate-limit windows read off an answer
-//! (`limits`), the `metadata.user_id` rewrite (`user_id`) and the loopback
-//! proxy itself (`proxy`).
+//! (`limits`), the `metadata.user_id` rewrite (`user_id`), the loopback
+//! proxy itself (`proxy`) and the answer's body on its way back (`relay`).
 //!
 //! It must not know the daemon, the outbox or any file of ours: where
 //! credentials are kept is handed in (`accounts::Vault`), and what becomes of
@@ -21,5 +21,6 @@ pub mod endpoints;
 pub mod limits;
 pub mod oauth;
 pub mod proxy;
+pub mod relay;
 pub mod usage;
 pub mod user_id;

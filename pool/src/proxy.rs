@@ -8,13 +8,15 @@
 //! account's bearer and the OAuth beta header put on, the answer's head
 //! relayed with its limits read off it, and its body streamed back as it
 //! comes (no buffering: hyper asks the upstream stream for the next chunk
-//! only when the client took the last, so backpressure holds end to end).
+//! only when the client took the last, so backpressure holds end to end;
+//! chunks that are already there go out together, `relay`).
 //! It must not keep or log a body, a token or a header's value; what a
 //! session's limits become is the caller's (`Observer`), and serving the
 //! socket (deadlines, connection cap, loopback only) is the caller's too.
 
 use crate::accounts::{Chosen, NoAccount, Pool};
 use crate::limits::{self, Observed};
+use crate::relay::Joined;
 use crate::user_id::UserId;
 use axum::Router;
 use axum::body::Body;
@@ -204,7 +206,7 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request<Body>) -> Res
             }
         }
     }
-    let stream = upstream.bytes_stream().map_err(std::io::Error::other);
+    let stream = Joined::new(upstream.bytes_stream().map_err(std::io::Error::other));
     answer
         .body(Body::from_stream(stream))
         .unwrap_or_else(|_| error(StatusCode::BAD_GATEWAY, "api_error", "a bad answer head"))
