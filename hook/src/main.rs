@@ -24,6 +24,8 @@
 //! process this short (BENCHMARKS.md). The C `main` below does what of it the hook
 //! needs: ignore SIGPIPE, so a harness that closed our stdout never sees a signal
 //! death instead of exit 0. std works as usual (glibc hands it argv and environ).
+//! On Linux with glibc, `build.rs` links the unwinder statically, so the loader
+//! opens one shared library (libc), not two.
 
 // Tests run under libtest's own main.
 #![cfg_attr(not(test), no_main)]

@@ -217,15 +217,16 @@ impl Job {
                 Some((k.to_string(), v.to_string_lossy().into_owned()))
             })
             .collect();
+        let pid = std::process::id();
         Job {
-            name: format!("{at_ns:020}-{:010}.job", std::process::id()),
+            name: format!("{at_ns:020}-{pid:010}.job"),
             harness: args.first().cloned().unwrap_or_default(),
             event: args.get(1).cloned().unwrap_or_default(),
             argv: args.to_vec(),
             cwd: std::env::current_dir()
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default(),
-            pid: std::process::id(),
+            pid,
             ppid: parent_pid(),
             at_ns,
             env,
@@ -304,22 +305,25 @@ pub fn write(spool_dir: &Path, call: &Job, source: &mut dyn Read) -> io::Result<
         }
         Err(e) => return Err(e),
     };
-    let (len, dropped) = match copy(source, &mut file) {
-        Ok(v) => v,
-        Err(e) => {
-            let _ = fs::remove_file(&tmp_path);
-            return Err(e);
-        }
-    };
-    let finish = file
-        .write_all(call.trailer(len, dropped).as_bytes())
-        .and_then(|_| fs::rename(&tmp_path, spool_dir.join(&call.name)));
+    // A payload that fits the buffer (almost every one) goes to the file in
+    // the same write as the trailer: one `write` for the whole job.
+    let mut buf = [0u8; COPY_BUF];
+    let finish = copy(source, &mut file, &mut buf).and_then(|(len, dropped, held)| {
+        let trailer = call.trailer(len, dropped);
+        write_both(&mut file, &buf[..held], trailer.as_bytes())?;
+        fs::rename(&tmp_path, spool_dir.join(&call.name))
+    });
     if let Err(e) = finish {
         let _ = fs::remove_file(&tmp_path);
         return Err(e);
     }
     Ok(call.name.clone())
 }
+
+/// The copy buffer: on the stack, so a hook call neither allocates nor zeroes
+/// more than it reads (a 64 KiB heap buffer was a `calloc` that cleared, and
+/// faulted in, 16 pages on every call). Claude Code's payloads are a few KB.
+const COPY_BUF: usize = 16 * 1024;
 
 /// Now, in nanoseconds since the epoch (a job's `at_ns`).
 pub fn now_ns() -> u64 {
@@ -334,12 +338,21 @@ pub fn drain_stdin() {
     let _ = io::copy(&mut io::stdin().lock().take(MAX_STDIN), &mut io::sink());
 }
 
-/// Streams `source` into `file`: at most `MAX_PAYLOAD` bytes kept, the rest counted.
-fn copy(source: &mut dyn Read, file: &mut fs::File) -> io::Result<(u64, u64)> {
-    let mut buf = vec![0u8; 64 * 1024];
-    let (mut kept, mut dropped) = (0u64, 0u64);
+/// Streams `source` into `file` through `buf`: at most `MAX_PAYLOAD` bytes
+/// kept, the rest counted. The last bytes kept are left in `buf` (their count is
+/// the third value), for the caller to write with the trailer.
+fn copy(
+    source: &mut dyn Read,
+    file: &mut fs::File,
+    buf: &mut [u8],
+) -> io::Result<(u64, u64, usize)> {
+    let (mut kept, mut dropped, mut held) = (0u64, 0u64, 0usize);
     while kept + dropped < MAX_STDIN {
-        let n = match source.read(&mut buf) {
+        if held == buf.len() {
+            file.write_all(buf)?;
+            held = 0;
+        }
+        let n = match source.read(&mut buf[held..]) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -347,13 +360,32 @@ fn copy(source: &mut dyn Read, file: &mut fs::File) -> io::Result<(u64, u64)> {
             Err(_) => break,
         };
         let room = (MAX_PAYLOAD - kept).min(n as u64) as usize;
-        if room > 0 {
-            file.write_all(&buf[..room])?;
-        }
+        held += room;
         kept += room as u64;
         dropped += (n - room) as u64;
     }
-    Ok((kept, dropped))
+    Ok((kept, dropped, held))
+}
+
+/// Writes `a` then `b` with as few `write`s as the file takes (one, for a
+/// regular file that has the space).
+fn write_both(file: &mut fs::File, a: &[u8], b: &[u8]) -> io::Result<()> {
+    let mut done = 0usize;
+    let total = a.len() + b.len();
+    while done < total {
+        let n = if done < a.len() {
+            file.write_vectored(&[io::IoSlice::new(&a[done..]), io::IoSlice::new(b)])
+        } else {
+            file.write(&b[done - a.len()..])
+        };
+        match n {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Appends `s` as a JSON string literal.
@@ -437,6 +469,50 @@ mod tests {
         assert_eq!(t.matches('\n').count(), 2, "the separator and the end");
         assert!(t.starts_with("\n{\"v\":1,\"harness\":\"claude-code\",\"event\":\"Stop\""));
         assert!(t.contains("\"len\":2,\"dropped\":3"));
+    }
+
+    /// Hands out at most `step` bytes a read, as a pipe may.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn payloads_around_the_copy_buffer_are_written_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = dir.path().join("spool");
+        for len in [
+            0,
+            1,
+            COPY_BUF - 1,
+            COPY_BUF,
+            COPY_BUF + 1,
+            3 * COPY_BUF + 7,
+            200_000,
+        ] {
+            let payload: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            for step in [1000, COPY_BUF, usize::MAX] {
+                let mut call = sample(b"");
+                call.name = format!("{len}-{step}.job");
+                let mut source = Trickle {
+                    data: &payload,
+                    step,
+                };
+                let name = write(&spool, &call, &mut source).unwrap();
+                let job = Job::read(&spool.join(&name)).unwrap();
+                assert_eq!(job.payload, payload, "{len} bytes, {step} a read");
+                assert_eq!(job.dropped, 0);
+            }
+        }
     }
 
     #[test]
