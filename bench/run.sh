@@ -30,7 +30,7 @@ echo
 echo "hook binary: $(stat -c %s "$rel/sessionpipe-hook") bytes${base:+ (baseline: $(stat -c %s "$base/sessionpipe-hook") bytes)}"
 echo
 "$rel"/examples/bench_hook "$rel/sessionpipe-hook" "$rel/sessionpipe" "$runs" ${base:+"$base/sessionpipe-hook"}
-# A Stop is one of the two hook calls that ask control; unpaired, a `stat`.
+# A Stop is one of the two hook calls that ask control; unpaired, a failed `openat`.
 echo
 "$rel"/examples/bench_hook "$rel/sessionpipe-hook" "$rel/sessionpipe" "$runs" "${base:+$base/sessionpipe-hook}" Stop
 # The same for the shell-hook harnesses of M7, each with a payload of its own

@@ -5,7 +5,7 @@
 //! person's machine. Given a second hook binary (an earlier build's), it runs
 //! interleaved too, against the same daemon: before and after in one run.
 //! `EVENT` (default `PreToolUse`) names the hook call: `Stop` is one of the two
-//! that ask control, which on a machine without control costs one `stat`.
+//! that ask control, which on a machine without control costs one failed `openat`.
 //! `HARNESS PAYLOAD_FILE` run the same measurement for another harness, its
 //! payload read from the file (`bench/payloads/<harness>-<event>.json`);
 //! without them the call is Claude Code's, with a 2 KB payload of its shape.

@@ -5,7 +5,7 @@
 //!
 //! Only where control is on (the state dir's `control.on` marker, present while
 //! a receiver is paired or local approvals are on): otherwise the cost is one
-//! failed `stat`, and the hook neither connects, waits nor prints. It parses
+//! failed `openat`, and the hook neither connects, waits nor prints. It parses
 //! nothing: one request line naming the job it wrote, then whatever the daemon
 //! answers until the stream ends. Any failure is silence.
 
@@ -56,10 +56,39 @@ pub fn asks(harness: &str, event: &str) -> Option<Ask> {
 
 /// The answer's bytes, when control is on and the daemon gives one.
 pub fn ask_daemon(paths: &StatePaths, harness: &str, job: &str, ask: Ask) -> Option<Vec<u8>> {
-    if !paths.control_marker().exists() {
+    if !is_there(&paths.control_marker()) {
         return None;
     }
     ask_socket(&paths.control_socket(), harness, job, ask)
+}
+
+/// Whether the control marker is there, in one system call: on Linux an
+/// `openat` with `O_PATH` (it opens no file for reading, so it never blocks,
+/// whatever the marker is). `Path::exists` was a `statx` and, when that failed
+/// (control off: the common case), std's second `statx` probing whether the
+/// call exists at all.
+fn is_there(marker: &std::path::Path) -> bool {
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // <fcntl.h> on these architectures.
+        const O_PATH: i32 = 0o10000000;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(O_PATH)
+            .open(marker)
+            .is_ok()
+    }
+    #[cfg(not(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )))]
+    {
+        marker.exists()
+    }
 }
 
 #[cfg(unix)]
@@ -120,7 +149,18 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("sp-hook-control-{}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
         let paths = StatePaths::new(&dir);
+        assert!(!is_there(&paths.control_marker()));
         assert_eq!(ask_daemon(&paths, "claude-code", "x.job", Ask::Turn), None);
+        std::fs::write(paths.control_marker(), b"").unwrap();
+        assert!(is_there(&paths.control_marker()));
+        // A marker only its owner can read is there all the same.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let unreadable = std::fs::Permissions::from_mode(0o000);
+            std::fs::set_permissions(paths.control_marker(), unreadable).unwrap();
+            assert!(is_there(&paths.control_marker()));
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

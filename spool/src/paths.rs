@@ -146,7 +146,7 @@ impl StatePaths {
     }
     /// Present while control is paired or local approvals are on: the only
     /// thing the hook looks at before it asks the control socket, so a machine
-    /// without either pays one `stat` on a Stop or a permission prompt.
+    /// without either pays one failed `openat` on a Stop or a permission prompt.
     pub fn control_marker(&self) -> PathBuf {
         self.root.join("control.on")
     }
