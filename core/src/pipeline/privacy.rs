@@ -11,25 +11,40 @@ use serde_json::Value;
 
 /// The view of `env` at `tier` (0–3), or `None` when the tier does not carry it.
 pub fn filter(env: &Envelope, tier: u8, pii: bool, home: Option<&str>) -> Option<Envelope> {
+    carried(env, tier)?;
+    filter_owned(env.clone(), tier, pii, home)
+}
+
+/// `filter` of an envelope the caller no longer needs (a sink's batch, each
+/// envelope just read): the view is made in place, without a copy.
+pub fn filter_owned(
+    mut env: Envelope,
+    tier: u8,
+    pii: bool,
+    home: Option<&str>,
+) -> Option<Envelope> {
+    carried(&env, tier)?;
+    env.tier = tier;
+    if env.kind != "native" {
+        let kind = &env.kind;
+        env.data
+            .retain(|field, _| field_tier(kind, field).is_some_and(|t| t <= tier));
+    }
+    env.privacy.rulesets = vec!["secrets@1".to_string()];
+    env.privacy.pii = pii;
+    if pii {
+        env.privacy.rulesets.push("pii@1".to_string());
+        apply_pii(&mut env, home);
+    }
+    Some(env)
+}
+
+/// Whether `tier` carries an event of `env`'s type at all.
+fn carried(env: &Envelope, tier: u8) -> Option<()> {
     let min = type_tier(&env.kind)?;
     // A heartbeat stands in for the actions a tier-0 destination cannot see; a
     // destination that sees them has no use for it (PROTOCOL-NOTES §3).
-    if min > tier || (env.kind == "session.heartbeat" && tier > 0) {
-        return None;
-    }
-    let mut out = env.clone();
-    out.tier = tier;
-    if env.kind != "native" {
-        out.data
-            .retain(|field, _| field_tier(&env.kind, field).is_some_and(|t| t <= tier));
-    }
-    out.privacy.rulesets = vec!["secrets@1".to_string()];
-    out.privacy.pii = pii;
-    if pii {
-        out.privacy.rulesets.push("pii@1".to_string());
-        apply_pii(&mut out, home);
-    }
-    Some(out)
+    (min <= tier && !(env.kind == "session.heartbeat" && tier > 0)).then_some(())
 }
 
 fn apply_pii(env: &mut Envelope, home: Option<&str>) {

@@ -14,7 +14,7 @@
 use super::http::{self, BatchVerdict};
 use super::{Sink, SinkList, Target};
 use crate::pipeline::outbox::{Outbox, StoredEvent};
-use crate::pipeline::privacy::filter;
+use crate::pipeline::privacy::filter_owned;
 use crate::runtime::blocking;
 use crate::state::secrets::Secrets;
 use protocol::Envelope;
@@ -248,11 +248,20 @@ async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: wat
     // `READ_ROWS`, and batches are cut from them until they run out.
     let mut queue: VecDeque<StoredEvent> = VecDeque::new();
     let mut cursor = None::<i64>;
+    // The cursor's last move, still being written while the next batch goes
+    // out: at most one at a time, and always done before the sink reads the
+    // outbox again or says it is caught up.
+    let mut moving = Moving::default();
+    // The next batch, cut while the last one was on its way to the receiver;
+    // used only if nothing it was cut for has changed since.
+    let mut next: Option<(Cut, Batch)> = None;
     while !flags.stop.load(Ordering::Relaxed) {
         if let Some(why) = rediscover(&paths, &mut sink).await {
+            moving.done(&sink.id).await;
             return pause(&paths, &sink, &flags, why).await;
         }
         if queue.is_empty() {
+            moving.done(&sink.id).await;
             let (id, o) = (sink.id.clone(), ob.clone());
             let read = blocking(move || {
                 let o = lock(&o);
@@ -281,30 +290,55 @@ async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: wat
             continue;
         }
         flags.caught_up.store(false, Ordering::Relaxed);
-        let batch = Batch::build(
-            queue.make_contiguous(),
-            &sink,
-            home.as_deref(),
-            sender.max_events(&sink),
-            max_bytes(&sink),
-        );
+        let cut = Cut::of(&sink, &sender, queue.front().map(|r| r.rowid));
+        let batch = match next.take() {
+            Some((was, batch)) if was == cut => batch,
+            _ => Batch::build(
+                queue.make_contiguous(),
+                &sink,
+                home.as_deref(),
+                cut.max_events,
+                cut.max_bytes,
+            ),
+        };
         for dropped in &batch.dropped {
             tracing::warn!(sink = %sink.id, "dropped event {dropped}: larger than the receiver takes");
         }
         if batch.lines.is_empty() {
-            move_cursor(&ob, &sink.id, batch.through).await;
+            moving.start(&ob, &sink.id, batch.through).await;
             advance(&mut queue, &mut cursor, batch.through);
             continue;
         }
         if let Err(why) = sender.load_secrets(&sink, &secrets).await {
+            moving.done(&sink.id).await;
             record_error(&paths, &mut sink, why).await;
             flags.caught_up.store(true, Ordering::Relaxed);
             tokio::time::sleep(SECRET_RETRY).await;
             continue;
         }
-        match sender.send(&sink, &batch).await {
+        let step = match &sink.target {
+            Target::Http { .. } => {
+                // The request runs as its own task (the other worker may take
+                // it) while this one cuts the next batch from the rows after
+                // this one: the receiver's turn and the next batch's JSON
+                // overlap instead of taking turns.
+                let request = Request(tokio::spawn(sender.request(&sink, &batch)));
+                let rows: &[StoredEvent] = queue.make_contiguous();
+                let rest = &rows[rows.partition_point(|r| r.rowid <= batch.through)..];
+                if !rest.is_empty() {
+                    let cut = Cut::of(&sink, &sender, rest.first().map(|r| r.rowid));
+                    let built =
+                        Batch::build(rest, &sink, home.as_deref(), cut.max_events, cut.max_bytes);
+                    next = Some((cut, built));
+                }
+                let answer = request.answer().await;
+                sender.http_step(&sink, &batch, answer)
+            }
+            _ => sender.send(&sink, &batch).await,
+        };
+        match step {
             Step::Advance => {
-                move_cursor(&ob, &sink.id, batch.through).await;
+                moving.start(&ob, &sink.id, batch.through).await;
                 advance(&mut queue, &mut cursor, batch.through);
                 sender.failures = 0;
                 if sink.last_error.take().is_some() {
@@ -319,12 +353,64 @@ async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: wat
                 update(&paths, &sink.id, move |s| s.tier = tier).await;
             }
             Step::Wait(d, why) => {
+                moving.done(&sink.id).await;
                 record_error(&paths, &mut sink, &why).await;
                 flags.caught_up.store(true, Ordering::Relaxed);
                 tokio::time::sleep(d).await;
             }
-            Step::Pause(why) => return pause(&paths, &sink, &flags, why).await,
+            Step::Pause(why) => {
+                moving.done(&sink.id).await;
+                return pause(&paths, &sink, &flags, why).await;
+            }
         }
+    }
+    moving.done(&sink.id).await;
+}
+
+/// What a batch is cut for: the row it starts at and the sink's settings that
+/// decide what goes in it. A batch cut ahead is sent only if they still hold.
+#[derive(Clone, Debug, PartialEq)]
+struct Cut {
+    first: Option<i64>,
+    tier: u8,
+    pii: bool,
+    discovery: Option<http::Discovery>,
+    max_events: usize,
+    max_bytes: usize,
+}
+
+impl Cut {
+    fn of(sink: &Sink, sender: &Sender, first: Option<i64>) -> Cut {
+        Cut {
+            first,
+            tier: sink.tier,
+            pii: sink.pii,
+            discovery: sink.discovery.clone(),
+            max_events: sender.max_events(sink),
+            max_bytes: max_bytes(sink),
+        }
+    }
+}
+
+/// A batch's request on its own task; dropped unanswered (the sink stopped),
+/// the request is cancelled with it.
+struct Request(JoinHandle<BatchVerdict>);
+
+impl Request {
+    async fn answer(mut self) -> BatchVerdict {
+        match (&mut self.0).await {
+            Ok(answer) => answer,
+            Err(e) => match e.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                Err(_) => BatchVerdict::Transient("the request was cancelled".into()),
+            },
+        }
+    }
+}
+
+impl Drop for Request {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -336,10 +422,40 @@ fn advance(queue: &mut VecDeque<StoredEvent>, cursor: &mut Option<i64>, through:
     *cursor = Some(cursor.map_or(through, |c| c.max(through)));
 }
 
-async fn move_cursor(ob: &SharedOutbox, sink: &str, through: i64) {
-    let (o, id) = (ob.clone(), sink.to_string());
-    if let Err(e) = blocking(move || lock(&o).set_sink_cursor(&id, through)).await {
-        tracing::warn!(sink, "cannot move the cursor (the batch goes again): {e}");
+/// A move of the sink's cursor on the blocking pool, awaited later: the next
+/// batch is cut and sent while SQLite writes the last one's cursor (a batch
+/// taken by the receiver is never sent again because of it; one whose move
+/// is lost to a crash is, as before, and receivers dedup).
+#[derive(Default)]
+struct Moving(Option<JoinHandle<Result<(), crate::pipeline::outbox::OutboxError>>>);
+
+impl Moving {
+    /// Starts moving the cursor to `through`, once the last move is done.
+    async fn start(&mut self, ob: &SharedOutbox, sink: &str, through: i64) {
+        self.done(sink).await;
+        let (o, id) = (ob.clone(), sink.to_string());
+        self.0 = Some(tokio::task::spawn_blocking(move || {
+            lock(&o).set_sink_cursor(&id, through)
+        }));
+    }
+
+    /// Waits for the move under way, if any.
+    async fn done(&mut self, sink: &str) {
+        let Some(task) = self.0.take() else {
+            return;
+        };
+        match task.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(sink, "cannot move the cursor (the batch goes again): {e}")
+            }
+            Err(e) => match e.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                Err(_) => {
+                    tracing::warn!(sink, "the cursor's move was cut off (the batch goes again)")
+                }
+            },
+        }
     }
 }
 
@@ -432,6 +548,11 @@ impl Batch {
             dropped: Vec::new(),
         };
         for row in rows {
+            // A full batch stops before the next row is read and serialised
+            // (it would only be thrown away: each batch made one view too many).
+            if b.lines.len() == max_events {
+                break;
+            }
             let Some(line) = view(&row.envelope, sink, home) else {
                 b.through = row.rowid; // not for this sink: passed over
                 continue;
@@ -441,7 +562,7 @@ impl Batch {
                 b.through = row.rowid;
                 continue;
             }
-            if b.lines.len() == max_events || bytes + line.len() + 1 > max_bytes {
+            if bytes + line.len() + 1 > max_bytes {
                 break;
             }
             bytes += line.len() + 1;
@@ -463,7 +584,7 @@ fn view(stored: &str, sink: &Sink, home: Option<&str>) -> Option<String> {
     if capability.is_some_and(|c| !sink.takes(c)) {
         return None;
     }
-    let out = filter(&env, sink.tier, sink.pii, home)?;
+    let out = filter_owned(env, sink.tier, sink.pii, home)?;
     Some(serde_json::to_string(&out).expect("an envelope serialises"))
 }
 
@@ -515,6 +636,23 @@ impl Sender {
         self.max_events_cap.map_or(d, |c| c.min(d)).max(1)
     }
 
+    /// The batch's POST, ready to run on a task of its own.
+    fn request(
+        &self,
+        sink: &Sink,
+        batch: &Batch,
+    ) -> impl std::future::Future<Output = BatchVerdict> + Send + 'static {
+        let client = self.client.clone();
+        let url = sink
+            .discovery
+            .as_ref()
+            .map(|d| d.events.clone())
+            .unwrap_or_default();
+        let (token, webhook) = (self.token.clone(), self.webhook.clone());
+        let body = http::batch_body(&batch.lines);
+        async move { http::send(&client, &url, token.as_deref(), webhook.as_deref(), body).await }
+    }
+
     async fn send(&mut self, sink: &Sink, batch: &Batch) -> Step {
         match &sink.target {
             Target::Stdout => {
@@ -535,20 +673,7 @@ impl Sender {
                 self.io_step(ok, path)
             }
             Target::Http { .. } => {
-                let url = sink
-                    .discovery
-                    .as_ref()
-                    .map(|d| d.events.clone())
-                    .unwrap_or_default();
-                let body = http::batch_body(&batch.lines);
-                let answer = http::send(
-                    &self.client,
-                    &url,
-                    self.token.as_deref(),
-                    self.webhook.as_deref(),
-                    body,
-                )
-                .await;
+                let answer = self.request(sink, batch).await;
                 self.http_step(sink, batch, answer)
             }
         }
