@@ -81,6 +81,11 @@ impl Events {
         }
     }
 
+    /// Events stored since start, from the counter alone: no database read.
+    pub fn accepted(&self) -> u64 {
+        self.counters.accepted.load(Ordering::Relaxed)
+    }
+
     pub async fn stats(&self) -> Result<Stats, DbError> {
         let (sessions, events) = store::counts(&self.db).await?;
         let c = &self.counters;
