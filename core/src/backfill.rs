@@ -6,11 +6,13 @@
 //! Idempotent: a session the outbox already knows (live or backfilled) is passed
 //! over, and seq 0 is unique per (harness, session). The tokens of every
 //! session found go to the usage table, a known session's too (one watched
-//! before usage was kept has none yet); each response is kept once. It never touches a session's
-//! live seq. With remote titles on, a session its harness's service names
-//! is backfilled under that name (the asker is handed in). How far it is goes
-//! to an observer the caller hands in (`state::progress::Progress`); this
-//! module draws and files nothing.
+//! before usage was kept has none yet); each response is kept once. They are
+//! kept as the files are read, a few thousand responses a transaction, not
+//! held until the sessions are sent (a year's would be tens of MB). It never
+//! touches a session's live seq. With remote titles on, a session its
+//! harness's service names is backfilled under that name (the asker is
+//! handed in). How far it is goes to an observer the caller hands in
+//! (`state::progress::Progress`); this module draws and files nothing.
 
 use crate::control::host::AcpNames;
 use crate::pipeline::outbox::{Outbox, OutboxError};
@@ -19,6 +21,8 @@ use crate::state::progress::{Progress, Stage, Work};
 use harness::Adapter;
 use harness::backfill::Backfilled;
 use harness::install::Host;
+use harness::usage::Usage;
+use protocol::SessionBlock;
 use serde::Serialize;
 
 /// Per harness: sessions found in the files, appended now, known already.
@@ -63,7 +67,10 @@ pub fn run(
     let mut read = Vec::with_capacity(harnesses);
     for (i, adapter) in adapters.into_iter().enumerate() {
         progress(&step(Stage::Reading, i, harnesses, adapter.name()));
-        read.push((adapter, adapter.backfill(host, since)));
+        let mut usage = UsageBatch::new(adapter.name());
+        let found = adapter.backfill_each(host, since, &mut |b| usage.take(outbox, b));
+        usage.flush(outbox)?;
+        read.push((adapter, found));
     }
     let last = read.last().map_or("", |(a, _)| a.name());
     progress(&step(Stage::Reading, harnesses, harnesses, last));
@@ -95,6 +102,78 @@ pub fn run(
     Ok(counts)
 }
 
+/// The responses taken from the sessions as they are read, kept a batch at
+/// a time: a transaction per batch, so a year's backfill neither holds them
+/// all nor makes the daemon's writer wait for more than one batch.
+struct UsageBatch {
+    harness: &'static str,
+    /// (the session's id as its files name it, its account and model, its responses)
+    sessions: Vec<(String, SessionBlock, Vec<Usage>)>,
+    rows: usize,
+    /// The first failure; nothing is kept after it, and `flush` returns it.
+    failed: Option<OutboxError>,
+}
+
+/// Responses a batch holds before it is written.
+const USAGE_BATCH_ROWS: usize = 4096;
+
+impl UsageBatch {
+    fn new(harness: &'static str) -> UsageBatch {
+        UsageBatch {
+            harness,
+            sessions: Vec::new(),
+            rows: 0,
+            failed: None,
+        }
+    }
+
+    /// Takes `b`'s responses (the session keeps none), writing the batch
+    /// when it is full.
+    fn take(&mut self, outbox: &mut Outbox, b: &mut Backfilled) {
+        let rows = std::mem::take(&mut b.usage);
+        // As `append` would pass it over.
+        if rows.is_empty() || self.failed.is_some() || !protocol::valid_session_id(&b.session_id) {
+            return;
+        }
+        self.rows += rows.len();
+        // What `put_usage` reads of the block: the account and the model.
+        let whose = SessionBlock {
+            account_id: b.block.account_id.clone(),
+            model: b.block.model.clone(),
+            ..Default::default()
+        };
+        self.sessions.push((b.session_id.clone(), whose, rows));
+        if self.rows >= USAGE_BATCH_ROWS
+            && let Err(e) = self.write(outbox)
+        {
+            self.failed = Some(e);
+        }
+    }
+
+    /// Writes what the batch holds, or returns its first failure.
+    fn flush(&mut self, outbox: &mut Outbox) -> Result<(), OutboxError> {
+        match self.failed.take() {
+            Some(e) => Err(e),
+            None => self.write(outbox),
+        }
+    }
+
+    fn write(&mut self, outbox: &mut Outbox) -> Result<(), OutboxError> {
+        if self.sessions.is_empty() {
+            return Ok(());
+        }
+        let tx = outbox.begin()?;
+        for (id, whose, rows) in self.sessions.drain(..) {
+            // Under the name `append` backfills the session by.
+            let session = tx.given_name(&AcpNames, self.harness, &id)?.unwrap_or(id);
+            tx.put_usage(self.harness, &session, &whose, &rows)?;
+        }
+        tx.commit()?;
+        self.rows = 0;
+        Ok(())
+    }
+}
+
 /// Appends one backfill unless the session is known. True when appended.
 fn append(
     outbox: &mut Outbox,
@@ -121,7 +200,6 @@ fn append(
     let session = tx
         .given_name(&AcpNames, adapter.name(), &b.session_id)?
         .unwrap_or_else(|| b.session_id.clone());
-    tx.put_usage(adapter.name(), &session, &b.block, &b.usage)?;
     if tx.session_known(adapter.name(), &session)? {
         tx.commit()?;
         return Ok(false);

@@ -81,6 +81,22 @@ pub trait Adapter: Sync {
     ) -> Vec<crate::backfill::Backfilled> {
         Vec::new()
     }
+    /// `backfill`, with `each` handed every session as soon as its files are
+    /// read, before the rest are: it may take what it keeps at once (the
+    /// session's usage), so a caller never holds every session's tokens
+    /// together (a year's are tens of MB). A session read twice (one
+    /// harness's copies of it) is handed over each time, though the list
+    /// keeps one. By default, `backfill`'s list, handed over in its order.
+    fn backfill_each(
+        &self,
+        host: &crate::install::Host,
+        since_ms: i64,
+        each: &mut dyn FnMut(&mut crate::backfill::Backfilled),
+    ) -> Vec<crate::backfill::Backfilled> {
+        let mut found = self.backfill(host, since_ms);
+        found.iter_mut().for_each(each);
+        found
+    }
 }
 
 /// What one hook call becomes.

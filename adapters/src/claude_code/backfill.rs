@@ -3,7 +3,8 @@
 //! (streamed, lines over the cap passed over) for its times, turns, folder,
 //! branch, model, version and title. Subagent transcripts (in a session's own
 //! folder) are not sessions: only their model responses' tokens are read, as
-//! the session's usage.
+//! the session's usage. Each session is handed to the caller's `each` as soon
+//! as it is read (it may take the usage then), before the list is sorted.
 
 use super::facts::account_id;
 use super::transcript::{ClaudeTranscript, MAX_LINE, parse_value};
@@ -17,7 +18,12 @@ use std::path::Path;
 /// A `first-ask` title is this many characters of the first ask.
 const FIRST_ASK_CHARS: usize = 50;
 
-pub fn sessions(config_dirs: &[std::path::PathBuf], home: &Path, since_ms: i64) -> Vec<Backfilled> {
+pub fn sessions(
+    config_dirs: &[std::path::PathBuf],
+    home: &Path,
+    since_ms: i64,
+    each: &mut dyn FnMut(&mut Backfilled),
+) -> Vec<Backfilled> {
     let mut out = Vec::new();
     for config in config_dirs {
         let account = account_id(Some(home), config);
@@ -37,6 +43,7 @@ pub fn sessions(config_dirs: &[std::path::PathBuf], home: &Path, since_ms: i64) 
                     b.usage.extend(subagents_usage(&path));
                     b.block.account_id = account.clone();
                     b.config_dir = Some(config.clone());
+                    each(&mut b);
                     out.push(b);
                 }
             }
@@ -130,7 +137,7 @@ mod tests {
         )
         .unwrap();
         std::fs::write(project.join("empty.jsonl"), "").unwrap();
-        let found = sessions(&[home.join(".claude")], home, 0);
+        let found = sessions(&[home.join(".claude")], home, 0, &mut |_| {});
         assert_eq!(found.len(), 1);
         let b = &found[0];
         assert_eq!(b.session_id, "s1");
@@ -154,8 +161,15 @@ mod tests {
             protocol::time::rfc3339_ms(b.last_ms),
             "2026-11-01T10:02:00.000Z"
         );
+        // Handed over as it is read, the usage can be taken then.
+        let mut taken = Vec::new();
+        let found = sessions(&[home.join(".claude")], home, 0, &mut |b| {
+            taken.append(&mut b.usage)
+        });
+        assert!(found[0].usage.is_empty());
+        assert_eq!(taken, b.usage);
         assert!(
-            sessions(&[home.join(".claude")], home, i64::MAX).is_empty(),
+            sessions(&[home.join(".claude")], home, i64::MAX, &mut |_| {}).is_empty(),
             "older than the cutoff"
         );
     }

@@ -21,15 +21,26 @@ use std::path::{Path, PathBuf};
 /// `TranscriptSource::first_ask_chars`, as the live reader uses).
 const FIRST_ASK_CHARS: usize = 80;
 
-/// The sessions of `codex_home` active since `since_ms`, newest first. One
-/// session per thread: a rollout caught while Codex compresses it can be there
-/// twice (plain and `.zst`); the one that says more wins.
-pub fn sessions(codex_home: &Path, home: &Path, since_ms: i64) -> Vec<Backfilled> {
+/// The sessions of `codex_home` active since `since_ms`, newest first, each
+/// handed to `each` as soon as its rollout is read. One session per thread: a
+/// rollout caught while Codex compresses it can be there twice (plain and
+/// `.zst`); the one that says more wins. `each` sees both copies (their
+/// responses are the same ones, under the same keys).
+pub fn sessions(
+    codex_home: &Path,
+    home: &Path,
+    since_ms: i64,
+    each: &mut dyn FnMut(&mut Backfilled),
+) -> Vec<Backfilled> {
     newest_first(
         rollouts(&codex_home.join("sessions"))
             .into_iter()
             .filter(|path| modified_since(path, since_ms))
-            .filter_map(|path| scan(&path, home)),
+            .filter_map(|path| scan(&path, home))
+            .map(|mut b| {
+                each(&mut b);
+                b
+            }),
     )
 }
 
@@ -147,7 +158,7 @@ mod tests {
     fn the_persons_threads_from_plain_and_compressed_rollouts() {
         let codex = codex_home();
         let home = Path::new("/work/cxrec/home");
-        let found = sessions(codex.path(), home, 0);
+        let found = sessions(codex.path(), home, 0, &mut |_| {});
         let ids: Vec<&str> = found.iter().map(|b| &b.session_id[..]).collect();
         assert_eq!(
             ids,
@@ -195,10 +206,10 @@ mod tests {
         assert_eq!(found[1].turns, Some(1), "the interrupted turn counts");
 
         assert!(
-            sessions(codex.path(), home, i64::MAX).is_empty(),
+            sessions(codex.path(), home, i64::MAX, &mut |_| {}).is_empty(),
             "older than the cutoff"
         );
-        assert!(sessions(&codex.path().join("missing"), home, 0).is_empty());
+        assert!(sessions(&codex.path().join("missing"), home, 0, &mut |_| {}).is_empty());
     }
 
     #[test]
@@ -213,9 +224,28 @@ mod tests {
             &plain[..17_840],
         )
         .unwrap();
-        let found = sessions(codex.path(), Path::new("/h"), 0);
+        // `each` sees both copies as they are read; the first copy's
+        // responses are the second's first ones, under the same keys.
+        let mut seen: Vec<Vec<String>> = Vec::new();
+        let found = sessions(codex.path(), Path::new("/h"), 0, &mut |b| {
+            if b.session_id == thread {
+                seen.push(
+                    std::mem::take(&mut b.usage)
+                        .into_iter()
+                        .map(|u| u.key)
+                        .collect(),
+                );
+            }
+        });
         let mine: Vec<_> = found.iter().filter(|b| b.session_id == thread).collect();
         assert_eq!(mine.len(), 1);
         assert_eq!(mine[0].turns, Some(2), "the one that says more");
+        assert!(mine[0].usage.is_empty(), "taken as it was read");
+        seen.sort_by_key(Vec::len);
+        assert_eq!(seen.len(), 2);
+        assert!(
+            !seen[0].is_empty() && seen[1].starts_with(&seen[0]),
+            "{seen:?}"
+        );
     }
 }

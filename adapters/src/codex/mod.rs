@@ -232,7 +232,16 @@ impl Adapter for Codex {
     }
 
     fn backfill(&self, host: &Host, since_ms: i64) -> Vec<harness::backfill::Backfilled> {
-        backfill::sessions(&codex_home(host), &host.home, since_ms)
+        backfill::sessions(&codex_home(host), &host.home, since_ms, &mut |_| {})
+    }
+
+    fn backfill_each(
+        &self,
+        host: &Host,
+        since_ms: i64,
+        each: &mut dyn FnMut(&mut harness::backfill::Backfilled),
+    ) -> Vec<harness::backfill::Backfilled> {
+        backfill::sessions(&codex_home(host), &host.home, since_ms, each)
     }
 }
 

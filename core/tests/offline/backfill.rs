@@ -152,6 +152,23 @@ fn a_session_started_over_acp_is_backfilled_under_the_starts_name() {
         (n("found"), n("added"), n("known"))
     };
     assert_eq!(gemini(sb.sessionpipe(&["backfill", "--json"])), (1, 1, 0));
+    // Its tokens, kept as the files were read, are under that name too.
+    let usage = sb.sessionpipe(&[
+        "usage",
+        "--json",
+        "--since",
+        "2026-11-01",
+        "--by",
+        "session",
+    ]);
+    let report: Value = serde_json::from_slice(&usage.stdout).unwrap();
+    let keys: Vec<&str> = report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["key"].as_str())
+        .collect();
+    assert_eq!(keys, [format!("gemini-cli:{NAME}")], "{report:#}");
     let evs = sb.events();
     assert_eq!(evs.len(), 1);
     assert_eq!(
