@@ -156,6 +156,12 @@ fn tokens_at(r: &rusqlite::Row<'_>, first: usize, responses: u64) -> rusqlite::R
 /// Keeps `rows` for `whose`, each response once; returns how many rows it
 /// added or grew.
 pub fn put(conn: &Connection, whose: &Whose<'_>, rows: &[Usage]) -> Result<usize> {
+    let kept = conn
+        .prepare_cached("SELECT 1 FROM usage WHERE harness = ?1 AND session = ?2 LIMIT 1")?
+        .exists(params![whose.harness, whose.session])?;
+    if !kept {
+        return put_first(conn, whose, rows);
+    }
     let mut changed = 0;
     for u in rows.iter().filter(|u| !u.is_empty()) {
         let model = u.model.as_deref().or(whose.model).unwrap_or("");
@@ -286,6 +292,91 @@ pub fn adopt(conn: &Connection, whose: &Whose<'_>) -> Result<()> {
         .execute(params![whose.harness, whose.session])?;
     }
     Ok(())
+}
+
+/// `put` for a session with no response kept yet (every one a backfill
+/// finds, a live session's first read): nothing to compare with in the
+/// table, so its rows are merged here first, as `put` would grow them one by
+/// one (a key's first row gives its time and model, each count its largest),
+/// and each response is one INSERT and each quarter one sum: a third of the
+/// statements, for the same rows and sums.
+fn put_first(conn: &Connection, whose: &Whose<'_>, rows: &[Usage]) -> Result<usize> {
+    struct Merged<'a> {
+        key: &'a str,
+        at_ms: i64,
+        model: &'a str,
+        tokens: Tokens,
+    }
+    let account = whose.account.unwrap_or("");
+    let mut merged: Vec<Merged<'_>> = Vec::with_capacity(rows.len());
+    let mut at: std::collections::HashMap<&str, usize> =
+        std::collections::HashMap::with_capacity(rows.len());
+    let mut changed = 0;
+    for u in rows.iter().filter(|u| !u.is_empty()) {
+        let new = Tokens {
+            responses: 1,
+            input: u.input,
+            output: u.output,
+            cache_read: u.cache_read,
+            cache_write: u.cache_write,
+        };
+        match at.entry(u.key.as_str()) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(merged.len());
+                merged.push(Merged {
+                    key: &u.key,
+                    at_ms: u.at_ms,
+                    model: u.model.as_deref().or(whose.model).unwrap_or(""),
+                    tokens: new,
+                });
+            }
+            std::collections::hash_map::Entry::Occupied(e) => {
+                let was = &mut merged[*e.get()].tokens;
+                let grown = Tokens {
+                    responses: 1,
+                    input: was.input.max(new.input),
+                    output: was.output.max(new.output),
+                    cache_read: was.cache_read.max(new.cache_read),
+                    cache_write: was.cache_write.max(new.cache_write),
+                };
+                if grown == *was {
+                    continue;
+                }
+                *was = grown;
+            }
+        }
+        changed += 1;
+    }
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO usage (harness, session, key, at_ms, model, account,
+             input, output, cache_read, cache_write)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?;
+    // (quarter, model) -> sums: the account is the session's, one for all.
+    let mut quarters: std::collections::BTreeMap<(i64, &str), Tokens> = Default::default();
+    for m in &merged {
+        let t = &m.tokens;
+        insert.execute(params![
+            whose.harness,
+            whose.session,
+            m.key,
+            m.at_ms,
+            m.model,
+            account,
+            int(t.input),
+            int(t.output),
+            int(t.cache_read),
+            int(t.cache_write)
+        ])?;
+        quarters
+            .entry((m.at_ms.div_euclid(QUARTER_MS), m.model))
+            .or_default()
+            .add(t);
+    }
+    for ((quarter, model), t) in &quarters {
+        add_to_quarter(conn, whose, quarter * QUARTER_MS, model, account, t)?;
+    }
+    Ok(changed)
 }
 
 fn add_to_quarter(
@@ -631,6 +722,51 @@ mod tests {
         // A response read again after is still the same one.
         assert_eq!(put(&conn, &WHOSE, &[u("a", T0, 1, 1)]).unwrap(), 0);
         assert_eq!(forget(&conn, "claude-code", "s1").unwrap(), 3);
+    }
+
+    /// A session's first write merges its rows before SQLite sees them; the
+    /// tables must be what writing them one by one makes.
+    #[test]
+    fn a_first_write_at_once_keeps_what_one_by_one_keeps() {
+        let rows = [
+            u("msg_1", T0, 7, 1),
+            Usage {
+                model: Some("m2".into()),
+                ..u("msg_2", T0 + 60_000, 3, 5)
+            },
+            u("msg_1", T0 + 1_000, 9, 42),
+            u("msg_3", T0 + 20 * 60_000, 4, 4),
+            u("msg_2", T0, 0, 0),
+            u("msg_1", T0, 7, 1),
+        ];
+        let dump = |conn: &Connection, sql: &str| -> Vec<Vec<String>> {
+            let mut stmt = conn.prepare(sql).unwrap();
+            let n = stmt.column_count();
+            stmt.query_map([], |r| {
+                (0..n)
+                    .map(|i| Ok(format!("{:?}", r.get_ref(i)?)))
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .unwrap()
+            .map(|row| row.unwrap())
+            .collect()
+        };
+        let tables = |conn: &Connection| {
+            (
+                dump(conn, "SELECT * FROM usage ORDER BY key"),
+                dump(conn, "SELECT * FROM usage_quarters ORDER BY quarter, model"),
+            )
+        };
+        let (_d, at_once) = open();
+        let (_e, one_by_one) = open();
+        let changed = put(&at_once, &WHOSE, &rows).unwrap();
+        let mut each = 0;
+        for r in &rows {
+            each += put(&one_by_one, &WHOSE, std::slice::from_ref(r)).unwrap();
+        }
+        assert_eq!((changed, each), (4, 4));
+        assert_eq!(tables(&at_once), tables(&one_by_one));
+        assert_eq!(tables(&at_once).1.len(), 3, "two quarters, two models");
     }
 
     #[test]
