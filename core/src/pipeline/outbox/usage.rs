@@ -86,6 +86,29 @@ impl Tokens {
     pub fn total(&self) -> u64 {
         self.input + self.output + self.cache_read + self.cache_write
     }
+
+    /// One model response's counts.
+    fn of(u: &Usage) -> Tokens {
+        Tokens {
+            responses: 1,
+            input: u.input,
+            output: u.output,
+            cache_read: u.cache_read,
+            cache_write: u.cache_write,
+        }
+    }
+
+    /// A response read again: each count the larger of the two (a message
+    /// Claude Code wrote as it streamed has its whole output last).
+    fn larger(&self, o: &Tokens) -> Tokens {
+        Tokens {
+            responses: 1,
+            input: self.input.max(o.input),
+            output: self.output.max(o.output),
+            cache_read: self.cache_read.max(o.cache_read),
+            cache_write: self.cache_write.max(o.cache_write),
+        }
+    }
 }
 
 /// Whose responses a write is: the session, its account where known, and
@@ -166,13 +189,7 @@ pub fn put(conn: &Connection, whose: &Whose<'_>, rows: &[Usage]) -> Result<usize
     for u in rows.iter().filter(|u| !u.is_empty()) {
         let model = u.model.as_deref().or(whose.model).unwrap_or("");
         let account = whose.account.unwrap_or("");
-        let new = Tokens {
-            responses: 1,
-            input: u.input,
-            output: u.output,
-            cache_read: u.cache_read,
-            cache_write: u.cache_write,
-        };
+        let new = Tokens::of(u);
         let old = conn
             .prepare_cached(
                 "SELECT at_ms, model, account, input, output, cache_read, cache_write FROM usage
@@ -209,13 +226,7 @@ pub fn put(conn: &Connection, whose: &Whose<'_>, rows: &[Usage]) -> Result<usize
                 add_to_quarter(conn, whose, u.at_ms, model, account, &new)?;
             }
             Some((at_ms, model, account, was)) => {
-                let grown = Tokens {
-                    responses: 1,
-                    input: was.input.max(new.input),
-                    output: was.output.max(new.output),
-                    cache_read: was.cache_read.max(new.cache_read),
-                    cache_write: was.cache_write.max(new.cache_write),
-                };
+                let grown = was.larger(&new);
                 if grown == was {
                     continue;
                 }
@@ -313,13 +324,7 @@ fn put_first(conn: &Connection, whose: &Whose<'_>, rows: &[Usage]) -> Result<usi
         std::collections::HashMap::with_capacity(rows.len());
     let mut changed = 0;
     for u in rows.iter().filter(|u| !u.is_empty()) {
-        let new = Tokens {
-            responses: 1,
-            input: u.input,
-            output: u.output,
-            cache_read: u.cache_read,
-            cache_write: u.cache_write,
-        };
+        let new = Tokens::of(u);
         match at.entry(u.key.as_str()) {
             std::collections::hash_map::Entry::Vacant(e) => {
                 e.insert(merged.len());
@@ -332,13 +337,7 @@ fn put_first(conn: &Connection, whose: &Whose<'_>, rows: &[Usage]) -> Result<usi
             }
             std::collections::hash_map::Entry::Occupied(e) => {
                 let was = &mut merged[*e.get()].tokens;
-                let grown = Tokens {
-                    responses: 1,
-                    input: was.input.max(new.input),
-                    output: was.output.max(new.output),
-                    cache_read: was.cache_read.max(new.cache_read),
-                    cache_write: was.cache_write.max(new.cache_write),
-                };
+                let grown = was.larger(&new);
                 if grown == *was {
                     continue;
                 }
