@@ -339,6 +339,13 @@ async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: wat
         match step {
             Step::Advance => {
                 moving.start(&ob, &sink.id, batch.through).await;
+                if !matches!(sink.target, Target::Http { .. }) {
+                    // A file or stdout has nobody to drop a batch sent again
+                    // (a receiver drops it by event id): its cursor is saved
+                    // before anything else, so a kill between the two
+                    // repeats at most what was written in that instant.
+                    moving.done(&sink.id).await;
+                }
                 advance(&mut queue, &mut cursor, batch.through);
                 sender.failures = 0;
                 if sink.last_error.take().is_some() {
