@@ -8,7 +8,7 @@
 //! kept). It must not judge events nor speak HTTP, and never logs or returns
 //! a stored token.
 
-use crate::db::{Db, DbError, args};
+use crate::db::{Db, DbError, Dialect, Tx, args};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
@@ -26,9 +26,26 @@ pub const NO_ACCOUNT: &str = "";
 /// the paired machine the token was minted for (none for the operator's).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sender {
-    pub owner: String,
+    pub owner: Owner,
     pub machine: Option<String>,
 }
+
+/// The account a sink token's events belong to, as far as the token says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Owner {
+    Account(String),
+    /// The operator's token while this process has not seen an account claim
+    /// it: whoever stores under it reads the claim in the same transaction
+    /// (`operator_in`), so a claim cannot fall between the read and the
+    /// write (events stored under `NO_ACCOUNT` after the claim moved them
+    /// would stay behind), and a batch costs no read of its own.
+    Operator,
+}
+
+/// PostgreSQL's advisory lock key for the operator's claim: taken exclusive
+/// by the claim, shared by a transaction storing under the operator's token
+/// before it reads the claim.
+const OPERATOR_LOCK: i64 = 0x5e55_1014_0000_0001;
 
 /// The sink tokens on a database, and the receiver's own.
 pub struct Owners {
@@ -69,8 +86,12 @@ impl Owners {
     /// Who `given` speaks for, `None` when it is no sink token here.
     pub async fn sender_of(&self, given: &str) -> Result<Option<Sender>, DbError> {
         if self.is_operator_token(given) {
+            let owner = match self.operator.get() {
+                Some(a) => Owner::Account(a.clone()),
+                None => Owner::Operator,
+            };
             return Ok(Some(Sender {
-                owner: self.operator().await?,
+                owner,
                 machine: None,
             }));
         }
@@ -85,11 +106,27 @@ impl Owners {
             .await?
             .map(|r| {
                 Ok(Sender {
-                    owner: r.text(0)?,
+                    owner: Owner::Account(r.text(0)?),
                     machine: r.opt_text(1)?,
                 })
             })
             .transpose()
+    }
+
+    /// The account `owner` names, the operator's read now when the token did
+    /// not settle it (for a read; a write reads it in its transaction).
+    pub async fn account_of(&self, owner: Owner) -> Result<String, DbError> {
+        match owner {
+            Owner::Account(a) => Ok(a),
+            Owner::Operator => self.operator().await,
+        }
+    }
+
+    /// Keeps the operator's account once a storing transaction found it.
+    pub fn settle_operator(&self, account: &str) {
+        if account != NO_ACCOUNT {
+            let _ = self.operator.set(account.to_string());
+        }
     }
 
     /// The operator's account, or `NO_ACCOUNT` while there is none.
@@ -117,9 +154,16 @@ impl Owners {
     /// operator's token sent so far become its. Whether it became the operator.
     pub async fn claim_operator(&self, account: &str) -> Result<bool, DbError> {
         let account = account.to_string();
+        let dialect = self.db.dialect();
         self.db
             .transaction(move |mut tx| {
                 Box::pin(async move {
+                    if dialect == Dialect::Postgres {
+                        // Waits out every transaction storing under the
+                        // operator's token that read no claim yet.
+                        tx.exec("SELECT pg_advisory_xact_lock($1)", args![OPERATOR_LOCK])
+                            .await?;
+                    }
                     let n = tx
                         .exec(
                             "INSERT INTO settings (name, value) VALUES ($1, $2)
@@ -144,6 +188,32 @@ impl Owners {
                 })
             })
             .await
+    }
+
+    /// The operator's account as a transaction storing under the operator's
+    /// token sees it (`NO_ACCOUNT` while none claimed it): on PostgreSQL it
+    /// first shares the claim's lock, so a claim either committed before this
+    /// read or waits for this transaction to commit and then moves its events.
+    pub(crate) async fn operator_in(tx: &mut Tx<'_>, dialect: Dialect) -> Result<String, DbError> {
+        if dialect == Dialect::Postgres {
+            tx.exec(
+                "SELECT pg_advisory_xact_lock_shared($1)",
+                args![OPERATOR_LOCK],
+            )
+            .await?;
+        }
+        Ok(tx
+            .row(
+                "SELECT value FROM settings WHERE name = $1",
+                args![OPERATOR_ACCOUNT],
+            )
+            .await?
+            .map(|r| r.bytes(0))
+            .transpose()?
+            .map_or_else(
+                || NO_ACCOUNT.to_string(),
+                |b| String::from_utf8_lossy(&b).into_owned(),
+            ))
     }
 
     /// Whether `account` is an account made on this receiver (a pairing
@@ -184,7 +254,12 @@ mod tests {
         let owners = Owners::new(Arc::clone(&db), "op");
         let owner_of = |given: &'static str| {
             let owners = &owners;
-            async move { owners.sender_of(given).await.unwrap().map(|s| s.owner) }
+            async move {
+                match owners.sender_of(given).await.unwrap() {
+                    Some(s) => Some(owners.account_of(s.owner).await.unwrap()),
+                    None => None,
+                }
+            }
         };
         assert_eq!(owner_of("op").await.as_deref(), Some(""));
         assert_eq!(owner_of("nope").await, None);
@@ -195,7 +270,7 @@ mod tests {
         assert_eq!(
             owners.sender_of(&t).await.unwrap(),
             Some(Sender {
-                owner: "a_second".into(),
+                owner: Owner::Account("a_second".into()),
                 machine: Some("m_x".into())
             })
         );

@@ -10,7 +10,9 @@
 //! board state kept beside its events (folded by `board`), and retention. It must not judge an event's shape (`check` does) nor speak
 //! HTTP. One batch is one transaction; on PostgreSQL a session's events are
 //! taken under a lock on that session, so two receiver processes given the
-//! same event store it once, and a forget cannot race an append.
+//! same event store it once, and a forget cannot race an append. On SQLite
+//! the sessions a batch leaves are remembered for the next (`Remembered`)
+//! while nothing else writes the file.
 //!
 //! A forgotten session leaves no readable trace: the tombstone is a SHA-256
 //! of (owner, harness, session id), enough to refuse a retry and nothing more.
@@ -18,9 +20,10 @@
 use crate::board::{self, Folded, State};
 use crate::check::Key;
 use crate::db::{Db, DbError, Dialect, Row, Tx, args};
+use crate::owners::{Owner, Owners};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Rows deleted per statement by a retention pass: small enough that ingest
 /// never waits long behind one.
@@ -33,10 +36,12 @@ const TOMBSTONE_MIN_MS: i64 = 7 * 24 * 3600 * 1000;
 /// What one batch came to, in the order of its events.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Ingested {
+    /// The account its events were stored under.
+    pub owner: String,
     pub accepted: u64,
     pub duplicates: u64,
-    /// The `attention.needed` events stored by this batch (not duplicates),
-    /// for `notify`.
+    /// The `attention.needed` events stored by this batch (not duplicates,
+    /// nor one whose session already has a later event), for `notify`.
     pub attentions: Vec<Value>,
 }
 
@@ -54,6 +59,18 @@ fn digest(owner: &str, harness: &str, session: &str) -> Vec<u8> {
     }
     h.finalize().to_vec()
 }
+
+/// The sessions the last batches left, kept on SQLite's writer between
+/// batches (`Tx::take_kept`: trusted only while nothing else changed the
+/// database), so that a batch naming the sessions the last one named reads
+/// and parses none of them again: a sender's backlog names the same few
+/// sessions batch after batch. Keyed by (owner, harness, session).
+#[derive(Default)]
+struct Remembered(HashMap<(String, String, String), Open>);
+
+/// The most sessions remembered; past it, the memory starts over (a batch
+/// names at most 50).
+const REMEMBERED_MAX: usize = 512;
 
 /// The session's state as one batch changes it.
 #[derive(Default)]
@@ -162,18 +179,26 @@ async fn open_session(
 /// machine; a name could be changed or shared).
 pub async fn ingest(
     db: &Db,
-    owner: &str,
+    owner: &Owner,
     machine: Option<&str>,
     events: Vec<Checked>,
     now_ms: i64,
 ) -> Result<Ingested, DbError> {
     let dialect = db.dialect();
-    let (owner, machine) = (owner.to_string(), machine.map(str::to_string));
+    let (owner, machine) = (owner.clone(), machine.map(str::to_string));
     let (out, forgot) = db
         .transaction(move |mut tx| {
             Box::pin(async move {
+                let owner = match owner {
+                    Owner::Account(a) => a,
+                    Owner::Operator => Owners::operator_in(&mut tx, dialect).await?,
+                };
+                let mut out = Ingested {
+                    owner,
+                    ..Ingested::default()
+                };
+                let owner = out.owner.clone();
                 let owner = owner.as_str();
-                let mut out = Ingested::default();
                 let mut forgot = false;
                 // Sessions are opened in key order, so two batches naming the
                 // same sessions take their locks in the same order and never
@@ -184,8 +209,15 @@ pub async fn ingest(
                         .entry((c.key.0.clone(), c.key.1.clone()))
                         .or_default();
                 }
+                let mut remembered = tx.take_kept::<Remembered>();
                 for ((h, s), slot) in sessions.iter_mut() {
-                    *slot = open_session(&mut tx, dialect, owner, h, s).await?;
+                    let known = remembered
+                        .as_mut()
+                        .and_then(|r| r.0.remove(&(owner.to_string(), h.clone(), s.clone())));
+                    *slot = match known {
+                        Some(open) => open,
+                        None => open_session(&mut tx, dialect, owner, h, s).await?,
+                    };
                 }
                 for c in &events {
                     let (harness, session, seq) = (&c.key.0, &c.key.1, c.key.2 as i64);
@@ -198,7 +230,8 @@ pub async fn ingest(
                     }
                     if c.event["type"] == "session.forgotten" {
                         forget(&mut tx, owner, harness, session, seq, now_ms).await?;
-                        open.forgotten_at = Some(seq);
+                        // As the tombstone keeps it: the higher of the two.
+                        open.forgotten_at = Some(open.forgotten_at.map_or(seq, |f| f.max(seq)));
                         open.folded = None;
                         open.touched = false;
                         out.accepted += 1;
@@ -227,9 +260,6 @@ pub async fn ingest(
                         > 0;
                     if stored {
                         out.accepted += 1;
-                        if c.event["type"] == "attention.needed" {
-                            out.attentions.push(c.event.clone());
-                        }
                     } else {
                         out.duplicates += 1;
                     }
@@ -246,6 +276,12 @@ pub async fn ingest(
                     let (folded, _) = open
                         .folded
                         .get_or_insert_with(|| (Folded::default(), now_ms));
+                    // Told only when it is the session's latest: one that
+                    // arrives after a later event (batches may overtake one
+                    // another) may already be answered.
+                    if stored && seq >= folded.seq && c.event["type"] == "attention.needed" {
+                        out.attentions.push(c.event.clone());
+                    }
                     board::fold(folded, &c.event, seq, stored);
                     if renamed {
                         board::rename(folded, &c.event);
@@ -282,6 +318,16 @@ pub async fn ingest(
                         ],
                     )
                     .await?;
+                }
+                if let Some(mut r) = remembered {
+                    if r.0.len() + sessions.len() > REMEMBERED_MAX {
+                        r.0.clear();
+                    }
+                    for ((h, s), mut open) in sessions {
+                        open.touched = false;
+                        r.0.insert((owner.to_string(), h, s), open);
+                    }
+                    tx.keep(r);
                 }
                 tx.commit().await?;
                 Ok::<_, DbError>((out, forgot))
@@ -559,9 +605,15 @@ mod tests {
                 event: e.clone(),
             })
             .collect();
-        ingest(db, crate::owners::NO_ACCOUNT, None, checked, now)
-            .await
-            .unwrap()
+        ingest(
+            db,
+            &Owner::Account(crate::owners::NO_ACCOUNT.into()),
+            None,
+            checked,
+            now,
+        )
+        .await
+        .unwrap()
     }
 
     async fn title(db: &Db) -> String {
@@ -663,6 +715,47 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_session_remembered_between_batches_is_read_again_once_anything_else_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(Location::Folder(dir.path())).await.unwrap();
+        let titled = event(1, "turn.started", json!({"title": "kept", "cwd": "/w"}));
+        put(&db, &[titled], 1_000).await;
+        // Remembered from the batch before: the block goes on from it.
+        put(&db, &[event(2, "turn.ended", json!({}))], 2_000).await;
+        let row = session(&db, crate::owners::NO_ACCOUNT, "h", "s")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(row.folded.block["title"], "kept");
+        assert_eq!((row.first_ms, row.last_ms), (1_000, 2_000));
+        // A write that is not a batch's (as a retention pass or a claim
+        // makes): what was remembered is no longer trusted.
+        db.exec("DELETE FROM sessions", vec![]).await.unwrap();
+        put(&db, &[event(3, "turn.started", json!({}))], 3_000).await;
+        let row = session(&db, crate::owners::NO_ACCOUNT, "h", "s")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            Value::Object(row.folded.block.clone()),
+            json!({"id": "s"}),
+            "read again from the table, not from memory"
+        );
+        assert_eq!(row.first_ms, 3_000);
+    }
+
+    #[tokio::test]
+    async fn an_attention_that_arrives_after_a_later_event_of_its_session_is_stored_not_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(Location::Folder(dir.path())).await.unwrap();
+        put(&db, &[event(5, "turn.ended", json!({}))], 1_000).await;
+        let late = put(&db, &[event(3, "attention.needed", json!({}))], 2_000).await;
+        assert_eq!((late.accepted, late.attentions.len()), (1, 0));
+        let now = put(&db, &[event(6, "attention.needed", json!({}))], 3_000).await;
+        assert_eq!((now.accepted, now.attentions.len()), (1, 1));
+    }
+
+    #[tokio::test]
     async fn dedup_fold_forget_and_retention() {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(Location::Folder(dir.path())).await.unwrap();
@@ -671,6 +764,7 @@ mod tests {
         assert_eq!(
             put(&db, &[a.clone(), b.clone(), a.clone()], 1_000).await,
             Ingested {
+                owner: String::new(),
                 accepted: 2,
                 duplicates: 1,
                 attentions: vec![]
@@ -711,6 +805,7 @@ mod tests {
         assert_eq!(
             put(&db, &[a, b, f], 3_000).await,
             Ingested {
+                owner: String::new(),
                 accepted: 0,
                 duplicates: 3,
                 attentions: vec![]

@@ -167,6 +167,25 @@ impl Tx<'_> {
         Ok(self.rows(sql, args).await?.into_iter().next())
     }
 
+    /// What the last transaction kept with `keep`, when the database can
+    /// tell that nothing else changed it since (`T::default()` when
+    /// something did); `None` where it cannot tell (PostgreSQL: another
+    /// process may have written), and the caller reads what it needs.
+    pub fn take_kept<T: Default + Send + 'static>(&mut self) -> Option<T> {
+        match self {
+            Tx::Sqlite(t) => Some(t.take_kept()),
+            Tx::Postgres(..) => None,
+        }
+    }
+
+    /// Keeps `value` for the next transaction's `take_kept`, if this one
+    /// commits (a rollback forgets it).
+    pub fn keep<T: Send + 'static>(&mut self, value: T) {
+        if let Tx::Sqlite(t) = self {
+            t.keep(value);
+        }
+    }
+
     pub async fn commit(self) -> Result<(), DbError> {
         match self {
             Tx::Sqlite(t) => t.commit(),
@@ -222,6 +241,51 @@ mod tests {
             rows.is_empty(),
             "a transaction ended without commit is rolled back"
         );
+    }
+
+    /// A transaction that keeps `n` (committed), then one that takes what is
+    /// kept and keeps nothing.
+    async fn keep_then_take(db: &Db, n: Option<u32>, commit: bool) -> Option<u32> {
+        db.transaction(move |mut tx| {
+            Box::pin(async move {
+                let was = tx.take_kept::<u32>();
+                if let Some(n) = n {
+                    tx.keep(n);
+                }
+                if commit {
+                    tx.commit().await?;
+                }
+                Ok::<_, DbError>(was)
+            })
+        })
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_kept_value_lasts_only_while_nothing_else_changed_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(Location::Folder(dir.path())).await.unwrap();
+        db.exec("CREATE TABLE t (a INTEGER)", vec![]).await.unwrap();
+        assert_eq!(keep_then_take(&db, Some(7), true).await, Some(0));
+        assert_eq!(keep_then_take(&db, Some(8), true).await, Some(7));
+        assert_eq!(keep_then_take(&db, None, true).await, Some(8));
+        assert_eq!(keep_then_take(&db, Some(9), false).await, Some(0));
+        assert_eq!(
+            keep_then_take(&db, Some(10), true).await,
+            Some(0),
+            "a rolled back transaction keeps nothing"
+        );
+        // A write through this database that is not such a transaction.
+        db.exec("INSERT INTO t (a) VALUES (1)", vec![])
+            .await
+            .unwrap();
+        assert_eq!(keep_then_take(&db, Some(11), true).await, Some(0));
+        // Another connection's commit (another process on the same file).
+        let other = rusqlite::Connection::open(dir.path().join("receiver.db")).unwrap();
+        other.execute("INSERT INTO t (a) VALUES (2)", []).unwrap();
+        assert_eq!(keep_then_take(&db, Some(12), true).await, Some(0));
+        assert_eq!(keep_then_take(&db, None, true).await, Some(12));
     }
 
     #[tokio::test]

@@ -116,6 +116,33 @@ impl Drop for Threads {
 pub struct Sqlite {
     writer: Threads,
     readers: Threads,
+    /// Only the writer's jobs lock it (never contended).
+    kept: Arc<Mutex<Kept>>,
+}
+
+/// What the writer's transactions keep between them (`SqliteTx::take_kept`),
+/// and the database's state when it was kept: trusted only while nothing but
+/// those transactions changed the file. The connection's count of changed
+/// rows moves with any other write made through it, and `data_version` with
+/// any commit of another connection (another process).
+#[derive(Default)]
+pub struct Kept {
+    value: Option<Box<dyn std::any::Any + Send>>,
+    mark: (u64, i64),
+}
+
+fn data_version(conn: &Connection) -> Result<i64, DbError> {
+    Ok(conn.query_row("PRAGMA data_version", [], |r| r.get(0))?)
+}
+
+impl Kept {
+    /// Forgets the value when the database changed since it was kept.
+    fn check(&mut self, conn: &Connection) -> Result<(), DbError> {
+        if self.value.is_some() && self.mark != (conn.total_changes(), data_version(conn)?) {
+            self.value = None;
+        }
+        Ok(())
+    }
 }
 
 /// A connection to `path` with the settings every one of ours has.
@@ -159,6 +186,7 @@ impl Sqlite {
         Ok(Sqlite {
             writer: Threads::spawn("sessionpipe-receiver-db-writer", vec![conn])?,
             readers: Threads::spawn("sessionpipe-receiver-db-reader", readers)?,
+            kept: Arc::default(),
         })
     }
 
@@ -171,11 +199,19 @@ impl Sqlite {
         T: Send + 'static,
         E: From<DbError> + Send + 'static,
     {
+        let kept = Arc::clone(&self.kept);
         self.writer
             .run(move |conn| {
                 conn.execute_batch("BEGIN IMMEDIATE")
                     .map_err(|e| E::from(e.into()))?;
-                body(SqliteTx { conn, done: false })
+                let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+                kept.check(conn).map_err(E::from)?;
+                body(SqliteTx {
+                    conn,
+                    kept: &mut kept,
+                    keeping: None,
+                    done: false,
+                })
             })
             .await
             .map_err(E::from)?
@@ -228,10 +264,29 @@ pub fn finish_now<T, E: From<DbError>>(fut: impl Future<Output = Result<T, E>>) 
 
 pub struct SqliteTx<'c> {
     conn: &'c mut Connection,
+    kept: &'c mut Kept,
+    /// What this transaction keeps once it commits.
+    keeping: Option<Box<dyn std::any::Any + Send>>,
     done: bool,
 }
 
 impl SqliteTx<'_> {
+    /// What the last transaction to keep a `T` left, when nothing else has
+    /// changed the database since (`T::default()` otherwise); taken, so it is
+    /// kept again only by `keep`.
+    pub fn take_kept<T: Default + Send + 'static>(&mut self) -> T {
+        self.kept
+            .value
+            .take()
+            .and_then(|v| v.downcast::<T>().ok())
+            .map_or_else(T::default, |v| *v)
+    }
+
+    /// Keeps `value` for the next transaction, if this one commits.
+    pub fn keep<T: Send + 'static>(&mut self, value: T) {
+        self.keeping = Some(Box::new(value));
+    }
+
     pub fn exec(&mut self, sql: &'static str, args: &[Arg]) -> Result<u64, DbError> {
         exec(self.conn, sql, args)
     }
@@ -248,6 +303,10 @@ impl SqliteTx<'_> {
     pub fn commit(mut self) -> Result<(), DbError> {
         self.conn.execute_batch("COMMIT")?;
         self.done = true;
+        if let Some(value) = self.keeping.take() {
+            self.kept.mark = (self.conn.total_changes(), data_version(self.conn)?);
+            self.kept.value = Some(value);
+        }
         Ok(())
     }
 }

@@ -11,7 +11,7 @@
 use super::state::{EVENTS_PATH, Events, Settings};
 use crate::check::{self, SUPPORTED};
 use crate::error::ApiError;
-use crate::owners::Sender;
+use crate::owners::{Owner, Sender};
 use crate::request::bearer;
 use crate::store;
 use axum::Router;
@@ -202,9 +202,12 @@ async fn store_batch(
         protocol::time::now_ms(),
     )
     .await?;
+    if sender.owner == Owner::Operator {
+        ev.owners.settle_operator(&done.owner);
+    }
     if let Some(notifier) = ev.notifier.as_ref().filter(|_| !done.attentions.is_empty()) {
         // Told after the answer, never holding it up.
-        let (notifier, owner, attentions) = (Arc::clone(notifier), sender.owner, done.attentions);
+        let (notifier, owner, attentions) = (Arc::clone(notifier), done.owner, done.attentions);
         tokio::spawn(async move { notifier.attentions(&owner, attentions).await });
     }
     let c = &ev.counters;

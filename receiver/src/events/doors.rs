@@ -62,6 +62,7 @@ async fn read_session(
         None => None,
     };
     let owner = sender.ok_or_else(ApiError::unauthorized)?.owner;
+    let owner = ev.owners.account_of(owner).await?;
     let Some((harness, session)) = key.split_once(':') else {
         return Err(ApiError::malformed("expected <harness>:<session id>"));
     };
