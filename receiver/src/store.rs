@@ -45,10 +45,19 @@ pub struct Ingested {
     pub attentions: Vec<Value>,
 }
 
-/// One event that passed `check`, with its key.
+/// One event that passed `check`, with its key and the text it is stored as
+/// (made by the caller, off the database's one writer).
 pub struct Checked {
     pub key: Key,
     pub event: Value,
+    body: String,
+}
+
+impl Checked {
+    pub fn new(key: Key, event: Value) -> Checked {
+        let body = serde_json::to_string(&event).expect("a JSON value serialises");
+        Checked { key, event, body }
+    }
 }
 
 fn digest(owner: &str, harness: &str, session: &str) -> Vec<u8> {
@@ -186,7 +195,7 @@ pub async fn ingest(
 ) -> Result<Ingested, DbError> {
     let dialect = db.dialect();
     let (owner, machine) = (owner.clone(), machine.map(str::to_string));
-    let (out, forgot) = db
+    let (out, forgot, events) = db
         .transaction(move |mut tx| {
             Box::pin(async move {
                 let owner = match owner {
@@ -238,7 +247,6 @@ pub async fn ingest(
                         forgot = true;
                         continue;
                     }
-                    let body = serde_json::to_string(&c.event).expect("a JSON value serialises");
                     let stored = tx
                         .exec(
                             "INSERT INTO events (owner, harness, session, seq, event_type,
@@ -253,7 +261,7 @@ pub async fn ingest(
                                 c.event["type"].as_str().unwrap_or(""),
                                 c.event["time"].as_str().unwrap_or(""),
                                 now_ms,
-                                body
+                                c.body.as_str()
                             ],
                         )
                         .await?
@@ -306,7 +314,7 @@ pub async fn ingest(
                             owner,
                             harness,
                             session,
-                            Value::Object(f.block.clone()).to_string(),
+                            serde_json::to_string(&f.block).expect("a JSON map serialises"),
                             f.seq,
                             f.state.as_str(),
                             f.in_turn,
@@ -330,10 +338,12 @@ pub async fn ingest(
                     tx.keep(r);
                 }
                 tx.commit().await?;
-                Ok::<_, DbError>((out, forgot))
+                // Handed back to be freed by the caller, not by the writer.
+                Ok::<_, DbError>((out, forgot, events))
             })
         })
         .await?;
+    drop(events);
     if forgot {
         db.scrub().await?;
     }
@@ -596,13 +606,15 @@ mod tests {
     async fn put(db: &Db, evs: &[Value], now: i64) -> Ingested {
         let checked: Vec<Checked> = evs
             .iter()
-            .map(|e| Checked {
-                key: (
-                    "h".into(),
-                    "s".into(),
-                    e["session"]["seq"].as_u64().unwrap(),
-                ),
-                event: e.clone(),
+            .map(|e| {
+                Checked::new(
+                    (
+                        "h".into(),
+                        "s".into(),
+                        e["session"]["seq"].as_u64().unwrap(),
+                    ),
+                    e.clone(),
+                )
             })
             .collect();
         ingest(

@@ -8,7 +8,10 @@
 //!
 //! A sink never loses an event to an outage: the cursor stays where it was, the
 //! outbox keeps everything. Rowid order is seq order per session, so a batch
-//! holds one session's events in seq order. SQLite and file writes go through
+//! holds one session's events in seq order. An HTTP sink has up to three
+//! batches on the wire while its receiver takes them (they may arrive in any
+//! order, as the binding allows); their answers are taken in order, and after
+//! any answer but a batch taken it sends one at a time until one is taken. SQLite and file writes go through
 //! the runtime's blocking pool; only the network is awaited in place.
 
 use super::http::{self, BatchVerdict};
@@ -37,6 +40,10 @@ const REDISCOVER_MS: i64 = 24 * 3600 * 1000;
 const SECRET_RETRY: Duration = Duration::from_secs(15);
 /// Rows read from the outbox per look.
 const READ_ROWS: usize = 2000;
+/// An HTTP sink's batches on the wire at once while its receiver takes them:
+/// one being stored, one being read, one crossing (a receiver with one
+/// writer, as SQLite's, always has the next batch ready).
+const IN_FLIGHT: usize = 3;
 
 /// Rung by ingest after each commit that appended events, so sinks send without
 /// waiting out `IDLE_WAIT`. A generation counter: a ring between a sink's read
@@ -252,9 +259,9 @@ async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: wat
     // out: at most one at a time, and always done before the sink reads the
     // outbox again or says it is caught up.
     let mut moving = Moving::default();
-    // The next batch, cut while the last one was on its way to the receiver;
-    // used only if nothing it was cut for has changed since.
-    let mut next: Option<(Cut, Batch)> = None;
+    // The batches after the one on its way, cut (and sent) meanwhile, oldest
+    // first.
+    let mut ahead: VecDeque<Ahead> = VecDeque::new();
     while !flags.stop.load(Ordering::Relaxed) {
         if let Some(why) = rediscover(&paths, &mut sink).await {
             moving.done(&sink.id).await;
@@ -291,15 +298,22 @@ async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: wat
         }
         flags.caught_up.store(false, Ordering::Relaxed);
         let cut = Cut::of(&sink, &sender, queue.front().map(|r| r.rowid));
-        let batch = match next.take() {
-            Some((was, batch)) if was == cut => batch,
-            _ => Batch::build(
-                queue.make_contiguous(),
-                &sink,
-                home.as_deref(),
-                cut.max_events,
-                cut.max_bytes,
-            ),
+        let (batch, sent) = match ahead.pop_front() {
+            Some(next) if next.cut == cut => (next.batch, next.request),
+            _ => {
+                // Cut for what no longer holds: they go again, cut afresh.
+                ahead.clear();
+                (
+                    Batch::build(
+                        queue.make_contiguous(),
+                        &sink,
+                        home.as_deref(),
+                        cut.max_events,
+                        cut.max_bytes,
+                    ),
+                    None,
+                )
+            }
         };
         for dropped in &batch.dropped {
             tracing::warn!(sink = %sink.id, "dropped event {dropped}: larger than the receiver takes");
@@ -319,17 +333,36 @@ async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: wat
         let step = match &sink.target {
             Target::Http { .. } => {
                 // The request runs as its own task (the other worker may take
-                // it) while this one cuts the next batch from the rows after
-                // this one: the receiver's turn and the next batch's JSON
-                // overlap instead of taking turns.
-                let request = Request(tokio::spawn(sender.request(&sink, &batch)));
-                let rows: &[StoredEvent] = queue.make_contiguous();
-                let rest = &rows[rows.partition_point(|r| r.rowid <= batch.through)..];
-                if !rest.is_empty() {
+                // it) while this one cuts the next batches from the rows
+                // after it: the receiver's turn and the next batch's JSON
+                // overlap instead of taking turns. While the receiver takes
+                // every batch, those go at once too (`IN_FLIGHT` requests at
+                // a time), so the receiver reads one while it stores another
+                // (the binding leaves the order of arrival free; the answers
+                // are still taken in order, and the cursor moves only past
+                // batches taken).
+                let request = match sent {
+                    Some(request) => request,
+                    None => Request(tokio::spawn(sender.request(&sink, &batch))),
+                };
+                let mut last = ahead.back().map_or(batch.through, |a| a.batch.through);
+                while ahead.len() + 1 < IN_FLIGHT {
+                    let rows: &[StoredEvent] = queue.make_contiguous();
+                    let rest = &rows[rows.partition_point(|r| r.rowid <= last)..];
+                    if rest.is_empty() {
+                        break;
+                    }
                     let cut = Cut::of(&sink, &sender, rest.first().map(|r| r.rowid));
                     let built =
                         Batch::build(rest, &sink, home.as_deref(), cut.max_events, cut.max_bytes);
-                    next = Some((cut, built));
+                    let request = (sender.failures == 0 && !built.lines.is_empty())
+                        .then(|| Request(tokio::spawn(sender.request(&sink, &built))));
+                    last = built.through;
+                    ahead.push_back(Ahead {
+                        cut,
+                        batch: built,
+                        request,
+                    });
                 }
                 let answer = request.answer().await;
                 sender.http_step(&sink, &batch, answer)
@@ -352,14 +385,19 @@ async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: wat
                     update(&paths, &sink.id, |s| s.last_error = None).await;
                 }
             }
-            Step::Retry => {}
+            // Anything but a batch taken: the batches ahead are dropped, their
+            // requests cancelled; whatever the receiver made of them, they go
+            // again after this one (a receiver drops what it already has).
+            Step::Retry => ahead.clear(),
             Step::LowerTier(t) => {
+                ahead.clear();
                 tracing::warn!(sink = %sink.id, "the receiver takes tier {t} at most; lowering");
                 sink.tier = sink.tier.min(t);
                 let tier = sink.tier;
                 update(&paths, &sink.id, move |s| s.tier = tier).await;
             }
             Step::Wait(d, why) => {
+                ahead.clear();
                 moving.done(&sink.id).await;
                 record_error(&paths, &mut sink, &why).await;
                 flags.caught_up.store(true, Ordering::Relaxed);
@@ -397,6 +435,15 @@ impl Cut {
             max_bytes: max_bytes(sink),
         }
     }
+}
+
+/// A batch after the one on its way, cut while that one's request ran, and
+/// its request when it went at once too. Used only if nothing it was cut for
+/// has changed by its turn.
+struct Ahead {
+    cut: Cut,
+    batch: Batch,
+    request: Option<Request>,
 }
 
 /// A batch's request on its own task; dropped unanswered (the sink stopped),

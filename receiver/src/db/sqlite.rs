@@ -344,13 +344,32 @@ impl ToSql for Arg {
     }
 }
 
-fn exec(conn: &Connection, sql: &str, args: &[Arg]) -> Result<u64, DbError> {
-    let mut st = conn.prepare_cached(&native(sql))?;
+thread_local! {
+    /// Each statement's SQLite text, made once per thread: the statements
+    /// are the program's own constants, so this holds a few dozen at most.
+    static NATIVE: std::cell::RefCell<std::collections::HashMap<(usize, usize), std::rc::Rc<str>>> =
+        Default::default();
+}
+
+/// `native(sql)`, looked up by the constant's address after the first time
+/// (a statement's translation was a string built on every call).
+fn native_of(sql: &'static str) -> std::rc::Rc<str> {
+    NATIVE.with(|m| {
+        std::rc::Rc::clone(
+            m.borrow_mut()
+                .entry((sql.as_ptr() as usize, sql.len()))
+                .or_insert_with(|| native(sql).into()),
+        )
+    })
+}
+
+fn exec(conn: &Connection, sql: &'static str, args: &[Arg]) -> Result<u64, DbError> {
+    let mut st = conn.prepare_cached(&native_of(sql))?;
     Ok(st.execute(rusqlite::params_from_iter(args.iter()))? as u64)
 }
 
-fn rows(conn: &Connection, sql: &str, args: &[Arg]) -> Result<Vec<Row>, DbError> {
-    let mut st = conn.prepare_cached(&native(sql))?;
+fn rows(conn: &Connection, sql: &'static str, args: &[Arg]) -> Result<Vec<Row>, DbError> {
+    let mut st = conn.prepare_cached(&native_of(sql))?;
     let n = st.column_count();
     let mut q = st.query(rusqlite::params_from_iter(args.iter()))?;
     let mut out = Vec::new();

@@ -190,7 +190,7 @@ async fn store_batch(
     let mut checked = Vec::with_capacity(events.len());
     for e in events {
         match check::check_event(&e) {
-            Ok(key) => checked.push(store::Checked { key, event: e }),
+            Ok(key) => checked.push(store::Checked::new(key, e)),
             Err(reason) => rejected.push(json!({"id": e["id"], "reason": reason.0})),
         }
     }
