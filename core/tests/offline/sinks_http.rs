@@ -516,3 +516,34 @@ fn replay_sends_the_outbox_again_and_the_receiver_takes_each_event_once() {
         "from where is asked"
     );
 }
+
+#[test]
+fn batches_on_the_wire_together_end_exactly_once_after_a_refusal_among_them() {
+    let sb = Sandbox::new();
+    let mut o = Options::new(TOKEN);
+    // Small batches: the backlog below is eight of them, so several go at once.
+    o.max_events = 5;
+    let r = Receiver::start(o).unwrap();
+    add_sink(&sb, &r.url(), "3", None);
+    a_turn(&sb, 9);
+    a_turn(&sb, 9);
+    // The first batch is refused; the ones sent with it may have been stored
+    // already, and go again after it.
+    r.set_fault(Some(Fault {
+        count: 1,
+        ..Fault::new(503)
+    }));
+    let _d = sb.start_daemon();
+    // Two turns of nine tools (20 events each) and the session's start.
+    let evs = wait_stored(&r, 41, Duration::from_secs(30));
+    let seqs: Vec<u64> = evs
+        .iter()
+        .map(|e| e["session"]["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, (1..=41).collect::<Vec<_>>(), "every event, once");
+    let keys = r.stored_keys();
+    let mut unique = keys.clone();
+    unique.dedup();
+    assert_eq!(keys.len(), unique.len());
+    assert_eq!(keys.len(), 41);
+}
