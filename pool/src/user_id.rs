@@ -17,6 +17,9 @@ pub struct UserId {
     pub value: String,
     /// Byte span of the string token (quotes included) in the body.
     span: (usize, usize),
+    /// `value` read as the JSON form, once: `session` and `rewrite` both
+    /// need it.
+    json: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl UserId {
@@ -35,6 +38,7 @@ impl UserId {
         let raw = std::str::from_utf8(&body[at..tok.i]).ok()?;
         let value: String = serde_json::from_str(raw).ok()?;
         Some(UserId {
+            json: json_form(&value),
             value,
             span: (at, tok.i),
         })
@@ -43,7 +47,7 @@ impl UserId {
     /// The session part (the JSON form's `session_id`, or what follows
     /// `_session_` in the older one).
     pub fn session(&self) -> Option<String> {
-        match json_form(&self.value) {
+        match &self.json {
             Some(obj) => obj
                 .get("session_id")
                 .and_then(serde_json::Value::as_str)
@@ -60,8 +64,9 @@ impl UserId {
     /// its other members and their order; the older form keeps its user and
     /// session parts. A value of neither form is left as it was.
     pub fn rewrite(&self, body: &[u8], account: &str) -> Option<Vec<u8>> {
-        let new_value = match json_form(&self.value) {
-            Some(mut obj) => {
+        let new_value = match &self.json {
+            Some(obj) => {
+                let mut obj = obj.clone();
                 obj.insert(
                     "account_uuid".into(),
                     serde_json::Value::String(account.into()),
@@ -95,6 +100,22 @@ fn json_form(value: &str) -> Option<serde_json::Map<String, serde_json::Value>> 
         serde_json::Value::Object(m) => Some(m),
         _ => None,
     }
+}
+
+/// Whether a member's name (`token`, its JSON string with the quotes) is
+/// `key`, or `None` when it is not a valid string. A plain ASCII name is
+/// compared as it stands; one with an escape, a control or a non-ASCII
+/// byte is decoded first, as before (the bulk of a body's names are plain).
+fn key_is(token: &[u8], key: &str) -> Option<bool> {
+    let inner = token.get(1..token.len().saturating_sub(1))?;
+    if inner
+        .iter()
+        .all(|&c| (0x20..0x80).contains(&c) && c != b'\\')
+    {
+        return Some(inner == key.as_bytes());
+    }
+    let k: String = serde_json::from_slice(token).ok()?;
+    Some(k == key)
 }
 
 /// A cursor over JSON text that skips values without building them. It
@@ -132,10 +153,10 @@ impl Scan<'_> {
             self.peek()?;
             let k0 = self.i;
             self.skip_string()?;
-            let k: String = serde_json::from_slice(&self.b[k0..self.i]).ok()?;
+            let is_key = key_is(&self.b[k0..self.i], key)?;
             self.eat(b':')?;
             self.peek()?;
-            if k == key {
+            if is_key {
                 found = Some(self.i);
             }
             self.skip_value()?;
@@ -153,7 +174,7 @@ impl Scan<'_> {
             // The bulk of a body is string bytes: jump to the next quote or
             // backslash.
             let rest = self.b.get(self.i..)?;
-            let n = rest.iter().position(|&c| c == b'"' || c == b'\\')?;
+            let n = memchr::memchr2(b'"', b'\\', rest)?;
             self.i += n;
             if self.b[self.i] == b'"' {
                 self.i += 1;
@@ -259,6 +280,15 @@ mod tests {
                 .value,
             "user_abc_account_a_session_s-2"
         );
+    }
+
+    #[test]
+    fn a_name_spelt_with_an_escape_is_the_same_name() {
+        let b = br#"{"meta\u0064ata":{"user_id":"u_account_a_session_s"},"m\u00e9":1}"#;
+        assert_eq!(UserId::find(b).unwrap().session().as_deref(), Some("s"));
+        assert_eq!(key_is(br#""user_id""#, "user_id"), Some(true));
+        assert_eq!(key_is(br#""user_i\u0064""#, "user_id"), Some(true));
+        assert_eq!(key_is(b"\"a\tb\"", "a\tb"), None, "a raw tab is not JSON");
     }
 
     #[test]
