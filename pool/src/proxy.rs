@@ -16,7 +16,7 @@
 
 use crate::accounts::{Chosen, NoAccount, Pool};
 use crate::limits::{self, Observed};
-use crate::relay::Joined;
+use crate::relay::{Joined, Watched};
 use crate::user_id::UserId;
 use axum::Router;
 use axum::body::Body;
@@ -24,6 +24,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
 use futures_util::TryStreamExt;
 use std::sync::Arc;
+use std::time::Duration;
 use subtle::ConstantTimeEq;
 
 /// The beta every OAuth-bearing request carries.
@@ -32,6 +33,10 @@ pub use crate::oauth::BETA as OAUTH_BETA;
 /// A request body larger than this is refused (a whole conversation with
 /// its images fits many times over).
 pub const MAX_REQUEST_BYTES: usize = 256 * 1024 * 1024;
+
+/// An answer whose head, or whose body's next chunk, does not come within
+/// this is given up (the API pings a stream every few seconds).
+pub const READ_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// What the caller does with the limits an answer carried. Called on the
 /// request's task: it must not block.
@@ -42,7 +47,9 @@ pub trait Observer: Send + Sync + 'static {
 /// The proxy's shared parts.
 pub struct Proxy {
     token: String,
-    upstream: String,
+    /// The API base, read once (`None`: not a URL, and every request is
+    /// answered that the API cannot be reached).
+    upstream: Option<reqwest::Url>,
     client: reqwest::Client,
     pool: Arc<Pool>,
     observer: Arc<dyn Observer>,
@@ -61,7 +68,7 @@ impl Proxy {
     ) -> Proxy {
         Proxy {
             token,
-            upstream: upstream.trim_end_matches('/').to_string(),
+            upstream: reqwest::Url::parse(upstream.trim_end_matches('/')).ok(),
             client,
             pool,
             observer,
@@ -76,16 +83,16 @@ impl Proxy {
 
 /// The upstream client: HTTPS with connections kept and reused, no redirect
 /// followed, no proxy from the environment, and no deadline on a whole
-/// answer (a turn streams for minutes) but one on each read (the API pings
-/// a stream every few seconds).
+/// answer (a turn streams for minutes). The deadline on each read
+/// (`READ_TIMEOUT`) is the proxy's own: reqwest's read the clock twice and
+/// moved a timer in the runtime's wheel for every chunk (`relay::Watched`).
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .tcp_nodelay(true)
-        .connect_timeout(std::time::Duration::from_secs(10))
-        .read_timeout(std::time::Duration::from_secs(300))
-        .pool_idle_timeout(std::time::Duration::from_secs(90))
+        .connect_timeout(Duration::from_secs(10))
+        .pool_idle_timeout(Duration::from_secs(90))
         .build()
         .expect("a client with these settings builds")
 }
@@ -206,7 +213,10 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request<Body>) -> Res
             }
         }
     }
-    let stream = Joined::new(upstream.bytes_stream().map_err(std::io::Error::other));
+    let stream = Joined::new(Watched::new(
+        upstream.bytes_stream().map_err(std::io::Error::other),
+        READ_TIMEOUT,
+    ));
     answer
         .body(Body::from_stream(stream))
         .unwrap_or_else(|_| error(StatusCode::BAD_GATEWAY, "api_error", "a bad answer head"))
@@ -225,11 +235,10 @@ async fn send_as(
         Some(rewritten) => reqwest::Body::from(rewritten),
         None => reqwest::Body::from(body.clone()),
     };
-    let target = format!(
-        "{}{}",
-        proxy.upstream,
-        parts.uri.path_and_query().map_or("/", |p| p.as_str())
-    );
+    let Some(target) = proxy.upstream.as_ref().map(|base| target(base, &parts.uri)) else {
+        tracing::warn!("pool: the API's address is not a URL");
+        return Err(unreachable());
+    };
     let mut headers = HeaderMap::with_capacity(parts.headers.len() + 2);
     for (name, value) in &parts.headers {
         if !dropped_on_the_way_up(name) {
@@ -249,22 +258,47 @@ async fn send_as(
         HeaderName::from_static("anthropic-beta"),
         with_oauth_beta(&parts.headers),
     );
-    proxy
+    let sent = proxy
         .client
-        .request(parts.method.clone(), &target)
+        .request(parts.method.clone(), target)
         .headers(headers)
         .body(body)
-        .send()
-        .await
-        .map_err(|e| {
+        .send();
+    match tokio::time::timeout(READ_TIMEOUT, sent).await {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(e)) => {
             // reqwest's error names the URL, never a header.
             tracing::warn!("pool: the API did not answer: {e}");
-            error(
-                StatusCode::BAD_GATEWAY,
-                "api_error",
-                "sessionpipe's pool could not reach the API",
-            )
-        })
+            Err(unreachable())
+        }
+        Err(_) => {
+            tracing::warn!("pool: the API sent no answer within {READ_TIMEOUT:?}");
+            Err(unreachable())
+        }
+    }
+}
+
+fn unreachable() -> Response<Body> {
+    error(
+        StatusCode::BAD_GATEWAY,
+        "api_error",
+        "sessionpipe's pool could not reach the API",
+    )
+}
+
+/// The request's path and query under the API base: what parsing the two
+/// joined as text gives, without parsing the base's scheme and host again
+/// for every request.
+fn target(base: &reqwest::Url, uri: &axum::http::Uri) -> reqwest::Url {
+    let mut target = base.clone();
+    let path = uri.path();
+    if base.path() == "/" {
+        target.set_path(path);
+    } else {
+        target.set_path(&format!("{}{path}", base.path()));
+    }
+    target.set_query(uri.query());
+    target
 }
 
 /// The listener's token, as Claude Code sends `ANTHROPIC_AUTH_TOKEN`
@@ -332,6 +366,36 @@ mod tests {
         assert!(authorized(&k, "tok"));
         k.insert("x-api-key", HeaderValue::from_static("to"));
         assert!(!authorized(&k, "tok"));
+    }
+
+    #[test]
+    fn a_target_is_what_the_base_and_the_path_joined_as_text_parse_to() {
+        for base in [
+            "http://127.0.0.1:8080",
+            "https://api.anthropic.com",
+            "https://h.example/api",
+        ] {
+            let url = reqwest::Url::parse(base).unwrap();
+            for path in [
+                "/v1/messages",
+                "/v1/messages?beta=true",
+                "/v1/messages/count_tokens?beta=true&x=%20y",
+                "/",
+                "/a%2Fb/c d?q=é",
+                "/a/./b/../c?",
+            ] {
+                let uri: axum::http::Uri = match path.parse() {
+                    Ok(u) => u,
+                    Err(_) => continue,
+                };
+                let joined = format!("{base}{}", uri.path_and_query().unwrap().as_str());
+                assert_eq!(
+                    target(&url, &uri).as_str(),
+                    reqwest::Url::parse(&joined).unwrap().as_str(),
+                    "{base} {path}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -14,11 +14,17 @@
 //! row that bring nothing end the wait), join more than `MAX_JOINED` bytes or
 //! for more than `MAX_TURNS` turns, nor drop, reorder or keep a byte or an
 //! error.
+//!
+//! It also owns when a silent upstream is given up (`Watched`: the read
+//! timeout reqwest kept before, without its clock read and timer reset on
+//! every chunk).
 
 use axum::body::Bytes;
 use futures_util::Stream;
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 /// Bytes joined into one chunk at most.
 pub const MAX_JOINED: usize = 64 * 1024;
@@ -116,6 +122,77 @@ where
     }
 }
 
+/// Looks a read timeout is measured in: an upstream is given up when
+/// `LOOKS` looks in a row (a timer, `timeout / LOOKS` apart) found that
+/// nothing came, between `timeout` and `timeout + timeout / LOOKS` after its
+/// last chunk.
+pub const LOOKS: u32 = 10;
+
+/// `upstream`, cut with a `TimedOut` error once it has sent nothing for its
+/// read timeout. A chunk costs a flag (reqwest's per-read timeout read the
+/// clock twice and moved its timer in the runtime's wheel, under its lock,
+/// for each one); the timer is only looked at while the upstream has
+/// nothing, and moved once a look.
+pub struct Watched<S> {
+    upstream: S,
+    look: Duration,
+    next: Pin<Box<tokio::time::Sleep>>,
+    /// A chunk (or the end) came since the last look.
+    heard: bool,
+    /// Looks in a row that found nothing new.
+    silent: u32,
+}
+
+impl<S> Watched<S> {
+    pub fn new(upstream: S, timeout: Duration) -> Self {
+        let look = timeout / LOOKS;
+        Watched {
+            upstream,
+            look,
+            next: Box::pin(tokio::time::sleep(look)),
+            heard: false,
+            silent: 0,
+        }
+    }
+}
+
+impl<S> Stream for Watched<S>
+where
+    S: Stream<Item = Result<Bytes, std::io::Error>> + Unpin,
+{
+    type Item = Result<Bytes, std::io::Error>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.silent >= LOOKS {
+            // Cut: the error went, nothing follows it.
+            return Poll::Ready(None);
+        }
+        if let Poll::Ready(item) = Pin::new(&mut this.upstream).poll_next(cx) {
+            this.heard = true;
+            return Poll::Ready(item);
+        }
+        while this.next.as_mut().poll(cx).is_ready() {
+            if std::mem::take(&mut this.heard) {
+                this.silent = 0;
+            } else {
+                this.silent += 1;
+            }
+            if this.silent >= LOOKS {
+                return Poll::Ready(Some(Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the API sent nothing for the read timeout",
+                ))));
+            }
+            // From now, not from the deadline: a late runtime must not
+            // count looks that no time passed between.
+            let at = tokio::time::Instant::now() + this.look;
+            this.next.as_mut().reset(at);
+        }
+        Poll::Pending
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,5 +255,35 @@ mod tests {
             sizes.push(chunk.unwrap().len());
         }
         assert_eq!(sizes, [2 * big.len(), big.len()]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_upstream_is_cut_after_its_timeout_and_a_slow_one_is_not() {
+        let timeout = Duration::from_secs(300);
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Result<Bytes, std::io::Error>>();
+        let stream = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
+        let mut watched = Watched::new(stream, timeout);
+        // A chunk every half timeout, for five timeouts, then nothing (the
+        // upstream still open): never cut while they come.
+        tokio::spawn(async move {
+            for _ in 0..10 {
+                tokio::time::sleep(timeout / 2).await;
+                tx.send(Ok(Bytes::from_static(b"ping"))).unwrap();
+            }
+            std::future::pending::<()>().await;
+        });
+        for _ in 0..10 {
+            assert_eq!(&watched.next().await.unwrap().unwrap()[..], b"ping");
+        }
+        // Then nothing: cut no sooner than the timeout, and within a look.
+        let last = tokio::time::Instant::now();
+        let err = watched.next().await.unwrap().unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+        let silent = last.elapsed();
+        assert!(
+            silent >= timeout && silent <= timeout + timeout / LOOKS,
+            "{silent:?}"
+        );
+        assert!(watched.next().await.is_none(), "nothing after the cut");
     }
 }
