@@ -57,6 +57,17 @@ pub struct Owners {
     operator: OnceLock<String>,
 }
 
+/// Reads the operator's claim (`settings` row `OPERATOR_ACCOUNT`).
+const CLAIM_READ: &str = "SELECT value FROM settings WHERE name = $1";
+
+/// The account a claim's row names, if there is one.
+fn claimed(row: Option<crate::db::Row>) -> Result<Option<String>, DbError> {
+    Ok(row
+        .map(|r| r.bytes(0))
+        .transpose()?
+        .map(|b| String::from_utf8_lossy(&b).into_owned()))
+}
+
 fn sha256(s: &str) -> Vec<u8> {
     Sha256::digest(s.as_bytes()).to_vec()
 }
@@ -134,16 +145,7 @@ impl Owners {
         if let Some(a) = self.operator.get() {
             return Ok(a.clone());
         }
-        let found = self
-            .db
-            .row(
-                "SELECT value FROM settings WHERE name = $1",
-                args![OPERATOR_ACCOUNT],
-            )
-            .await?
-            .map(|r| r.bytes(0))
-            .transpose()?
-            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        let found = claimed(self.db.row(CLAIM_READ, args![OPERATOR_ACCOUNT]).await?)?;
         Ok(match found {
             Some(a) => self.operator.get_or_init(|| a).clone(),
             None => NO_ACCOUNT.to_string(),
@@ -202,18 +204,8 @@ impl Owners {
             )
             .await?;
         }
-        Ok(tx
-            .row(
-                "SELECT value FROM settings WHERE name = $1",
-                args![OPERATOR_ACCOUNT],
-            )
-            .await?
-            .map(|r| r.bytes(0))
-            .transpose()?
-            .map_or_else(
-                || NO_ACCOUNT.to_string(),
-                |b| String::from_utf8_lossy(&b).into_owned(),
-            ))
+        let found = claimed(tx.row(CLAIM_READ, args![OPERATOR_ACCOUNT]).await?)?;
+        Ok(found.unwrap_or_else(|| NO_ACCOUNT.to_string()))
     }
 
     /// Whether `account` is an account made on this receiver (a pairing
