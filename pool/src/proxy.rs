@@ -9,7 +9,8 @@
 //! relayed with its limits read off it, and its body streamed back as it
 //! comes (no buffering: hyper asks the upstream stream for the next chunk
 //! only when the client took the last, so backpressure holds end to end;
-//! chunks that are already there go out together, `relay`).
+//! chunks that are already there go out together, and with the head,
+//! `relay`).
 //! It must not keep or log a body, a token or a header's value; what a
 //! session's limits become is the caller's (`Observer`), and serving the
 //! socket (deadlines, connection cap, loopback only) is the caller's too.
@@ -22,8 +23,9 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
-use futures_util::TryStreamExt;
+use futures_util::{StreamExt, TryStreamExt};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 use subtle::ConstantTimeEq;
 
@@ -213,12 +215,19 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request<Body>) -> Res
             }
         }
     }
-    let stream = Joined::new(Watched::new(
+    let mut stream = Joined::new(Watched::new(
         upstream.bytes_stream().map_err(std::io::Error::other),
         READ_TIMEOUT,
     ));
+    let body = match stream.first().await {
+        Poll::Ready(Some(first)) => {
+            Body::from_stream(futures_util::stream::once(async { first }).chain(stream))
+        }
+        Poll::Ready(None) => Body::empty(),
+        Poll::Pending => Body::from_stream(stream),
+    };
     answer
-        .body(Body::from_stream(stream))
+        .body(body)
         .unwrap_or_else(|_| error(StatusCode::BAD_GATEWAY, "api_error", "a bad answer head"))
 }
 

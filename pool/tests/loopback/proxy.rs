@@ -13,6 +13,9 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
 const TOKEN: &str = "listener-token-7f3a";
+/// A request whose content says this gets its answer's head alone, its
+/// body's parts each after a `release`.
+const HOLD_ALL: &str = "hold every part";
 const SESSION: &str = "fa33ef6d-170e-441a-a797-a456ed75ceff";
 
 /// What the upstream received: (path, headers, body).
@@ -39,7 +42,8 @@ struct Upstream {
 }
 
 /// An upstream that records each request and answers a stream in two parts:
-/// the first at once, the second only after `release`; account `b`'s
+/// the first at once (or, for a request saying `HOLD_ALL`, after a
+/// `release` too), the second only after `release`; account `b`'s
 /// answers say it is rejected until a reset, and `c`'s sign-in is refused.
 async fn upstream() -> Upstream {
     let seen: Seen = Arc::default();
@@ -59,6 +63,7 @@ async fn upstream() -> Upstream {
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("")
                 .to_string();
+            let hold_all = body.windows(HOLD_ALL.len()).any(|w| w == HOLD_ALL.as_bytes());
             seen.lock()
                 .unwrap()
                 .push((parts.uri.to_string(), parts.headers.clone(), body));
@@ -78,6 +83,9 @@ async fn upstream() -> Upstream {
             };
             let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(2);
             tokio::spawn(async move {
+                if hold_all {
+                    release.notified().await;
+                }
                 let _ = tx
                     .send(Ok(b"event: message_start\ndata: {}\n\n".to_vec()))
                     .await;
@@ -153,11 +161,15 @@ fn pool_of(ids: &[&str]) -> Arc<Pool> {
 }
 
 fn body(session: &str) -> String {
+    body_saying(session, "hi")
+}
+
+fn body_saying(session: &str, content: &str) -> String {
     let uid = format!(r#"{{"device_id":"d1","account_uuid":"","session_id":"{session}"}}"#);
     serde_json::json!({
         "model": "claude-x",
         "stream": true,
-        "messages": [{"role": "user", "content": "hi"}],
+        "messages": [{"role": "user", "content": content}],
         "metadata": {"user_id": uid},
     })
     .to_string()
@@ -253,6 +265,29 @@ async fn a_request_goes_up_with_the_accounts_bearer_and_streams_back_as_it_comes
     assert_eq!(observed.windows[0].id, "five_hour");
     assert_eq!(observed.windows[0].used_percent, 42.0);
     assert_eq!(pool.pinned(SESSION).as_deref(), Some("a"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_answers_head_comes_without_waiting_for_a_body_that_has_not_come() {
+    let up = upstream().await;
+    let base = proxy_over(&up.base, Arc::default(), pool_of(&["a"])).await;
+    let c = reqwest::Client::new();
+    // The proxy sends a head together with a first chunk that is already
+    // there; one that is not must not hold the head back.
+    let held = post(&c, &base, Some(TOKEN), body_saying(SESSION, HOLD_ALL));
+    let mut r = tokio::time::timeout(std::time::Duration::from_secs(10), held)
+        .await
+        .expect("the head came while the upstream held its whole body");
+    assert_eq!(r.status(), 200);
+    up.release.notify_one();
+    let first = r.chunk().await.unwrap().unwrap();
+    assert_eq!(&first[..], b"event: message_start\ndata: {}\n\n");
+    up.release.notify_one();
+    let mut rest = Vec::new();
+    while let Some(c) = r.chunk().await.unwrap() {
+        rest.extend_from_slice(&c);
+    }
+    assert_eq!(rest, b"event: message_stop\ndata: {}\n\n");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
