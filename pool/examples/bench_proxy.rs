@@ -4,7 +4,7 @@
 //! interleaved request by request in the same run; time to first byte and to
 //! the last byte, p50 and p99. Then 100 streams at once, straight and through
 //! the proxy (issue 35): the first time, when 99 of each 100 connections are
-//! new; then rounds of 100 from new clients (each Claude Code process opens
+//! new (rounds of them, each with a proxy of its own); then rounds of 100 from new clients (each Claude Code process opens
 //! its own connections, while the proxy keeps the upstream ones it opened
 //! before); then rounds with every connection kept. Each with the time until
 //! all are done and the CPU the whole process spent on it. Last, its RSS
@@ -22,6 +22,7 @@ use sessionpipe_pool::accounts::{Account, Pool};
 use sessionpipe_pool::limits::Observed;
 use sessionpipe_pool::oauth::{Secret, Tokens};
 use sessionpipe_pool::proxy::{self, Observer, Proxy};
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -60,7 +61,9 @@ async fn upstream() -> String {
     base
 }
 
-async fn proxy_over(upstream: &str) -> String {
+/// A proxy over `upstream` with one account, served until `stop` resolves
+/// (then its client, and with it every connection it kept, is dropped).
+async fn proxy_over(upstream: &str, stop: impl Future<Output = ()> + Send + 'static) -> String {
     let pool = Arc::new(Pool::new());
     pool.put(
         Account {
@@ -88,7 +91,7 @@ async fn proxy_over(upstream: &str) -> String {
         l,
         p.router(),
         sessionpipe_listener::Limits::POOL,
-        std::future::pending(),
+        stop,
     ));
     base
 }
@@ -226,6 +229,41 @@ async fn rounds(
     );
 }
 
+/// 100 at once the first time, as issue 16 measured it: a new client with
+/// one connection open (to the upstream straight; to a new proxy, which has
+/// one to the upstream, through it), so 99 of each 100 connections are new
+/// on every hop. `rounds` times, each with its own new proxy, stopped after.
+async fn first_times(rounds: usize, up: &str) {
+    let (mut d_all, mut p_all, mut d_cpu, mut p_cpu) = (vec![], vec![], vec![], vec![]);
+    for i in 0..rounds {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let px = proxy_over(up, async {
+            let _ = stopped.await;
+        })
+        .await;
+        let (straight, through) = (reqwest::Client::new(), reqwest::Client::new());
+        one(&straight, up, i).await;
+        one(&through, &px, i).await;
+        for (c, base, all, cpu) in [
+            (&straight, up, &mut d_all, &mut d_cpu),
+            (&through, px.as_str(), &mut p_all, &mut p_cpu),
+        ] {
+            let (a, _, u) = burst(c, base).await;
+            all.push(a);
+            cpu.push(u);
+        }
+        let _ = stop.send(());
+    }
+    let (d, p) = (pct(&mut d_all, 0.5), pct(&mut p_all, 0.5));
+    let mean = |v: &[Duration]| ms(v.iter().sum::<Duration>()) / v.len().max(1) as f64;
+    let (dc, pc) = (mean(&d_cpu), mean(&p_cpu));
+    println!(
+        "  100 at once, the first time (99 of each 100 connections new), {rounds} rounds: all done p50 straight {d:.1} ms, through the pool {p:.1} ms (x{:.2}); CPU per round, mean, {dc:.1} / {pc:.1} ms (x{:.2})",
+        p / d,
+        pc / dc
+    );
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let arg = |n: usize, default: usize| {
@@ -236,7 +274,7 @@ async fn main() {
     };
     let (samples, n_rounds, rss_requests) = (arg(1, 1000), arg(2, 20), arg(3, 10_000));
     let up = upstream().await;
-    let px = proxy_over(&up).await;
+    let px = proxy_over(&up, std::future::pending()).await;
     let c = reqwest::Client::new();
     for i in 0..50 {
         one(&c, &up, i).await;
@@ -268,19 +306,7 @@ async fn main() {
             p99 - d99
         );
     }
-    // 100 at once: the first time (the client has one connection to each,
-    // the proxy one to the upstream, from the requests above), as issue 16
-    // measured it.
-    let (d, _, dc) = burst(&c, &up).await;
-    let (p, _, pc) = burst(&c, &px).await;
-    println!(
-        "  100 at once, the first time (99 of each 100 connections new): all done straight {:.1} ms, through the pool {:.1} ms (x{:.2}); CPU {:.1} / {:.1} ms",
-        ms(d),
-        ms(p),
-        ms(p) / ms(d),
-        ms(dc),
-        ms(pc)
-    );
+    first_times(n_rounds.min(10), &up).await;
     rounds(
         "new clients (the proxy's upstream connections kept)",
         n_rounds,
