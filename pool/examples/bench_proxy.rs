@@ -187,8 +187,42 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// Bursts of one way: each one's time until all were done, the CPU it
+/// took, and every stream's last byte.
+#[derive(Default)]
+struct Tally {
+    all: Vec<Duration>,
+    cpu: Vec<Duration>,
+    each: Vec<Duration>,
+}
+
+impl Tally {
+    fn add(&mut self, (all, each, cpu): (Duration, Vec<Duration>, Duration)) {
+        self.all.push(all);
+        self.cpu.push(cpu);
+        self.each.extend(each);
+    }
+}
+
+/// Prints the medians of `straight` and `through` and their ratio.
+fn report(what: &str, mut straight: Tally, mut through: Tally) {
+    let rounds = straight.all.len();
+    let (d, p) = (pct(&mut straight.all, 0.5), pct(&mut through.all, 0.5));
+    // A mean: schedstat lags a running thread by up to a clock tick, which
+    // one round's reading may catch and the sum of many evens out.
+    let mean = |v: &[Duration]| ms(v.iter().sum::<Duration>()) / v.len().max(1) as f64;
+    let (dc, pc) = (mean(&straight.cpu), mean(&through.cpu));
+    println!(
+        "  100 at once, {what}, {rounds} rounds: all done p50 straight {d:.1} ms, through the pool {p:.1} ms (x{:.2}); each stream p99 {:.1} / {:.1} ms; CPU per round, mean, {dc:.1} / {pc:.1} ms (x{:.2})",
+        p / d,
+        pct(&mut straight.each, 0.99),
+        pct(&mut through.each, 0.99),
+        pc / dc
+    );
+}
+
 /// `rounds` bursts each way, interleaved; a new client for every burst
-/// when `new_clients`. Prints the medians and their ratio.
+/// when `new_clients`.
 async fn rounds(
     what: &str,
     rounds: usize,
@@ -197,36 +231,18 @@ async fn rounds(
     up: &str,
     px: &str,
 ) {
-    let (mut d_all, mut p_all, mut d_cpu, mut p_cpu, mut d_each, mut p_each) =
-        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    let (mut straight, mut through) = (Tally::default(), Tally::default());
     for _ in 0..rounds {
-        for (base, all, cpu, each) in [
-            (up, &mut d_all, &mut d_cpu, &mut d_each),
-            (px, &mut p_all, &mut p_cpu, &mut p_each),
-        ] {
+        for (base, tally) in [(up, &mut straight), (px, &mut through)] {
             let c = if new_clients {
                 reqwest::Client::new()
             } else {
                 kept.clone()
             };
-            let (a, e, u) = burst(&c, base).await;
-            all.push(a);
-            cpu.push(u);
-            each.extend(e);
+            tally.add(burst(&c, base).await);
         }
     }
-    let (d, p) = (pct(&mut d_all, 0.5), pct(&mut p_all, 0.5));
-    // A mean: schedstat lags a running thread by up to a clock tick, which
-    // one round's reading may catch and the sum of many evens out.
-    let mean = |v: &[Duration]| ms(v.iter().sum::<Duration>()) / v.len().max(1) as f64;
-    let (dc, pc) = (mean(&d_cpu), mean(&p_cpu));
-    println!(
-        "  100 at once, {what}, {rounds} rounds: all done p50 straight {d:.1} ms, through the pool {p:.1} ms (x{:.2}); each stream p99 {:.1} / {:.1} ms; CPU per round, mean, {dc:.1} / {pc:.1} ms (x{:.2})",
-        p / d,
-        pct(&mut d_each, 0.99),
-        pct(&mut p_each, 0.99),
-        pc / dc
-    );
+    report(what, straight, through);
 }
 
 /// 100 at once the first time, as issue 16 measured it: a new client with
@@ -234,33 +250,24 @@ async fn rounds(
 /// one to the upstream, through it), so 99 of each 100 connections are new
 /// on every hop. `rounds` times, each with its own new proxy, stopped after.
 async fn first_times(rounds: usize, up: &str) {
-    let (mut d_all, mut p_all, mut d_cpu, mut p_cpu) = (vec![], vec![], vec![], vec![]);
+    let (mut straight, mut through) = (Tally::default(), Tally::default());
     for i in 0..rounds {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let px = proxy_over(up, async {
             let _ = stopped.await;
         })
         .await;
-        let (straight, through) = (reqwest::Client::new(), reqwest::Client::new());
-        one(&straight, up, i).await;
-        one(&through, &px, i).await;
-        for (c, base, all, cpu) in [
-            (&straight, up, &mut d_all, &mut d_cpu),
-            (&through, px.as_str(), &mut p_all, &mut p_cpu),
-        ] {
-            let (a, _, u) = burst(c, base).await;
-            all.push(a);
-            cpu.push(u);
-        }
+        let (to_up, to_px) = (reqwest::Client::new(), reqwest::Client::new());
+        one(&to_up, up, i).await;
+        one(&to_px, &px, i).await;
+        straight.add(burst(&to_up, up).await);
+        through.add(burst(&to_px, &px).await);
         let _ = stop.send(());
     }
-    let (d, p) = (pct(&mut d_all, 0.5), pct(&mut p_all, 0.5));
-    let mean = |v: &[Duration]| ms(v.iter().sum::<Duration>()) / v.len().max(1) as f64;
-    let (dc, pc) = (mean(&d_cpu), mean(&p_cpu));
-    println!(
-        "  100 at once, the first time (99 of each 100 connections new), {rounds} rounds: all done p50 straight {d:.1} ms, through the pool {p:.1} ms (x{:.2}); CPU per round, mean, {dc:.1} / {pc:.1} ms (x{:.2})",
-        p / d,
-        pc / dc
+    report(
+        "the first time (99 of each 100 connections new)",
+        straight,
+        through,
     );
 }
 

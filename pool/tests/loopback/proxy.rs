@@ -224,14 +224,7 @@ async fn a_request_goes_up_with_the_accounts_bearer_and_streams_back_as_it_comes
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["content-type"], "text/event-stream");
     // The first part arrives while the upstream still holds the second.
-    let first = r.chunk().await.unwrap().unwrap();
-    assert_eq!(&first[..], b"event: message_start\ndata: {}\n\n");
-    up.release.notify_one();
-    let mut rest = Vec::new();
-    while let Some(c) = r.chunk().await.unwrap() {
-        rest.extend_from_slice(&c);
-    }
-    assert_eq!(rest, b"event: message_stop\ndata: {}\n\n");
+    the_first_part_then_the_rest_once_released(&up, &mut r).await;
 
     let seen = up.seen.lock().unwrap();
     let (path, headers, sent) = &seen[0];
@@ -280,6 +273,11 @@ async fn the_answers_head_comes_without_waiting_for_a_body_that_has_not_come() {
         .expect("the head came while the upstream held its whole body");
     assert_eq!(r.status(), 200);
     up.release.notify_one();
+    the_first_part_then_the_rest_once_released(&up, &mut r).await;
+}
+
+/// `r`'s body: the upstream's first part, then (after a `release`) the rest.
+async fn the_first_part_then_the_rest_once_released(up: &Upstream, r: &mut reqwest::Response) {
     let first = r.chunk().await.unwrap().unwrap();
     assert_eq!(&first[..], b"event: message_start\ndata: {}\n\n");
     up.release.notify_one();
