@@ -4,9 +4,10 @@
 //! interleaved request by request in the same run; time to first byte and to
 //! the last byte, p50 and p99. Then 100 streams at once, straight and through
 //! the proxy (issue 35): the first time, when 99 of each 100 connections are
-//! new (rounds of them, each with a proxy of its own); then rounds of 100 from new clients (each Claude Code process opens
-//! its own connections, while the proxy keeps the upstream ones it opened
-//! before); then rounds with every connection kept. Each with the time until
+//! new (rounds of them, each with a proxy of its own); then rounds of 100
+//! from new clients (each Claude Code process opens its own connections,
+//! while the proxy keeps the upstream ones it opened before); then rounds
+//! with every connection kept. Each with the time until
 //! all are done and the CPU the whole process spent on it. Last, its RSS
 //! before and after 10 000 proxied requests one at a time, and after 10 000
 //! more 100 at once.

@@ -219,12 +219,13 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request<Body>) -> Res
         upstream.bytes_stream().map_err(std::io::Error::other),
         READ_TIMEOUT,
     ));
+    // An ended or not yet ready stream stays as it is: it ends again, or
+    // goes on, where hyper polls it.
     let body = match stream.first().await {
         Poll::Ready(Some(first)) => {
             Body::from_stream(futures_util::stream::once(async { first }).chain(stream))
         }
-        Poll::Ready(None) => Body::empty(),
-        Poll::Pending => Body::from_stream(stream),
+        Poll::Ready(None) | Poll::Pending => Body::from_stream(stream),
     };
     answer
         .body(body)
