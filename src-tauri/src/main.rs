@@ -56,7 +56,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         None => tray(false),
-        Some(shared::HIDDEN_ARG) if args.len() == 1 => tray(true),
+        Some(prefs::HIDDEN_ARG) if args.len() == 1 => tray(true),
         Some(_) => {
             eprintln!("sessionpipe-app: unknown arguments {args:?}\n\n{USAGE}");
             return ExitCode::from(2);

@@ -80,12 +80,15 @@ pub fn follow_open_at_login(wanted: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Starts the app in the tray only: what the login item passes. Here, with
+/// the login item, so that `shared` (above the window and the backend, which
+/// read the settings here) need not be imported by this module.
+pub const HIDDEN_ARG: &str = "--hidden";
+
 fn login_item() -> anyhow::Result<auto_launch::AutoLaunch> {
     let exe = std::env::current_exe().context("where this program is")?;
     let mut builder = auto_launch::AutoLaunchBuilder::new();
-    builder
-        .set_app_name(LOGIN_ITEM)
-        .set_args(&[crate::shared::HIDDEN_ARG]);
+    builder.set_app_name(LOGIN_ITEM).set_args(&[HIDDEN_ARG]);
     // On macOS a Launch Agent (the crate's default) runs this binary as it is.
     builder.set_app_path(&exe.display().to_string());
     builder.build().map_err(anyhow::Error::from)

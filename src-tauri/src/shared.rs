@@ -1,7 +1,6 @@
 //! What every part of the shell shares: the state paths, the window's
-//! process, the local receiver, the offers of a harness found later, a way to
-//! ask the tray for a refresh, and the argument that starts the app in the
-//! tray only. Below `app` (which makes it) and the parts it wires (`tray`,
+//! process, the local receiver, the offers of a harness found later, and a
+//! way to ask the tray for a refresh. Below `app` (which makes it) and the parts it wires (`tray`,
 //! `notices`, `prefs`), so none of them imports `app`.
 
 use crate::local_receiver::LocalReceiver;
@@ -9,9 +8,6 @@ use crate::offers::Offers;
 use crate::window::Window;
 use sessionpipe_core::spool::StatePaths;
 use std::sync::mpsc::Sender;
-
-/// Starts the app in the tray only (what the login item passes).
-pub const HIDDEN_ARG: &str = "--hidden";
 
 pub struct Shared {
     pub paths: StatePaths,
