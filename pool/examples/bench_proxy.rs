@@ -3,14 +3,16 @@
 //! answer) fetched straight from a loopback upstream and through the proxy,
 //! interleaved request by request in the same run; time to first byte and to
 //! the last byte, p50 and p99. Then 100 streams at once, straight and through
-//! the proxy (issue 35): the first time, when 99 of each 100 connections are
-//! new (rounds of them, each with a proxy of its own); then rounds of 100
-//! from new clients (each Claude Code process opens its own connections,
-//! while the proxy keeps the upstream ones it opened before); then rounds
-//! with every connection kept. Each with the time until
-//! all are done and the CPU the whole process spent on it. Last, its RSS
-//! before and after 10 000 proxied requests one at a time, and after 10 000
-//! more 100 at once.
+//! the proxy (issue 35): the first time, when 99 of each 100 client
+//! connections are new (rounds of them, each with a proxy of its own), and
+//! cold, with nothing open before; then rounds of 100 from new clients (each
+//! Claude Code process opens its own connections, while the proxy keeps the
+//! upstream ones it opened before); then rounds with every connection kept.
+//! Each with the time until all are done and the CPU the whole process spent
+//! on it. The bursts twice: against a plain HTTP/1.1 upstream, and against
+//! one shaped like the API (HTTPS, HTTP/2 offered), with clients shaped like
+//! Claude Code (HTTP/1.1). Last, its RSS before and after 10 000 proxied
+//! requests one at a time, and after 10 000 more 100 at once.
 //!
 //! It measures and prints; it asserts nothing about time.
 //!
@@ -27,6 +29,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "../tests/loopback/https_edge.rs"]
+mod https_edge;
+
 const TOKEN: &str = "bench-listener-token";
 
 struct Quiet;
@@ -34,8 +39,10 @@ impl Observer for Quiet {
     fn observed(&self, _: Option<&str>, _: &str, _: &Observed) {}
 }
 
-async fn upstream() -> String {
-    let app = axum::Router::new().fallback(|req: axum::extract::Request| async move {
+/// What every upstream answers: a short Messages stream, with the limits'
+/// headers the proxy reads.
+fn answers() -> axum::Router {
+    axum::Router::new().fallback(|req: axum::extract::Request| async move {
         let _ = axum::body::to_bytes(req.into_body(), usize::MAX).await;
         let events: Vec<Result<Vec<u8>, std::io::Error>> = (0..20)
             .map(|i| Ok(format!("event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"word {i} \"}}}}\n\n").into_bytes()))
@@ -46,25 +53,80 @@ async fn upstream() -> String {
             .header("anthropic-ratelimit-unified-5h-utilization", "0.2")
             .body(Body::from_stream(futures_util::stream::iter(events)))
             .unwrap()
-    });
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", l.local_addr().unwrap());
-    // Served with TCP_NODELAY, as every HTTP edge serves (hyper, nginx,
-    // Envoy): an upstream with Nagle on holds a stream's small closing write
-    // for the proxy's delayed ACK, +40 ms to every answer's end that a real
-    // API does not cost (BENCHMARKS.md).
-    tokio::spawn(sessionpipe_listener::serve(
-        l,
-        app,
-        sessionpipe_listener::Limits::POOL,
-        std::future::pending(),
-    ));
-    base
+    })
+}
+
+/// A loopback upstream, and how clients reach it.
+struct Upstream {
+    base: String,
+    /// The HTTPS one: its certificate, the connections it accepted.
+    edge: Option<https_edge::Edge>,
+}
+
+impl Upstream {
+    fn accepted(&self) -> usize {
+        self.edge.as_ref().map_or(0, https_edge::Edge::accepted)
+    }
+
+    /// Plain HTTP/1.1, through the listener every sessionpipe server uses.
+    async fn plain() -> Upstream {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", l.local_addr().unwrap());
+        // Served with TCP_NODELAY, as every HTTP edge serves (hyper, nginx,
+        // Envoy): an upstream with Nagle on holds a stream's small closing
+        // write for the proxy's delayed ACK, +40 ms to every answer's end
+        // that a real API does not cost (BENCHMARKS.md).
+        tokio::spawn(sessionpipe_listener::serve(
+            l,
+            answers(),
+            sessionpipe_listener::Limits::POOL,
+            std::future::pending(),
+        ));
+        Upstream { base, edge: None }
+    }
+
+    /// The API's stand-in (`https_edge`).
+    async fn https() -> Upstream {
+        let edge = https_edge::serve(answers()).await;
+        Upstream {
+            base: edge.base.clone(),
+            edge: Some(edge),
+        }
+    }
+
+    /// A new client of it as Claude Code is one: HTTP/1.1, one connection
+    /// for each request in flight (the real Claude Code, offered both in the
+    /// handshake, picks HTTP/1.1: BENCHMARKS.md).
+    fn as_claude_code(&self) -> reqwest::Client {
+        match &self.edge {
+            Some(edge) => reqwest::Client::builder()
+                .add_root_certificate(edge.cert.clone())
+                .http1_only()
+                .build()
+                .unwrap(),
+            None => reqwest::Client::new(),
+        }
+    }
+
+    /// The proxy's own client of it: `proxy::client()`'s settings, trusting
+    /// this upstream's certificate.
+    fn for_the_proxy(&self) -> reqwest::Client {
+        match &self.edge {
+            Some(edge) => proxy::client_builder()
+                .add_root_certificate(edge.cert.clone())
+                .build()
+                .unwrap(),
+            None => proxy::client(),
+        }
+    }
 }
 
 /// A proxy over `upstream` with one account, served until `stop` resolves
 /// (then its client, and with it every connection it kept, is dropped).
-async fn proxy_over(upstream: &str, stop: impl Future<Output = ()> + Send + 'static) -> String {
+async fn proxy_over(
+    upstream: &Upstream,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> String {
     let pool = Arc::new(Pool::new());
     pool.put(
         Account {
@@ -81,8 +143,8 @@ async fn proxy_over(upstream: &str, stop: impl Future<Output = ()> + Send + 'sta
     );
     let p = Proxy::new(
         TOKEN.into(),
-        upstream.into(),
-        proxy::client(),
+        upstream.base.clone(),
+        upstream.for_the_proxy(),
         pool,
         Arc::new(Quiet),
     );
@@ -189,16 +251,22 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// Bursts of one way: each one's time until all were done, the CPU it
-/// took, and every stream's last byte.
+/// took, every stream's last byte, and the connections the upstream
+/// accepted meanwhile (HTTPS only).
 #[derive(Default)]
 struct Tally {
     all: Vec<Duration>,
     cpu: Vec<Duration>,
     each: Vec<Duration>,
+    opened: usize,
 }
 
 impl Tally {
-    fn add(&mut self, (all, each, cpu): (Duration, Vec<Duration>, Duration)) {
+    /// One burst from `c` to `base`, counted against `up`'s connections.
+    async fn burst(&mut self, up: &Upstream, c: &reqwest::Client, base: &str) {
+        let opened = up.accepted();
+        let (all, each, cpu) = burst(c, base).await;
+        self.opened += up.accepted() - opened;
         self.all.push(all);
         self.cpu.push(cpu);
         self.each.extend(each);
@@ -206,15 +274,23 @@ impl Tally {
 }
 
 /// Prints the medians of `straight` and `through` and their ratio.
-fn report(what: &str, mut straight: Tally, mut through: Tally) {
+fn report(up: &Upstream, what: &str, mut straight: Tally, mut through: Tally) {
     let rounds = straight.all.len();
     let (d, p) = (pct(&mut straight.all, 0.5), pct(&mut through.all, 0.5));
     // A mean: schedstat lags a running thread by up to a clock tick, which
     // one round's reading may catch and the sum of many evens out.
     let mean = |v: &[Duration]| ms(v.iter().sum::<Duration>()) / v.len().max(1) as f64;
     let (dc, pc) = (mean(&straight.cpu), mean(&through.cpu));
+    let opened = match up.edge {
+        Some(_) => format!(
+            "; connections the upstream accepted per round, mean, {:.1} / {:.1}",
+            straight.opened as f64 / rounds.max(1) as f64,
+            through.opened as f64 / rounds.max(1) as f64
+        ),
+        None => String::new(),
+    };
     println!(
-        "  100 at once, {what}, {rounds} rounds: all done p50 straight {d:.1} ms, through the pool {p:.1} ms (x{:.2}); each stream p99 {:.1} / {:.1} ms; CPU per round, mean, {dc:.1} / {pc:.1} ms (x{:.2})",
+        "  100 at once, {what}, {rounds} rounds: all done p50 straight {d:.1} ms, through the pool {p:.1} ms (x{:.2}); each stream p99 {:.1} / {:.1} ms; CPU per round, mean, {dc:.1} / {pc:.1} ms (x{:.2}){opened}",
         p / d,
         pct(&mut straight.each, 0.99),
         pct(&mut through.each, 0.99),
@@ -222,35 +298,31 @@ fn report(what: &str, mut straight: Tally, mut through: Tally) {
     );
 }
 
-/// `rounds` bursts each way, interleaved; a new client for every burst
-/// when `new_clients`.
+/// `rounds` bursts each way, interleaved, from the clients `clients` gives
+/// (straight, to the proxy).
 async fn rounds(
+    up: &Upstream,
+    px: &str,
     what: &str,
     rounds: usize,
-    new_clients: bool,
-    kept: &reqwest::Client,
-    up: &str,
-    px: &str,
+    clients: impl Fn() -> (reqwest::Client, reqwest::Client),
 ) {
     let (mut straight, mut through) = (Tally::default(), Tally::default());
     for _ in 0..rounds {
-        for (base, tally) in [(up, &mut straight), (px, &mut through)] {
-            let c = if new_clients {
-                reqwest::Client::new()
-            } else {
-                kept.clone()
-            };
-            tally.add(burst(&c, base).await);
-        }
+        let (to_up, to_px) = clients();
+        straight.burst(up, &to_up, &up.base).await;
+        through.burst(up, &to_px, px).await;
     }
-    report(what, straight, through);
+    report(up, what, straight, through);
 }
 
 /// 100 at once the first time, as issue 16 measured it: a new client with
 /// one connection open (to the upstream straight; to a new proxy, which has
-/// one to the upstream, through it), so 99 of each 100 connections are new
-/// on every hop. `rounds` times, each with its own new proxy, stopped after.
-async fn first_times(rounds: usize, up: &str) {
+/// one to the upstream, through it), so 99 of each 100 client connections
+/// are new, and as many to the upstream as the proxy's client opens. Cold
+/// (`warm` false): nothing open anywhere before the burst. `rounds` times,
+/// each with its own new proxy, stopped after.
+async fn first_times(up: &Upstream, rounds: usize, warm: bool) {
     let (mut straight, mut through) = (Tally::default(), Tally::default());
     for i in 0..rounds {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -258,18 +330,41 @@ async fn first_times(rounds: usize, up: &str) {
             let _ = stopped.await;
         })
         .await;
-        let (to_up, to_px) = (reqwest::Client::new(), reqwest::Client::new());
-        one(&to_up, up, i).await;
-        one(&to_px, &px, i).await;
-        straight.add(burst(&to_up, up).await);
-        through.add(burst(&to_px, &px).await);
+        let (to_up, to_px) = (up.as_claude_code(), reqwest::Client::new());
+        if warm {
+            one(&to_up, &up.base, i).await;
+            one(&to_px, &px, i).await;
+        }
+        straight.burst(up, &to_up, &up.base).await;
+        through.burst(up, &to_px, &px).await;
         let _ = stop.send(());
     }
-    report(
-        "the first time (99 of each 100 connections new)",
-        straight,
-        through,
-    );
+    let what = if warm {
+        "the first time (99 of each 100 client connections new)"
+    } else {
+        "cold (nothing open before: every connection new)"
+    };
+    report(up, what, straight, through);
+}
+
+/// The three kinds of burst against `up`, with `px` a proxy over it that
+/// has served before.
+async fn all_bursts(up: &Upstream, px: &str, n_rounds: usize) {
+    first_times(up, n_rounds.min(10), true).await;
+    first_times(up, n_rounds.min(10), false).await;
+    rounds(
+        up,
+        px,
+        "new clients (the proxy's upstream connections kept)",
+        n_rounds,
+        || (up.as_claude_code(), reqwest::Client::new()),
+    )
+    .await;
+    // Kept: a burst each way first, unmeasured, opens the 100 connections.
+    let kept = (up.as_claude_code(), reqwest::Client::new());
+    burst(&kept.0, &up.base).await;
+    burst(&kept.1, px).await;
+    rounds(up, px, "every connection kept", n_rounds, || kept.clone()).await;
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -281,16 +376,16 @@ async fn main() {
             .unwrap_or(default)
     };
     let (samples, n_rounds, rss_requests) = (arg(1, 1000), arg(2, 20), arg(3, 10_000));
-    let up = upstream().await;
+    let up = Upstream::plain().await;
     let px = proxy_over(&up, std::future::pending()).await;
     let c = reqwest::Client::new();
     for i in 0..50 {
-        one(&c, &up, i).await;
+        one(&c, &up.base, i).await;
         one(&c, &px, i).await;
     }
     let (mut d_first, mut d_last, mut p_first, mut p_last) = (vec![], vec![], vec![], vec![]);
     for i in 0..samples {
-        let (f, l) = one(&c, &up, i).await;
+        let (f, l) = one(&c, &up.base, i).await;
         d_first.push(f);
         d_last.push(l);
         let (f, l) = one(&c, &px, i).await;
@@ -314,17 +409,21 @@ async fn main() {
             p99 - d99
         );
     }
-    first_times(n_rounds.min(10), &up).await;
-    rounds(
-        "new clients (the proxy's upstream connections kept)",
-        n_rounds,
-        true,
-        &c,
-        &up,
-        &px,
-    )
-    .await;
-    rounds("every connection kept", n_rounds, false, &c, &up, &px).await;
+    all_bursts(&up, &px, n_rounds).await;
+    // Against an HTTPS upstream that offers HTTP/2, as the API does: Claude
+    // Code straight speaks HTTP/1.1 over TLS; through the pool, HTTP/1.1 on
+    // loopback and the proxy's client whatever the upstream offers.
+    let tls = Upstream::https().await;
+    let tls_px = proxy_over(&tls, std::future::pending()).await;
+    let warm = (tls.as_claude_code(), reqwest::Client::new());
+    for i in 0..50 {
+        one(&warm.0, &tls.base, i).await;
+        one(&warm.1, &tls_px, i).await;
+    }
+    println!(
+        "  against an HTTPS upstream offering HTTP/2 and HTTP/1.1 (Claude Code picks HTTP/1.1; the proxy's client, HTTP/2):"
+    );
+    all_bursts(&tls, &tls_px, n_rounds).await;
     // Memory: RSS after a warm-up, then after `rss_requests` more one at a
     // time, then as many again 100 at once.
     for i in 0..1000 {

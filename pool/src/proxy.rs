@@ -88,15 +88,24 @@ impl Proxy {
 /// answer (a turn streams for minutes). The deadline on each read
 /// (`READ_TIMEOUT`) is the proxy's own: reqwest's read the clock twice and
 /// moved a timer in the runtime's wheel for every chunk (`relay::Watched`).
+/// HTTP/2 when the API offers it in the handshake: then the requests in
+/// flight share a connection, where Claude Code's own client picks HTTP/1.1
+/// even when offered both and opens one for each (BENCHMARKS.md).
 pub fn client() -> reqwest::Client {
+    client_builder()
+        .build()
+        .expect("a client with these settings builds")
+}
+
+/// `client()`'s settings, for a caller that adds to them (the benchmark
+/// trusts its own loopback API's certificate; nothing else is loosened).
+pub fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .tcp_nodelay(true)
         .connect_timeout(Duration::from_secs(10))
         .pool_idle_timeout(Duration::from_secs(90))
-        .build()
-        .expect("a client with these settings builds")
 }
 
 /// Headers that are the connection's and not the message's (RFC 9110 §7.6.1),

@@ -1,7 +1,9 @@
 //! The pool's proxy over real HTTP on loopback: a recording upstream (axum,
-//! in this test), the proxy served by the same listener the daemon uses, and
-//! a reqwest client in Claude Code's place.
+//! in this test; over HTTPS with HTTP/2 offered, as the API serves, in one),
+//! the proxy served by the same listener the daemon uses, and a reqwest
+//! client in Claude Code's place.
 
+use crate::https_edge;
 use axum::body::Body;
 use axum::http::{HeaderMap, Response};
 use sessionpipe_pool::accounts::{Account, Pool};
@@ -37,6 +39,8 @@ impl Observer for Heard {
 struct Upstream {
     base: String,
     seen: Seen,
+    /// The HTTP version each request came in.
+    versions: Arc<Mutex<Vec<axum::http::Version>>>,
     /// Opens the held-back part of the streamed answer.
     release: Arc<Notify>,
 }
@@ -46,13 +50,37 @@ struct Upstream {
 /// `release` too), the second only after `release`; account `b`'s
 /// answers say it is rejected until a reset, and `c`'s sign-in is refused.
 async fn upstream() -> Upstream {
+    let (app, up) = recording("");
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+    Upstream { base, ..up }
+}
+
+/// `upstream()`'s answers over HTTPS, HTTP/2 and HTTP/1.1 offered.
+async fn https_upstream() -> (Upstream, https_edge::Edge) {
+    let (app, up) = recording("");
+    let edge = https_edge::serve(app).await;
+    (
+        Upstream {
+            base: edge.base.clone(),
+            ..up
+        },
+        edge,
+    )
+}
+
+/// The recording upstream's routes, and its records (at `base`).
+fn recording(base: &str) -> (axum::Router, Upstream) {
     let seen: Seen = Arc::default();
+    let versions: Arc<Mutex<Vec<axum::http::Version>>> = Arc::default();
     let release = Arc::new(Notify::new());
-    let (s, r) = (seen.clone(), release.clone());
+    let (s, v, r) = (seen.clone(), versions.clone(), release.clone());
     let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
-        let (seen, release) = (s.clone(), r.clone());
+        let (seen, versions, release) = (s.clone(), v.clone(), r.clone());
         async move {
             let (parts, body) = req.into_parts();
+            versions.lock().unwrap().push(parts.version);
             let body = axum::body::to_bytes(body, usize::MAX)
                 .await
                 .unwrap()
@@ -106,14 +134,13 @@ async fn upstream() -> Upstream {
                 .unwrap()
         }
     });
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", l.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
-    Upstream {
-        base,
+    let up = Upstream {
+        base: base.to_string(),
         seen,
+        versions,
         release,
-    }
+    };
+    (app, up)
 }
 
 fn tokio_stream(
@@ -130,9 +157,19 @@ fn tokens(access: &str) -> Tokens {
     }
 }
 
-/// The proxy over `upstream` with accounts `a` and `b`; its base URL.
+/// The proxy over `upstream` with `pool`'s accounts; its base URL.
 async fn proxy_over(upstream: &str, heard: Arc<Heard>, pool: Arc<Pool>) -> String {
-    let proxy = Proxy::new(TOKEN.into(), upstream.into(), proxy::client(), pool, heard);
+    proxy_with(proxy::client(), upstream, heard, pool).await
+}
+
+/// As `proxy_over`, its upstream reached with `client`.
+async fn proxy_with(
+    client: reqwest::Client,
+    upstream: &str,
+    heard: Arc<Heard>,
+    pool: Arc<Pool>,
+) -> String {
+    let proxy = Proxy::new(TOKEN.into(), upstream.into(), client, pool, heard);
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", l.local_addr().unwrap());
     tokio::spawn(sessionpipe_listener::serve(
@@ -402,5 +439,69 @@ async fn an_upstream_that_does_not_answer_is_a_502_in_the_apis_shape() {
             .as_str()
             .unwrap()
             .contains("pool status")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_https_the_proxy_speaks_http2_when_offered_and_streams_in_flight_share_one_connection()
+{
+    let (up, edge) = https_upstream().await;
+    // The proxy's own client settings; only the loopback edge's certificate
+    // is added to what it trusts.
+    let client = proxy::client_builder()
+        .add_root_certificate(edge.cert.clone())
+        .build()
+        .unwrap();
+    let heard = Arc::new(Heard::default());
+    let base = proxy_with(client, &up.base, heard.clone(), pool_of(&["a"])).await;
+    let c = reqwest::Client::new();
+    let mut r = post(&c, &base, Some(TOKEN), body(SESSION)).await;
+    assert_eq!(r.status(), 200);
+    the_first_part_then_the_rest_once_released(&up, &mut r).await;
+    // Five streams at once, each held open by the upstream after its first
+    // part: over HTTP/1.1 that is five connections; over HTTP/2, the one.
+    let mut open = Vec::new();
+    for i in 0..5 {
+        let session = format!("s-{i}");
+        open.push(tokio::spawn({
+            let (c, base) = (c.clone(), base.clone());
+            async move { post(&c, &base, Some(TOKEN), body(&session)).await }
+        }));
+    }
+    let mut streams = Vec::new();
+    for o in open {
+        let mut r = o.await.unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["content-type"], "text/event-stream");
+        let first = r.chunk().await.unwrap().unwrap();
+        assert_eq!(&first[..], b"event: message_start\ndata: {}\n\n");
+        streams.push(r);
+    }
+    assert_eq!(edge.accepted(), 1, "all six on the first connection");
+    // Release them all (a wake-up may reach a stream before it waits, so
+    // until every one has ended), and each gets its end.
+    let releasing = tokio::spawn({
+        let release = up.release.clone();
+        async move {
+            loop {
+                release.notify_one();
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        }
+    });
+    for r in streams {
+        assert_eq!(
+            &r.bytes().await.unwrap()[..],
+            b"event: message_stop\ndata: {}\n\n"
+        );
+    }
+    releasing.abort();
+    let versions = up.versions.lock().unwrap().clone();
+    assert_eq!(versions, vec![axum::http::Version::HTTP_2; 6]);
+    assert_eq!(up.seen.lock().unwrap()[0].1["authorization"], "Bearer at-a");
+    assert_eq!(
+        heard.0.lock().unwrap().len(),
+        6,
+        "each answer's limits read"
     );
 }
