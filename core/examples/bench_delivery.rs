@@ -4,7 +4,7 @@
 //! receiver that answers 202 and stores nothing (`NullReceiver`, inside this
 //! bench), so the daemon's own rate shows apart from the receiver's; then hook
 //! to receiver latency (one hook at a time, through a running daemon, until the
-//! receiver stored the event). Run by `bench/run.sh` with the release binaries:
+//! receiver stored the event), to each of the two. Run by `bench/run.sh` with the release binaries:
 //! `bench_delivery HOOK SESSIONPIPE [EVENTS] [HOOKS]`. It times; it asserts
 //! nothing about the times.
 
@@ -200,22 +200,50 @@ fn main() {
         row("202 unread (the daemon alone)", stored, &d);
     }
 
-    // Latency: one hook at a time, hook spawn to receiver storage.
+    // Latency: one hook at a time, hook spawn to the receiver's count; once
+    // to the real receiver (stored), once to the one that stores nothing.
+    println!();
+    println!("hook → receiver, {hooks} hooks one at a time, daemon running, HTTP sink on loopback");
+    println!("| receiver | p50 | p90 | p99 | max |");
+    println!("|---|---:|---:|---:|---:|");
+    {
+        let mut opts = Options::new(TOKEN);
+        opts.max_tier = 3;
+        let receiver = Receiver::start(opts).unwrap();
+        let lat = latency(&sp, &hook, hooks, &receiver.url(), || {
+            receiver.accepted() as usize
+        });
+        latency_row("the workspace's (stored)", lat);
+        receiver.stop();
+    }
+    {
+        let receiver = NullReceiver::start();
+        let lat = latency(&sp, &hook, hooks, &receiver.url, || receiver.events());
+        latency_row("202 unread (the daemon alone)", lat);
+    }
+}
+
+/// `hooks` PreToolUse calls one at a time through a daemon whose one sink is
+/// `url`, each timed from the hook's spawn until `taken` counts its event.
+fn latency(
+    sp: &str,
+    hook: &str,
+    hooks: usize,
+    url: &str,
+    taken: impl Fn() -> usize,
+) -> Vec<Duration> {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let mut opts = Options::new(TOKEN);
-    opts.max_tier = 3;
-    let receiver = Receiver::start(opts).unwrap();
-    add_sink(&sp, &state, &receiver.url());
-    let mut d = daemon(&sp, &state);
+    add_sink(sp, &state, url);
+    let mut d = daemon(sp, &state);
     let mut lat = Vec::with_capacity(hooks);
     for i in 0..hooks + 20 {
-        let before = receiver.accepted() as usize;
+        let before = taken();
         let payload = format!(
             "{{\"session_id\":\"00000000-0000-4000-8000-000000000001\",\"transcript_path\":\"/t\",\"cwd\":\"/w\",\"prompt_id\":\"p\",\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\",\"tool_use_id\":\"t-{i}\",\"tool_input\":{{\"command\":\"true\"}}}}\n"
         );
         let t = Instant::now();
-        let mut child = Command::new(&hook)
+        let mut child = Command::new(hook)
             .args(["claude-code", "PreToolUse"])
             .env("SESSIONPIPE_STATE_DIR", &state)
             .stdin(Stdio::piped())
@@ -229,7 +257,7 @@ fn main() {
             .write_all(payload.as_bytes())
             .unwrap();
         child.wait().unwrap();
-        while receiver.accepted() as usize <= before {
+        while taken() <= before {
             std::thread::sleep(Duration::from_micros(200));
         }
         if i >= 20 {
@@ -238,14 +266,14 @@ fn main() {
     }
     let _ = d.kill();
     let _ = d.wait();
+    lat
+}
+
+fn latency_row(receiver: &str, mut lat: Vec<Duration>) {
     lat.sort();
     let pct = |p: f64| lat[((lat.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1000.0;
-    println!();
-    println!("hook → receiver, {hooks} hooks one at a time, daemon running, HTTP sink on loopback");
-    println!("| p50 | p90 | p99 | max |");
-    println!("|---:|---:|---:|---:|");
     println!(
-        "| {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms |",
+        "| {receiver} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms |",
         pct(0.5),
         pct(0.9),
         pct(0.99),
