@@ -15,6 +15,7 @@
 //! the runtime's blocking pool; only the network is awaited in place.
 
 use super::http::{self, BatchVerdict};
+use super::jsonl::Appender;
 use super::{Sink, SinkList, Target};
 use crate::pipeline::outbox::{Outbox, StoredEvent};
 use crate::pipeline::privacy::filter_owned;
@@ -249,6 +250,7 @@ async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: wat
         webhook,
         max_events_cap: None,
         failures: 0,
+        file: Appender::default(),
     };
     rung.mark_unchanged();
     // Rows read ahead of the cursor, oldest first: a read takes up to
@@ -376,7 +378,8 @@ async fn run(paths: StatePaths, mut sink: Sink, flags: Arc<Flags>, mut rung: wat
                     // A file or stdout has nobody to drop a batch sent again
                     // (a receiver drops it by event id): its cursor is saved
                     // before anything else, so a kill between the two
-                    // repeats at most what was written in that instant.
+                    // repeats at most what was written in that instant (and a
+                    // file's next task leaves that out: `jsonl`).
                     moving.done(&sink.id).await;
                 }
                 advance(&mut queue, &mut cursor, batch.through);
@@ -658,6 +661,8 @@ struct Sender {
     /// Halved after a 413, for the rest of this task's life.
     max_events_cap: Option<usize>,
     failures: usize,
+    /// A file sink's writes.
+    file: Appender,
 }
 
 impl Sender {
@@ -723,8 +728,17 @@ impl Sender {
             }
             Target::File { path } => {
                 let (p, lines) = (path.clone(), batch.lines.clone());
-                let ok = blocking(move || append_lines(std::path::Path::new(&p), &lines)).await;
-                self.io_step(ok, path)
+                let mut appender = std::mem::take(&mut self.file);
+                let (written, appender) = blocking(move || {
+                    let written = appender.append(std::path::Path::new(&p), &lines);
+                    (written, appender)
+                })
+                .await;
+                self.file = appender;
+                if let Ok(n @ 1..) = written {
+                    tracing::info!(sink = %sink.id, "{n} events were at the file's end already (written before a stop, their place not yet saved): not written again");
+                }
+                self.io_step(written.map(drop), path)
             }
             Target::Http { .. } => {
                 let answer = self.request(sink, batch).await;
@@ -805,27 +819,6 @@ fn random_unit() -> f64 {
         return 0.0;
     }
     (u64::from_le_bytes(b) >> 11) as f64 / (1u64 << 53) as f64
-}
-
-/// Appends lines to a JSONL file and syncs them before the cursor moves.
-/// Appends to a file sink. A file it creates is the person's alone (0600): it
-/// holds their sessions; a file that exists keeps the mode they gave it.
-fn append_lines(path: &std::path::Path, lines: &[String]) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.create(true).append(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut f = options.open(path)?;
-    let mut buf = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
-    for l in lines {
-        buf.push_str(l);
-        buf.push('\n');
-    }
-    f.write_all(buf.as_bytes())?;
-    f.sync_data()
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! Never lose, never duplicate: hooks fire from parallel processes while whatever
 //! holds the daemon lock (the daemon, or a drain worker a hook started) is killed
 //! with SIGKILL again and again. Afterwards every hook that returned is exactly
-//! one event, and every session's seq runs 1..n without a gap.
+//! one event, and every session's seq runs 1..n without a gap; and a file sink,
+//! written by every daemon that was killed, holds each event exactly once.
 
 use serde_json::{Value, json};
 use sessionpipe_testkit::{Sandbox, sandbox::bin};
@@ -25,6 +26,13 @@ fn lock_holder(sb: &Sandbox) -> Option<u32> {
 #[test]
 fn sigkill_while_hooks_fire_loses_and_duplicates_nothing() {
     let sb = Arc::new(Sandbox::new());
+    let file = sb.root().join("events.jsonl");
+    let target = format!("file:{}", file.display());
+    assert!(
+        sb.sessionpipe(&["sink", "add", &target, "--tier", "3"])
+            .status
+            .success()
+    );
     let mut daemon = Some(sb.start_daemon());
     let stop = Arc::new(AtomicBool::new(false));
     let kills = Arc::new(AtomicUsize::new(0));
@@ -152,4 +160,30 @@ fn sigkill_while_hooks_fire_loses_and_duplicates_nothing() {
     let firsts: Vec<&Value> = events.iter().filter(|e| e["session"]["seq"] == 1).collect();
     assert!(firsts.iter().all(|e| e["type"] == "session.started"));
     assert_eq!(firsts.len(), WRITERS);
+
+    // The file sink: every event of the outbox, each once.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let written: Vec<Value> = loop {
+        let lines: Vec<Value> = std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        if lines.len() >= events.len() || Instant::now() > deadline {
+            break lines;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut in_file: BTreeMap<String, usize> = BTreeMap::new();
+    for e in &written {
+        *in_file
+            .entry(e["id"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    let twice: Vec<_> = in_file.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "written to the file twice: {twice:?}");
+    let outbox: std::collections::BTreeSet<&str> =
+        events.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    let file_ids: std::collections::BTreeSet<&str> = in_file.keys().map(String::as_str).collect();
+    assert_eq!(file_ids, outbox, "the file holds the outbox's events");
 }

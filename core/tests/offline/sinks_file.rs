@@ -98,8 +98,8 @@ fn two_file_sinks_at_two_tiers_get_two_views_exactly_once() {
     hook(&sb, "Stop", json!({}));
     let all = wait_lines(&full, 5);
     let some = wait_lines(&low, 3);
-    // A line is in the file an instant before its sink's cursor is saved: a
-    // kill in that instant would send it again. The restart below is about
+    // A line is in the file an instant before its sink's cursor is saved (a
+    // kill in that instant is the next test's). The restart below is about
     // what was delivered and recorded, so it waits for both cursors.
     wait_caught_up(&sb);
     daemon.kill();
@@ -164,6 +164,42 @@ fn two_file_sinks_at_two_tiers_get_two_views_exactly_once() {
     assert_eq!(left[0]["type"], "session.forgotten");
     let again = sb.sessionpipe(&["forget", "claude-code:nobody"]);
     assert_eq!(again.status.code(), Some(1));
+}
+
+#[test]
+fn a_file_sink_started_behind_what_its_file_holds_writes_nothing_twice() {
+    let sb = Sandbox::new();
+    let path = sb.root().join("events.jsonl");
+    let target = format!("file:{}", path.display());
+    assert!(
+        sb.sessionpipe(&["sink", "add", &target, "--tier", "3"])
+            .status
+            .success()
+    );
+    let daemon = sb.start_daemon();
+    hook(&sb, "UserPromptSubmit", json!({"prompt": "hi"}));
+    hook(&sb, "Stop", json!({}));
+    assert_eq!(wait_lines(&path, 3).len(), 3);
+    wait_caught_up(&sb);
+    daemon.kill();
+    // The sink's place put back to the start with no daemon running: what a
+    // kill between a batch's write and its place's save leaves, for all of
+    // them at once.
+    let out = sb.sessionpipe(&["replay", "--from-start"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _daemon = sb.start_daemon();
+    hook(&sb, "SessionEnd", json!({"reason": "exit"}));
+    wait_lines(&path, 4);
+    wait_caught_up(&sb);
+    let seqs: Vec<u64> = lines(&path)
+        .iter()
+        .map(|e| e["session"]["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, [1, 2, 3, 4], "each event once");
 }
 
 #[test]
