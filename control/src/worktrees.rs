@@ -1,8 +1,8 @@
 //! A started session's own git worktree (`control worktrees on`): where it
 //! goes, making it (`git worktree add -b sessionpipe/<short id>`), the record
 //! of the worktrees made (`worktrees.json` in the state dir, 0600, written
-//! whole), what each one holds now, and removing one that holds nothing of
-//! its own.
+//! whole, changed under `worktrees.lock` beside it), what each one holds now,
+//! and removing one that holds nothing of its own.
 //!
 //! `git` runs as a child process with an argument list (never a shell
 //! string), bounded in time. A worktree goes where the control folders
@@ -34,10 +34,9 @@ const SHORT_LEN: usize = 8;
 /// The folder under `.sessionpipe` that worktrees inside a checkout go in.
 const INSIDE: &str = "worktrees";
 
-/// One write of the record at a time in this process (two starts at once).
-/// Between processes (the daemon adding, `prune` taking off) each write
-/// reads the record again just before it, so the window a line could be
-/// lost in is that of one read and one rename.
+/// One change of the record at a time in this process (two starts at once);
+/// between processes (the daemon adding, `prune` taking off) the lock file
+/// beside it does the same (`Held`).
 static RECORD: Mutex<()> = Mutex::new(());
 
 #[derive(Debug, thiserror::Error)]
@@ -313,19 +312,51 @@ pub fn recorded(paths: &StatePaths) -> Result<Vec<Worktree>, WorktreeError> {
 
 /// Adds `made` to the record.
 fn keep(paths: &StatePaths, made: &Worktree) -> Result<(), WorktreeError> {
-    let _one = RECORD.lock().unwrap_or_else(|p| p.into_inner());
+    let _held = Held::take(paths)?;
     let mut all = recorded(paths)?;
     all.push(made.clone());
     write(paths, all)
 }
 
-/// Takes the worktree at `path` off the record (read again just before, so
-/// a worktree recorded meanwhile is kept).
+/// Takes the worktree at `path` off the record (read under the lock, so a
+/// worktree another process records meanwhile is kept).
 pub fn forget(paths: &StatePaths, path: &Path) -> Result<(), WorktreeError> {
-    let _one = RECORD.lock().unwrap_or_else(|p| p.into_inner());
+    let _held = Held::take(paths)?;
     let mut all = recorded(paths)?;
     all.retain(|w| w.path != path);
     write(paths, all)
+}
+
+/// The record held for one read and write: by this process's threads
+/// through `RECORD`, by other processes through an advisory lock on
+/// `worktrees.lock` beside it (0600; the OS lets it go if its holder dies).
+struct Held {
+    _file: std::fs::File,
+    _thread: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Held {
+    fn take(paths: &StatePaths) -> Result<Held, WorktreeError> {
+        let thread = RECORD.lock().unwrap_or_else(|p| p.into_inner());
+        let path = paths.worktrees().with_extension("lock");
+        if let Some(state) = path.parent() {
+            spool::files::create_private_dir(state).map_err(|e| record_error(state, e))?;
+        }
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let file = options.open(&path).map_err(|e| record_error(&path, e))?;
+        // Held for one read and one rename: a wait of milliseconds.
+        file.lock().map_err(|e| record_error(&path, e))?;
+        Ok(Held {
+            _file: file,
+            _thread: thread,
+        })
+    }
 }
 
 fn write(paths: &StatePaths, worktrees: Vec<Worktree>) -> Result<(), WorktreeError> {
@@ -517,6 +548,67 @@ mod tests {
             top.join(files::DIR).join(INSIDE).join("abc"),
             "inside, not through the link"
         );
+    }
+
+    fn recorded_at(path: &str) -> Worktree {
+        Worktree {
+            session: "claude-code:s".into(),
+            repo: "/r".into(),
+            path: path.into(),
+            folder: path.into(),
+            branch: "sessionpipe/s".into(),
+            base: "0".into(),
+            made_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_change_of_the_record_waits_for_another_process_and_keeps_what_it_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = StatePaths::new(dir.path().to_path_buf());
+        write(&paths, vec![recorded_at("/w/a"), recorded_at("/w/b")]).unwrap();
+        drop(Held::take(&paths).unwrap());
+        // Another process holds the lock (a lock on a file of its own opening
+        // is one another opening must wait for, in one process as in two).
+        let other = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(paths.worktrees().with_extension("lock"))
+            .unwrap();
+        other.lock().unwrap();
+        let (done, finished) = std::sync::mpsc::channel();
+        let waiting = {
+            let paths = paths.clone();
+            std::thread::spawn(move || {
+                let r = forget(&paths, Path::new("/w/a"));
+                done.send(()).unwrap();
+                r
+            })
+        };
+        assert!(
+            finished.recv_timeout(Duration::from_millis(300)).is_err(),
+            "forget went on while another process held the record"
+        );
+        // What the other process writes while it holds it.
+        let mut all = recorded(&paths).unwrap();
+        all.push(recorded_at("/w/c"));
+        write(&paths, all).unwrap();
+        other.unlock().unwrap();
+        waiting.join().unwrap().unwrap();
+        let left: Vec<PathBuf> = recorded(&paths)
+            .unwrap()
+            .into_iter()
+            .map(|w| w.path)
+            .collect();
+        assert_eq!(left, [PathBuf::from("/w/b"), PathBuf::from("/w/c")]);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let lock = std::fs::metadata(paths.worktrees().with_extension("lock")).unwrap();
+            assert_eq!(lock.permissions().mode() & 0o777, 0o600);
+        }
     }
 
     /// A repository with one commit, in a new folder; its canonical top.
