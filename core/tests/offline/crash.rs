@@ -27,12 +27,7 @@ fn lock_holder(sb: &Sandbox) -> Option<u32> {
 fn sigkill_while_hooks_fire_loses_and_duplicates_nothing() {
     let sb = Arc::new(Sandbox::new());
     let file = sb.root().join("events.jsonl");
-    let target = format!("file:{}", file.display());
-    assert!(
-        sb.sessionpipe(&["sink", "add", &target, "--tier", "3"])
-            .status
-            .success()
-    );
+    crate::sinks_file::add_file_sink(&sb, &file, "3");
     let mut daemon = Some(sb.start_daemon());
     let stop = Arc::new(AtomicBool::new(false));
     let kills = Arc::new(AtomicUsize::new(0));

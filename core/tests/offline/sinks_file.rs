@@ -20,6 +20,17 @@ fn hook(sb: &Sandbox, event: &str, extra: Value) {
     );
 }
 
+/// `sink add file:<path> --tier <tier>`, which must succeed.
+pub(crate) fn add_file_sink(sb: &Sandbox, path: &std::path::Path, tier: &str) {
+    let target = format!("file:{}", path.display());
+    let out = sb.sessionpipe(&["sink", "add", &target, "--tier", tier]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn lines(path: &std::path::Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
@@ -63,18 +74,7 @@ fn two_file_sinks_at_two_tiers_get_two_views_exactly_once() {
     let low = sb.root().join("tier0.jsonl");
     let full = sb.root().join("tier3.jsonl");
     for (path, tier) in [(&low, "0"), (&full, "3")] {
-        let out = sb.sessionpipe(&[
-            "sink",
-            "add",
-            &format!("file:{}", path.display()),
-            "--tier",
-            tier,
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        add_file_sink(&sb, path, tier);
     }
     let list = String::from_utf8(sb.sessionpipe(&["sink", "list"]).stdout).unwrap();
     assert_eq!(list.lines().count(), 2, "{list}");
@@ -170,12 +170,7 @@ fn two_file_sinks_at_two_tiers_get_two_views_exactly_once() {
 fn a_file_sink_started_behind_what_its_file_holds_writes_nothing_twice() {
     let sb = Sandbox::new();
     let path = sb.root().join("events.jsonl");
-    let target = format!("file:{}", path.display());
-    assert!(
-        sb.sessionpipe(&["sink", "add", &target, "--tier", "3"])
-            .status
-            .success()
-    );
+    add_file_sink(&sb, &path, "3");
     let daemon = sb.start_daemon();
     hook(&sb, "UserPromptSubmit", json!({"prompt": "hi"}));
     hook(&sb, "Stop", json!({}));
