@@ -342,14 +342,7 @@ impl Held {
         if let Some(state) = path.parent() {
             spool::files::create_private_dir(state).map_err(|e| record_error(state, e))?;
         }
-        let mut options = std::fs::OpenOptions::new();
-        options.read(true).write(true).create(true).truncate(false);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let file = options.open(&path).map_err(|e| record_error(&path, e))?;
+        let file = spool::files::open_lock_file(&path).map_err(|e| record_error(&path, e))?;
         // Held for one read and one rename: a wait of milliseconds.
         file.lock().map_err(|e| record_error(&path, e))?;
         Ok(Held {
@@ -570,13 +563,8 @@ mod tests {
         drop(Held::take(&paths).unwrap());
         // Another process holds the lock (a lock on a file of its own opening
         // is one another opening must wait for, in one process as in two).
-        let other = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(paths.worktrees().with_extension("lock"))
-            .unwrap();
+        let other =
+            spool::files::open_lock_file(&paths.worktrees().with_extension("lock")).unwrap();
         other.lock().unwrap();
         let (done, finished) = std::sync::mpsc::channel();
         let waiting = {

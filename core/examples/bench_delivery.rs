@@ -4,9 +4,9 @@
 //! receiver that answers 202 and stores nothing (`NullReceiver`, inside this
 //! bench), so the daemon's own rate shows apart from the receiver's; then hook
 //! to receiver latency (one hook at a time, through a running daemon, until the
-//! receiver stored the event), to each of the two. Run by `bench/run.sh` with the release binaries:
-//! `bench_delivery HOOK SESSIONPIPE [EVENTS] [HOOKS]`. It times; it asserts
-//! nothing about the times.
+//! receiver counted the event), to each of the two. Run by `bench/run.sh` with
+//! the release binaries: `bench_delivery HOOK SESSIONPIPE [EVENTS] [HOOKS]`.
+//! It times; it asserts nothing about the times.
 
 use sessionpipe_core::pipeline::ingest::Ingest;
 use sessionpipe_core::pipeline::outbox::Outbox;

@@ -33,6 +33,19 @@ pub fn create_private_file(path: &Path) -> io::Result<File> {
     options.open(path)
 }
 
+/// Opens (creating it 0600 if missing, never truncating) a file that is there
+/// to be locked: the daemon's lock, a worker's, the worktrees record's.
+pub fn open_lock_file(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
+}
+
 /// Writes `bytes` to `path` through a temp file in the same folder and a rename,
 /// keeping the existing file's permissions (a new file gets the umask's).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {

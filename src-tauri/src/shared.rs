@@ -1,7 +1,7 @@
 //! What every part of the shell shares: the state paths, the window's
 //! process, the local receiver, the offers of a harness found later, and a
-//! way to ask the tray for a refresh. Below `app` (which makes it) and the parts it wires (`tray`,
-//! `notices`, `prefs`), so none of them imports `app`.
+//! way to ask the tray for a refresh. Below `app` (which makes it) and the
+//! parts it wires (`tray`, `notices`, `prefs`), so none of them imports `app`.
 
 use crate::local_receiver::LocalReceiver;
 use crate::offers::Offers;

@@ -4,8 +4,9 @@
 //! This module owns the sink list (`sinks.json` in the state dir, tokens in
 //! `secrets`), adding and removing sinks, and the cursor each keeps in the outbox
 //! (moved only when the sink accepted what it was sent). `deliver` runs a sink;
-//! `http` speaks the binding; `jsonl` appends to a file sink. Every event a sink gets has been through `filter`
-//! at the sink's tier: a sink never sees more than it was allowed.
+//! `http` speaks the binding; `jsonl` appends to a file sink. Every event a
+//! sink gets has been through `filter` at the sink's tier: a sink never sees
+//! more than it was allowed.
 
 pub mod deliver;
 pub mod http;

@@ -5,7 +5,7 @@
 //! does once it holds it (`daemon` does), nor wait for anything but the lock.
 
 use spool::StatePaths;
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, Write};
 
 /// What the lock's holder runs as.
@@ -85,14 +85,7 @@ pub fn try_acquire(
     mode: Mode,
     stdout_sinks: bool,
 ) -> std::io::Result<Option<Lock>> {
-    let mut options = OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(paths.daemon_lock())?;
+    let mut file = spool::files::open_lock_file(&paths.daemon_lock())?;
     match file.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => return Ok(None),

@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 use spool::StatePaths;
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -223,14 +223,7 @@ impl Drop for Publisher {
 }
 
 fn take_lock(paths: &StatePaths) -> Option<File> {
-    let mut options = OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let lock = options.open(lock_file(paths)).ok()?;
+    let lock = spool::files::open_lock_file(&lock_file(paths)).ok()?;
     lock.try_lock().ok()?;
     Some(lock)
 }
